@@ -1,0 +1,160 @@
+"""The process bridge: a fresh subprocess per run (PROTOCOL.md section 9).
+
+The prompt (``systemPrompt`` and the text, joined by a blank line) goes to the
+command on stdin, as its last argument, or not at all. stdout streams as
+``text`` events and becomes the output; exit 0 is success; a non-zero exit or
+a signal fails the run with the stderr text, secrets redacted. Each run gets
+its own process group, so cancellation, timeouts and ``close`` kill the whole
+tree, not just the direct child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import signal
+
+from bridges import compose_prompt
+from oma_host.config import AgentConfig, ProcessBackend
+from oma_host.messages import LLMMessage
+from oma_host.redact import Redactor
+from oma_host.results import AgentRunResult, RunRecorder
+
+_READ_SIZE = 65536
+_STDERR_LIMIT = 16384  # the tail of stderr kept for the failure message
+_TERM_GRACE_S = 1.0  # SIGTERM first; SIGKILL whatever is left after this
+_ORPHAN_GRACE_S = 0.2  # after exit, how long descendants may hold stdout open
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+class ProcessBridge:
+    """Runs ``backend.command`` once per run; see the module docstring."""
+
+    external = True
+
+    def __init__(self, config: AgentConfig, backend: ProcessBackend) -> None:
+        self._config = config
+        self._backend = backend
+        self._redactor = Redactor.for_config(config)
+        self._running: set[asyncio.subprocess.Process] = set()
+
+    def _argv(self, prompt: str) -> list[str]:
+        argv = [self._backend.command, *self._backend.args]
+        if self._backend.input == "argument":
+            argv.append(prompt)
+        return argv
+
+    async def execute(
+        self, messages: list[LLMMessage], prompt: str, recorder: RunRecorder, *, streaming: bool
+    ) -> AgentRunResult:
+        del messages, streaming  # text only; stdout streams either way
+        if self._backend.input != "none" and not prompt.strip():
+            message = f"agent {self._config.name!r}: the prompt is empty; nothing to send"
+            return recorder.result("error", message, output=message, error_kind="input")
+        text = compose_prompt(self._config.system_prompt, prompt)
+        command = self._backend.command
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self._argv(text),
+                stdin=asyncio.subprocess.PIPE
+                if self._backend.input == "stdin"
+                else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=self._backend.cwd or self._config.cwd,
+                env={**os.environ, **self._backend.env},
+                start_new_session=True,
+            )
+        except OSError as error:
+            message = self._redactor.redact(f"could not start {command!r}: {error.strerror or error}")
+            return recorder.result("error", message, output=message, error_kind="spawn")
+        self._running.add(process)
+        try:
+            return await self._collect(process, text, recorder)
+        finally:
+            self._running.discard(process)
+            await _end_group(process)
+
+    async def _collect(
+        self, process: asyncio.subprocess.Process, text: str, recorder: RunRecorder
+    ) -> AgentRunResult:
+        assert process.stdout is not None and process.stderr is not None
+        feeder = asyncio.ensure_future(_feed(process, text))
+        stdout = asyncio.ensure_future(_read_text(process.stdout, recorder.text))
+        stderr_parts: list[str] = []
+        stderr = asyncio.ensure_future(_read_text(process.stderr, stderr_parts.append))
+        readers = [feeder, stdout, stderr]
+        try:
+            code = await process.wait()
+            # Descendants may still hold the pipes; give them a moment, then end the group.
+            _, pending = await asyncio.wait(readers, timeout=_ORPHAN_GRACE_S)
+            if pending:
+                await _end_group(process)
+                await asyncio.wait(pending, timeout=_TERM_GRACE_S)
+        finally:
+            for task in readers:
+                task.cancel()
+        if code == 0:
+            output = recorder.output
+            recorder.messages.append(
+                {"role": "assistant", "content": [{"type": "text", "text": output}]}
+            )
+            return recorder.result()
+        how = f"exited with code {code}" if code > 0 else f"was killed by {_signal_name(-code)}"
+        detail = "".join(stderr_parts)[-_STDERR_LIMIT:].strip()
+        message = f"{self._backend.command} {how}" + (f": {detail}" if detail else "")
+        message = self._redactor.redact(message)
+        return recorder.result("error", message, output=message, error_kind="process")
+
+    async def close(self) -> None:
+        """Kill every process tree this bridge still has running."""
+        await asyncio.gather(*(_end_group(process) for process in list(self._running)))
+
+
+async def _feed(process: asyncio.subprocess.Process, text: str) -> None:
+    """Write the prompt to stdin and close it, so the command sees end-of-file."""
+    if process.stdin is None:
+        return
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        process.stdin.write(text.encode())
+        await process.stdin.drain()
+    process.stdin.close()
+
+
+async def _read_text(stream: asyncio.StreamReader, sink: object) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    assert callable(sink)
+    while chunk := await stream.read(_READ_SIZE):
+        if text := decoder.decode(chunk):
+            sink(text)
+    if tail := decoder.decode(b"", final=True):
+        sink(tail)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> bool:
+    try:
+        os.killpg(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+async def _end_group(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM the process group, then SIGKILL it if anything is left."""
+    if not _signal_group(process.pid, signal.SIGTERM):
+        return
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(_TERM_GRACE_S):
+            await process.wait()
+    # The leader may be gone while descendants linger in its group.
+    _signal_group(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        await process.wait()

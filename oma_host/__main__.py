@@ -1,0 +1,7 @@
+"""``python -m oma_host`` is the ``oma-host`` command."""
+
+import sys
+
+from oma_host.cli import main
+
+sys.exit(main())

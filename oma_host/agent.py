@@ -1,0 +1,367 @@
+"""The Agent: run, stream and prompt with string or structured input.
+
+The order of every call is fixed: validate and copy the input (the shape guard,
+then the string-only boundary for external backends), and only then touch
+state, hooks or the backend. ``run`` and ``stream`` are fresh; ``prompt``
+appends the caller's turn and the reply to the persistent history when, and
+only when, the turn completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from contextlib import suppress
+from typing import Any, Literal, Protocol, TypeVar
+
+from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
+from oma_host.errors import InvalidMessageError
+from oma_host.hooks import (
+    LOSSY_MESSAGES,
+    AfterRunContext,
+    AfterRunHook,
+    BeforeRunHook,
+    HookError,
+    apply_before_run_answer,
+    call_hook,
+    make_before_run_context,
+    read_after_run_answer,
+)
+from oma_host.messages import (
+    LLMMessage,
+    clone,
+    clone_messages,
+    guard_messages,
+    guard_prompt_input,
+    guard_run_input,
+    latest_user_prompt,
+)
+from oma_host.results import (
+    AgentRunResult,
+    EmitFn,
+    RunRecorder,
+    StreamEvent,
+    TokenUsage,
+    failed_result,
+    zero_usage,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+AgentStatus = Literal["idle", "running", "completed", "error"]
+
+
+def new_run_id() -> str:
+    return f"run_{uuid.uuid4().hex}"
+
+
+class AbortSignal:
+    """Cancels a run from outside; the run then returns a ``cancelled`` result
+    carrying its partial output (the wire turns that into error -32800)."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def abort(self) -> None:
+        self._event.set()
+
+    @property
+    def aborted(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+class Backend(Protocol):
+    """What runs a validated conversation: the LLM loop or an external bridge."""
+
+    external: bool
+
+    async def execute(
+        self, messages: list[LLMMessage], prompt: str, recorder: RunRecorder, *, streaming: bool
+    ) -> AgentRunResult: ...
+
+    async def close(self) -> None: ...
+
+
+class _Aborted(Exception):
+    """Internal: the abort signal fired before the awaited step finished."""
+
+
+async def _unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
+    """Await ``step``; if ``abort`` fires first, cancel it and raise _Aborted."""
+    if abort is None:
+        return await step
+    task = asyncio.ensure_future(step)
+    waiter = asyncio.ensure_future(abort.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+    if task.cancelled():
+        raise _Aborted
+    return task.result()
+
+
+def _make_backend(config: AgentConfig) -> Backend:
+    if config.backend is not None:
+        from bridges import make_external_backend
+
+        return make_external_backend(config)
+    from oma_host.runner import LLMBackend
+
+    return LLMBackend(config)
+
+
+class Agent:
+    """One configured agent. See the module docstring for the call order."""
+
+    def __init__(
+        self,
+        config: AgentConfig | Mapping[str, Any],
+        *,
+        before_run: BeforeRunHook | None = None,
+        after_run: AfterRunHook | None = None,
+        defaults: ModelDefaults | None = None,
+    ) -> None:
+        self.config = parse_agent_config(config, defaults)
+        history = self.config.history
+        self._history: list[LLMMessage] = (
+            [] if history is None or history == [] else guard_messages(history, "config.history")
+        )
+        if self.config.backend is None:
+            from oma_host.providers import check_provider
+
+            check_provider(self.config.provider)
+        self._before_run = before_run
+        self._after_run = after_run
+        self._backend: Backend | None = None
+        self._status: AgentStatus = "idle"
+        self._usage: TokenUsage = zero_usage()
+        self._active_runs = 0
+        self._turn_lock: asyncio.Lock | None = None
+
+    # -- inspection -----------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def is_external(self) -> bool:
+        return self.config.backend is not None
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {"status": self._status, "tokenUsage": dict(self._usage)}
+
+    def get_history(self) -> list[LLMMessage]:
+        """A copy of the persistent history; changing it changes nothing here."""
+        return clone_messages(self._history)
+
+    def reset(self) -> None:
+        """Clear the history and return to ``idle``."""
+        self._history = []
+        self._status = "idle"
+        self._usage = zero_usage()
+
+    async def close(self) -> None:
+        """Release the backend (ends a process tree or an ACP session)."""
+        if self._backend is not None:
+            backend, self._backend = self._backend, None
+            await backend.close()
+
+    # -- validation (always first) ----------------------------------------
+
+    def _string_only(self, path: str) -> InvalidMessageError:
+        kind = self.config.backend.kind if self.config.backend else "external"
+        return InvalidMessageError(
+            f"{path}: agent {self.name!r} has a {kind} backend, which accepts string prompts "
+            "only; send a string instead of a message list or content blocks",
+            path,
+        )
+
+    def validate_run_input(self, value: object, path: str = "input") -> list[LLMMessage]:
+        """The guard for RunInput, then the string-only boundary."""
+        messages = guard_run_input(value, path)
+        if self.is_external and not isinstance(value, str):
+            raise self._string_only(path)
+        return messages
+
+    def validate_prompt_input(self, value: object, path: str = "input") -> LLMMessage:
+        """The guard for PromptInput, then the string-only boundary."""
+        turn = guard_prompt_input(value, path)
+        if self.is_external and not isinstance(value, str):
+            raise self._string_only(path)
+        return turn
+
+    # -- the three ways to run ------------------------------------------
+
+    async def run(
+        self, input: Any, *, run_id: str | None = None, abort: AbortSignal | None = None
+    ) -> AgentRunResult:
+        """A fresh run: neither reads nor changes the history."""
+        messages = self.validate_run_input(input)
+        return await self.execute(messages, run_id=run_id, abort=abort)
+
+    def stream(
+        self, input: Any, *, run_id: str | None = None, abort: AbortSignal | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        """Validate now, then return an iterator of StreamEvents ending in ``done``.
+
+        A plain function on purpose: an ``async def`` generator would not
+        validate until its first iteration."""
+        messages = self.validate_run_input(input)
+        return self._stream(messages, run_id, abort)
+
+    async def prompt(
+        self, input: Any, *, run_id: str | None = None, abort: AbortSignal | None = None
+    ) -> AgentRunResult:
+        """Append one user turn and its reply to the history. Concurrent calls
+        run one after another in arrival order; a failed or cancelled turn
+        leaves the history as it was."""
+        turn = self.validate_prompt_input(input)
+        return await self.prompt_turn(turn, run_id=run_id, abort=abort)
+
+    async def prompt_turn(
+        self, turn: LLMMessage, *, run_id: str | None = None, abort: AbortSignal | None = None
+    ) -> AgentRunResult:
+        """``prompt`` for a turn that :meth:`validate_prompt_input` returned."""
+        run_id = run_id or new_run_id()
+        if self._turn_lock is None:
+            self._turn_lock = asyncio.Lock()
+        lock = self._turn_lock
+        try:
+            await _unless_aborted(lock.acquire(), abort)
+        except _Aborted:
+            return RunRecorder(run_id).result("cancelled", "the prompt was cancelled while queued")
+        try:
+            context = [turn] if self.is_external else [*self._history, turn]
+            result = await self.execute(context, run_id=run_id, abort=abort)
+            if result["success"]:
+                # The caller's turn as sent, not as a beforeRun hook rewrote it.
+                self._history = [*self._history, turn, *clone_messages(result["messages"])]
+            return result
+        finally:
+            lock.release()
+
+    async def _stream(
+        self, messages: list[LLMMessage], run_id: str | None, abort: AbortSignal | None
+    ) -> AsyncIterator[StreamEvent]:
+        queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+        task = asyncio.ensure_future(
+            self.execute(messages, run_id=run_id, abort=abort, emit=queue.put_nowait)
+        )
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            yield {"type": "done", "data": task.result()}
+        finally:
+            if not task.done():
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+
+    # -- execution --------------------------------------------------------
+
+    async def execute(
+        self,
+        messages: list[LLMMessage],
+        *,
+        run_id: str | None = None,
+        abort: AbortSignal | None = None,
+        emit: EmitFn | None = None,
+    ) -> AgentRunResult:
+        """Run already-validated messages (the library's private copy).
+
+        With ``emit`` the run streams its events to it. Raises
+        InvalidMessageError only for beforeRun messages that fail the guard."""
+        recorder = RunRecorder(run_id or new_run_id(), emit or (lambda event: None))
+        streaming = emit is not None
+        previous_status = self._status
+        self._active_runs += 1
+        self._status = "running"
+        result: AgentRunResult | None = None
+        try:
+            try:
+                result = await _unless_aborted(self._pipeline(messages, recorder, streaming), abort)
+            except _Aborted:
+                result = recorder.result("cancelled", "the run was cancelled")
+            if streaming and result["status"]["code"] not in ("ok", "cancelled"):
+                error: dict[str, str] = {"message": result["status"].get("message", "")}
+                if "errorInfo" in result:
+                    error["kind"] = result["errorInfo"]["kind"]
+                recorder.emit({"type": "error", "data": error})
+            return result
+        finally:
+            self._active_runs -= 1
+            if result is None:  # raised: the run never happened as far as state goes
+                self._status = previous_status if self._active_runs == 0 else "running"
+            else:
+                self._usage["input_tokens"] += result["tokenUsage"]["input_tokens"]
+                self._usage["output_tokens"] += result["tokenUsage"]["output_tokens"]
+                if self._active_runs == 0:
+                    self._status = "completed" if result["success"] else "error"
+
+    async def _pipeline(
+        self, messages: list[LLMMessage], recorder: RunRecorder, streaming: bool
+    ) -> AgentRunResult:
+        hooks = self.config.hooks
+        timeout_s = (hooks.timeout_ms if hooks else 30_000) / 1000
+        if self._before_run is not None:
+            context = make_before_run_context(
+                self.name, recorder.run_id, messages, self.config.public_view()
+            )
+            try:
+                answer = await call_hook(self._before_run, context, timeout_s, "beforeRun")
+                outcome = apply_before_run_answer(answer, messages, context.prompt)
+            except HookError as error:
+                return failed_result(recorder.run_id, "callback", str(error))
+            if self.is_external and outcome.messages_replaced:
+                return failed_result(
+                    recorder.run_id,
+                    "callback",
+                    f"{LOSSY_MESSAGES}: agent {self.name!r} has a {self._backend_kind} backend, "
+                    "which takes a string prompt; return only a prompt rewrite",
+                )
+            messages = outcome.messages
+        result = await self._run_backend(messages, recorder, streaming)
+        if self._after_run is not None and result["status"]["code"] != "cancelled":
+            context_after = AfterRunContext(self.name, recorder.run_id, clone(result))
+            try:
+                answer = await call_hook(self._after_run, context_after, timeout_s, "afterRun")
+                result = read_after_run_answer(answer, result)
+            except HookError as error:
+                return failed_result(recorder.run_id, "callback", str(error))
+        return result
+
+    @property
+    def _backend_kind(self) -> str:
+        return self.config.backend.kind if self.config.backend else "llm"
+
+    async def _run_backend(
+        self, messages: list[LLMMessage], recorder: RunRecorder, streaming: bool
+    ) -> AgentRunResult:
+        if self._backend is None:
+            self._backend = _make_backend(self.config)
+        backend = self._backend
+        prompt = latest_user_prompt(messages)
+        timeout_ms = self.config.timeout_ms
+        if timeout_ms is None:
+            return await backend.execute(messages, prompt, recorder, streaming=streaming)
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                return await backend.execute(messages, prompt, recorder, streaming=streaming)
+        except TimeoutError:
+            return recorder.result(
+                "timeout", f"the run did not finish within timeoutMs={timeout_ms}"
+            )

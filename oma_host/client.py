@@ -1,0 +1,190 @@
+"""A small asyncio JSON-RPC client for oma-host, used by the demo and the tests.
+
+It spawns ``oma-host`` as an editor would (stdio, LSP framing), sends
+requests, answers server-to-client requests (hooks, permission prompts)
+through registered handlers, and records every notification in arrival order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import itertools
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from oma_host.server.framing import encode_frame, read_frames
+
+ServerRequestHandler = Callable[[Any], Any]
+
+
+class RpcError(Exception):
+    """An error response from the host."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def host_argv(*extra: str) -> list[str]:
+    """The argv that runs this checkout's host with this interpreter."""
+    return [sys.executable, "-m", "oma_host", *extra]
+
+
+@dataclass
+class HostClient:
+    process: asyncio.subprocess.Process
+    notifications: list[dict[str, Any]] = field(default_factory=list)
+    # Every server-to-client request, in arrival order, as (method, params).
+    server_requests: list[tuple[str, Any]] = field(default_factory=list)
+    # Every message received, in arrival order (responses, requests, notifications).
+    received: list[dict[str, Any]] = field(default_factory=list)
+    handlers: dict[str, ServerRequestHandler] = field(default_factory=dict)
+    on_notification: Callable[[dict[str, Any]], None] | None = None
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _pending: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)
+    _reader_task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def spawn(
+        cls, argv: Sequence[str] | None = None, *, env: dict[str, str] | None = None
+    ) -> HostClient:
+        process = await asyncio.create_subprocess_exec(
+            *(argv or host_argv()),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+            limit=2**24,
+        )
+        client = cls(process)
+        client._reader_task = asyncio.ensure_future(client._read())
+        return client
+
+    # -- sending ------------------------------------------------------------
+
+    def send_bytes(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_bytes(encode_frame(json.dumps(message).encode()))
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def start_request(
+        self, method: str, params: Any = None, *, msg_id: Any = None
+    ) -> tuple[Any, asyncio.Future[Any]]:
+        """Send a request; returns its id and a future for the response message."""
+        msg_id = self.next_id() if msg_id is None else msg_id
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return msg_id, future
+
+    async def request(self, method: str, params: Any = None, *, timeout: float = 60) -> Any:
+        """Send a request and return its result, or raise RpcError."""
+        _, future = self.start_request(method, params)
+        return unwrap(await asyncio.wait_for(future, timeout))
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    def cancel(self, msg_id: Any) -> None:
+        self.notify("$/cancelRequest", {"id": msg_id})
+
+    async def initialize(self, options: dict[str, Any] | None = None) -> Any:
+        params: dict[str, Any] = {"processId": os.getpid(), "capabilities": {}}
+        if options is not None:
+            params["initializationOptions"] = options
+        return await self.request("initialize", params)
+
+    async def close(self, timeout: float = 20) -> int:
+        """shutdown + exit, then wait for the process; returns its exit code."""
+        with contextlib.suppress(Exception):
+            await self.request("shutdown", timeout=timeout)
+            self.notify("exit")
+        return await self.wait(timeout)
+
+    async def wait(self, timeout: float = 20) -> int:
+        try:
+            return await asyncio.wait_for(self.process.wait(), timeout)
+        except TimeoutError:
+            self.process.kill()
+            return await self.process.wait()
+
+    async def stderr_text(self) -> str:
+        assert self.process.stderr is not None
+        return (await self.process.stderr.read()).decode(errors="replace")
+
+    # -- receiving ------------------------------------------------------------
+
+    def progress(self, token: Any) -> list[Any]:
+        """The ``value`` of every ``$/progress`` for ``token`` so far."""
+        return [
+            n["params"]["value"]
+            for n in self.notifications
+            if n.get("method") == "$/progress" and n["params"].get("token") == token
+        ]
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        async for frame in read_frames(self.process.stdout, 2**31):
+            message = frame.message
+            if not isinstance(message, dict):
+                continue
+            self.received.append(message)
+            if "method" in message and "id" in message:
+                asyncio.ensure_future(self._answer(message))
+            elif "method" in message:
+                self.notifications.append(message)
+                if self.on_notification is not None:
+                    self.on_notification(message)
+            else:
+                future = self._pending.pop(message.get("id"), None)
+                if future is not None and not future.done():
+                    future.set_result(message)
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ConnectionError("the host closed its stdout"))
+
+    async def _answer(self, message: dict[str, Any]) -> None:
+        method = message["method"]
+        self.server_requests.append((method, message.get("params")))
+        handler = self.handlers.get(method)
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+        if handler is None:
+            reply["error"] = {"code": -32601, "message": f"client has no handler for {method}"}
+        else:
+            try:
+                result = handler(message.get("params"))
+                if inspect.isawaitable(result):
+                    result = await result
+                reply["result"] = result
+            except Exception as error:
+                reply["error"] = {"code": -32603, "message": str(error)}
+        if self.process.returncode is None:
+            with contextlib.suppress(Exception):
+                self.send(reply)
+
+
+def unwrap(response: dict[str, Any]) -> Any:
+    """The result of a response message, or RpcError for an error response."""
+    if "error" in response:
+        error = response["error"]
+        raise RpcError(error.get("code", 0), error.get("message", ""), error.get("data"))
+    return response.get("result")

@@ -1,0 +1,138 @@
+"""AgentConfig and its backends (PROTOCOL.md section 3), as pydantic models.
+
+Wire names are camelCase (``systemPrompt``); Python code may use either the
+wire name or the snake_case attribute. Unknown fields are rejected. ``history``
+is kept raw here and validated by the shape guard in the agent, so its errors
+are InvalidMessageError with a path rather than a pydantic report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from oma_host.errors import InvalidParamsError
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class HooksConfig(_Model):
+    before_run: bool = False
+    after_run: bool = False
+    timeout_ms: Annotated[int, Field(gt=0)] = 30_000
+
+
+class ProcessBackend(_Model):
+    kind: Literal["process"]
+    command: Annotated[str, Field(min_length=1)]
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    input: Literal["stdin", "argument", "none"] = "stdin"
+    terminal: bool = False
+
+
+class AcpBackend(_Model):
+    kind: Literal["acp"]
+    command: Annotated[str, Field(min_length=1)]
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    permission: Literal["auto-approve", "reject", "ask-client"] = "auto-approve"
+
+
+Backend = Annotated[ProcessBackend | AcpBackend, Field(discriminator="kind")]
+
+
+class ModelDefaults(_Model):
+    """``initializationOptions.defaults``: applied to configs that leave them out."""
+
+    model: str | None = None
+    provider: str | None = None
+    base_url: str | None = Field(default=None, alias="baseURL")
+
+
+class AgentConfig(_Model):
+    name: Annotated[str, Field(min_length=1)]
+    model: str | None = None
+    provider: str | None = None
+    base_url: str | None = Field(default=None, alias="baseURL")
+    api_key_env: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    system_prompt: str | None = None
+    max_turns: Annotated[int, Field(gt=0)] | None = None
+    max_tokens: Annotated[int, Field(gt=0)] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_token_budget: Annotated[int, Field(gt=0)] | None = None
+    timeout_ms: Annotated[int, Field(gt=0)] | None = None
+    tools: list[str] | None = None
+    cwd: str | None = None
+    history: Any = None
+    hooks: HooksConfig | None = None
+    output_schema: dict[str, Any] | None = None
+    backend: Backend | None = None
+
+    @property
+    def is_external(self) -> bool:
+        return self.backend is not None
+
+    def public_view(self) -> dict[str, Any]:
+        """The config as hooks and listings see it: no hooks, no history, no
+        key, and backend environment values hidden (they often hold tokens)."""
+        view = self.model_dump(
+            by_alias=True, exclude_none=True, exclude={"hooks", "api_key", "history"}
+        )
+        backend = view.get("backend")
+        if backend and backend.get("env"):
+            backend["env"] = {key: "[redacted]" for key in backend["env"]}
+        return view
+
+
+def _describe_validation_error(error: ValidationError, where: str) -> str:
+    problems = []
+    for item in error.errors():
+        location = ".".join(str(part) for part in item["loc"] if part not in ("process", "acp"))
+        path = f"{where}.{location}" if location else where
+        message = "is not a known field" if item["type"] == "extra_forbidden" else item["msg"]
+        problems.append(f"{path}: {message}")
+    return "; ".join(problems)
+
+
+def parse_agent_config(
+    value: AgentConfig | Mapping[str, Any],
+    defaults: ModelDefaults | None = None,
+    where: str = "config",
+) -> AgentConfig:
+    """Validate a config (a mapping from the wire or Python), fill in the host
+    defaults, and check that an LLM-backed agent has a model."""
+    if isinstance(value, AgentConfig):
+        config = value
+    else:
+        if not isinstance(value, Mapping):
+            raise InvalidParamsError(f"{where} must be an object")
+        try:
+            config = AgentConfig.model_validate(dict(value))
+        except ValidationError as error:
+            raise InvalidParamsError(_describe_validation_error(error, where)) from None
+    if config.backend is None and defaults is not None:
+        fill = {
+            key: getattr(defaults, key)
+            for key in ("model", "provider", "base_url")
+            if getattr(config, key) is None and getattr(defaults, key) is not None
+        }
+        if fill:
+            config = config.model_copy(update=fill)
+    if config.backend is None and not config.model:
+        raise InvalidParamsError(
+            f"{where}.model is required for an agent without a backend "
+            "(set it in the config or in initializationOptions.defaults.model)"
+        )
+    return config

@@ -1,0 +1,158 @@
+"""beforeRun / afterRun hooks: their contexts, and the rules that apply their
+answers (PROTOCOL.md section 8).
+
+A hook is a Python callable, sync or async; the server wires client requests
+in through the same callables. Answers are read defensively: a malformed
+answer is a :class:`HookError`, which fails the run with
+``errorInfo.kind: "callback"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from oma_host.errors import InvalidMessageError
+from oma_host.messages import (
+    LLMMessage,
+    clone,
+    guard_messages,
+    latest_user_prompt,
+    rewrite_latest_prompt,
+)
+from oma_host.results import AgentRunResult
+
+T = TypeVar("T")
+
+LOSSY_MESSAGES = "beforeRun.messages cannot be forwarded without loss"
+
+
+class HookError(Exception):
+    """A hook raised, timed out, or answered something malformed."""
+
+
+@dataclass
+class BeforeRunContext:
+    """What a beforeRun hook sees: copies, never the agent's own data."""
+
+    agent_name: str
+    run_id: str
+    prompt: str
+    messages: list[LLMMessage]
+    agent: dict[str, Any]
+
+
+@dataclass
+class AfterRunContext:
+    agent_name: str
+    run_id: str
+    result: AgentRunResult
+
+
+BeforeRunHook = Callable[[BeforeRunContext], Any]
+AfterRunHook = Callable[[AfterRunContext], Any]
+
+
+async def call_hook(hook: Callable[[T], Any], context: T, timeout_s: float, name: str) -> Any:
+    """Call a sync or async hook under a timeout; any failure is a HookError."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            answer = hook(context)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return answer
+    except TimeoutError:
+        raise HookError(f"{name} hook did not answer within {timeout_s * 1000:.0f} ms") from None
+    except HookError:
+        raise
+    except Exception as error:
+        raise HookError(f"{name} hook failed: {error}") from error
+
+
+def _field(answer: object, key: str) -> tuple[bool, Any]:
+    if isinstance(answer, Mapping):
+        return (key in answer, answer.get(key))
+    if hasattr(answer, key):
+        return (True, getattr(answer, key))
+    return (False, None)
+
+
+@dataclass
+class BeforeRunOutcome:
+    """The effective input after a beforeRun answer was applied."""
+
+    messages: list[LLMMessage]
+    messages_replaced: bool
+
+
+def apply_before_run_answer(
+    answer: object, sent_messages: list[LLMMessage], sent_prompt: str
+) -> BeforeRunOutcome:
+    """Rule 1: ``messages`` passes the guard and replaces the input. Rule 2: a
+    changed ``prompt`` replaces the latest user message's text blocks.
+
+    Raises InvalidMessageError for messages that fail the guard and HookError
+    for an answer of the wrong shape."""
+    if answer is None:
+        return BeforeRunOutcome(sent_messages, False)
+    if not isinstance(answer, Mapping) and not hasattr(answer, "prompt"):
+        raise HookError(
+            f"beforeRun answer must be null or an object with a prompt, got {type(answer).__name__}"
+        )
+    has_prompt, prompt = _field(answer, "prompt")
+    if not has_prompt or not isinstance(prompt, str):
+        raise HookError("beforeRun answer.prompt must be a string")
+    has_messages, new_messages = _field(answer, "messages")
+    messages = sent_messages
+    replaced = False
+    if has_messages and new_messages is not None:
+        messages = guard_messages(new_messages, "beforeRun.messages")
+        replaced = messages != sent_messages
+    if prompt != sent_prompt:
+        messages = rewrite_latest_prompt(messages, prompt)
+    return BeforeRunOutcome(messages, replaced)
+
+
+def make_before_run_context(
+    agent_name: str, run_id: str, messages: list[LLMMessage], agent_view: dict[str, Any]
+) -> BeforeRunContext:
+    return BeforeRunContext(
+        agent_name=agent_name,
+        run_id=run_id,
+        prompt=latest_user_prompt(messages),
+        messages=clone(messages),
+        agent=clone(agent_view),
+    )
+
+
+_RESULT_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "success": bool,
+    "output": str,
+    "messages": list,
+    "tokenUsage": dict,
+    "toolCalls": list,
+    "status": dict,
+}
+
+
+def read_after_run_answer(answer: object, original: AgentRunResult) -> AgentRunResult:
+    """None keeps the result; otherwise the answer must be an AgentRunResult."""
+    if answer is None:
+        return original
+    if not isinstance(answer, Mapping):
+        raise HookError(f"afterRun answer must be null or an AgentRunResult, got {type(answer).__name__}")
+    for key, kind in _RESULT_FIELDS.items():
+        if not isinstance(answer.get(key), kind):
+            raise HookError(f"afterRun answer.{key} is missing or has the wrong type")
+    result = dict(clone(dict(answer)))
+    if result["messages"]:
+        try:
+            result["messages"] = guard_messages(result["messages"], "afterRun.messages")
+        except InvalidMessageError as error:
+            raise HookError(f"afterRun answer: {error}") from None
+    result.setdefault("identity", original["identity"])
+    return result  # type: ignore[return-value]
+

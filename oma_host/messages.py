@@ -1,0 +1,397 @@
+"""The message contract: LLMMessage and ContentBlock types, the one shape guard,
+and the copying rules.
+
+Every structured input (run input, prompt blocks, ``config.history``, messages
+returned by a beforeRun hook) goes through :func:`guard_run_input`,
+:func:`guard_prompt_input` or :func:`guard_messages`. Each one first copies the
+caller's data as plain JSON data (dicts, lists, strings, numbers, booleans,
+None), then checks the copy against PROTOCOL.md section 4. The copy is private
+to the library and never mutated; :func:`clone` hands a fresh copy to anything
+that user code can touch (hooks, progress callbacks, ``get_history``, results).
+Strings are immutable in Python, so a 20 MB base64 image is shared, never
+duplicated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, NotRequired, TypedDict, cast
+
+from oma_host.errors import InvalidMessageError
+
+
+class MediaSourceBase64(TypedDict):
+    type: Literal["base64"]
+    media_type: str
+    data: str
+
+
+class MediaSourceUrl(TypedDict):
+    type: Literal["url"]
+    media_type: str
+    url: str
+
+
+MediaSource = MediaSourceBase64 | MediaSourceUrl
+
+
+class TextBlock(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ImageBlock(TypedDict):
+    type: Literal["image"]
+    source: MediaSourceBase64
+
+
+class ToolUseBlock(TypedDict):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResultTextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ToolResultImagePart(TypedDict):
+    type: Literal["image"]
+    source: MediaSource
+
+
+class ToolResultFilePart(TypedDict):
+    type: Literal["file"]
+    filename: str
+    source: MediaSource
+
+
+ToolResultPart = ToolResultTextPart | ToolResultImagePart | ToolResultFilePart
+
+
+class ToolResultBlock(TypedDict):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str | list[ToolResultPart]
+    is_error: NotRequired[bool]
+
+
+class ReasoningBlock(TypedDict):
+    type: Literal["reasoning"]
+    text: str
+    signature: NotRequired[str]
+    redactedData: NotRequired[str]
+
+
+# A block type the guard does not know also passes (PROTOCOL.md 4.5), so the
+# runtime type of a block is "a dict with a string `type`".
+ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock | dict[str, Any]
+
+
+class LLMMessage(TypedDict):
+    role: Literal["user", "assistant"]
+    content: list[ContentBlock]
+
+
+RunInput = str | Sequence[LLMMessage]
+PromptInput = str | Sequence[ContentBlock]
+
+
+# --------------------------------------------------------------------------
+# Plain-data copying
+
+
+class _CopyFailure(Exception):
+    """Raised inside the copier; carries the path segments, innermost first,
+    so paths are only formatted when something is actually wrong."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.segments: list[str | int] = []
+
+
+def _describe(value: object) -> str:
+    if callable(value):
+        return f"a function ({type(value).__name__})"
+    return f"a {type(value).__module__}.{type(value).__qualname__} object"
+
+
+def _copy_plain(value: object) -> object:
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is dict:
+        out: dict[str, object] = {}
+        for key, item in cast(dict[object, object], value).items():
+            if type(key) is not str:
+                raise _CopyFailure(f"has the non-string key {key!r}")
+            try:
+                out[key] = _copy_plain(item)
+            except _CopyFailure as failure:
+                failure.segments.append(key)
+                raise
+        return out
+    if kind is list or kind is tuple:
+        items: list[object] = []
+        for index, item in enumerate(cast(Sequence[object], value)):
+            try:
+                items.append(_copy_plain(item))
+            except _CopyFailure as failure:
+                failure.segments.append(index)
+                raise
+        return items
+    # Subclasses of the plain types (str enums, dict subclasses) become plain.
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        return _copy_plain(dict(cast(dict[object, object], value)))
+    if isinstance(value, list | tuple):
+        return _copy_plain(list(cast(Sequence[object], value)))
+    raise _CopyFailure(f"is {_describe(value)}, which cannot be copied as plain data")
+
+
+def join_path(base: str, segments: Sequence[str | int]) -> str:
+    """``join_path("input", [0, "content", 1])`` → ``input[0].content[1]``."""
+    parts = [base]
+    for segment in segments:
+        if isinstance(segment, int):
+            parts.append(f"[{segment}]")
+        elif segment.isidentifier():
+            parts.append(f".{segment}")
+        else:
+            parts.append(f"[{segment!r}]")
+    return "".join(parts)
+
+
+def copy_plain(value: object, path: str = "input") -> Any:
+    """Copy caller data as plain JSON data, or raise InvalidMessageError naming
+    the first value that cannot be copied (a function, a socket, a set...)."""
+    try:
+        return _copy_plain(value)
+    except _CopyFailure as failure:
+        where = join_path(path, list(reversed(failure.segments)))
+        raise InvalidMessageError(f"{where} {failure.what}", where) from None
+    except RecursionError:
+        raise InvalidMessageError(f"{path} is nested too deeply to copy", path) from None
+
+
+def clone(value: Any) -> Any:
+    """A fresh copy of data that is already plain (the library's own copies)."""
+    if type(value) is dict:
+        return {key: clone(item) for key, item in value.items()}
+    if type(value) is list:
+        return [clone(item) for item in value]
+    return value
+
+
+def clone_messages(messages: Sequence[LLMMessage]) -> list[LLMMessage]:
+    """A fresh copy of a validated message list, for code outside the library."""
+    return cast(list[LLMMessage], clone(list(messages)))
+
+
+# --------------------------------------------------------------------------
+# The shape guard (PROTOCOL.md section 4)
+
+
+def _fail(path: str, problem: str) -> InvalidMessageError:
+    return InvalidMessageError(f"{path} {problem}", path)
+
+
+def _require_str(obj: dict[str, Any], key: str, path: str) -> None:
+    if not isinstance(obj.get(key), str):
+        raise _fail(f"{path}.{key}", "must be a string")
+
+
+def _check_media_source(source: object, path: str, *, url_allowed: bool) -> None:
+    if not isinstance(source, dict):
+        raise _fail(path, "must be an object")
+    kind = source.get("type")
+    if kind == "base64":
+        _require_str(source, "media_type", path)
+        _require_str(source, "data", path)
+    elif kind == "url" and url_allowed:
+        _require_str(source, "media_type", path)
+        _require_str(source, "url", path)
+    else:
+        allowed = '"base64" or "url"' if url_allowed else '"base64"'
+        raise _fail(f"{path}.type", f"must be {allowed}")
+
+
+def _check_tool_result_parts(parts: list[Any], path: str) -> None:
+    for index, part in enumerate(parts):
+        where = f"{path}[{index}]"
+        if not isinstance(part, dict):
+            raise _fail(where, "must be an object")
+        kind = part.get("type")
+        if kind == "text":
+            _require_str(part, "text", where)
+        elif kind == "image":
+            _check_media_source(part.get("source"), f"{where}.source", url_allowed=True)
+        elif kind == "file":
+            _require_str(part, "filename", where)
+            _check_media_source(part.get("source"), f"{where}.source", url_allowed=True)
+        else:
+            raise _fail(f"{where}.type", 'must be "text", "image" or "file"')
+
+
+def _check_block(block: object, path: str) -> None:
+    if not isinstance(block, dict):
+        raise _fail(path, "must be an object")
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        raise _fail(f"{path}.type", "must be a string")
+    if kind == "text":
+        _require_str(block, "text", path)
+    elif kind == "image":
+        _check_media_source(block.get("source"), f"{path}.source", url_allowed=False)
+    elif kind == "tool_use":
+        _require_str(block, "id", path)
+        _require_str(block, "name", path)
+        if not isinstance(block.get("input"), dict):
+            raise _fail(f"{path}.input", "must be an object")
+    elif kind == "tool_result":
+        _require_str(block, "tool_use_id", path)
+        is_error = block.get("is_error")
+        if "is_error" in block and not isinstance(is_error, bool):
+            raise _fail(f"{path}.is_error", "must be a boolean")
+        content = block.get("content")
+        if is_error is True and not isinstance(content, str):
+            raise _fail(f"{path}.content", "must be a string when is_error is true")
+        if isinstance(content, list):
+            _check_tool_result_parts(content, f"{path}.content")
+        elif not isinstance(content, str):
+            raise _fail(f"{path}.content", "must be a string or an array of parts")
+    elif kind == "reasoning":
+        _require_str(block, "text", path)
+        for optional in ("signature", "redactedData"):
+            if optional in block and not isinstance(block[optional], str):
+                raise _fail(f"{path}.{optional}", "must be a string")
+    # Any other block type passes: the provider adapter maps it or fails the run.
+
+
+def _check_message(message: object, path: str) -> None:
+    if not isinstance(message, dict):
+        raise _fail(path, "must be an object")
+    if message.get("role") not in ("user", "assistant"):
+        raise _fail(f"{path}.role", 'must be "user" or "assistant"')
+    content = message.get("content")
+    if not isinstance(content, list):
+        raise _fail(f"{path}.content", "must be an array")
+    for index, block in enumerate(content):
+        _check_block(block, f"{path}.content[{index}]")
+
+
+def _require_nonempty_array(value: object, path: str, what: str) -> None:
+    if not isinstance(value, list | tuple):
+        raise _fail(path, f"must be a string or an array of {what}")
+    if not value:
+        raise _fail(path, f"must not be an empty array (give at least one {what[:-1]})")
+
+
+def text_message(text: str) -> LLMMessage:
+    """The message a string input is shorthand for."""
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def guard_messages(value: object, path: str = "messages") -> list[LLMMessage]:
+    """Validate and copy a complete message list (``config.history``, a hook's
+    ``messages``). An empty list is rejected like any empty RunInput."""
+    _require_nonempty_array(value, path, "messages")
+    copied = copy_plain(value, path)
+    for index, message in enumerate(copied):
+        _check_message(message, f"{path}[{index}]")
+    return cast(list[LLMMessage], copied)
+
+
+def guard_run_input(value: object, path: str = "input") -> list[LLMMessage]:
+    """RunInput → a private, validated message list (a string becomes one user
+    text message)."""
+    if isinstance(value, str):
+        return [text_message(str(value))]
+    return guard_messages(value, path)
+
+
+def guard_prompt_input(value: object, path: str = "input") -> LLMMessage:
+    """PromptInput → exactly one private, validated user message."""
+    if isinstance(value, str):
+        return text_message(str(value))
+    _require_nonempty_array(value, path, "blocks")
+    blocks = copy_plain(value, path)
+    for index, block in enumerate(blocks):
+        _check_block(block, f"{path}[{index}]")
+    return {"role": "user", "content": cast(list[ContentBlock], blocks)}
+
+
+# --------------------------------------------------------------------------
+# Views used by hooks and bridges
+
+
+def _latest_user_index(messages: Sequence[LLMMessage]) -> int | None:
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index]["role"] == "user":
+            return index
+    return None
+
+
+def latest_user_prompt(messages: Sequence[LLMMessage]) -> str:
+    """The text blocks of the latest user message, concatenated with no
+    separator; ``""`` for an image-only turn or when there is no user message."""
+    index = _latest_user_index(messages)
+    if index is None:
+        return ""
+    return "".join(
+        cast(str, block["text"])
+        for block in messages[index]["content"]
+        if block.get("type") == "text"
+    )
+
+
+def rewrite_latest_prompt(messages: Sequence[LLMMessage], prompt: str) -> list[LLMMessage]:
+    """Replace the latest user message's text blocks by one text block holding
+    ``prompt``, standing where the first text block stood (at the front if there
+    was none); other blocks keep their relative order. Returns new lists; the
+    given messages are not touched. With no user message at all, the prompt
+    becomes a new user message at the end (a hook asked for a prompt, and
+    dropping it silently is the one thing we never do)."""
+    result = list(messages)
+    index = _latest_user_index(messages)
+    if index is None:
+        result.append(text_message(prompt))
+        return result
+    replacement: ContentBlock = {"type": "text", "text": prompt}
+    content: list[ContentBlock] = []
+    placed = False
+    for block in messages[index]["content"]:
+        if block.get("type") == "text":
+            if not placed:
+                content.append(replacement)
+                placed = True
+            continue
+        content.append(block)
+    if not placed:
+        content.insert(0, replacement)
+    result[index] = {"role": messages[index]["role"], "content": content}
+    return result
+
+
+def is_plain_text_input(messages: Sequence[LLMMessage]) -> bool:
+    """True when the messages are exactly what a string input is shorthand for."""
+    if len(messages) != 1:
+        return False
+    message = messages[0]
+    content = message["content"]
+    return (
+        message["role"] == "user"
+        and len(content) == 1
+        and content[0].get("type") == "text"
+        and set(content[0]) == {"type", "text"}
+    )

@@ -1,0 +1,146 @@
+"""OpenMultiAgent: one-off agents with tracing, progress and online evaluation
+(PROTOCOL.md section 7).
+
+``run_agent`` validates config and input first (the guard, then the
+string-only boundary), and only then reports progress, runs, and hands a
+sample to the evaluator. Progress payloads and evaluation inputs are copies:
+what a callback does to them cannot reach the run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from oma_host.agent import AbortSignal, Agent, new_run_id
+from oma_host.config import AgentConfig, ModelDefaults
+from oma_host.hooks import AfterRunHook, BeforeRunHook
+from oma_host.messages import clone
+from oma_host.results import AgentRunResult
+
+log = logging.getLogger(__name__)
+
+ProgressEvent = dict[str, Any]
+ProgressCallback = Callable[[ProgressEvent], None]
+
+
+@dataclass(frozen=True)
+class EvaluationSample:
+    """What the online evaluator receives for one run. ``input`` is the string
+    for a string call and the JSON text of a private copy of the messages for
+    a structured call."""
+
+    run_id: str
+    agent: str
+    input: str
+    output: str
+    result: AgentRunResult
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class Evaluator(Protocol):
+    """The online evaluator's entry point. ``submit`` must not block or raise
+    into the run: evaluation never changes or delays a result."""
+
+    def submit(self, sample: EvaluationSample) -> None: ...
+
+
+class OpenMultiAgent:
+    """Runs one-off agents with orchestration defaults."""
+
+    def __init__(
+        self,
+        *,
+        defaults: ModelDefaults | Mapping[str, Any] | None = None,
+        on_progress: ProgressCallback | None = None,
+        evaluator: Evaluator | None = None,
+    ) -> None:
+        self.defaults = (
+            defaults
+            if defaults is None or isinstance(defaults, ModelDefaults)
+            else ModelDefaults.model_validate(dict(defaults))
+        )
+        self.on_progress = on_progress
+        self.evaluator = evaluator
+
+    async def run_agent(
+        self,
+        config: AgentConfig | Mapping[str, Any],
+        input: Any,
+        *,
+        run_id: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        abort: AbortSignal | None = None,
+        before_run: BeforeRunHook | None = None,
+        after_run: AfterRunHook | None = None,
+    ) -> AgentRunResult:
+        """Validate, then run a fresh one-off agent."""
+        run = self.prepare(
+            config,
+            input,
+            run_id=run_id,
+            on_progress=on_progress,
+            metadata=metadata,
+            before_run=before_run,
+            after_run=after_run,
+        )
+        return await run(abort)
+
+    def prepare(
+        self,
+        config: AgentConfig | Mapping[str, Any],
+        input: Any,
+        *,
+        run_id: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        before_run: BeforeRunHook | None = None,
+        after_run: AfterRunHook | None = None,
+    ) -> Callable[[AbortSignal | None], Awaitable[AgentRunResult]]:
+        """Validate config and input now (raising InvalidParamsError or
+        InvalidMessageError) and return the run, not yet started."""
+        agent = Agent(config, before_run=before_run, after_run=after_run, defaults=self.defaults)
+        messages = agent.validate_run_input(input)
+        run_id = run_id or new_run_id()
+        progress = on_progress or self.on_progress
+        structured = not isinstance(input, str)
+        evaluation_input = json.dumps(messages) if structured else str(input)
+        sample_metadata = clone(dict(metadata or {}))
+
+        def report(kind: str, data: Any) -> None:
+            if progress is None:
+                return
+            try:
+                progress({"runId": run_id, "type": kind, "agent": agent.name, "data": clone(data)})
+            except Exception:  # a progress callback can never affect the run
+                log.exception("progress callback failed for %s", kind)
+
+        async def run(abort: AbortSignal | None) -> AgentRunResult:
+            report("agent_start", {"messages": messages} if structured else {"prompt": input})
+            try:
+                result = await agent.execute(messages, run_id=run_id, abort=abort)
+            finally:
+                await agent.close()
+            if result.get("budgetExceeded"):
+                report("budget_exceeded", {"tokenUsage": result["tokenUsage"]})
+            report("agent_complete", result)
+            if self.evaluator is not None:
+                sample = EvaluationSample(
+                    run_id=run_id,
+                    agent=agent.name,
+                    input=evaluation_input,
+                    output=result["output"],
+                    result=clone(result),
+                    metadata=sample_metadata,
+                )
+                try:
+                    self.evaluator.submit(sample)
+                except Exception:
+                    log.exception("the evaluator refused a sample for %s", run_id)
+            return result
+
+        return run

@@ -1,0 +1,38 @@
+"""The provider registry: provider name → adapter, imported on first use so a
+host that never calls a provider never imports its module."""
+
+from __future__ import annotations
+
+import importlib
+
+from oma_host.errors import InvalidParamsError
+from oma_host.providers.base import LLMAdapter
+
+# name → "module:factory". The factory takes no arguments and returns an adapter.
+_REGISTRY: dict[str, str] = {
+    "test": "oma_host.providers.testing:shared_recording_adapter",
+}
+
+DEFAULT_PROVIDER = "anthropic"
+
+
+def available_providers() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def check_provider(name: str | None, where: str = "config.provider") -> str:
+    """The provider an agent will use; unknown names are InvalidParams."""
+    provider = name or DEFAULT_PROVIDER
+    if provider not in _REGISTRY:
+        known = ", ".join(available_providers())
+        raise InvalidParamsError(
+            f"{where}: provider {provider!r} is not available in this build (available: {known})"
+        )
+    return provider
+
+
+def get_adapter(name: str | None) -> LLMAdapter:
+    module_name, factory_name = _REGISTRY[check_provider(name)].split(":")
+    factory = getattr(importlib.import_module(module_name), factory_name)
+    adapter: LLMAdapter = factory()
+    return adapter

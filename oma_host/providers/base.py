@@ -1,0 +1,69 @@
+"""The interface every LLM provider adapter implements, and its data types.
+
+An adapter turns the library's LLMMessage list into one provider request and
+the reply back into content blocks. ``chat`` returns the whole reply;
+``stream`` yields StreamEvents (``text``, ``reasoning``, ``tool_use``) and ends
+with one ``{"type": "done", "data": LLMResponse}``. An adapter that cannot
+represent a block raises :class:`ProviderError`; it never drops one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from oma_host.config import AgentConfig
+    from oma_host.messages import ContentBlock, LLMMessage
+    from oma_host.results import StreamEvent, TokenUsage
+
+
+class ProviderError(Exception):
+    """A provider request that failed; ends the run on the normal failure path."""
+
+    def __init__(self, message: str, status_code: int | None = None, kind: str = "provider"):
+        super().__init__(message)
+        self.status_code = status_code
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    model: str
+    system_prompt: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    base_url: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: AgentConfig) -> ChatOptions:
+        return cls(
+            model=config.model or "",
+            system_prompt=config.system_prompt,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            base_url=config.base_url,
+        )
+
+
+@dataclass
+class LLMResponse:
+    content: list[ContentBlock]
+    usage: TokenUsage
+    stop_reason: str = "end_turn"
+
+
+class LLMAdapter(Protocol):
+    """What the agent loop needs from a provider."""
+
+    name: str
+
+    async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse: ...
+
+    def stream(
+        self, messages: list[LLMMessage], options: ChatOptions
+    ) -> AsyncIterator[StreamEvent]: ...

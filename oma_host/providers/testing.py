@@ -1,0 +1,81 @@
+"""The in-process test adapter (``provider: "test"``). For tests and demos only.
+
+It records exactly what it received and answers deterministically, so a client
+on the far side of the wire can see what the backend was given:
+
+- model ``echo``: replies with the JSON of ``{"system": ..., "messages": ...}``
+  as received; streams it in chunks of 16 characters.
+- model ``slow-echo``: the same, with 50 ms between chunks (for cancellation).
+- model ``fail``: fails the request with a provider error (status 400).
+
+Usage counts are the request's and reply's character counts divided by four.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from oma_host.messages import LLMMessage, clone
+from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
+from oma_host.results import StreamEvent
+
+
+@dataclass
+class RecordedCall:
+    messages: list[LLMMessage]
+    options: ChatOptions
+    streaming: bool
+
+
+@dataclass
+class RecordingAdapter:
+    """Records every call; see the module docstring for the models it knows."""
+
+    name: str = "test"
+    calls: list[RecordedCall] = field(default_factory=list)
+    chunk_size: int = 16
+
+    def _reply(self, messages: list[LLMMessage], options: ChatOptions, streaming: bool) -> str:
+        self.calls.append(RecordedCall(clone(messages), options, streaming))
+        if options.model == "fail":
+            raise ProviderError("test adapter: model 'fail' always fails", status_code=400)
+        if options.model not in ("echo", "slow-echo"):
+            raise ProviderError(
+                f"test adapter: unknown model {options.model!r} (use echo, slow-echo or fail)",
+                status_code=404,
+            )
+        return json.dumps({"system": options.system_prompt, "messages": messages})
+
+    @staticmethod
+    def _response(request_text: str, reply: str) -> LLMResponse:
+        usage = {"input_tokens": len(request_text) // 4, "output_tokens": len(reply) // 4}
+        return LLMResponse(content=[{"type": "text", "text": reply}], usage=usage)  # type: ignore[typeddict-item]
+
+    async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
+        reply = self._reply(messages, options, streaming=False)
+        return self._response(json.dumps(messages), reply)
+
+    async def stream(
+        self, messages: list[LLMMessage], options: ChatOptions
+    ) -> AsyncIterator[StreamEvent]:
+        reply = self._reply(messages, options, streaming=True)
+        delay = 0.05 if options.model == "slow-echo" else 0.0
+        for start in range(0, len(reply), self.chunk_size):
+            if delay:
+                await asyncio.sleep(delay)
+            yield {"type": "text", "data": reply[start : start + self.chunk_size]}
+        yield {"type": "done", "data": self._response(json.dumps(messages), reply)}
+
+
+_shared: RecordingAdapter | None = None
+
+
+def shared_recording_adapter() -> RecordingAdapter:
+    """The host-wide instance, so in-process tests can read ``calls``."""
+    global _shared
+    if _shared is None:
+        _shared = RecordingAdapter()
+    return _shared

@@ -1,0 +1,92 @@
+"""The JSON-RPC host over stdio or TCP (PROTOCOL.md sections 1, 2, 5, 6, 7, 11).
+
+``app`` holds the session and pygls protocol, ``handlers`` the method table,
+``framing`` the LSP base-protocol reader, ``models`` the params models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import threading
+from typing import BinaryIO
+
+from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES
+
+log = logging.getLogger("oma_host.server")
+
+
+def _protect_stdout() -> BinaryIO:
+    """Take fd 1 for protocol frames and point fd 1 at stderr, so a stray
+    ``print`` (ours, a hook's, a library's) can never corrupt the stream."""
+    frames = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return frames
+
+
+async def _stdin_reader() -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**16)
+    protocol = asyncio.StreamReaderProtocol(reader)
+    stdin = os.fdopen(os.dup(0), "rb", buffering=0)
+    try:
+        await loop.connect_read_pipe(lambda: protocol, stdin)
+    except ValueError:
+        # A regular file (``oma-host < frames.bin``) cannot be polled; read it in a thread.
+        def pump() -> None:
+            while chunk := stdin.read(65536):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+            loop.call_soon_threadsafe(reader.feed_eof)
+
+        threading.Thread(target=pump, name="oma-stdin", daemon=True).start()
+    return reader
+
+
+async def _serve_stdio(max_message_bytes: int) -> int:
+    from oma_host.server.app import HostSession, stdout_writer
+    from oma_host.server.handlers import METHODS
+
+    frames_out = _protect_stdout()
+    session = HostSession(
+        stdout_writer(frames_out), METHODS, max_message_bytes=max_message_bytes
+    )
+    return await session.serve(await _stdin_reader())
+
+
+def serve_stdio(max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> int:
+    """Serve one client on stdin/stdout; returns the process exit code."""
+    return asyncio.run(_serve_stdio(max_message_bytes))
+
+
+async def _serve_tcp(host: str, port: int, max_message_bytes: int) -> None:
+    from oma_host.server.app import HostSession
+    from oma_host.server.handlers import METHODS
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        log.info("client connected from %s", peer)
+        session = HostSession(writer.write, METHODS, max_message_bytes=max_message_bytes)
+        try:
+            await session.serve(reader)
+        finally:
+            writer.close()
+            log.info("client %s disconnected", peer)
+
+    server = await asyncio.start_server(connection, host, port, limit=2**16)
+    for sock in server.sockets:
+        # The one line a launcher may parse to learn the port (``--tcp 0``).
+        print(f"oma-host listening on {sock.getsockname()[0]}:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+def serve_tcp(host: str, port: int, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> int:
+    """Serve clients over TCP, one session per connection, until interrupted."""
+    try:
+        asyncio.run(_serve_tcp(host, port, max_message_bytes))
+    except KeyboardInterrupt:
+        pass
+    return 0

@@ -1,0 +1,100 @@
+"""Wire models for request params, parsed at the edge with pydantic.
+
+Params arrive from pygls as plain JSON; every handler parses them into one of
+these before doing anything. Unknown fields are rejected so a misspelt field
+is an InvalidParams error rather than a silently ignored one. ``input`` stays
+``Any`` here: the shape guard, not pydantic, owns its validation and paths.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from oma_host.config import ModelDefaults
+from oma_host.errors import InvalidParamsError
+
+ProgressToken = int | str
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InitializationOptions(_Params):
+    defaults: ModelDefaults | None = None
+    evaluation: dict[str, Any] | None = None
+    state_dir: str | None = Field(default=None, alias="stateDir")
+
+
+class InitializeParams(BaseModel):
+    # The rest of LSP's InitializeParams (processId, clientInfo, capabilities...)
+    # is accepted and not used.
+    model_config = ConfigDict(extra="allow")
+    initialization_options: InitializationOptions | None = Field(
+        default=None, alias="initializationOptions"
+    )
+
+
+class CreateParams(_Params):
+    config: dict[str, Any]
+    session_id: str | None = Field(default=None, alias="sessionId")
+
+
+class AgentIdParams(_Params):
+    agent_id: str = Field(alias="agentId")
+
+
+class RunParams(AgentIdParams):
+    input: Any
+    run_id: str | None = Field(default=None, alias="runId")
+    work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")
+    partial_result_token: ProgressToken | None = Field(default=None, alias="partialResultToken")
+
+
+class StreamParams(RunParams):
+    partial_result_token: ProgressToken = Field(alias="partialResultToken")
+
+
+class PromptParams(AgentIdParams):
+    input: Any
+    run_id: str | None = Field(default=None, alias="runId")
+    work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")
+
+
+class ListParams(_Params):
+    pass
+
+
+class RunAgentParams(_Params):
+    config: dict[str, Any]
+    input: Any
+    progress: bool = False
+    run_id: str | None = Field(default=None, alias="runId")
+    metadata: dict[str, Any] | None = None
+    work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")
+
+
+class CancelParams(BaseModel):
+    id: int | str
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_params(model: type[M], params: Any, method: str) -> M:
+    """Parse params or raise InvalidParamsError saying which field and why."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InvalidParamsError(f"{method}: params must be an object")
+    try:
+        return model.model_validate(params)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            where = ".".join(str(part) for part in item["loc"])
+            message = "is not a known field" if item["type"] == "extra_forbidden" else item["msg"]
+            problems.append(f"params.{where}: {message}" if where else message)
+        raise InvalidParamsError(f"{method}: " + "; ".join(problems)) from None
