@@ -74,7 +74,9 @@ class ProcessBridge:
                 start_new_session=True,
             )
         except OSError as error:
-            message = self._redactor.redact(f"could not start {command!r}: {error.strerror or error}")
+            message = self._redactor.redact(
+                f"could not start {command!r}: {error.strerror or error}"
+            )
             return recorder.result("error", message, output=message, error_kind="spawn")
         self._running.add(process)
         try:

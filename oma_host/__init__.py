@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from oma_host.agent import AbortSignal, Agent
     from oma_host.config import AgentConfig
-    from oma_host.errors import AgentNotFoundError, InvalidMessageError, InvalidParamsError, OmaError
+    from oma_host.errors import (
+        AgentNotFoundError,
+        InvalidMessageError,
+        InvalidParamsError,
+        OmaError,
+    )
     from oma_host.hooks import AfterRunContext, BeforeRunContext
     from oma_host.messages import LLMMessage
     from oma_host.orchestrator import OpenMultiAgent
@@ -33,7 +38,19 @@ _EXPORTS = {
     "OpenMultiAgent": "oma_host.orchestrator",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AbortSignal",
+    "AfterRunContext",
+    "Agent",
+    "AgentConfig",
+    "AgentNotFoundError",
+    "BeforeRunContext",
+    "InvalidMessageError",
+    "InvalidParamsError",
+    "LLMMessage",
+    "OmaError",
+    "OpenMultiAgent",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -293,15 +293,15 @@ class Agent:
         result: AgentRunResult | None = None
         try:
             try:
-                result = await _unless_aborted(self._pipeline(messages, recorder, streaming), abort)
+                finished = await _unless_aborted(
+                    self._pipeline(messages, recorder, streaming), abort
+                )
             except _Aborted:
-                result = recorder.result("cancelled", "the run was cancelled")
-            if streaming and result["status"]["code"] not in ("ok", "cancelled"):
-                error: dict[str, str] = {"message": result["status"].get("message", "")}
-                if "errorInfo" in result:
-                    error["kind"] = result["errorInfo"]["kind"]
-                recorder.emit({"type": "error", "data": error})
-            return result
+                finished = recorder.result("cancelled", "the run was cancelled")
+            result = finished
+            if streaming:
+                _emit_failure(recorder, finished)
+            return finished
         finally:
             self._active_runs -= 1
             if result is None:  # raised: the run never happened as far as state goes
@@ -365,3 +365,13 @@ class Agent:
             return recorder.result(
                 "timeout", f"the run did not finish within timeoutMs={timeout_ms}"
             )
+
+
+def _emit_failure(recorder: RunRecorder, result: AgentRunResult) -> None:
+    """A failed streaming run sends an ``error`` event before ``done``."""
+    if result["status"]["code"] in ("ok", "cancelled"):
+        return
+    error: dict[str, str] = {"message": result["status"].get("message", "")}
+    if "errorInfo" in result:
+        error["kind"] = result["errorInfo"]["kind"]
+    recorder.emit({"type": "error", "data": error})

@@ -52,14 +52,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=args.log_level, stream=sys.stderr, format="oma-host %(levelname)s %(name)s: %(message)s"
+        level=args.log_level,
+        stream=sys.stderr,
+        format="oma-host %(levelname)s %(name)s: %(message)s",
     )
     # pygls logs whole message bodies at INFO; keep them out of stderr unless debugging.
-    logging.getLogger("pygls").setLevel(logging.DEBUG if args.log_level == "DEBUG" else logging.CRITICAL)
+    logging.getLogger("pygls").setLevel(
+        logging.DEBUG if args.log_level == "DEBUG" else logging.CRITICAL
+    )
     if args.command == "demo":
         from oma_host.demo import run_demo
 
-        return run_demo(args.host_command)
+        demo_exit: int = run_demo(args.host_command)
+        return demo_exit
     if args.tcp is not None:
         from oma_host.server import serve_tcp
 

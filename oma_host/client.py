@@ -51,6 +51,7 @@ class HostClient:
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _pending: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)
     _reader_task: asyncio.Task[None] | None = None
+    _answering: set[asyncio.Future[None]] = field(default_factory=set)
 
     @classmethod
     async def spawn(
@@ -149,7 +150,9 @@ class HostClient:
                 continue
             self.received.append(message)
             if "method" in message and "id" in message:
-                asyncio.ensure_future(self._answer(message))
+                task = asyncio.ensure_future(self._answer(message))
+                self._answering.add(task)
+                task.add_done_callback(self._answering.discard)
             elif "method" in message:
                 self.notifications.append(message)
                 if self.on_notification is not None:

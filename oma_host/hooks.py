@@ -143,7 +143,9 @@ def read_after_run_answer(answer: object, original: AgentRunResult) -> AgentRunR
     if answer is None:
         return original
     if not isinstance(answer, Mapping):
-        raise HookError(f"afterRun answer must be null or an AgentRunResult, got {type(answer).__name__}")
+        raise HookError(
+            f"afterRun answer must be null or an AgentRunResult, got {type(answer).__name__}"
+        )
     for key, kind in _RESULT_FIELDS.items():
         if not isinstance(answer.get(key), kind):
             raise HookError(f"afterRun answer.{key} is missing or has the wrong type")
@@ -155,4 +157,3 @@ def read_after_run_answer(answer: object, original: AgentRunResult) -> AgentRunR
             raise HookError(f"afterRun answer: {error}") from None
     result.setdefault("identity", original["identity"])
     return result  # type: ignore[return-value]
-

@@ -85,9 +85,11 @@ class ReasoningBlock(TypedDict):
     redactedData: NotRequired[str]
 
 
-# A block type the guard does not know also passes (PROTOCOL.md 4.5), so the
-# runtime type of a block is "a dict with a string `type`".
-ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock | dict[str, Any]
+# The TypedDicts above document the known blocks. A block type the guard does
+# not know also passes (PROTOCOL.md 4.5), so code handles blocks as "a dict
+# with a string `type`".
+KnownBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock
+ContentBlock = dict[str, Any]
 
 
 class LLMMessage(TypedDict):

@@ -5,7 +5,8 @@ on the far side of the wire can see what the backend was given:
 
 - model ``echo``: replies with the JSON of ``{"system": ..., "messages": ...}``
   as received; streams it in chunks of 16 characters.
-- model ``slow-echo``: the same, with 50 ms between chunks (for cancellation).
+- model ``slow-echo``: the same, with 50 ms between chunks (for cancellation);
+  ``chat`` waits as long as streaming would.
 - model ``fail``: fails the request with a provider error (status 400).
 
 Usage counts are the request's and reply's character counts divided by four.
@@ -20,7 +21,9 @@ from dataclasses import dataclass, field
 
 from oma_host.messages import LLMMessage, clone
 from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
-from oma_host.results import StreamEvent
+from oma_host.results import StreamEvent, TokenUsage
+
+_SLOW_DELAY_S = 0.05
 
 
 @dataclass
@@ -51,18 +54,24 @@ class RecordingAdapter:
 
     @staticmethod
     def _response(request_text: str, reply: str) -> LLMResponse:
-        usage = {"input_tokens": len(request_text) // 4, "output_tokens": len(reply) // 4}
-        return LLMResponse(content=[{"type": "text", "text": reply}], usage=usage)  # type: ignore[typeddict-item]
+        usage: TokenUsage = {
+            "input_tokens": len(request_text) // 4,
+            "output_tokens": len(reply) // 4,
+        }
+        return LLMResponse(content=[{"type": "text", "text": reply}], usage=usage)
 
     async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
         reply = self._reply(messages, options, streaming=False)
+        if options.model == "slow-echo":
+            # As long as streaming the same reply would take.
+            await asyncio.sleep(_SLOW_DELAY_S * -(-len(reply) // self.chunk_size))
         return self._response(json.dumps(messages), reply)
 
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
     ) -> AsyncIterator[StreamEvent]:
         reply = self._reply(messages, options, streaming=True)
-        delay = 0.05 if options.model == "slow-echo" else 0.0
+        delay = _SLOW_DELAY_S if options.model == "slow-echo" else 0.0
         for start in range(0, len(reply), self.chunk_size):
             if delay:
                 await asyncio.sleep(delay)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -50,9 +51,7 @@ async def _serve_stdio(max_message_bytes: int) -> int:
     from oma_host.server.handlers import METHODS
 
     frames_out = _protect_stdout()
-    session = HostSession(
-        stdout_writer(frames_out), METHODS, max_message_bytes=max_message_bytes
-    )
+    session = HostSession(stdout_writer(frames_out), METHODS, max_message_bytes=max_message_bytes)
     return await session.serve(await _stdin_reader())
 
 
@@ -78,15 +77,17 @@ async def _serve_tcp(host: str, port: int, max_message_bytes: int) -> None:
     server = await asyncio.start_server(connection, host, port, limit=2**16)
     for sock in server.sockets:
         # The one line a launcher may parse to learn the port (``--tcp 0``).
-        print(f"oma-host listening on {sock.getsockname()[0]}:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+        print(
+            f"oma-host listening on {sock.getsockname()[0]}:{sock.getsockname()[1]}",
+            file=sys.stderr,
+            flush=True,
+        )
     async with server:
         await server.serve_forever()
 
 
 def serve_tcp(host: str, port: int, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> int:
     """Serve clients over TCP, one session per connection, until interrupted."""
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_serve_tcp(host, port, max_message_bytes))
-    except KeyboardInterrupt:
-        pass
     return 0

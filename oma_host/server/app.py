@@ -98,10 +98,14 @@ class HostProtocol(JsonRPCProtocol):
         if params is not None and not isinstance(params, dict | list):
             if has_id:
                 self.error_response(
-                    msg_id, -32600, f"{method}: params must be an object or an array", "InvalidRequest"
+                    msg_id,
+                    -32600,
+                    f"{method}: params must be an object or an array",
+                    "InvalidRequest",
                 )
             return
         if has_id:
+            assert msg_id is not None  # checked by _valid_id above
             self._route_request(msg_id, method, params)
         else:
             self._route_notification(method, params)
@@ -158,7 +162,9 @@ class HostProtocol(JsonRPCProtocol):
         self.session.close_request(msg_id)
         if error is not None and getattr(error, "code", None) == -32601:
             # pygls reports an unknown method without error.data; add the type.
-            error = ResponseError(code=error.code, message=error.message, data={"type": "MethodNotFound"})
+            error = ResponseError(
+                code=error.code, message=error.message, data={"type": "MethodNotFound"}
+            )
         super()._send_response(msg_id, result, error)
 
 
@@ -269,7 +275,9 @@ class HostSession:
         if frame.error is not None:
             log.warning("bad frame: %s", frame.error)
             type_name = "ParseError" if frame.error_code == -32700 else "InvalidRequest"
-            self.protocol.error_response(frame.recovered_id, frame.error_code, frame.error, type_name)
+            self.protocol.error_response(
+                frame.recovered_id, frame.error_code, frame.error, type_name
+            )
             return
         try:
             self.protocol.dispatch(frame.message)

@@ -109,7 +109,11 @@ def _hooks_for(session: HostSession, config: AgentConfig) -> dict[str, Any]:
         async def after_run(context: AfterRunContext) -> Any:
             return await protocol.send_request_async(
                 "agent/afterRun",
-                {"agentName": context.agent_name, "runId": context.run_id, "result": context.result},
+                {
+                    "agentName": context.agent_name,
+                    "runId": context.run_id,
+                    "result": context.result,
+                },
             )
 
         hooks["after_run"] = after_run
@@ -188,7 +192,10 @@ async def _tracked_run(
     if work_done_token is not None:
         session.protocol.notify(
             "$/progress",
-            {"token": work_done_token, "value": {"kind": "end", "message": result["status"]["code"]}},
+            {
+                "token": work_done_token,
+                "value": {"kind": "end", "message": result["status"]["code"]},
+            },
         )
     if abort.aborted and result["status"]["code"] == "cancelled":
         raise JsonRpcException(

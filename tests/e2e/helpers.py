@@ -1,0 +1,76 @@
+"""Helpers shared by the end-to-end tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+import pytest
+
+from oma_host.client import HostClient, RpcError
+
+PY = sys.executable
+
+
+async def expect_error(call: Awaitable[Any], code: int, type_name: str) -> RpcError:
+    """Await a request that must fail with ``code`` and ``error.data.type``."""
+    with pytest.raises(RpcError) as caught:
+        await call
+    error = caught.value
+    assert error.code == code, error
+    assert isinstance(error.data, dict) and error.data.get("type") == type_name, error.data
+    return error
+
+
+async def create(client: HostClient, **config: Any) -> str:
+    result = await client.request("agent/create", {"config": config})
+    agent_id: str = result["agentId"]
+    return agent_id
+
+
+def process_config(name: str, script: str, **backend: Any) -> dict[str, Any]:
+    """A process-backend agent running a ``sh -c`` script."""
+    return {
+        "name": name,
+        "backend": {"kind": "process", "command": "sh", "args": ["-c", script], **backend},
+    }
+
+
+def text_message(text: str, role: str = "user") -> dict[str, Any]:
+    return {"role": role, "content": [{"type": "text", "text": text}]}
+
+
+def image_block(data: str = "aGVsbG8=") -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); read its state to tell.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_dead(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def kill_quietly(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

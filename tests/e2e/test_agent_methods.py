@@ -1,0 +1,166 @@
+"""agent/create … agent/list over the wire, with the in-process ``test``
+provider (model ``echo`` answers with the JSON of what it received)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from oma_host.client import HostClient
+from tests.e2e.helpers import create, expect_error, image_block, text_message
+
+ECHO = {"name": "echo", "provider": "test", "model": "echo"}
+
+
+def received(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the test provider was sent, read back from its reply."""
+    messages: list[dict[str, Any]] = json.loads(result["output"])["messages"]
+    return messages
+
+
+async def test_run_and_stream_are_fresh_and_pass_structured_input_unchanged(
+    host: HostClient,
+) -> None:
+    agent = await create(host, **ECHO)
+    conversation = [
+        text_message("look"),
+        text_message("ok", role="assistant"),
+        {"role": "user", "content": [{"type": "text", "text": "now this"}, image_block()]},
+    ]
+    result = await host.request("agent/run", {"agentId": agent, "input": conversation})
+    assert result["success"] is True
+    assert received(result) == conversation
+    assert result["status"] == {"code": "ok"}
+    assert result["identity"]["runId"]
+    streamed = await host.request(
+        "agent/stream", {"agentId": agent, "input": "hi", "partialResultToken": "p"}
+    )
+    assert received(streamed) == [text_message("hi")]
+    assert (await host.request("agent/history", {"agentId": agent})) == {"messages": []}
+
+
+async def test_stream_sends_every_event_as_progress_before_the_response(host: HostClient) -> None:
+    agent = await create(host, **ECHO)
+    _, pending = host.start_request(
+        "agent/stream",
+        {"agentId": agent, "input": "stream me", "partialResultToken": "tok", "runId": "r-1"},
+    )
+    response = await asyncio.wait_for(pending, 30)
+    result = response["result"]
+    events = host.progress("tok")
+    assert len(events) > 1 and all(event["type"] == "text" for event in events)
+    assert "".join(event["data"] for event in events) == result["output"]
+    assert result["identity"]["runId"] == "r-1"
+    # Every progress notification arrived before the response.
+    position = host.received.index(response)
+    progress_positions = [i for i, m in enumerate(host.received) if m.get("method") == "$/progress"]
+    assert max(progress_positions) < position
+
+
+async def test_failed_stream_sends_an_error_event_and_a_failed_result(host: HostClient) -> None:
+    agent = await create(host, name="f", provider="test", model="fail")
+    result = await host.request(
+        "agent/stream", {"agentId": agent, "input": "x", "partialResultToken": 9}
+    )
+    assert result["success"] is False and result["status"]["code"] == "error"
+    assert "400" in result["status"]["message"]
+    assert [event["type"] for event in host.progress(9)] == ["error"]
+    assert host.progress(9)[0]["data"]["kind"] == "provider"
+
+
+async def test_prompt_appends_one_user_turn_and_the_reply(host: HostClient) -> None:
+    agent = await create(host, **ECHO)
+    first = await host.request("agent/prompt", {"agentId": agent, "input": "hello"})
+    blocks = [{"type": "text", "text": "and this"}, image_block()]
+    second = await host.request("agent/prompt", {"agentId": agent, "input": blocks})
+    history = (await host.request("agent/history", {"agentId": agent}))["messages"]
+    assert history == [
+        text_message("hello"),
+        first["messages"][0],
+        {"role": "user", "content": blocks},
+        second["messages"][0],
+    ]
+    # The second turn was sent with the first as context.
+    assert received(second) == history[:3]
+    state = await host.request("agent/state", {"agentId": agent})
+    assert state["status"] == "completed"
+    assert state["tokenUsage"]["input_tokens"] > 0
+
+
+async def test_failed_prompt_leaves_history_unchanged(host: HostClient) -> None:
+    agent = await create(host, name="f", provider="test", model="fail")
+    result = await host.request("agent/prompt", {"agentId": agent, "input": "x"})
+    assert result["success"] is False
+    assert (await host.request("agent/history", {"agentId": agent})) == {"messages": []}
+    assert (await host.request("agent/state", {"agentId": agent}))["status"] == "error"
+
+
+async def test_concurrent_prompts_run_in_arrival_order(host: HostClient) -> None:
+    agent = await create(host, name="slow", provider="test", model="slow-echo")
+    pending = [
+        host.start_request("agent/prompt", {"agentId": agent, "input": f"turn {n}"})[1]
+        for n in range(3)
+    ]
+    responses = await asyncio.wait_for(asyncio.gather(*pending), 60)
+    assert all(r["result"]["success"] for r in responses)
+    history = (await host.request("agent/history", {"agentId": agent}))["messages"]
+    users = [m["content"][0]["text"] for m in history if m["role"] == "user"]
+    assert users == ["turn 0", "turn 1", "turn 2"]
+    # Each turn saw exactly the turns before it.
+    assert [len(received(r["result"])) for r in responses] == [1, 3, 5]
+
+
+async def test_config_history_restores_turns_for_prompt(host: HostClient) -> None:
+    restored = [text_message("earlier"), text_message("reply", role="assistant")]
+    agent = await create(host, **ECHO, history=restored)
+    assert (await host.request("agent/history", {"agentId": agent}))["messages"] == restored
+    result = await host.request("agent/prompt", {"agentId": agent, "input": "next"})
+    assert received(result) == [*restored, text_message("next")]
+    run = await host.request("agent/run", {"agentId": agent, "input": "fresh"})
+    assert received(run) == [text_message("fresh")]
+
+
+async def test_invalid_config_history_is_invalid_message_error_with_path(host: HostClient) -> None:
+    error = await expect_error(
+        host.request(
+            "agent/create",
+            {"config": {**ECHO, "history": [text_message("ok"), {"role": "robot", "content": []}]}},
+        ),
+        -32602,
+        "InvalidMessageError",
+    )
+    assert error.data["path"] == "config.history[1].role"
+
+
+async def test_reset_list_and_dispose(host: HostClient) -> None:
+    agent = await create(host, **ECHO)
+    worker = await create(host, name="w", backend={"kind": "process", "command": "cat"})
+    listing = (await host.request("agent/list", {}))["agents"]
+    assert {"agentId": agent, "name": "echo"} in listing
+    assert {"agentId": worker, "name": "w", "backend": "process"} in listing
+    await host.request("agent/prompt", {"agentId": agent, "input": "x"})
+    assert await host.request("agent/reset", {"agentId": agent}) is None
+    assert (await host.request("agent/history", {"agentId": agent})) == {"messages": []}
+    assert (await host.request("agent/state", {"agentId": agent}))["status"] == "idle"
+    assert await host.request("agent/dispose", {"agentId": worker}) is None
+    remaining = (await host.request("agent/list", {}))["agents"]
+    assert [entry["agentId"] for entry in remaining] == [agent]
+
+
+async def test_defaults_from_initialization_options_fill_the_model() -> None:
+    client = await HostClient.spawn()
+    await client.initialize({"defaults": {"provider": "test", "model": "echo"}})
+    agent = await create(client, name="d")
+    result = await client.request("agent/run", {"agentId": agent, "input": "x"})
+    assert result["success"] is True
+    assert await client.close() == 0
+
+
+async def test_work_done_progress_begins_and_ends(host: HostClient) -> None:
+    agent = await create(host, **ECHO)
+    await host.request("agent/run", {"agentId": agent, "input": "x", "workDoneToken": "w"})
+    assert host.progress("w") == [
+        {"kind": "begin", "title": "echo"},
+        {"kind": "end", "message": "ok"},
+    ]

@@ -1,0 +1,103 @@
+"""Bad frames and bad requests get the documented error, and the host keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from oma_host.client import HostClient, host_argv
+from oma_host.server.framing import encode_frame
+from tests.e2e.helpers import create, expect_error
+
+
+async def _next_error_with_null_id(client: HostClient, seen: int) -> dict:
+    for _ in range(200):
+        errors = [m for m in client.received if m.get("id") is None and "error" in m]
+        if len(errors) > seen:
+            return errors[seen]
+        await asyncio.sleep(0.02)
+    raise AssertionError("no error response with id null arrived")
+
+
+async def test_garbage_frames_are_answered_with_parse_error_and_host_keeps_serving(
+    host: HostClient,
+) -> None:
+    host.send_bytes(b"Content-Length: 11\r\n\r\nnot json!!!")
+    error = await _next_error_with_null_id(host, 0)
+    assert error["error"]["code"] == -32700
+    assert error["error"]["data"]["type"] == "ParseError"
+    host.send_bytes(b"Content-Length: 4\r\n\r\n\xff\xfe\xfd\xfc")
+    error = await _next_error_with_null_id(host, 1)
+    assert error["error"]["code"] == -32700
+    host.send_bytes(b"this is not a header\r\n\r\n")
+    await _next_error_with_null_id(host, 2)
+    assert await host.request("agent/list", {}) == {"agents": []}
+
+
+async def test_oversized_frame_is_discarded_answered_with_its_id_and_host_keeps_serving() -> None:
+    client = await HostClient.spawn(host_argv("--max-message-bytes", "2000"))
+    await client.initialize()
+    _, pending = client.start_request("agent/list", {"pad": "x" * 5000}, msg_id=77)
+    response = await asyncio.wait_for(pending, 10)
+    assert response["error"]["code"] == -32600
+    assert "2000" in response["error"]["message"]
+    assert await client.request("agent/list", {}) == {"agents": []}
+    assert await client.close() == 0
+
+
+async def test_malformed_messages_are_invalid_requests(host: HostClient) -> None:
+    host.send_bytes(b"Content-Length: 2\r\n\r\n[]")
+    error = await _next_error_with_null_id(host, 0)
+    assert error["error"]["code"] == -32600
+    _, pending = host.start_request("agent/list", {})
+    await pending
+    host.send_bytes(encode_frame(json.dumps({"id": 5, "method": "agent/list"}).encode()))
+    for _ in range(200):
+        answers = [m for m in host.received if m.get("id") == 5]
+        if answers:
+            break
+        await asyncio.sleep(0.02)
+    assert answers[0]["error"]["code"] == -32600
+
+
+async def test_unknown_method_is_method_not_found(host: HostClient) -> None:
+    error = await expect_error(host.request("agent/fly", {}), -32601, "MethodNotFound")
+    assert "agent/fly" in error.message
+    assert await host.request("agent/list", {}) == {"agents": []}
+
+
+async def test_bad_params_are_invalid_params_naming_the_field(host: HostClient) -> None:
+    error = await expect_error(host.request("agent/run", {"input": "x"}), -32602, "InvalidParams")
+    assert "agentId" in error.message
+    error = await expect_error(
+        host.request(
+            "agent/create",
+            {"config": {"name": "a", "model": "echo", "provider": "test", "colour": 1}},
+        ),
+        -32602,
+        "InvalidParams",
+    )
+    assert "colour" in error.message
+    error = await expect_error(
+        host.request("agent/create", {"config": {"name": "a"}}), -32602, "InvalidParams"
+    )
+    assert "model" in error.message
+    error = await expect_error(
+        host.request("agent/create", {"config": {"name": "a", "model": "m", "provider": "nope"}}),
+        -32602,
+        "InvalidParams",
+    )
+    assert "nope" in error.message
+    await expect_error(host.request("agent/list", [1, 2]), -32602, "InvalidParams")
+
+
+async def test_unknown_agent_id_is_agent_not_found(host: HostClient) -> None:
+    for method in ("agent/run", "agent/prompt"):
+        await expect_error(
+            host.request(method, {"agentId": "nope", "input": "x"}), -32001, "AgentNotFound"
+        )
+    for method in ("agent/history", "agent/state", "agent/reset", "agent/dispose"):
+        await expect_error(host.request(method, {"agentId": "nope"}), -32001, "AgentNotFound")
+    agent = await create(host, name="a", provider="test", model="echo")
+    assert await host.request("agent/dispose", {"agentId": agent}) is None
+    await expect_error(host.request("agent/state", {"agentId": agent}), -32001, "AgentNotFound")

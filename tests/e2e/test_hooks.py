@@ -1,0 +1,211 @@
+"""agent/beforeRun and agent/afterRun: server-to-client requests and the
+rewrite rules of PROTOCOL.md section 8."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from oma_host.client import HostClient
+from tests.e2e.helpers import create, expect_error, image_block, process_config, text_message
+
+SECRET = "sk-test-do-not-leak-0123456789abcdef"
+
+
+def hooked(**extra: Any) -> dict[str, Any]:
+    return {
+        "name": "hooked",
+        "provider": "test",
+        "model": "echo",
+        "apiKey": SECRET,
+        "hooks": {"beforeRun": True, "afterRun": False, "timeoutMs": 2000},
+        **extra,
+    }
+
+
+def received(result: dict[str, Any]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = json.loads(result["output"])["messages"]
+    return messages
+
+
+async def test_before_run_sees_messages_prompt_and_config_without_secrets(
+    host: HostClient,
+) -> None:
+    seen: list[Any] = []
+    host.handlers["agent/beforeRun"] = lambda params: seen.append(params)
+    agent = await create(host, **hooked())
+    turn = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Hello "},
+            image_block(),
+            {"type": "text", "text": "world"},
+        ],
+    }
+    await host.request("agent/run", {"agentId": agent, "input": [turn], "runId": "r9"})
+    params = seen[0]
+    assert params["agentName"] == "hooked"
+    assert params["runId"] == "r9"
+    assert params["prompt"] == "Hello world"
+    assert params["messages"] == [turn]
+    assert "hooks" not in params["agent"] and "apiKey" not in params["agent"]
+    assert params["agent"]["model"] == "echo"
+    everything = json.dumps(host.received)
+    assert SECRET not in everything
+
+
+async def test_image_only_turn_gives_an_empty_prompt(host: HostClient) -> None:
+    seen: list[Any] = []
+    host.handlers["agent/beforeRun"] = lambda params: seen.append(params["prompt"])
+    agent = await create(host, **hooked())
+    await host.request("agent/prompt", {"agentId": agent, "input": [image_block()]})
+    assert seen == [""]
+
+
+async def test_prompt_rewrite_replaces_text_blocks_where_the_first_stood(host: HostClient) -> None:
+    host.handlers["agent/beforeRun"] = lambda params: {"prompt": "REWRITTEN"}
+    agent = await create(host, **hooked())
+    blocks = [
+        image_block("AAAA"),
+        {"type": "text", "text": "one"},
+        image_block("BBBB"),
+        {"type": "text", "text": "two"},
+    ]
+    result = await host.request("agent/prompt", {"agentId": agent, "input": blocks})
+    assert received(result) == [
+        {
+            "role": "user",
+            "content": [
+                image_block("AAAA"),
+                {"type": "text", "text": "REWRITTEN"},
+                image_block("BBBB"),
+            ],
+        }
+    ]
+    # History keeps the caller's original turn.
+    history = (await host.request("agent/history", {"agentId": agent}))["messages"]
+    assert history[0] == {"role": "user", "content": blocks}
+
+
+async def test_prompt_rewrite_of_an_image_only_turn_puts_text_first(host: HostClient) -> None:
+    host.handlers["agent/beforeRun"] = lambda params: {"prompt": "caption this"}
+    agent = await create(host, **hooked())
+    result = await host.request(
+        "agent/run", {"agentId": agent, "input": [{"role": "user", "content": [image_block()]}]}
+    )
+    assert received(result)[0]["content"] == [
+        {"type": "text", "text": "caption this"},
+        image_block(),
+    ]
+
+
+async def test_unchanged_prompt_and_null_answer_change_nothing(host: HostClient) -> None:
+    answers = iter([None, "same"])
+
+    def answer(params: Any) -> Any:
+        value = next(answers)
+        return None if value is None else {"prompt": params["prompt"]}
+
+    host.handlers["agent/beforeRun"] = answer
+    agent = await create(host, **hooked())
+    turn = [text_message("a"), text_message("b", "assistant"), text_message("c")]
+    for _ in range(2):
+        result = await host.request("agent/run", {"agentId": agent, "input": turn})
+        assert received(result) == turn
+
+
+async def test_messages_replacement_then_prompt_rewrite(host: HostClient) -> None:
+    replacement = [
+        text_message("system note"),
+        text_message("ack", "assistant"),
+        text_message("old"),
+    ]
+    host.handlers["agent/beforeRun"] = lambda params: {"prompt": "new", "messages": replacement}
+    agent = await create(host, **hooked())
+    result = await host.request("agent/run", {"agentId": agent, "input": "original"})
+    assert received(result) == [*replacement[:2], text_message("new")]
+
+
+async def test_hook_failures_fail_the_run_with_callback_kind(host: HostClient) -> None:
+    agent = await create(host, **hooked(hooks={"beforeRun": True, "timeoutMs": 300}))
+
+    async def slow(params: Any) -> Any:
+        await asyncio.sleep(5)
+
+    def broken(params: Any) -> Any:
+        raise RuntimeError("hook exploded")
+
+    for handler, fragment in (
+        (broken, "hook exploded"),
+        (lambda params: 42, "beforeRun answer"),
+        (lambda params: {"prompt": 7}, "prompt must be a string"),
+        (slow, "300 ms"),
+    ):
+        host.handlers["agent/beforeRun"] = handler
+        result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+        assert result["success"] is False
+        assert result["status"]["code"] == "error"
+        assert result["errorInfo"]["kind"] == "callback"
+        assert fragment in result["errorInfo"]["message"]
+
+
+async def test_hook_messages_failing_the_guard_are_invalid_message_errors(host: HostClient) -> None:
+    host.handlers["agent/beforeRun"] = lambda params: {
+        "prompt": params["prompt"],
+        "messages": [{"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "n"}]}],
+    }
+    agent = await create(host, **hooked())
+    error = await expect_error(
+        host.request("agent/run", {"agentId": agent, "input": "x"}), -32602, "InvalidMessageError"
+    )
+    assert error.data["path"] == "beforeRun.messages[0].content[0].input"
+
+
+async def test_external_agent_takes_prompt_rewrites_but_not_message_changes(
+    host: HostClient, tmp_path: Path
+) -> None:
+    marker = tmp_path / "spawned"
+    agent = await create(
+        host,
+        **process_config("ext", f"touch {marker}; cat"),
+        hooks={"beforeRun": True},
+    )
+    host.handlers["agent/beforeRun"] = lambda params: {"prompt": params["prompt"].upper()}
+    result = await host.request("agent/run", {"agentId": agent, "input": "shout this"})
+    assert result["output"] == "SHOUT THIS"
+    marker.unlink()
+    host.handlers["agent/beforeRun"] = lambda params: {
+        "prompt": params["prompt"],
+        "messages": [text_message("smuggled"), *params["messages"]],
+    }
+    result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+    assert result["success"] is False and result["status"]["code"] == "error"
+    assert "beforeRun.messages cannot be forwarded without loss" in result["output"]
+    assert not marker.exists()
+    # Returning the messages unchanged is not a change.
+    host.handlers["agent/beforeRun"] = lambda params: {
+        "prompt": params["prompt"],
+        "messages": params["messages"],
+    }
+    result = await host.request("agent/run", {"agentId": agent, "input": "same"})
+    assert result["success"] and result["output"] == "same"
+
+
+async def test_after_run_result_replaces_the_result(host: HostClient) -> None:
+    seen: list[Any] = []
+
+    def after(params: Any) -> Any:
+        seen.append(params)
+        return {**params["result"], "output": "replaced by the client"}
+
+    host.handlers["agent/afterRun"] = after
+    agent = await create(host, **hooked(hooks={"afterRun": True}))
+    result = await host.request("agent/run", {"agentId": agent, "input": "x", "runId": "a1"})
+    assert result["output"] == "replaced by the client"
+    assert seen[0]["agentName"] == "hooked" and seen[0]["runId"] == "a1"
+    assert seen[0]["result"]["success"] is True
+    host.handlers["agent/afterRun"] = lambda params: {"output": 3}
+    result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+    assert result["success"] is False and result["errorInfo"]["kind"] == "callback"

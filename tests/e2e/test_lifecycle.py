@@ -1,0 +1,113 @@
+"""Lifecycle over stdio: initialize, the gate before it, shutdown/exit codes,
+and end of input ending every child the host started."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from oma_host.client import HostClient
+from tests.e2e.helpers import create, expect_error, process_config, wait_dead
+
+ALL_METHODS = {
+    "initialize",
+    "shutdown",
+    "agent/create",
+    "agent/run",
+    "agent/stream",
+    "agent/prompt",
+    "agent/history",
+    "agent/state",
+    "agent/reset",
+    "agent/dispose",
+    "agent/list",
+    "oma/runAgent",
+}
+
+
+async def test_initialize_reports_agent_capabilities_and_server_info() -> None:
+    client = await HostClient.spawn()
+    result = await client.initialize()
+    agent = result["capabilities"]["agent"]
+    assert set(agent["methods"]) >= ALL_METHODS
+    assert agent["structuredInput"] is True
+    assert "process" in agent["backends"]
+    assert "test" in agent["providers"]
+    assert result["serverInfo"]["name"] == "oma-host"
+    assert isinstance(result["serverInfo"]["version"], str)
+    assert await client.close() == 0
+
+
+async def test_requests_before_initialize_are_refused_with_server_not_initialized() -> None:
+    client = await HostClient.spawn()
+    error = await expect_error(client.request("agent/list", {}), -32002, "ServerNotInitialized")
+    assert "initialize" in error.message
+    # A notification before initialize is dropped without an answer, and the host keeps serving.
+    client.notify("agent/whatever", {})
+    await client.initialize()
+    assert await client.request("agent/list", {}) == {"agents": []}
+    assert await client.close() == 0
+
+
+async def test_second_initialize_is_an_invalid_request(host: HostClient) -> None:
+    await expect_error(host.initialize(), -32600, "InvalidRequest")
+
+
+async def test_shutdown_returns_null_then_refuses_requests_and_exit_code_is_zero() -> None:
+    client = await HostClient.spawn()
+    await client.initialize()
+    _, response = client.start_request("shutdown")
+    message = await asyncio.wait_for(response, 10)
+    assert "result" in message and message["result"] is None
+    await expect_error(client.request("agent/list", {}), -32600, "InvalidRequest")
+    client.notify("exit")
+    assert await client.wait() == 0
+
+
+async def test_exit_without_shutdown_exits_with_code_one() -> None:
+    client = await HostClient.spawn()
+    await client.initialize()
+    client.notify("exit")
+    assert await client.wait() == 1
+
+
+async def test_end_of_stdin_kills_running_children_and_exits_zero(tmp_path: Path) -> None:
+    client = await HostClient.spawn()
+    await client.initialize()
+    pidfile = tmp_path / "pid"
+    agent = await create(
+        client, **process_config("sleeper", f"echo $$ > {pidfile}; sleep 60", input="none")
+    )
+    _, pending = client.start_request("agent/run", {"agentId": agent, "input": "go"})
+    for _ in range(200):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    pid = int(pidfile.read_text())
+    assert client.process.stdin is not None
+    client.process.stdin.close()
+    assert await client.wait() == 0
+    assert wait_dead(pid), "the child outlived the host"
+    pending.cancel()
+
+
+async def test_shutdown_kills_running_children(tmp_path: Path) -> None:
+    client = await HostClient.spawn()
+    await client.initialize()
+    pidfile = tmp_path / "pid"
+    agent = await create(
+        client, **process_config("sleeper", f"sleep 60 & echo $! > {pidfile}; wait", input="none")
+    )
+    _, pending = client.start_request("agent/run", {"agentId": agent, "input": "go"})
+    for _ in range(200):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    grandchild = int(pidfile.read_text())
+    assert await client.request("shutdown") is None
+    assert wait_dead(grandchild), "the grandchild outlived shutdown"
+    # The interrupted run is answered, not left hanging.
+    response = await asyncio.wait_for(pending, 10)
+    assert "error" in response or response["result"]["success"] is False
+    client.notify("exit")
+    assert await client.wait() == 0

@@ -1,0 +1,132 @@
+"""Validation happens first: an invalid input is answered before any hook
+request, progress notification, process spawn or state change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oma_host.client import HostClient
+from tests.e2e.helpers import create, expect_error, image_block, process_config, text_message
+
+BAD_INPUTS: list[tuple[Any, str]] = [
+    ([], "input"),
+    (42, "input"),
+    (
+        [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": 1},
+                    }
+                ],
+            }
+        ],
+        "input[0].content[0].source.data",
+    ),
+    ([text_message("a"), {"role": "user", "content": "not an array"}], "input[1].content"),
+    (
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t", "content": [], "is_error": True}
+                ],
+            }
+        ],
+        "input[0].content[0].content",
+    ),
+]
+
+
+@pytest.mark.parametrize(("bad", "path"), BAD_INPUTS)
+async def test_invalid_input_is_answered_before_hooks_or_progress(
+    host: HostClient, bad: Any, path: str
+) -> None:
+    agent = await create(
+        host, name="h", provider="test", model="echo", hooks={"beforeRun": True, "afterRun": True}
+    )
+    for method, extra in (
+        ("agent/run", {"workDoneToken": "w"}),
+        ("agent/stream", {"partialResultToken": "p", "workDoneToken": "w"}),
+    ):
+        error = await expect_error(
+            host.request(method, {"agentId": agent, "input": bad, **extra}),
+            -32602,
+            "InvalidMessageError",
+        )
+        assert error.data["path"] == path
+        assert error.message.startswith(path)
+    await expect_error(
+        host.request(
+            "oma/runAgent",
+            {
+                "config": {"name": "x", "provider": "test", "model": "echo"},
+                "input": bad,
+                "progress": True,
+            },
+        ),
+        -32602,
+        "InvalidMessageError",
+    )
+    assert host.server_requests == []
+    assert host.notifications == []
+    assert (await host.request("agent/state", {"agentId": agent}))["status"] == "idle"
+
+
+async def test_invalid_prompt_blocks_change_nothing(host: HostClient) -> None:
+    agent = await create(host, name="e", provider="test", model="echo", hooks={"beforeRun": True})
+    host.handlers["agent/beforeRun"] = lambda params: None
+    await host.request("agent/prompt", {"agentId": agent, "input": "first"})
+    before = await host.request("agent/history", {"agentId": agent})
+    calls = len(host.server_requests)
+    error = await expect_error(
+        host.request(
+            "agent/prompt", {"agentId": agent, "input": [image_block(), {"type": "text"}]}
+        ),
+        -32602,
+        "InvalidMessageError",
+    )
+    assert error.data["path"] == "input[1].text"
+    assert await host.request("agent/history", {"agentId": agent}) == before
+    assert len(host.server_requests) == calls
+
+
+async def test_structured_input_never_spawns_an_external_agent(
+    host: HostClient, tmp_path: Path
+) -> None:
+    marker = tmp_path / "spawned"
+    agent = await create(host, **process_config("ext", f"touch {marker}; cat"))
+    structured = [text_message("hello")]
+    for method, params in (
+        ("agent/run", {"input": structured}),
+        ("agent/stream", {"input": structured, "partialResultToken": "p"}),
+        ("agent/prompt", {"input": [{"type": "text", "text": "hello"}]}),
+    ):
+        error = await expect_error(
+            host.request(method, {"agentId": agent, **params}), -32602, "InvalidMessageError"
+        )
+        assert "accepts string prompts only" in error.message
+    error = await expect_error(
+        host.request(
+            "oma/runAgent",
+            {
+                "config": process_config("ext", f"touch {marker}; cat"),
+                "input": structured,
+                "progress": True,
+            },
+        ),
+        -32602,
+        "InvalidMessageError",
+    )
+    assert "accepts string prompts only" in error.message
+    assert not marker.exists()
+    assert host.notifications == []
+    assert (await host.request("agent/history", {"agentId": agent})) == {"messages": []}
+    # The same agent with a string does spawn: the marker check can fail.
+    result = await host.request("agent/run", {"agentId": agent, "input": "hello"})
+    assert result["success"] and marker.exists()
