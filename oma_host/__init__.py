@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from oma_host.messages import LLMMessage
     from oma_host.orchestrator import OpenMultiAgent
 
+__version__ = "0.1.0"
+
 _EXPORTS = {
     "Agent": "oma_host.agent",
     "AbortSignal": "oma_host.agent",

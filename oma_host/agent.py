@@ -10,6 +10,7 @@ only when, the turn completes.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Mapping
@@ -96,6 +97,10 @@ async def _unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
     """Await ``step``; if ``abort`` fires first, cancel it and raise _Aborted."""
     if abort is None:
         return await step
+    if abort.aborted:  # aborted before it started: do no work at all
+        if inspect.iscoroutine(step):
+            step.close()
+        raise _Aborted
     task = asyncio.ensure_future(step)
     waiter = asyncio.ensure_future(abort.wait())
     try:
@@ -189,16 +194,21 @@ class Agent:
             path,
         )
 
-    def validate_run_input(self, value: object, path: str = "input") -> list[LLMMessage]:
-        """The guard for RunInput, then the string-only boundary."""
-        messages = guard_run_input(value, path)
+    def validate_run_input(
+        self, value: object, path: str = "input", *, owned: bool = False
+    ) -> list[LLMMessage]:
+        """The guard for RunInput, then the string-only boundary. ``owned``:
+        see :func:`oma_host.messages.guard_messages`."""
+        messages = guard_run_input(value, path, owned=owned)
         if self.is_external and not isinstance(value, str):
             raise self._string_only(path)
         return messages
 
-    def validate_prompt_input(self, value: object, path: str = "input") -> LLMMessage:
+    def validate_prompt_input(
+        self, value: object, path: str = "input", *, owned: bool = False
+    ) -> LLMMessage:
         """The guard for PromptInput, then the string-only boundary."""
-        turn = guard_prompt_input(value, path)
+        turn = guard_prompt_input(value, path, owned=owned)
         if self.is_external and not isinstance(value, str):
             raise self._string_only(path)
         return turn
@@ -321,9 +331,10 @@ class Agent:
             context = make_before_run_context(
                 self.name, recorder.run_id, messages, self.config.public_view()
             )
+            sent_prompt = context.prompt  # the hook may change its context object
             try:
                 answer = await call_hook(self._before_run, context, timeout_s, "beforeRun")
-                outcome = apply_before_run_answer(answer, messages, context.prompt)
+                outcome = apply_before_run_answer(answer, messages, sent_prompt)
             except HookError as error:
                 return failed_result(recorder.run_id, "callback", str(error))
             if self.is_external and outcome.messages_replaced:

@@ -121,33 +121,43 @@ def _describe(value: object) -> str:
     return f"a {type(value).__module__}.{type(value).__qualname__} object"
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _copy_plain(value: object) -> object:
+    # The hot path of every structured call: scalars are shared, not visited,
+    # and the failing key or index is only looked at when something fails.
     kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind in _SCALARS:
         return value
     if kind is dict:
         out: dict[str, object] = {}
-        for key, item in cast(dict[object, object], value).items():
-            if type(key) is not str:
-                raise _CopyFailure(f"has the non-string key {key!r}")
-            try:
-                out[key] = _copy_plain(item)
-            except _CopyFailure as failure:
-                failure.segments.append(key)
-                raise
-        return out
+        key: object = None
+        try:
+            for key, item in cast(dict[object, object], value).items():
+                if type(key) is not str:
+                    break
+                out[key] = item if type(item) in _SCALARS else _copy_plain(item)
+            else:
+                return out
+        except _CopyFailure as failure:
+            failure.segments.append(cast(str, key))
+            raise
+        raise _CopyFailure(f"has the non-string key {key!r}")
     if kind is list or kind is tuple:
         items: list[object] = []
-        for index, item in enumerate(cast(Sequence[object], value)):
-            try:
-                items.append(_copy_plain(item))
-            except _CopyFailure as failure:
-                failure.segments.append(index)
-                raise
+        append = items.append
+        try:
+            for item in cast(Sequence[object], value):
+                append(item if type(item) in _SCALARS else _copy_plain(item))
+        except _CopyFailure as failure:
+            failure.segments.append(len(items))
+            raise
         return items
     # Subclasses of the plain types (str enums, dict subclasses) become plain.
+    # str.__str__ gives the characters even where a subclass (an Enum) overrides __str__.
     if isinstance(value, str):
-        return str(value)
+        return str.__str__(value)
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
@@ -292,9 +302,12 @@ def _check_message(message: object, path: str) -> None:
         _check_block(block, f"{path}.content[{index}]")
 
 
-def _require_nonempty_array(value: object, path: str, what: str) -> None:
+def _require_nonempty_array(
+    value: object, path: str, what: str, *, string_allowed: bool = True
+) -> None:
     if not isinstance(value, list | tuple):
-        raise _fail(path, f"must be a string or an array of {what}")
+        expected = f"a string or an array of {what}" if string_allowed else f"an array of {what}"
+        raise _fail(path, f"must be {expected}")
     if not value:
         raise _fail(path, f"must not be an empty array (give at least one {what[:-1]})")
 
@@ -304,30 +317,37 @@ def text_message(text: str) -> LLMMessage:
     return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
-def guard_messages(value: object, path: str = "messages") -> list[LLMMessage]:
+def guard_messages(
+    value: object, path: str = "messages", *, owned: bool = False
+) -> list[LLMMessage]:
     """Validate and copy a complete message list (``config.history``, a hook's
-    ``messages``). An empty list is rejected like any empty RunInput."""
-    _require_nonempty_array(value, path, "messages")
-    copied = copy_plain(value, path)
+    ``messages``). An empty list is rejected like any empty RunInput.
+
+    ``owned=True`` skips the copy for data nobody else holds a reference to
+    and that is plain by construction (JSON just parsed off the wire)."""
+    _require_nonempty_array(value, path, "messages", string_allowed=False)
+    copied = value if owned and type(value) is list else copy_plain(value, path)
     for index, message in enumerate(copied):
         _check_message(message, f"{path}[{index}]")
     return cast(list[LLMMessage], copied)
 
 
-def guard_run_input(value: object, path: str = "input") -> list[LLMMessage]:
+def guard_run_input(value: object, path: str = "input", *, owned: bool = False) -> list[LLMMessage]:
     """RunInput → a private, validated message list (a string becomes one user
-    text message)."""
+    text message). ``owned`` as for :func:`guard_messages`."""
     if isinstance(value, str):
-        return [text_message(str(value))]
-    return guard_messages(value, path)
+        return [text_message(str.__str__(value))]
+    _require_nonempty_array(value, path, "messages")
+    return guard_messages(value, path, owned=owned)
 
 
-def guard_prompt_input(value: object, path: str = "input") -> LLMMessage:
-    """PromptInput → exactly one private, validated user message."""
+def guard_prompt_input(value: object, path: str = "input", *, owned: bool = False) -> LLMMessage:
+    """PromptInput → exactly one private, validated user message. ``owned`` as
+    for :func:`guard_messages`."""
     if isinstance(value, str):
-        return text_message(str(value))
+        return text_message(str.__str__(value))
     _require_nonempty_array(value, path, "blocks")
-    blocks = copy_plain(value, path)
+    blocks = value if owned and type(value) is list else copy_plain(value, path)
     for index, block in enumerate(blocks):
         _check_block(block, f"{path}[{index}]")
     return {"role": "user", "content": cast(list[ContentBlock], blocks)}

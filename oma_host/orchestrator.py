@@ -100,11 +100,13 @@ class OpenMultiAgent:
         metadata: Mapping[str, Any] | None = None,
         before_run: BeforeRunHook | None = None,
         after_run: AfterRunHook | None = None,
+        input_owned: bool = False,
     ) -> Callable[[AbortSignal | None], Awaitable[AgentRunResult]]:
         """Validate config and input now (raising InvalidParamsError or
-        InvalidMessageError) and return the run, not yet started."""
+        InvalidMessageError) and return the run, not yet started.
+        ``input_owned``: see :func:`oma_host.messages.guard_messages`."""
         agent = Agent(config, before_run=before_run, after_run=after_run, defaults=self.defaults)
-        messages = agent.validate_run_input(input)
+        messages = agent.validate_run_input(input, owned=input_owned)
         run_id = run_id or new_run_id()
         progress = on_progress or self.on_progress
         structured = not isinstance(input, str)

@@ -1,62 +1,76 @@
-"""The method table: each handler parses its params, delegates to the core,
-and shapes the answer. Errors are raised as OmaError subclasses and turned
-into JSON-RPC errors in one place (``app._bind``).
+"""The method table, and the lifecycle methods that need nothing heavy.
+
+Editors spawn the host on every window, so answering ``initialize`` imports
+only pygls and this module; the agent methods (and pydantic, the core, the
+bridges) load on the first request that needs them, or in the background
+right after ``initialize`` is answered.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
+import asyncio
+import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pygls.exceptions import JsonRpcException
-
-from oma_host.agent import AbortSignal, Agent, new_run_id
-from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
-from oma_host.errors import AgentNotFoundError
-from oma_host.hooks import AfterRunContext, BeforeRunContext
-from oma_host.messages import LLMMessage
-from oma_host.orchestrator import OpenMultiAgent
+from oma_host import __version__
+from oma_host.errors import InvalidParamsError
 from oma_host.providers import available_providers
-from oma_host.results import AgentRunResult, EmitFn, StreamEvent
 from oma_host.server.app import HostSession, rpc_error
-from oma_host.server.models import (
-    AgentIdParams,
-    CreateParams,
-    InitializeParams,
-    ListParams,
-    PromptParams,
-    RunAgentParams,
-    RunParams,
-    StreamParams,
-    parse_params,
-)
 
 log = logging.getLogger("oma_host.server")
 
 BACKENDS = ["process"]
+_AGENT_METHODS = "oma_host.server.agent_methods"
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("oma-host")
-    except importlib.metadata.PackageNotFoundError:
-        return "0.0.0+unknown"
-
-
-# -- lifecycle --------------------------------------------------------------
+def _read_initialization_options(params: Any) -> dict[str, Any]:
+    """Check ``initializationOptions`` by hand (pydantic is not loaded yet)."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InvalidParamsError("initialize: params must be an object")
+    options = params.get("initializationOptions")
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise InvalidParamsError("initialize: params.initializationOptions must be an object")
+    unknown = set(options) - {"defaults", "evaluation", "stateDir"}
+    if unknown:
+        raise InvalidParamsError(
+            f"initialize: params.initializationOptions.{sorted(unknown)[0]}: is not a known field"
+        )
+    defaults = options.get("defaults")
+    if defaults is not None:
+        if not isinstance(defaults, dict):
+            raise InvalidParamsError("initialize: initializationOptions.defaults must be an object")
+        for key, value in defaults.items():
+            if key not in ("model", "provider", "baseURL"):
+                raise InvalidParamsError(
+                    f"initialize: initializationOptions.defaults.{key}: is not a known field"
+                )
+            if value is not None and not isinstance(value, str):
+                raise InvalidParamsError(
+                    f"initialize: initializationOptions.defaults.{key} must be a string"
+                )
+    for key, kind, name in (("evaluation", dict, "an object"), ("stateDir", str, "a string")):
+        if options.get(key) is not None and not isinstance(options[key], kind):
+            raise InvalidParamsError(f"initialize: initializationOptions.{key} must be {name}")
+    return options
 
 
 async def initialize(session: HostSession, params: Any) -> Any:
     if session.initialized:
         raise rpc_error(-32600, "initialize: the server is already initialized", "InvalidRequest")
-    parsed = parse_params(InitializeParams, params, "initialize")
+    options = _read_initialization_options(params)
     session.initialized = True
-    options = parsed.initialization_options
-    session.extras["defaults"] = options.defaults if options else None
-    if options and options.evaluation:
+    session.extras["defaults"] = options.get("defaults")
+    if options.get("evaluation"):
         log.warning("initializationOptions.evaluation is not available in this build; ignored")
+    # Warm the agent methods up while the editor is busy with our answer.
+    loop = asyncio.get_running_loop()
+    loop.call_soon(lambda: loop.run_in_executor(None, importlib.import_module, _AGENT_METHODS))
     return {
         "capabilities": {
             "agent": {
@@ -66,7 +80,7 @@ async def initialize(session: HostSession, params: Any) -> Any:
                 "structuredInput": True,
             }
         },
-        "serverInfo": {"name": "oma-host", "version": _version()},
+        "serverInfo": {"name": "oma-host", "version": __version__},
     }
 
 
@@ -75,209 +89,31 @@ async def shutdown(session: HostSession, params: Any) -> None:
     return None
 
 
-# -- agents -----------------------------------------------------------------
+Handler = Callable[[HostSession, Any], Awaitable[Any]]
 
 
-def _defaults(session: HostSession) -> ModelDefaults | None:
-    defaults: ModelDefaults | None = session.extras.get("defaults")
-    return defaults
+def _lazy(name: str) -> Handler:
+    """A handler that imports the agent methods on first use."""
+
+    async def handler(session: HostSession, params: Any) -> Any:
+        module = importlib.import_module(_AGENT_METHODS)
+        return await getattr(module, name)(session, params)
+
+    handler.__name__ = name
+    return handler
 
 
-def _hooks_for(session: HostSession, config: AgentConfig) -> dict[str, Any]:
-    """Wire a config's ``hooks`` flags to server-to-client requests."""
-    hooks: dict[str, Any] = {}
-    if config.hooks is None:
-        return hooks
-    protocol = session.protocol
-    if config.hooks.before_run:
-
-        async def before_run(context: BeforeRunContext) -> Any:
-            return await protocol.send_request_async(
-                "agent/beforeRun",
-                {
-                    "agentName": context.agent_name,
-                    "runId": context.run_id,
-                    "prompt": context.prompt,
-                    "messages": context.messages,
-                    "agent": context.agent,
-                },
-            )
-
-        hooks["before_run"] = before_run
-    if config.hooks.after_run:
-
-        async def after_run(context: AfterRunContext) -> Any:
-            return await protocol.send_request_async(
-                "agent/afterRun",
-                {
-                    "agentName": context.agent_name,
-                    "runId": context.run_id,
-                    "result": context.result,
-                },
-            )
-
-        hooks["after_run"] = after_run
-    return hooks
-
-
-async def agent_create(session: HostSession, params: Any) -> Any:
-    parsed = parse_params(CreateParams, params, "agent/create")
-    config = parse_agent_config(parsed.config, _defaults(session))
-    agent = Agent(config, defaults=_defaults(session), **_hooks_for(session, config))
-    agent_id = session.new_agent_id()
-    session.agents[agent_id] = agent
-    return {"agentId": agent_id}
-
-
-def _agent(session: HostSession, agent_id: str) -> Agent:
-    agent = session.agents.get(agent_id)
-    if agent is None:
-        raise AgentNotFoundError(f"no agent with agentId {agent_id!r} (never created, or disposed)")
-    return agent
-
-
-async def agent_history(session: HostSession, params: Any) -> Any:
-    parsed = parse_params(AgentIdParams, params, "agent/history")
-    return {"messages": _agent(session, parsed.agent_id).get_history()}
-
-
-async def agent_state(session: HostSession, params: Any) -> Any:
-    parsed = parse_params(AgentIdParams, params, "agent/state")
-    return _agent(session, parsed.agent_id).state
-
-
-async def agent_reset(session: HostSession, params: Any) -> None:
-    parsed = parse_params(AgentIdParams, params, "agent/reset")
-    _agent(session, parsed.agent_id).reset()
-    return None
-
-
-async def agent_dispose(session: HostSession, params: Any) -> None:
-    parsed = parse_params(AgentIdParams, params, "agent/dispose")
-    agent = _agent(session, parsed.agent_id)
-    del session.agents[parsed.agent_id]
-    await agent.close()
-    return None
-
-
-async def agent_list(session: HostSession, params: Any) -> Any:
-    parse_params(ListParams, params, "agent/list")
-    agents = []
-    for agent_id, agent in session.agents.items():
-        entry: dict[str, Any] = {"agentId": agent_id, "name": agent.name}
-        if agent.config.backend is not None:
-            entry["backend"] = agent.config.backend.kind
-        agents.append(entry)
-    return {"agents": agents}
-
-
-# -- runs -------------------------------------------------------------------
-
-
-async def _tracked_run(
-    session: HostSession,
-    agent_name: str,
-    work_done_token: int | str | None,
-    run: Callable[[AbortSignal], Awaitable[AgentRunResult]],
-) -> AgentRunResult:
-    """Run with the request's abort signal and work-done progress; a cancelled
-    run becomes error -32800 carrying the partial result."""
-    abort = session.abort_signal() or AbortSignal()
-    if work_done_token is not None:
-        session.protocol.notify(
-            "$/progress",
-            {"token": work_done_token, "value": {"kind": "begin", "title": agent_name}},
-        )
-    result = await run(abort)
-    if work_done_token is not None:
-        session.protocol.notify(
-            "$/progress",
-            {
-                "token": work_done_token,
-                "value": {"kind": "end", "message": result["status"]["code"]},
-            },
-        )
-    if abort.aborted and result["status"]["code"] == "cancelled":
-        raise JsonRpcException(
-            code=-32800,
-            message="the request was cancelled",
-            data={"type": "RequestCancelled", "partial": result},
-        )
-    return result
-
-
-def _progress_emitter(session: HostSession, token: int | str) -> EmitFn:
-    def emit(event: StreamEvent) -> None:
-        session.protocol.notify("$/progress", {"token": token, "value": event})
-
-    return emit
-
-
-async def _run_like(session: HostSession, method: str, params: Any) -> Any:
-    parsed = parse_params(StreamParams if method == "agent/stream" else RunParams, params, method)
-    agent = _agent(session, parsed.agent_id)
-    messages: list[LLMMessage] = agent.validate_run_input(parsed.input)
-    token = parsed.partial_result_token if method == "agent/stream" else None
-    emit = _progress_emitter(session, token) if token is not None else None
-    run_id = parsed.run_id or new_run_id()
-    return await _tracked_run(
-        session,
-        agent.name,
-        parsed.work_done_token,
-        lambda abort: agent.execute(messages, run_id=run_id, abort=abort, emit=emit),
-    )
-
-
-async def agent_run(session: HostSession, params: Any) -> Any:
-    return await _run_like(session, "agent/run", params)
-
-
-async def agent_stream(session: HostSession, params: Any) -> Any:
-    return await _run_like(session, "agent/stream", params)
-
-
-async def agent_prompt(session: HostSession, params: Any) -> Any:
-    parsed = parse_params(PromptParams, params, "agent/prompt")
-    agent = _agent(session, parsed.agent_id)
-    turn = agent.validate_prompt_input(parsed.input)
-    return await _tracked_run(
-        session,
-        agent.name,
-        parsed.work_done_token,
-        lambda abort: agent.prompt_turn(turn, run_id=parsed.run_id, abort=abort),
-    )
-
-
-async def run_agent(session: HostSession, params: Any) -> Any:
-    parsed = parse_params(RunAgentParams, params, "oma/runAgent")
-    config = parse_agent_config(parsed.config, _defaults(session))
-    orchestrator = OpenMultiAgent(defaults=_defaults(session))
-
-    def on_progress(event: dict[str, Any]) -> None:
-        session.protocol.notify("oma/progress", event)
-
-    run = orchestrator.prepare(
-        config,
-        parsed.input,
-        run_id=parsed.run_id,
-        on_progress=on_progress if parsed.progress else None,
-        metadata=parsed.metadata,
-        **_hooks_for(session, config),
-    )
-    return await _tracked_run(session, config.name, parsed.work_done_token, run)
-
-
-METHODS: dict[str, Callable[[HostSession, Any], Awaitable[Any]]] = {
+METHODS: dict[str, Handler] = {
     "initialize": initialize,
     "shutdown": shutdown,
-    "agent/create": agent_create,
-    "agent/run": agent_run,
-    "agent/stream": agent_stream,
-    "agent/prompt": agent_prompt,
-    "agent/history": agent_history,
-    "agent/state": agent_state,
-    "agent/reset": agent_reset,
-    "agent/dispose": agent_dispose,
-    "agent/list": agent_list,
-    "oma/runAgent": run_agent,
+    "agent/create": _lazy("agent_create"),
+    "agent/run": _lazy("agent_run"),
+    "agent/stream": _lazy("agent_stream"),
+    "agent/prompt": _lazy("agent_prompt"),
+    "agent/history": _lazy("agent_history"),
+    "agent/state": _lazy("agent_state"),
+    "agent/reset": _lazy("agent_reset"),
+    "agent/dispose": _lazy("agent_dispose"),
+    "agent/list": _lazy("agent_list"),
+    "oma/runAgent": _lazy("run_agent"),
 }

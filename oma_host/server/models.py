@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from oma_host.config import ModelDefaults
 from oma_host.errors import InvalidParamsError
 
 ProgressToken = int | str
@@ -20,21 +19,6 @@ ProgressToken = int | str
 
 class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class InitializationOptions(_Params):
-    defaults: ModelDefaults | None = None
-    evaluation: dict[str, Any] | None = None
-    state_dir: str | None = Field(default=None, alias="stateDir")
-
-
-class InitializeParams(BaseModel):
-    # The rest of LSP's InitializeParams (processId, clientInfo, capabilities...)
-    # is accepted and not used.
-    model_config = ConfigDict(extra="allow")
-    initialization_options: InitializationOptions | None = Field(
-        default=None, alias="initializationOptions"
-    )
 
 
 class CreateParams(_Params):

@@ -1,0 +1,232 @@
+"""Agent and run methods: each handler parses its params into a pydantic
+model, delegates to the core, and shapes the answer. Errors are raised as
+OmaError subclasses and turned into JSON-RPC errors in one place
+(``app._bind``). Imported on the first agent request, not at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pygls.exceptions import JsonRpcException
+
+from oma_host.agent import AbortSignal, Agent, new_run_id
+from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
+from oma_host.errors import AgentNotFoundError, InvalidParamsError
+from oma_host.hooks import AfterRunContext, BeforeRunContext
+from oma_host.messages import LLMMessage
+from oma_host.orchestrator import OpenMultiAgent
+from oma_host.results import AgentRunResult, EmitFn, StreamEvent
+from oma_host.server.app import HostSession
+from oma_host.server.models import (
+    AgentIdParams,
+    CreateParams,
+    ListParams,
+    PromptParams,
+    RunAgentParams,
+    RunParams,
+    StreamParams,
+    parse_params,
+)
+
+# -- agents -----------------------------------------------------------------
+
+
+def _defaults(session: HostSession) -> ModelDefaults | None:
+    """``initializationOptions.defaults`` as a model, parsed once per session."""
+    if "model_defaults" not in session.extras:
+        raw = session.extras.get("defaults")
+        try:
+            parsed = None if raw is None else ModelDefaults.model_validate(raw)
+        except ValueError as error:
+            raise InvalidParamsError(f"initializationOptions.defaults: {error}") from None
+        session.extras["model_defaults"] = parsed
+    defaults: ModelDefaults | None = session.extras["model_defaults"]
+    return defaults
+
+
+def _hooks_for(session: HostSession, config: AgentConfig) -> dict[str, Any]:
+    """Wire a config's ``hooks`` flags to server-to-client requests."""
+    hooks: dict[str, Any] = {}
+    if config.hooks is None:
+        return hooks
+    protocol = session.protocol
+    if config.hooks.before_run:
+
+        async def before_run(context: BeforeRunContext) -> Any:
+            return await protocol.send_request_async(
+                "agent/beforeRun",
+                {
+                    "agentName": context.agent_name,
+                    "runId": context.run_id,
+                    "prompt": context.prompt,
+                    "messages": context.messages,
+                    "agent": context.agent,
+                },
+            )
+
+        hooks["before_run"] = before_run
+    if config.hooks.after_run:
+
+        async def after_run(context: AfterRunContext) -> Any:
+            return await protocol.send_request_async(
+                "agent/afterRun",
+                {
+                    "agentName": context.agent_name,
+                    "runId": context.run_id,
+                    "result": context.result,
+                },
+            )
+
+        hooks["after_run"] = after_run
+    return hooks
+
+
+async def agent_create(session: HostSession, params: Any) -> Any:
+    parsed = parse_params(CreateParams, params, "agent/create")
+    config = parse_agent_config(parsed.config, _defaults(session))
+    agent = Agent(config, defaults=_defaults(session), **_hooks_for(session, config))
+    agent_id = session.new_agent_id()
+    session.agents[agent_id] = agent
+    return {"agentId": agent_id}
+
+
+def _agent(session: HostSession, agent_id: str) -> Agent:
+    agent = session.agents.get(agent_id)
+    if agent is None:
+        raise AgentNotFoundError(f"no agent with agentId {agent_id!r} (never created, or disposed)")
+    return agent
+
+
+async def agent_history(session: HostSession, params: Any) -> Any:
+    parsed = parse_params(AgentIdParams, params, "agent/history")
+    return {"messages": _agent(session, parsed.agent_id).get_history()}
+
+
+async def agent_state(session: HostSession, params: Any) -> Any:
+    parsed = parse_params(AgentIdParams, params, "agent/state")
+    return _agent(session, parsed.agent_id).state
+
+
+async def agent_reset(session: HostSession, params: Any) -> None:
+    parsed = parse_params(AgentIdParams, params, "agent/reset")
+    _agent(session, parsed.agent_id).reset()
+    return None
+
+
+async def agent_dispose(session: HostSession, params: Any) -> None:
+    parsed = parse_params(AgentIdParams, params, "agent/dispose")
+    agent = _agent(session, parsed.agent_id)
+    del session.agents[parsed.agent_id]
+    await agent.close()
+    return None
+
+
+async def agent_list(session: HostSession, params: Any) -> Any:
+    parse_params(ListParams, params, "agent/list")
+    agents = []
+    for agent_id, agent in session.agents.items():
+        entry: dict[str, Any] = {"agentId": agent_id, "name": agent.name}
+        if agent.config.backend is not None:
+            entry["backend"] = agent.config.backend.kind
+        agents.append(entry)
+    return {"agents": agents}
+
+
+# -- runs -------------------------------------------------------------------
+
+
+async def _tracked_run(
+    session: HostSession,
+    agent_name: str,
+    work_done_token: int | str | None,
+    run: Callable[[AbortSignal], Awaitable[AgentRunResult]],
+) -> AgentRunResult:
+    """Run with the request's abort signal and work-done progress; a cancelled
+    run becomes error -32800 carrying the partial result."""
+    abort = session.abort_signal() or AbortSignal()
+    if work_done_token is not None:
+        session.protocol.notify(
+            "$/progress",
+            {"token": work_done_token, "value": {"kind": "begin", "title": agent_name}},
+        )
+    result = await run(abort)
+    if work_done_token is not None:
+        session.protocol.notify(
+            "$/progress",
+            {
+                "token": work_done_token,
+                "value": {"kind": "end", "message": result["status"]["code"]},
+            },
+        )
+    if abort.aborted and result["status"]["code"] == "cancelled":
+        raise JsonRpcException(
+            code=-32800,
+            message="the request was cancelled",
+            data={"type": "RequestCancelled", "partial": result},
+        )
+    return result
+
+
+def _progress_emitter(session: HostSession, token: int | str) -> EmitFn:
+    def emit(event: StreamEvent) -> None:
+        session.protocol.notify("$/progress", {"token": token, "value": event})
+
+    return emit
+
+
+async def _run_like(session: HostSession, method: str, params: Any) -> Any:
+    parsed = parse_params(StreamParams if method == "agent/stream" else RunParams, params, method)
+    agent = _agent(session, parsed.agent_id)
+    # Params were just parsed off the wire: nobody else holds them, so no copy.
+    messages: list[LLMMessage] = agent.validate_run_input(parsed.input, owned=True)
+    token = parsed.partial_result_token if method == "agent/stream" else None
+    emit = _progress_emitter(session, token) if token is not None else None
+    run_id = parsed.run_id or new_run_id()
+    return await _tracked_run(
+        session,
+        agent.name,
+        parsed.work_done_token,
+        lambda abort: agent.execute(messages, run_id=run_id, abort=abort, emit=emit),
+    )
+
+
+async def agent_run(session: HostSession, params: Any) -> Any:
+    return await _run_like(session, "agent/run", params)
+
+
+async def agent_stream(session: HostSession, params: Any) -> Any:
+    return await _run_like(session, "agent/stream", params)
+
+
+async def agent_prompt(session: HostSession, params: Any) -> Any:
+    parsed = parse_params(PromptParams, params, "agent/prompt")
+    agent = _agent(session, parsed.agent_id)
+    turn = agent.validate_prompt_input(parsed.input, owned=True)
+    return await _tracked_run(
+        session,
+        agent.name,
+        parsed.work_done_token,
+        lambda abort: agent.prompt_turn(turn, run_id=parsed.run_id, abort=abort),
+    )
+
+
+async def run_agent(session: HostSession, params: Any) -> Any:
+    parsed = parse_params(RunAgentParams, params, "oma/runAgent")
+    config = parse_agent_config(parsed.config, _defaults(session))
+    orchestrator = OpenMultiAgent(defaults=_defaults(session))
+
+    def on_progress(event: dict[str, Any]) -> None:
+        session.protocol.notify("oma/progress", event)
+
+    run = orchestrator.prepare(
+        config,
+        parsed.input,
+        run_id=parsed.run_id,
+        on_progress=on_progress if parsed.progress else None,
+        metadata=parsed.metadata,
+        input_owned=True,
+        **_hooks_for(session, config),
+    )
+    return await _tracked_run(session, config.name, parsed.work_done_token, run)
