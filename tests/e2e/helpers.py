@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
 import time
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,3 +77,18 @@ def wait_dead(pid: int, timeout: float = 10.0) -> bool:
 def kill_quietly(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+async def wait_for_file(path: Path) -> str:
+    """The stripped contents of ``path`` once a test process has written it."""
+    for _ in range(400):
+        if path.exists() and (text := path.read_text().strip()):
+            return text
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"{path} never appeared")
+
+
+def received(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the ``test`` provider (model echo) was sent, read back from its reply."""
+    messages: list[dict[str, Any]] = json.loads(result["output"])["messages"]
+    return messages

@@ -4,19 +4,11 @@ provider (model ``echo`` answers with the JSON of what it received)."""
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Any
 
 from oma_host.client import HostClient
-from tests.e2e.helpers import create, expect_error, image_block, text_message
+from tests.e2e.helpers import create, expect_error, image_block, received, text_message
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
-
-
-def received(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """What the test provider was sent, read back from its reply."""
-    messages: list[dict[str, Any]] = json.loads(result["output"])["messages"]
-    return messages
 
 
 async def test_run_and_stream_are_fresh_and_pass_structured_input_unchanged(

@@ -7,15 +7,15 @@ import json
 from pathlib import Path
 
 from oma_host.client import HostClient
-from tests.e2e.helpers import PY, create, expect_error, kill_quietly, process_config, wait_dead
-
-
-async def _wait_for_file(path: Path) -> str:
-    for _ in range(400):
-        if path.exists() and (text := path.read_text().strip()):
-            return text
-        await asyncio.sleep(0.025)
-    raise AssertionError(f"{path} never appeared")
+from tests.e2e.helpers import (
+    PY,
+    create,
+    expect_error,
+    kill_quietly,
+    process_config,
+    wait_dead,
+    wait_for_file,
+)
 
 
 async def test_cancel_kills_the_process_tree_and_returns_partial_output(
@@ -27,7 +27,7 @@ async def test_cancel_kills_the_process_tree_and_returns_partial_output(
     msg_id, pending = host.start_request(
         "agent/stream", {"agentId": agent, "input": "go", "partialResultToken": "c"}
     )
-    child, grandchild = (int(pid) for pid in (await _wait_for_file(pids)).split())
+    child, grandchild = (int(pid) for pid in (await wait_for_file(pids)).split())
     try:
         for _ in range(200):
             if host.progress("c"):

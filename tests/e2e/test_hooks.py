@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from oma_host.client import HostClient
-from tests.e2e.helpers import create, expect_error, image_block, process_config, text_message
+from tests.e2e.helpers import (
+    create,
+    expect_error,
+    image_block,
+    process_config,
+    received,
+    text_message,
+)
 
 SECRET = "sk-test-do-not-leak-0123456789abcdef"
 
@@ -23,11 +30,6 @@ def hooked(**extra: Any) -> dict[str, Any]:
         "hooks": {"beforeRun": True, "afterRun": False, "timeoutMs": 2000},
         **extra,
     }
-
-
-def received(result: dict[str, Any]) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = json.loads(result["output"])["messages"]
-    return messages
 
 
 async def test_before_run_sees_messages_prompt_and_config_without_secrets(

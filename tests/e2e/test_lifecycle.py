@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from oma_host.client import HostClient
-from tests.e2e.helpers import create, expect_error, process_config, wait_dead
+from tests.e2e.helpers import create, expect_error, process_config, wait_dead, wait_for_file
 
 ALL_METHODS = {
     "initialize",
@@ -79,11 +79,7 @@ async def test_end_of_stdin_kills_running_children_and_exits_zero(tmp_path: Path
         client, **process_config("sleeper", f"echo $$ > {pidfile}; sleep 60", input="none")
     )
     _, pending = client.start_request("agent/run", {"agentId": agent, "input": "go"})
-    for _ in range(200):
-        if pidfile.exists() and pidfile.read_text().strip():
-            break
-        await asyncio.sleep(0.05)
-    pid = int(pidfile.read_text())
+    pid = int(await wait_for_file(pidfile))
     assert client.process.stdin is not None
     client.process.stdin.close()
     assert await client.wait() == 0
@@ -99,11 +95,7 @@ async def test_shutdown_kills_running_children(tmp_path: Path) -> None:
         client, **process_config("sleeper", f"sleep 60 & echo $! > {pidfile}; wait", input="none")
     )
     _, pending = client.start_request("agent/run", {"agentId": agent, "input": "go"})
-    for _ in range(200):
-        if pidfile.exists() and pidfile.read_text().strip():
-            break
-        await asyncio.sleep(0.05)
-    grandchild = int(pidfile.read_text())
+    grandchild = int(await wait_for_file(pidfile))
     assert await client.request("shutdown") is None
     assert wait_dead(grandchild), "the grandchild outlived shutdown"
     # The interrupted run is answered, not left hanging.
