@@ -26,12 +26,15 @@ if __package__ in (None, ""):  # run as a script: make the ``bench`` package imp
 from bench.guard_copy import run_guard_copy
 from bench.harness import Comparison, format_comparison, format_ms, format_ratio
 from bench.process_backend import run_process_backend
+from bench.providers import run_provider_benchmarks
 from bench.startup import REPO_ROOT, format_importtime, run_importtime, run_startup
 
-BENCHMARKS = ("startup", "process", "guard")
+BENCHMARKS = ("startup", "process", "guard", "providers")
 DEFAULT_OUT = REPO_ROOT / "bench" / "results" / "latest.json"
 # Rounds per benchmark: (full run, --quick).
-ROUNDS = {"startup": (20, 3), "process": (50, 10), "guard": (30, 5)}
+ROUNDS = {"startup": (20, 3), "process": (50, 10), "guard": (30, 5), "providers": (50, 5)}
+# Text deltas in the streaming-relay benchmark: (full run, --quick).
+RELAY_DELTAS = (10_000, 1_000)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -112,6 +115,12 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
     if "guard" in selected:
         _progress("guard and copy")
         for comparison in run_guard_copy(_rounds("guard", args)):
+            comparisons.append(comparison)
+            _show(comparison)
+    if "providers" in selected:
+        _progress("providers (simulator)")
+        deltas = RELAY_DELTAS[1] if args.quick else RELAY_DELTAS[0]
+        for comparison in await run_provider_benchmarks(_rounds("providers", args), deltas):
             comparisons.append(comparison)
             _show(comparison)
     report["benchmarks"] = {c.key: c.to_json() for c in comparisons}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from oma_host.agent import Backend
+    from oma_host.agent import Backend, PermissionHandler
     from oma_host.config import AgentConfig
 
 
@@ -23,8 +23,12 @@ def compose_prompt(system_prompt: str | None, text: str) -> str:
     return text
 
 
-def make_external_backend(config: AgentConfig) -> Backend:
-    """The bridge for ``config.backend`` (the config must have one)."""
+def make_external_backend(
+    config: AgentConfig, *, permission_handler: PermissionHandler | None = None
+) -> Backend:
+    """The bridge for ``config.backend`` (the config must have one).
+    ``permission_handler`` answers an ACP agent's ``ask-client`` permission
+    requests; other bridges ignore it."""
     backend = config.backend
     if backend is None:
         raise ValueError(f"agent {config.name!r} has no external backend")
@@ -32,4 +36,8 @@ def make_external_backend(config: AgentConfig) -> Backend:
         from bridges.process import ProcessBridge
 
         return ProcessBridge(config, backend)
+    if backend.kind == "acp":
+        from bridges.acp import AcpBridge
+
+        return AcpBridge(config, backend, permission_handler=permission_handler)
     raise ValueError(f"backend kind {backend.kind!r} is not available in this build")

@@ -5,7 +5,9 @@ command on stdin, as its last argument, or not at all. stdout streams as
 ``text`` events and becomes the output; exit 0 is success; a non-zero exit or
 a signal fails the run with the stderr text, secrets redacted. Each run gets
 its own process group, so cancellation, timeouts and ``close`` kill the whole
-tree, not just the direct child.
+tree, not just the direct child. With ``terminal: true`` the run is delegated
+to ``bridges.process_terminal`` (a pseudo-terminal), which shares the prompt,
+spawn-failure and exit-status rules kept here.
 """
 
 from __future__ import annotations
@@ -15,12 +17,16 @@ import codecs
 import contextlib
 import os
 import signal
+from typing import TYPE_CHECKING
 
 from bridges import compose_prompt
 from oma_host.config import AgentConfig, ProcessBackend
 from oma_host.messages import LLMMessage
 from oma_host.redact import Redactor
 from oma_host.results import AgentRunResult, RunRecorder
+
+if TYPE_CHECKING:
+    from bridges.process_terminal import TerminalRunner
 
 _READ_SIZE = 65536
 _STDERR_LIMIT = 16384  # the tail of stderr kept for the failure message
@@ -45,8 +51,10 @@ class ProcessBridge:
         self._backend = backend
         self._redactor = Redactor.for_config(config)
         self._running: set[asyncio.subprocess.Process] = set()
+        self._terminal: TerminalRunner | None = None
 
-    def _argv(self, prompt: str) -> list[str]:
+    def argv(self, prompt: str) -> list[str]:
+        """The command line of one run (the prompt is last with ``input: "argument"``)."""
         argv = [self._backend.command, *self._backend.args]
         if self._backend.input == "argument":
             argv.append(prompt)
@@ -60,10 +68,15 @@ class ProcessBridge:
             message = f"agent {self._config.name!r}: the prompt is empty; nothing to send"
             return recorder.result("error", message, output=message, error_kind="input")
         text = compose_prompt(self._config.system_prompt, prompt)
-        command = self._backend.command
+        if self._backend.terminal:
+            if self._terminal is None:
+                from bridges.process_terminal import TerminalRunner
+
+                self._terminal = TerminalRunner(self, self._config, self._backend)
+            return await self._terminal.run(text, recorder)
         try:
             process = await asyncio.create_subprocess_exec(
-                *self._argv(text),
+                *self.argv(text),
                 stdin=asyncio.subprocess.PIPE
                 if self._backend.input == "stdin"
                 else asyncio.subprocess.DEVNULL,
@@ -74,10 +87,7 @@ class ProcessBridge:
                 start_new_session=True,
             )
         except OSError as error:
-            message = self._redactor.redact(
-                f"could not start {command!r}: {error.strerror or error}"
-            )
-            return recorder.result("error", message, output=message, error_kind="spawn")
+            return self.spawn_failure(recorder, error.strerror or str(error))
         self._running.add(process)
         try:
             return await self._collect(process, text, recorder)
@@ -104,6 +114,16 @@ class ProcessBridge:
         finally:
             for task in readers:
                 task.cancel()
+        return self.exit_result(recorder, code, "".join(stderr_parts))
+
+    def spawn_failure(self, recorder: RunRecorder, reason: str) -> AgentRunResult:
+        """The failed run of a command that could not be started."""
+        message = self._redactor.redact(f"could not start {self._backend.command!r}: {reason}")
+        return recorder.result("error", message, output=message, error_kind="spawn")
+
+    def exit_result(self, recorder: RunRecorder, code: int, detail: str) -> AgentRunResult:
+        """The result for exit status ``code`` (negative: killed by that signal);
+        ``detail`` (stderr, or the terminal's output) explains a failure."""
         if code == 0:
             output = recorder.output
             recorder.messages.append(
@@ -111,14 +131,17 @@ class ProcessBridge:
             )
             return recorder.result()
         how = f"exited with code {code}" if code > 0 else f"was killed by {_signal_name(-code)}"
-        detail = "".join(stderr_parts)[-_STDERR_LIMIT:].strip()
+        detail = detail[-_STDERR_LIMIT:].strip()
         message = f"{self._backend.command} {how}" + (f": {detail}" if detail else "")
         message = self._redactor.redact(message)
         return recorder.result("error", message, output=message, error_kind="process")
 
     async def close(self) -> None:
         """Kill every process tree this bridge still has running."""
-        await asyncio.gather(*(_end_group(process) for process in list(self._running)))
+        await asyncio.gather(
+            *(_end_group(process) for process in list(self._running)),
+            *([self._terminal.close()] if self._terminal is not None else []),
+        )
 
 
 async def _feed(process: asyncio.subprocess.Process, text: str) -> None:

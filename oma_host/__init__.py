@@ -12,7 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from oma_host.agent import AbortSignal, Agent
+    from oma_host.abort import AbortSignal
+    from oma_host.agent import Agent
     from oma_host.config import AgentConfig
     from oma_host.errors import (
         AgentNotFoundError,
@@ -28,7 +29,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Agent": "oma_host.agent",
-    "AbortSignal": "oma_host.agent",
+    "AbortSignal": "oma_host.abort",
     "AgentConfig": "oma_host.config",
     "OmaError": "oma_host.errors",
     "InvalidMessageError": "oma_host.errors",

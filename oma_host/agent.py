@@ -13,10 +13,11 @@ import asyncio
 import inspect
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import suppress
 from typing import Any, Literal, Protocol, TypeVar
 
+from oma_host.abort import AbortSignal
 from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.errors import InvalidMessageError
 from oma_host.hooks import (
@@ -53,28 +54,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 AgentStatus = Literal["idle", "running", "completed", "error"]
+# Answers an ACP agent's permission request for ``permission: "ask-client"``:
+# receives ``{agentName, title, kind, optionKinds}``, returns ``{approve: bool}``.
+PermissionHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 def new_run_id() -> str:
     return f"run_{uuid.uuid4().hex}"
-
-
-class AbortSignal:
-    """Cancels a run from outside; the run then returns a ``cancelled`` result
-    carrying its partial output (the wire turns that into error -32800)."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def abort(self) -> None:
-        self._event.set()
-
-    @property
-    def aborted(self) -> bool:
-        return self._event.is_set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
 
 
 class Backend(Protocol):
@@ -116,14 +102,28 @@ async def _unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
     return task.result()
 
 
-def _make_backend(config: AgentConfig) -> Backend:
+def _make_backend(config: AgentConfig, permission_handler: PermissionHandler | None) -> Backend:
     if config.backend is not None:
         from bridges import make_external_backend
 
-        return make_external_backend(config)
+        return make_external_backend(config, permission_handler=permission_handler)
     from oma_host.runner import LLMBackend
 
     return LLMBackend(config)
+
+
+def _check_llm_config(config: AgentConfig) -> None:
+    """What can be refused at construction for an LLM-backed agent: an
+    unknown provider or tool, an invalid outputSchema."""
+    from oma_host.providers import check_provider
+    from oma_host.tools import ToolRegistry
+
+    check_provider(config.provider)
+    ToolRegistry(config.tools, config.cwd)
+    if config.output_schema is not None:
+        from oma_host.runner import check_output_schema
+
+        check_output_schema(config.output_schema)
 
 
 class Agent:
@@ -136,6 +136,7 @@ class Agent:
         before_run: BeforeRunHook | None = None,
         after_run: AfterRunHook | None = None,
         defaults: ModelDefaults | None = None,
+        permission_handler: PermissionHandler | None = None,
     ) -> None:
         self.config = parse_agent_config(config, defaults)
         history = self.config.history
@@ -143,11 +144,10 @@ class Agent:
             [] if history is None or history == [] else guard_messages(history, "config.history")
         )
         if self.config.backend is None:
-            from oma_host.providers import check_provider
-
-            check_provider(self.config.provider)
+            _check_llm_config(self.config)
         self._before_run = before_run
         self._after_run = after_run
+        self._permission_handler = permission_handler
         self._backend: Backend | None = None
         self._status: AgentStatus = "idle"
         self._usage: TokenUsage = zero_usage()
@@ -363,7 +363,7 @@ class Agent:
         self, messages: list[LLMMessage], recorder: RunRecorder, streaming: bool
     ) -> AgentRunResult:
         if self._backend is None:
-            self._backend = _make_backend(self.config)
+            self._backend = _make_backend(self.config, self._permission_handler)
         backend = self._backend
         prompt = latest_user_prompt(messages)
         timeout_ms = self.config.timeout_ms

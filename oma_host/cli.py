@@ -41,11 +41,30 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="stderr log level (default WARNING)",
     )
+    parser.add_argument(
+        "--framing",
+        default="auto",
+        choices=["auto", "lsp", "ndjson"],
+        help="message framing: LSP Content-Length headers, or newline-delimited JSON; "
+        "auto (the default) picks one from the first bytes the client sends",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo", help="spawn a host as an editor would and show a readable transcript"
     )
     demo.add_argument("--host-command", nargs="+", help="argv of the host to spawn")
+    demo.add_argument(
+        "--live",
+        action="store_true",
+        help="use the real provider instead of the simulator "
+        "(needs ANTHROPIC_API_KEY or OPENAI_API_KEY)",
+    )
+    demo.add_argument("--provider", choices=["anthropic", "openai"], help="with --live")
+    demo.add_argument("--model", help="with --live: the model to ask")
+    console = commands.add_parser(
+        "console", help="an interactive console: start a host and talk to it by short commands"
+    )
+    console.add_argument("--host-command", nargs="+", help="argv of the host to spawn")
     return parser
 
 
@@ -63,16 +82,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from oma_host.demo import run_demo
 
-        demo_exit: int = run_demo(args.host_command)
+        demo_exit: int = run_demo(
+            args.host_command, live=args.live, provider=args.provider, model=args.model
+        )
         return demo_exit
+    if args.command == "console":
+        from oma_host.console import run_console
+
+        console_exit: int = run_console(args.host_command)
+        return console_exit
     if args.tcp is not None:
         from oma_host.server import serve_tcp
 
         host, port = args.tcp
-        return serve_tcp(host, port, args.max_message_bytes)
+        return serve_tcp(host, port, args.max_message_bytes, args.framing)
     from oma_host.server import serve_stdio
 
-    return serve_stdio(args.max_message_bytes)
+    return serve_stdio(args.max_message_bytes, args.framing)
 
 
 if __name__ == "__main__":

@@ -85,6 +85,8 @@ class HostClient:
         self, method: str, params: Any = None, *, msg_id: Any = None
     ) -> tuple[Any, asyncio.Future[Any]]:
         """Send a request; returns its id and a future for the response message."""
+        if self._reader_task is not None and self._reader_task.done():
+            raise ConnectionError("the host has closed its output; it is no longer serving")
         msg_id = self.next_id() if msg_id is None else msg_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = future
@@ -115,7 +117,10 @@ class HostClient:
         return await self.request("initialize", params)
 
     async def close(self, timeout: float = 20) -> int:
-        """shutdown + exit, then wait for the process; returns its exit code."""
+        """shutdown + exit, then wait for the process; returns its exit code.
+        Closing a host that has already exited just returns its code."""
+        if self.process.returncode is not None:
+            return self.process.returncode
         with contextlib.suppress(Exception):
             await self.request("shutdown", timeout=timeout)
             self.notify("exit")

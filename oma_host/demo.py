@@ -4,22 +4,27 @@ print a readable transcript of what goes over the wire.
 It shows a process-backend agent streaming its reply, the structured-input
 fast-fail on that agent (and that no process was spawned), and a
 prompt/history round trip with text and image blocks on an LLM-backed agent
-(the built-in ``test`` provider, which answers with what it received). The
-exit code is non-zero if anything did not behave as the protocol says.
+against the provider simulator (or, with ``--live`` and a key in the
+environment, the real provider). The exit code is non-zero if anything did
+not behave as the protocol says.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from oma_host.client import HostClient, RpcError, host_argv
+from oma_host.simulator import Simulator
 
 # A tiny external "agent": reads the prompt on stdin and answers in three
 # lines, flushing each, with a pause so the streaming is visible.
@@ -57,7 +62,49 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-async def _demo(argv: Sequence[str]) -> int:
+async def _llm_section(
+    client: HostClient, out: _Transcript, blocks: list[dict[str, Any]], live: LiveProvider | None
+) -> None:
+    """An LLM-backed agent on a text + image turn, then a second turn: against
+    the provider simulator, or a real provider with ``--live``."""
+    with contextlib.ExitStack() as stack:
+        if live is None:
+            simulator = stack.enter_context(Simulator())
+            out.heading(
+                f"an LLM agent with text + image, against the simulator at {simulator.base_url}"
+            )
+            config: dict[str, Any] = {
+                "name": "vision",
+                "provider": "anthropic",
+                "model": "simulated-model",
+                "baseURL": simulator.base_url,
+                "apiKey": "demo-key-not-secret",
+            }
+        else:
+            out.heading(f"an LLM agent with text + image, live on {live.provider} ({live.model})")
+            config = {"name": "vision", "provider": live.provider, "model": live.model}
+        config["systemPrompt"] = "Answer in one short sentence."
+        agent_id = (await client.request("agent/create", {"config": config}))["agentId"]
+        out.line("→", "agent/prompt {input: [text 'Describe this', image/png]}")
+        reply = await client.request("agent/prompt", {"agentId": agent_id, "input": blocks})
+        out.line("←", f"success={reply['success']} output={reply['output']!r}")
+        out.expect(reply["success"], "the provider answered the text + image turn")
+        if live is None:
+            sent = simulator.requests[-1].body["messages"][-1]["content"]
+            out.line("←", f"the provider received {_short(sent, 120)}")
+            out.expect(sent == blocks, "text and image reached the provider intact")
+        out.line("→", "agent/prompt {input: 'And what colour is it?'}")
+        second = await client.request(
+            "agent/prompt", {"agentId": agent_id, "input": "And what colour is it?"}
+        )
+        out.line("←", f"success={second['success']} output={second['output']!r}")
+        history = (await client.request("agent/history", {"agentId": agent_id}))["messages"]
+        roles = [message["role"] for message in history]
+        out.line("←", f"agent/history roles: {roles}")
+        out.expect(roles == ["user", "assistant", "user", "assistant"], "two turns in history")
+
+
+async def _demo(argv: Sequence[str], live: LiveProvider | None) -> int:
     out = _Transcript()
     client = await HostClient.spawn(argv)
 
@@ -96,7 +143,7 @@ async def _demo(argv: Sequence[str]) -> int:
 
         out.heading("structured input to a process agent fails fast")
         marker.unlink()
-        structured = [
+        structured: list[dict[str, Any]] = [
             {
                 "role": "user",
                 "content": [
@@ -120,21 +167,7 @@ async def _demo(argv: Sequence[str]) -> int:
             )
         out.expect(not marker.exists(), "no process was spawned")
 
-    out.heading("prompt and history with text + image blocks (test provider)")
-    llm = {"name": "vision", "provider": "test", "model": "echo", "systemPrompt": "Be brief."}
-    llm_id = (await client.request("agent/create", {"config": llm}))["agentId"]
-    blocks = structured[0]["content"]
-    out.line("→", "agent/prompt {input: [text, image]}")
-    reply = await client.request("agent/prompt", {"agentId": llm_id, "input": blocks})
-    received = json.loads(reply["output"])
-    out.line("←", f"the provider received {_short(received['messages'], 120)}")
-    out.expect(received["messages"][-1]["content"] == blocks, "blocks reached the provider intact")
-    out.line("→", "agent/prompt {input: 'And now?'}")
-    await client.request("agent/prompt", {"agentId": llm_id, "input": "And now?"})
-    history = (await client.request("agent/history", {"agentId": llm_id}))["messages"]
-    roles = [message["role"] for message in history]
-    out.line("←", f"agent/history roles: {roles}")
-    out.expect(roles == ["user", "assistant", "user", "assistant"], "two turns in history")
+    await _llm_section(client, out, structured[0]["content"], live)
 
     out.heading("shutdown")
     code = await client.close()
@@ -146,5 +179,36 @@ async def _demo(argv: Sequence[str]) -> int:
     return 0
 
 
-def run_demo(host_command: Sequence[str] | None = None) -> int:
-    return asyncio.run(_demo(list(host_command) if host_command else host_argv()))
+@dataclass(frozen=True)
+class LiveProvider:
+    provider: str
+    model: str
+
+
+_LIVE_DEFAULTS = {
+    "anthropic": ("ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
+    "openai": ("OPENAI_API_KEY", "gpt-4o-mini"),
+}
+
+
+def live_provider(provider: str | None, model: str | None) -> LiveProvider:
+    """The real provider ``--live`` uses: the one named, else the first whose
+    standard key variable is set."""
+    names = [provider] if provider else list(_LIVE_DEFAULTS)
+    for name in names:
+        variable, default_model = _LIVE_DEFAULTS[name]
+        if os.environ.get(variable):
+            return LiveProvider(name, model or default_model)
+    wanted = " or ".join(_LIVE_DEFAULTS[name][0] for name in names)
+    raise SystemExit(f"oma-host demo --live: set {wanted} first")
+
+
+def run_demo(
+    host_command: Sequence[str] | None = None,
+    *,
+    live: bool = False,
+    provider: str | None = None,
+    model: str | None = None,
+) -> int:
+    chosen = live_provider(provider, model) if live else None
+    return asyncio.run(_demo(list(host_command) if host_command else host_argv(), chosen))

@@ -15,10 +15,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from oma_host.agent import AbortSignal, Agent, new_run_id
+from oma_host.abort import AbortSignal
+from oma_host.agent import Agent, new_run_id
 from oma_host.config import AgentConfig, ModelDefaults
 from oma_host.hooks import AfterRunHook, BeforeRunHook
 from oma_host.messages import clone
+from oma_host.redact import config_secrets
 from oma_host.results import AgentRunResult
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,8 @@ class EvaluationSample:
     output: str
     result: AgentRunResult
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The run's known secret values, so stored payloads can leave them out.
+    secrets: tuple[str, ...] = ()
 
 
 class Evaluator(Protocol):
@@ -138,6 +142,7 @@ class OpenMultiAgent:
                     output=result["output"],
                     result=clone(result),
                     metadata=sample_metadata,
+                    secrets=config_secrets(agent.config),
                 )
                 try:
                     self.evaluator.submit(sample)

@@ -27,23 +27,31 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
-class Redactor:
-    """Replaces known secret values and credential-shaped strings."""
+def config_secrets(config: AgentConfig) -> tuple[str, ...]:
+    """The secret values an agent config carries: its key and the values of
+    backend environment variables with secret-looking names."""
+    secrets: list[str] = []
+    if config.api_key:
+        secrets.append(config.api_key)
+    if config.backend is not None:
+        secrets.extend(v for k, v in config.backend.env.items() if is_secret_name(k))
+    return tuple(secrets)
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+
+class Redactor:
+    """Replaces known secret values and, unless told not to, credential-shaped
+    strings."""
+
+    def __init__(self, secrets: Iterable[str] = (), *, patterns: bool = True) -> None:
         # Longest first, so a secret containing another is replaced whole.
         self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self._patterns = patterns
 
     @classmethod
     def for_config(cls, config: AgentConfig) -> Redactor:
-        secrets: list[str] = []
-        if config.api_key:
-            secrets.append(config.api_key)
-        if config.backend is not None:
-            secrets.extend(v for k, v in config.backend.env.items() if is_secret_name(k))
-        return cls(secrets)
+        return cls(config_secrets(config))
 
     def redact(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
-        return _PATTERNS.sub(REDACTED, text)
+        return _PATTERNS.sub(REDACTED, text) if self._patterns else text

@@ -1,16 +1,62 @@
 """The LLM agent loop: send the conversation to the provider adapter, stream
-what comes back into the run's recorder, and turn provider faults into failed
-results. (Tool execution, budgets and structured output build on this loop.)
+what comes back into the run's recorder, run the tools the model calls, and
+go round again until the model stops calling tools, ``maxTurns`` is reached,
+or ``maxTokenBudget`` is spent. With ``outputSchema`` the final answer is
+parsed and validated as JSON, with one repair turn. Provider faults become
+failed results on the normal failure path.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import time
+from typing import Any
+
 from oma_host.config import AgentConfig
-from oma_host.messages import LLMMessage
+from oma_host.messages import ContentBlock, LLMMessage
 from oma_host.providers import get_adapter
 from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
 from oma_host.redact import Redactor
 from oma_host.results import AgentRunResult, RunRecorder
+from oma_host.tools import ToolRegistry
+
+DEFAULT_MAX_TURNS = 10
+
+_SCHEMA_INSTRUCTION = (
+    "Respond with only a JSON value (no prose, no code fences) that matches this JSON Schema:\n"
+)
+
+
+def _text_of(content: list[ContentBlock]) -> str:
+    return "".join(block["text"] for block in content if block.get("type") == "text")
+
+
+def _parse_json_reply(text: str) -> Any:
+    """The JSON in a reply, tolerating a surrounding code fence."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+        stripped = stripped.rsplit("```", 1)[0]
+    return json.loads(stripped)
+
+
+def check_output_schema(schema: dict[str, Any]) -> None:
+    """Raise InvalidParamsError for a schema that is not valid JSON Schema."""
+    import jsonschema
+
+    from oma_host.errors import InvalidParamsError
+
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as error:
+        raise InvalidParamsError(
+            f"config.outputSchema is not a valid JSON Schema: {error.message}"
+        ) from None
+
+
+class _SchemaMismatch(Exception):
+    pass
 
 
 class LLMBackend:
@@ -20,8 +66,15 @@ class LLMBackend:
 
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
-        self._adapter = get_adapter(config.provider)
-        self._options = ChatOptions.from_config(config)
+        self._adapter = get_adapter(config)
+        self._tools = ToolRegistry(config.tools, config.cwd)
+        system = config.system_prompt
+        if config.output_schema is not None:
+            instruction = _SCHEMA_INSTRUCTION + json.dumps(config.output_schema)
+            system = f"{system}\n\n{instruction}" if system else instruction
+        self._options = dataclasses.replace(
+            ChatOptions.from_config(config), system_prompt=system, tools=self._tools.specs
+        )
         self._redactor = Redactor.for_config(config)
 
     async def execute(
@@ -29,21 +82,51 @@ class LLMBackend:
     ) -> AgentRunResult:
         del prompt  # an LLM gets the complete messages
         try:
-            if streaming:
-                response = await self._stream(messages, recorder)
-            else:
-                response = await self._adapter.chat(messages, self._options)
-                for block in response.content:
-                    if block.get("type") == "text":
-                        recorder.text_parts.append(block["text"])
+            return await self._loop(list(messages), recorder, streaming)
         except ProviderError as error:
             message = self._redactor.redact(str(error))
             if error.status_code is not None:
                 message = f"{message} (HTTP {error.status_code})"
             return recorder.result("error", message, output=message, error_kind=error.kind)
-        recorder.messages.append({"role": "assistant", "content": response.content})
+
+    async def _loop(
+        self, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool
+    ) -> AgentRunResult:
+        max_turns = self._config.max_turns or DEFAULT_MAX_TURNS
+        budget = self._config.max_token_budget
+        output = ""
+        for _ in range(max_turns):
+            response = await self._turn(conversation, recorder, streaming)
+            output = _text_of(response.content)
+            used = recorder.usage["input_tokens"] + recorder.usage["output_tokens"]
+            if budget is not None and used > budget:
+                return recorder.result(
+                    "budget_exhausted",
+                    f"maxTokenBudget={budget} exceeded: {used} tokens used",
+                    output=output,
+                )
+            calls = [block for block in response.content if block.get("type") == "tool_use"]
+            if not calls:
+                break
+            await self._run_tools(calls, conversation, recorder)
+        else:
+            return recorder.result("ok", f"stopped at maxTurns={max_turns}", output=output)
+        if self._config.output_schema is None:
+            return recorder.result(output=output)
+        return await self._structured(output, conversation, recorder, streaming)
+
+    async def _turn(
+        self, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool
+    ) -> LLMResponse:
+        if streaming:
+            response = await self._stream(conversation, recorder)
+        else:
+            response = await self._adapter.chat(conversation, self._options)
+        assistant: LLMMessage = {"role": "assistant", "content": response.content}
+        conversation.append(assistant)
+        recorder.messages.append(assistant)
         recorder.add_usage(response.usage["input_tokens"], response.usage["output_tokens"])
-        return recorder.result()
+        return response
 
     async def _stream(self, messages: list[LLMMessage], recorder: RunRecorder) -> LLMResponse:
         response: LLMResponse | None = None
@@ -57,6 +140,80 @@ class LLMBackend:
         if response is None:
             raise ProviderError("the provider stream ended without a final message")
         return response
+
+    async def _run_tools(
+        self, calls: list[ContentBlock], conversation: list[LLMMessage], recorder: RunRecorder
+    ) -> None:
+        results: list[ContentBlock] = []
+        for call in calls:
+            started = time.monotonic()
+            output, is_error = await self._tools.call(call["name"], call["input"])
+            recorder.tool_calls.append(
+                {
+                    "toolName": call["name"],
+                    "input": call["input"],
+                    "output": output,
+                    "duration": round((time.monotonic() - started) * 1000, 3),
+                }
+            )
+            block: ContentBlock = {
+                "type": "tool_result",
+                "tool_use_id": call["id"],
+                "content": output,
+            }
+            if is_error:
+                block["is_error"] = True
+            recorder.event("tool_result", block)
+            results.append(block)
+        message: LLMMessage = {"role": "user", "content": results}
+        conversation.append(message)
+        recorder.messages.append(message)
+
+    async def _structured(
+        self, output: str, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool
+    ) -> AgentRunResult:
+        """Validate the answer against outputSchema; one repair turn if it fails."""
+        try:
+            value = self._validate(output)
+        except _SchemaMismatch as first:
+            repair: LLMMessage = {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": f"That reply does not satisfy the JSON Schema: {first}. "
+                        "Reply again with only the corrected JSON.",
+                    }
+                ],
+            }
+            conversation.append(repair)
+            recorder.messages.append(repair)
+            response = await self._turn(conversation, recorder, streaming)
+            output = _text_of(response.content)
+            try:
+                value = self._validate(output)
+            except _SchemaMismatch as second:
+                message = f"the reply does not match outputSchema after one repair: {second}"
+                return recorder.result("error", message, output=output, error_kind="output_schema")
+        return recorder.result(output=output, structured=value)
+
+    def _validate(self, output: str) -> Any:
+        import jsonschema
+
+        try:
+            value = _parse_json_reply(output)
+        except ValueError as error:
+            raise _SchemaMismatch(f"it is not valid JSON ({error})") from None
+        schema = self._config.output_schema or {}
+        errors = sorted(
+            jsonschema.validators.validator_for(schema)(schema).iter_errors(value),
+            key=lambda e: list(e.absolute_path),
+        )
+        if errors:
+            first = errors[0]
+            where = "/".join(str(p) for p in first.absolute_path) or "(root)"
+            raise _SchemaMismatch(f"at {where}: {first.message}")
+        return value
 
     async def close(self) -> None:
         """Nothing to release: the HTTP client is shared by the host."""

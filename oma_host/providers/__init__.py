@@ -4,12 +4,18 @@ host that never calls a provider never imports its module."""
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from oma_host.errors import InvalidParamsError
 from oma_host.providers.base import LLMAdapter
 
-# name → "module:factory". The factory takes no arguments and returns an adapter.
+if TYPE_CHECKING:
+    from oma_host.config import AgentConfig
+
+# name → "module:factory". The factory takes the AgentConfig and returns an adapter.
 _REGISTRY: dict[str, str] = {
+    "anthropic": "oma_host.providers.anthropic:AnthropicAdapter",
+    "openai": "oma_host.providers.openai:OpenAIAdapter",
     "test": "oma_host.providers.testing:shared_recording_adapter",
 }
 
@@ -31,8 +37,9 @@ def check_provider(name: str | None, where: str = "config.provider") -> str:
     return provider
 
 
-def get_adapter(name: str | None) -> LLMAdapter:
-    module_name, factory_name = _REGISTRY[check_provider(name)].split(":")
+def get_adapter(config: AgentConfig) -> LLMAdapter:
+    """The adapter for an LLM-backed agent's provider."""
+    module_name, factory_name = _REGISTRY[check_provider(config.provider)].split(":")
     factory = getattr(importlib.import_module(module_name), factory_name)
-    adapter: LLMAdapter = factory()
+    adapter: LLMAdapter = factory(config)
     return adapter

@@ -9,6 +9,7 @@ represent a block raises :class:`ProviderError`; it never drops one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -29,6 +30,15 @@ class ProviderError(Exception):
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call: its name, what it does, and its input schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class ChatOptions:
     model: str
     system_prompt: str | None = None
@@ -36,6 +46,7 @@ class ChatOptions:
     temperature: float | None = None
     top_p: float | None = None
     base_url: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -55,6 +66,24 @@ class LLMResponse:
     content: list[ContentBlock]
     usage: TokenUsage
     stop_reason: str = "end_turn"
+
+
+def resolve_api_key(config: AgentConfig, standard_env: str) -> str | None:
+    """``apiKey``, else the variable named by ``apiKeyEnv``, else the
+    provider's standard variable."""
+    if config.api_key:
+        return config.api_key
+    if config.api_key_env:
+        return os.environ.get(config.api_key_env) or None
+    return os.environ.get(standard_env) or None
+
+
+def missing_key_error(provider: str, config: AgentConfig, standard_env: str) -> ProviderError:
+    if config.api_key_env:
+        where = f"the environment variable {config.api_key_env} (apiKeyEnv) is not set"
+    else:
+        where = f"set apiKey, apiKeyEnv or {standard_env}"
+    return ProviderError(f"{provider}: no API key: {where}", kind="auth")
 
 
 class LLMAdapter(Protocol):

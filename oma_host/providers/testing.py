@@ -82,7 +82,7 @@ class RecordingAdapter:
 _shared: RecordingAdapter | None = None
 
 
-def shared_recording_adapter() -> RecordingAdapter:
+def shared_recording_adapter(config: object = None) -> RecordingAdapter:
     """The host-wide instance, so in-process tests can read ``calls``."""
     global _shared
     if _shared is None:

@@ -1,7 +1,8 @@
 """The JSON-RPC host over stdio or TCP (PROTOCOL.md sections 1, 2, 5, 6, 7, 11).
 
 ``app`` holds the session and pygls protocol, ``handlers`` the method table,
-``framing`` the LSP base-protocol reader, ``models`` the params models.
+``framing`` the LSP and ndjson readers (``auto`` picks one from the first
+bytes), ``models`` the params models.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ import asyncio
 import contextlib
 import logging
 import os
+import stat
 import sys
 import threading
 from typing import BinaryIO
 
-from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES, FramingChoice
 
 log = logging.getLogger("oma_host.server")
 
@@ -28,46 +30,69 @@ def _protect_stdout() -> BinaryIO:
     return frames
 
 
+def _pollable(fd: int) -> bool:
+    """Pipes, sockets and terminals work with the event loop; regular files and
+    other devices (``< file``, ``< /dev/null``) cannot be polled by epoll."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
 async def _stdin_reader() -> asyncio.StreamReader:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**16)
-    protocol = asyncio.StreamReaderProtocol(reader)
     stdin = os.fdopen(os.dup(0), "rb", buffering=0)
-    try:
+    if _pollable(stdin.fileno()):
+        protocol = asyncio.StreamReaderProtocol(reader)
         await loop.connect_read_pipe(lambda: protocol, stdin)
-    except ValueError:
-        # A regular file (``oma-host < frames.bin``) cannot be polled; read it in a thread.
-        def pump() -> None:
-            while chunk := stdin.read(65536):
-                loop.call_soon_threadsafe(reader.feed_data, chunk)
-            loop.call_soon_threadsafe(reader.feed_eof)
+        return reader
 
-        threading.Thread(target=pump, name="oma-stdin", daemon=True).start()
+    def pump() -> None:
+        while chunk := stdin.read(65536):
+            loop.call_soon_threadsafe(reader.feed_data, chunk)
+        loop.call_soon_threadsafe(reader.feed_eof)
+
+    threading.Thread(target=pump, name="oma-stdin", daemon=True).start()
     return reader
 
 
-async def _serve_stdio(max_message_bytes: int) -> int:
+async def _serve_stdio(max_message_bytes: int, framing: FramingChoice) -> int:
     from oma_host.server.app import HostSession, stdout_writer
     from oma_host.server.handlers import METHODS
 
     frames_out = _protect_stdout()
-    session = HostSession(stdout_writer(frames_out), METHODS, max_message_bytes=max_message_bytes)
-    return await session.serve(await _stdin_reader())
+    session = HostSession(
+        stdout_writer(frames_out), METHODS, max_message_bytes=max_message_bytes, framing=framing
+    )
+    try:
+        return await session.serve(await _stdin_reader())
+    finally:
+        await _close_http_client()
 
 
-def serve_stdio(max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> int:
+async def _close_http_client() -> None:
+    """Close the providers' shared HTTP client, if a provider ever loaded it."""
+    http = sys.modules.get("oma_host.providers.http")
+    if http is not None:
+        await http.close_shared_client()
+
+
+def serve_stdio(
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, framing: FramingChoice = "auto"
+) -> int:
     """Serve one client on stdin/stdout; returns the process exit code."""
-    return asyncio.run(_serve_stdio(max_message_bytes))
+    return asyncio.run(_serve_stdio(max_message_bytes, framing))
 
 
-async def _serve_tcp(host: str, port: int, max_message_bytes: int) -> None:
+async def _serve_tcp(host: str, port: int, max_message_bytes: int, framing: FramingChoice) -> None:
     from oma_host.server.app import HostSession
     from oma_host.server.handlers import METHODS
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         log.info("client connected from %s", peer)
-        session = HostSession(writer.write, METHODS, max_message_bytes=max_message_bytes)
+        session = HostSession(
+            writer.write, METHODS, max_message_bytes=max_message_bytes, framing=framing
+        )
         try:
             await session.serve(reader)
         finally:
@@ -86,8 +111,13 @@ async def _serve_tcp(host: str, port: int, max_message_bytes: int) -> None:
         await server.serve_forever()
 
 
-def serve_tcp(host: str, port: int, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> int:
+def serve_tcp(
+    host: str,
+    port: int,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    framing: FramingChoice = "auto",
+) -> int:
     """Serve clients over TCP, one session per connection, until interrupted."""
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_tcp(host, port, max_message_bytes))
+        asyncio.run(_serve_tcp(host, port, max_message_bytes, framing))
     return 0

@@ -11,7 +11,8 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
-from oma_host.agent import AbortSignal, Agent, new_run_id
+from oma_host.abort import AbortSignal
+from oma_host.agent import Agent, PermissionHandler, new_run_id
 from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.errors import AgentNotFoundError, InvalidParamsError
 from oma_host.hooks import AfterRunContext, BeforeRunContext
@@ -83,10 +84,29 @@ def _hooks_for(session: HostSession, config: AgentConfig) -> dict[str, Any]:
     return hooks
 
 
+def _permission_handler_for(session: HostSession, config: AgentConfig) -> PermissionHandler | None:
+    """Wire an ACP agent's ``permission: "ask-client"`` to the server-to-client
+    request ``agent/requestPermission``; the bridge bounds it by the hook timeout."""
+    backend = config.backend
+    if backend is None or backend.kind != "acp" or backend.permission != "ask-client":
+        return None
+    protocol = session.protocol
+
+    async def ask(request: dict[str, Any]) -> Any:
+        return await protocol.send_request_async("agent/requestPermission", request)
+
+    return ask
+
+
 async def agent_create(session: HostSession, params: Any) -> Any:
     parsed = parse_params(CreateParams, params, "agent/create")
     config = parse_agent_config(parsed.config, _defaults(session))
-    agent = Agent(config, defaults=_defaults(session), **_hooks_for(session, config))
+    agent = Agent(
+        config,
+        defaults=_defaults(session),
+        permission_handler=_permission_handler_for(session, config),
+        **_hooks_for(session, config),
+    )
     agent_id = session.new_agent_id()
     session.agents[agent_id] = agent
     return {"agentId": agent_id}

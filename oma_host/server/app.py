@@ -22,10 +22,18 @@ from pygls.protocol import JsonRPCProtocol, default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.server import JsonRPCServer
 
-from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES, Frame, encode_frame, read_frames
+from oma_host.abort import AbortSignal
+from oma_host.server.framing import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Frame,
+    FramingChoice,
+    detect_framing,
+    frame_encoder,
+    frame_reader,
+)
 
 if TYPE_CHECKING:
-    from oma_host.agent import AbortSignal, Agent
+    from oma_host.agent import Agent
 
 log = logging.getLogger("oma_host.server")
 
@@ -47,11 +55,16 @@ class HostProtocol(JsonRPCProtocol):
         body = json.dumps(
             data, default=self._serialize_message, separators=(",", ":"), ensure_ascii=False
         ).encode()
-        self.session.write(encode_frame(body))
+        self.session.write(self.session.frame_encoder(body))
 
     def send_raw(self, message: dict[str, Any]) -> None:
         """Send an already-built JSON-RPC object (pygls omits ``id: null``)."""
         self._send_data(message)
+
+    def notify(self, method: str, params: Any | None = None) -> None:
+        # Streaming sends one notification per delta: build the plain object
+        # rather than an attrs message that cattrs must take apart again.
+        self._send_data({"jsonrpc": "2.0", "method": method, "params": params})
 
     def error_response(self, msg_id: Any, code: int, message: str, type_name: str) -> None:
         self.send_raw(
@@ -190,9 +203,15 @@ class HostSession:
         methods: dict[str, Handler],
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        framing: FramingChoice = "lsp",
     ) -> None:
         self.write = write
         self.max_message_bytes = max_message_bytes
+        # "auto" is settled by the first bytes the client sends (see _read_loop).
+        self.framing = framing
+        self.frame_encoder: Callable[[bytes], bytes] = frame_encoder(
+            "ndjson" if framing == "ndjson" else "lsp"
+        )
         self.server = _Server(HostProtocol, default_converter)
         self.protocol: HostProtocol = self.server.protocol  # type: ignore[assignment]
         self.protocol.session = self
@@ -212,8 +231,6 @@ class HostSession:
     # -- requests and cancellation --------------------------------------
 
     def open_request(self, msg_id: int | str) -> None:
-        from oma_host.agent import AbortSignal
-
         self.abort_signals[msg_id] = AbortSignal()
 
     def close_request(self, msg_id: int | str) -> None:
@@ -267,7 +284,15 @@ class HostSession:
         return self.exit_code
 
     async def _read_loop(self, reader: asyncio.StreamReader) -> None:
-        async for frame in read_frames(reader, self.max_message_bytes):
+        prefix = b""
+        if self.framing == "auto":
+            framing, prefix = await detect_framing(reader)
+            log.info("framing: %s", framing)
+        else:
+            framing = self.framing
+        self.framing = framing
+        self.frame_encoder = frame_encoder(framing)
+        async for frame in frame_reader(framing, reader, self.max_message_bytes, prefix):
             self._handle_frame(frame)
             await asyncio.sleep(0)  # let handlers start in arrival order
 

@@ -1,10 +1,13 @@
-"""LSP base-protocol framing: ``Content-Length: N\\r\\n\\r\\n`` + N bytes of JSON.
+"""Message framing on a byte stream: LSP base protocol and newline-delimited JSON.
 
+LSP framing is ``Content-Length: N\\r\\n\\r\\n`` + N bytes of JSON; ndjson is one
+JSON message per line, for people typing at a terminal and line-oriented tools.
 pygls's own reader drops a frame it cannot parse without answering and has no
-size limit; PROTOCOL.md section 1 asks for both, so the reader lives here. It
+size limit; PROTOCOL.md section 1 asks for both, so the readers live here. Each
 yields one :class:`Frame` per message: the parsed JSON, or the reason it could
-not be parsed (and, for an oversized frame, the id recovered from its head or
-tail when possible). A bad frame never ends the loop; only end of input does.
+not be parsed (and, for an oversized message, the id recovered from its head or
+tail when possible). A bad message never ends the loop; only end of input does.
+:func:`detect_framing` picks the framing from the first bytes a client sends.
 """
 
 from __future__ import annotations
@@ -12,14 +15,20 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _ID_SCAN_BYTES = 65536
 _DISCARD_CHUNK = 1 << 20
 _ID_PATTERN = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+# A header name (an HTTP token) followed by a colon: how an LSP client starts.
+_HEADER_START = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+:")
+_HEADER_NAME_MAX = 64
+
+Framing = Literal["lsp", "ndjson"]
+FramingChoice = Literal["lsp", "ndjson", "auto"]
 
 
 @dataclass
@@ -46,33 +55,39 @@ def _recover_id(*chunks: bytes) -> int | str | None:
     return None
 
 
-def parse_json(body: bytes) -> Frame:
+def parse_json(body: bytes, what: str = "frame") -> Frame:
     try:
         return Frame(message=json.loads(body))
     except UnicodeDecodeError as error:
-        return Frame(error=f"the frame is not valid UTF-8: {error.reason} at byte {error.start}")
+        return Frame(error=f"the {what} is not valid UTF-8: {error.reason} at byte {error.start}")
     except json.JSONDecodeError as error:
-        return Frame(error=f"the frame is not valid JSON: {error.msg} at byte {error.pos}")
+        return Frame(error=f"the {what} is not valid JSON: {error.msg} at byte {error.pos}")
     except RecursionError:
-        return Frame(error="the frame's JSON is nested too deeply to parse")
+        return Frame(error=f"the {what}'s JSON is nested too deeply to parse")
 
 
-async def _read_headers(reader: asyncio.StreamReader) -> tuple[int | None, str | None] | None:
-    """Read one header block. Returns (content_length, problem), or None at end of input."""
+async def _read_headers(
+    reader: asyncio.StreamReader, prefix: bytes = b""
+) -> tuple[int | None, str | None] | None:
+    """Read one header block. Returns (content_length, problem), or None at end of input.
+
+    ``prefix`` is the start of the first line, already taken from ``reader``."""
     length: int | None = None
     problem: str | None = None
     seen_any = False
     while True:
         try:
-            line = await reader.readuntil(b"\n")
+            line = prefix + await reader.readuntil(b"\n")
         except asyncio.IncompleteReadError as error:
-            if not error.partial.strip() and not seen_any:
+            if not (prefix + error.partial).strip() and not seen_any:
                 return None
             return (None, "the input ended inside a header block")
         except asyncio.LimitOverrunError as error:
             await reader.readexactly(error.consumed)  # drop the overlong line piecewise
             problem = "a header line is too long"
+            prefix = b""
             continue
+        prefix = b""
         stripped = line.strip()
         if not stripped:
             if not seen_any:
@@ -92,11 +107,14 @@ async def _read_headers(reader: asyncio.StreamReader) -> tuple[int | None, str |
 
 
 async def read_frames(
-    reader: asyncio.StreamReader, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    reader: asyncio.StreamReader,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    prefix: bytes = b"",
 ) -> AsyncIterator[Frame]:
-    """Yield frames until end of input."""
+    """Yield LSP-framed messages until end of input (``prefix``: see :func:`detect_framing`)."""
     while True:
-        headers = await _read_headers(reader)
+        headers = await _read_headers(reader, prefix)
+        prefix = b""
         if headers is None:
             return
         length, problem = headers
@@ -144,3 +162,118 @@ async def _discard(reader: asyncio.StreamReader, length: int) -> tuple[bytes, by
 
 def encode_frame(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+# -- newline-delimited JSON ---------------------------------------------------
+
+
+async def read_lines(
+    reader: asyncio.StreamReader,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    prefix: bytes = b"",
+) -> AsyncIterator[Frame]:
+    """Yield one message per line until end of input; blank lines are skipped.
+
+    A line longer than ``max_message_bytes`` is read and discarded piecewise
+    (never held whole) and reported like an oversized LSP frame."""
+    while True:
+        line = await _read_line(reader, max_message_bytes, prefix)
+        prefix = b""
+        if line is None:
+            return
+        body, size, head, tail = line
+        if body is None:
+            yield Frame(
+                error=f"the line is {size} bytes, over the limit of {max_message_bytes} "
+                "(--max-message-bytes); it was discarded",
+                error_code=-32600,
+                recovered_id=_recover_id(head, tail),
+            )
+        elif body.strip():
+            yield parse_json(body, "line")
+
+
+async def _read_line(
+    reader: asyncio.StreamReader, limit: int, prefix: bytes
+) -> tuple[bytes | None, int, bytes, bytes] | None:
+    """One line without its terminator, as (body, size, head, tail); body is None
+    when the line was over ``limit`` (head and tail then hold its ends, to find
+    the id). None at end of input."""
+    parts = [prefix] if prefix else []
+    size = len(prefix)
+    head = tail = b""
+    discarding = False
+    while True:
+        ended = True
+        try:
+            chunk = await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as error:
+            chunk = error.partial
+            if not chunk and not size:
+                return None
+        except asyncio.LimitOverrunError as error:
+            # No newline within the reader's buffer limit: take what is there, go on.
+            chunk = await reader.readexactly(error.consumed)
+            ended = False
+        size += len(chunk)
+        if discarding:
+            tail = (tail + chunk)[-_ID_SCAN_BYTES:]
+        else:
+            parts.append(chunk)
+            if size > limit + 2:  # over the limit even without its line terminator
+                whole = b"".join(parts)
+                head, tail, parts, discarding = (
+                    whole[:_ID_SCAN_BYTES],
+                    whole[-_ID_SCAN_BYTES:],
+                    [],
+                    True,
+                )
+        if ended:
+            break
+    if discarding:
+        return (None, size, head, tail)
+    body = b"".join(parts).rstrip(b"\r\n")
+    if len(body) > limit:
+        return (None, len(body), body[:_ID_SCAN_BYTES], body[-_ID_SCAN_BYTES:])
+    return (body, len(body), b"", b"")
+
+
+def encode_line(body: bytes) -> bytes:
+    """One ndjson message; ``json.dumps`` escapes every newline inside the body."""
+    return body + b"\n"
+
+
+# -- choosing the framing -------------------------------------------------------
+
+
+async def detect_framing(reader: asyncio.StreamReader) -> tuple[Framing, bytes]:
+    """Pick the framing from the first bytes of input: a header line
+    (``Content-Length:``, any header name and a colon) means LSP; anything else
+    (``{``, ``[``, or text a person typed) means ndjson. Returns the framing and
+    the bytes already consumed after leading whitespace, which the reader must
+    be given as ``prefix``. At end of input the answer is LSP, with no prefix."""
+    taken = b""
+    while True:
+        byte = await reader.read(1)
+        if not byte:
+            return ("lsp", taken)
+        if not taken and byte.isspace():
+            continue  # leading blank lines are ignored by both framings
+        taken += byte
+        if _HEADER_START.fullmatch(taken):
+            return ("lsp", taken)
+        if not _HEADER_START.fullmatch(taken + b":") or len(taken) > _HEADER_NAME_MAX:
+            return ("ndjson", taken)
+
+
+def frame_reader(
+    framing: Framing, reader: asyncio.StreamReader, max_message_bytes: int, prefix: bytes = b""
+) -> AsyncIterator[Frame]:
+    """The message reader for ``framing``."""
+    read = read_lines if framing == "ndjson" else read_frames
+    return read(reader, max_message_bytes, prefix)
+
+
+def frame_encoder(framing: Framing) -> Callable[[bytes], bytes]:
+    """How a JSON body is framed on the way out, for ``framing``."""
+    return encode_line if framing == "ndjson" else encode_frame

@@ -21,8 +21,9 @@ from oma_host.server.app import HostSession, rpc_error
 
 log = logging.getLogger("oma_host.server")
 
-BACKENDS = ["process"]
+BACKENDS = ["process", "acp"]
 _AGENT_METHODS = "oma_host.server.agent_methods"
+_WARM_UP_DELAY_S = 0.05
 
 
 def _read_initialization_options(params: Any) -> dict[str, Any]:
@@ -68,9 +69,13 @@ async def initialize(session: HostSession, params: Any) -> Any:
     session.extras["defaults"] = options.get("defaults")
     if options.get("evaluation"):
         log.warning("initializationOptions.evaluation is not available in this build; ignored")
-    # Warm the agent methods up while the editor is busy with our answer.
+    # Warm the agent methods up in a thread shortly after the answer is out, so
+    # the import neither delays this answer nor, usually, the first agent call.
     loop = asyncio.get_running_loop()
-    loop.call_soon(lambda: loop.run_in_executor(None, importlib.import_module, _AGENT_METHODS))
+    loop.call_later(
+        _WARM_UP_DELAY_S,
+        lambda: loop.run_in_executor(None, importlib.import_module, _AGENT_METHODS),
+    )
     return {
         "capabilities": {
             "agent": {

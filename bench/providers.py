@@ -1,0 +1,140 @@
+"""Benchmarks 4 and 5: LLM requests through oma-host against the provider
+simulator, each read against a raw httpx call to the same simulator made from
+this process in the same run.
+
+- Per-request overhead: one non-streaming ``agent/run`` (Anthropic wire
+  format) versus one raw ``POST /v1/messages`` with httpx. The difference is
+  what the host adds: JSON-RPC both ways, the guard, the adapter's mapping,
+  the result record.
+- Streaming relay: one ``agent/stream`` of a reply made of N text deltas
+  versus reading the same SSE stream with httpx-sse directly. Reported as the
+  added latency per delta ((host - raw) / N) and the deltas per second that
+  reach the client as ``$/progress``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+from httpx_sse import aconnect_sse
+
+from bench.harness import Comparison, interleave_async
+from oma_host.client import HostClient, host_argv
+from oma_host.simulator import Reply, Simulator
+
+HOST_RUN = "oma-host agent/run (anthropic wire)"
+RAW_RUN = "raw httpx POST /v1/messages"
+HOST_STREAM = "oma-host agent/stream relay"
+RAW_STREAM = "raw httpx-sse read"
+KEY = "bench-key-not-secret"
+REQUEST_TIMEOUT_S = 120.0
+
+
+def _body(stream: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": "sim",
+        "max_tokens": 4096,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hello"}]}],
+    }
+    if stream:
+        body["stream"] = True
+    return body
+
+
+async def run_provider_benchmarks(rounds: int, deltas: int, warmup: int = 2) -> list[Comparison]:
+    with Simulator() as sim:
+        client = await HostClient.spawn(host_argv())
+        http = httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S)
+        headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+        url = f"{sim.base_url}/v1/messages"
+        try:
+            await client.initialize()
+            config = {
+                "name": "bench",
+                "provider": "anthropic",
+                "model": "sim",
+                "baseURL": sim.base_url,
+                "apiKey": KEY,
+            }
+            agent = (await client.request("agent/create", {"config": config}))["agentId"]
+            short = Reply.text("hi there")
+            long = Reply.text("x" * deltas, chunk_size=1)
+
+            async def host_run() -> float:
+                sim.script(short)
+                start = time.perf_counter()
+                await client.request("agent/run", {"agentId": agent, "input": "hello"})
+                return time.perf_counter() - start
+
+            async def raw_run() -> float:
+                sim.script(short)
+                start = time.perf_counter()
+                response = await http.post(url, headers=headers, json=_body(False))
+                response.json()
+                return time.perf_counter() - start
+
+            run_samples = await interleave_async(
+                {RAW_RUN: raw_run, HOST_RUN: host_run}, rounds, warmup
+            )
+            stream_counter = iter(range(10**9))
+
+            async def host_stream() -> float:
+                sim.script(long)
+                token = f"bench-{next(stream_counter)}"
+                start = time.perf_counter()
+                result = await client.request(
+                    "agent/stream",
+                    {"agentId": agent, "input": "hello", "partialResultToken": token},
+                    timeout=REQUEST_TIMEOUT_S,
+                )
+                elapsed = time.perf_counter() - start
+                if len(result["output"]) != deltas or len(client.progress(token)) != deltas:
+                    raise RuntimeError("the relay lost deltas")
+                client.notifications.clear()
+                return elapsed
+
+            async def raw_stream() -> float:
+                sim.script(long)
+                start = time.perf_counter()
+                count = 0
+                async with aconnect_sse(
+                    http, "POST", url, headers=headers, json=_body(True)
+                ) as source:
+                    async for event in source.aiter_sse():
+                        count += event.event == "content_block_delta"
+                elapsed = time.perf_counter() - start
+                if count != deltas:
+                    raise RuntimeError(f"raw stream saw {count} deltas")
+                return elapsed
+
+            stream_rounds = max(3, rounds // 5)
+            stream_samples = await interleave_async(
+                {RAW_STREAM: raw_stream, HOST_STREAM: host_stream}, stream_rounds, 1
+            )
+        finally:
+            await http.aclose()
+            await client.close()
+    per_request = Comparison(
+        key="provider_request",
+        title="one non-streaming LLM request through the host vs raw httpx, same simulator",
+        baseline=RAW_RUN,
+        subject=HOST_RUN,
+        samples=run_samples,
+        notes=["host spawned and the agent created before measuring"],
+    )
+    relay = Comparison(
+        key="stream_relay",
+        title=f"streaming relay of {deltas} text deltas, simulator → host → client",
+        baseline=RAW_STREAM,
+        subject=HOST_STREAM,
+        samples=stream_samples,
+    )
+    host_ms = relay.median(HOST_STREAM)
+    added_us = relay.diff_ms(HOST_STREAM) * 1000 / deltas
+    relay.notes.append(
+        f"added latency per delta: {added_us:.1f} µs; "
+        f"{deltas / (host_ms / 1000):,.0f} deltas/s reach the client as $/progress"
+    )
+    return [per_request, relay]

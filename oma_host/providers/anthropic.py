@@ -1,0 +1,281 @@
+"""The Anthropic Messages API adapter (``POST {baseURL}/v1/messages``).
+
+Blocks map both ways: text; image (base64 source); tool_use; tool_result
+with rich parts (text, image, and file as a ``document``); reasoning as
+``thinking`` with its signature, or ``redacted_thinking`` with its data,
+echoed back unchanged. Streaming reads the SSE events with httpx-sse.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from oma_host.messages import ContentBlock, LLMMessage
+from oma_host.providers.base import (
+    ChatOptions,
+    LLMResponse,
+    ProviderError,
+    missing_key_error,
+    resolve_api_key,
+)
+from oma_host.providers.http import open_response, parse_event_json, read_json
+from oma_host.results import StreamEvent, TokenUsage
+
+if TYPE_CHECKING:
+    from oma_host.config import AgentConfig
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+_NAME = "anthropic"
+
+
+def _unsupported(where: str, what: str) -> ProviderError:
+    return ProviderError(
+        f"{_NAME}: {where}: {what} cannot be sent to the Anthropic Messages API",
+        kind="unsupported_block",
+    )
+
+
+def _media(source: dict[str, Any], where: str) -> dict[str, Any]:
+    if source["type"] == "base64":
+        return {"type": "base64", "media_type": source["media_type"], "data": source["data"]}
+    return {"type": "url", "url": source["url"]}
+
+
+def _tool_result_part(part: dict[str, Any], where: str) -> dict[str, Any]:
+    kind = part["type"]
+    if kind == "text":
+        return {"type": "text", "text": part["text"]}
+    if kind == "image":
+        return {"type": "image", "source": _media(part["source"], where)}
+    # A file travels as a document block, titled with its file name.
+    return {"type": "document", "source": _media(part["source"], where), "title": part["filename"]}
+
+
+def to_wire_block(block: ContentBlock, where: str) -> dict[str, Any]:
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "text": block["text"]}
+    if kind == "image":
+        return {"type": "image", "source": _media(block["source"], where)}
+    if kind == "tool_use":
+        return {
+            "type": "tool_use",
+            "id": block["id"],
+            "name": block["name"],
+            "input": block["input"],
+        }
+    if kind == "tool_result":
+        content = block["content"]
+        wire: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": block["tool_use_id"],
+            "content": content
+            if isinstance(content, str)
+            else [_tool_result_part(p, f"{where}.content[{i}]") for i, p in enumerate(content)],
+        }
+        if "is_error" in block:
+            wire["is_error"] = block["is_error"]
+        return wire
+    if kind == "reasoning":
+        if "redactedData" in block:
+            return {"type": "redacted_thinking", "data": block["redactedData"]}
+        if "signature" not in block:
+            raise ProviderError(
+                f"{_NAME}: {where}: a reasoning block without a signature cannot be sent back "
+                "as thinking (Anthropic requires the signature it issued)",
+                kind="unsupported_block",
+            )
+        return {"type": "thinking", "thinking": block["text"], "signature": block["signature"]}
+    raise _unsupported(where, f"a block of type {kind!r}")
+
+
+def to_wire_messages(messages: list[LLMMessage]) -> list[dict[str, Any]]:
+    return [
+        {
+            "role": message["role"],
+            "content": [
+                to_wire_block(block, f"messages[{m}].content[{b}]")
+                for b, block in enumerate(message["content"])
+            ],
+        }
+        for m, message in enumerate(messages)
+    ]
+
+
+def from_wire_block(block: dict[str, Any]) -> ContentBlock:
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "text": block.get("text", "")}
+    if kind == "tool_use":
+        return {
+            "type": "tool_use",
+            "id": block["id"],
+            "name": block["name"],
+            "input": block["input"],
+        }
+    if kind == "thinking":
+        return {
+            "type": "reasoning",
+            "text": block["thinking"],
+            "signature": block.get("signature", ""),
+        }
+    if kind == "redacted_thinking":
+        return {"type": "reasoning", "text": "", "redactedData": block["data"]}
+    # Unknown reply blocks (server tools, citations...) are kept as they came.
+    return dict(block)
+
+
+def _usage(data: dict[str, Any] | None) -> TokenUsage:
+    data = data or {}
+    return {
+        "input_tokens": int(data.get("input_tokens") or 0),
+        "output_tokens": int(data.get("output_tokens") or 0),
+    }
+
+
+class AnthropicAdapter:
+    """See the module docstring."""
+
+    name = _NAME
+
+    def __init__(self, config: AgentConfig) -> None:
+        self._config = config
+        self._url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
+
+    def _headers(self) -> dict[str, str]:
+        key = resolve_api_key(self._config, "ANTHROPIC_API_KEY")
+        if key is None:
+            raise missing_key_error(_NAME, self._config, "ANTHROPIC_API_KEY")
+        return {"x-api-key": key, "anthropic-version": API_VERSION}
+
+    def _body(
+        self, messages: list[LLMMessage], options: ChatOptions, stream: bool
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": options.model,
+            "max_tokens": options.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": to_wire_messages(messages),
+        }
+        if options.system_prompt:
+            body["system"] = options.system_prompt
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.top_p is not None:
+            body["top_p"] = options.top_p
+        if options.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in options.tools
+            ]
+        if stream:
+            body["stream"] = True
+        return body
+
+    async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
+        body = self._body(messages, options, stream=False)
+        async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
+            data = await read_json(response, _NAME)
+        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+            raise ProviderError(f"{_NAME}: the response has no content list", kind="malformed")
+        return LLMResponse(
+            content=[from_wire_block(block) for block in data["content"]],
+            usage=_usage(data.get("usage")),
+            stop_reason=str(data.get("stop_reason") or "end_turn"),
+        )
+
+    async def stream(
+        self, messages: list[LLMMessage], options: ChatOptions
+    ) -> AsyncIterator[StreamEvent]:
+        from httpx_sse import EventSource, SSEError
+
+        body = self._body(messages, options, stream=True)
+        state = _StreamState()
+        async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
+            try:
+                async for sse in EventSource(response).aiter_sse():
+                    for event in state.feed(sse.event, parse_event_json(sse.data, _NAME)):
+                        yield event
+                    if state.finished:
+                        break
+            except SSEError as error:
+                raise ProviderError(f"{_NAME}: {error}", kind="malformed") from None
+        if not state.finished:
+            raise ProviderError(
+                f"{_NAME}: the stream ended before message_stop (cut mid-way)", kind="stream"
+            )
+        yield {"type": "done", "data": state.response()}
+
+
+class _StreamState:
+    """Assembles content blocks from Messages API stream events."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.partial_json: dict[int, list[str]] = {}
+        self.usage: TokenUsage = {"input_tokens": 0, "output_tokens": 0}
+        self.stop_reason = "end_turn"
+        self.finished = False
+
+    def feed(self, name: str, data: Any) -> list[StreamEvent]:
+        if not isinstance(data, dict):
+            raise ProviderError(f"{_NAME}: a stream event is not an object", kind="malformed")
+        kind = data.get("type", name)
+        if kind == "message_start":
+            self.usage = _usage(data.get("message", {}).get("usage"))
+        elif kind == "content_block_start":
+            self.blocks[data["index"]] = dict(data["content_block"])
+        elif kind == "content_block_delta":
+            return self._delta(data["index"], data["delta"])
+        elif kind == "content_block_stop":
+            return self._stop(data["index"])
+        elif kind == "message_delta":
+            self.stop_reason = data.get("delta", {}).get("stop_reason") or self.stop_reason
+            output = data.get("usage", {}).get("output_tokens")
+            if output is not None:
+                self.usage["output_tokens"] = int(output)
+        elif kind == "message_stop":
+            self.finished = True
+        elif kind == "error":
+            error = data.get("error", {})
+            raise ProviderError(
+                f"{_NAME}: {error.get('message', 'stream error')} ({error.get('type', 'error')})"
+            )
+        # ping and event types added later are ignored, as Anthropic asks.
+        return []
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+        block = self.blocks[index]
+        kind = delta.get("type")
+        if kind == "text_delta":
+            block["text"] = block.get("text", "") + delta["text"]
+            return [{"type": "text", "data": delta["text"]}]
+        if kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta["thinking"]
+            return [{"type": "reasoning", "data": delta["thinking"]}]
+        if kind == "signature_delta":
+            block["signature"] = block.get("signature", "") + delta["signature"]
+        elif kind == "input_json_delta":
+            self.partial_json.setdefault(index, []).append(delta["partial_json"])
+        return []
+
+    def _stop(self, index: int) -> list[StreamEvent]:
+        block = self.blocks[index]
+        if block.get("type") == "tool_use":
+            text = "".join(self.partial_json.pop(index, []))
+            try:
+                block["input"] = json.loads(text) if text else {}
+            except ValueError:
+                raise ProviderError(
+                    f"{_NAME}: tool_use {block.get('name')!r} input is not valid JSON",
+                    kind="malformed",
+                ) from None
+            return [{"type": "tool_use", "data": from_wire_block(block)}]
+        return []
+
+    def response(self) -> LLMResponse:
+        content = [from_wire_block(self.blocks[i]) for i in sorted(self.blocks)]
+        return LLMResponse(content=content, usage=self.usage, stop_reason=self.stop_reason)

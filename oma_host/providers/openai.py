@@ -1,0 +1,264 @@
+"""The OpenAI Chat Completions adapter (``POST {baseURL}/chat/completions``),
+which also serves OpenAI-compatible servers (Ollama, vLLM, OpenRouter,
+DeepSeek, Groq...) through ``baseURL``.
+
+Mapping: text parts; images as ``image_url`` data URLs; tool_use as the
+assistant's ``tool_calls``; tool_result as ``role: "tool"`` messages (text
+only: Chat Completions has no image or file parts there, and no error flag,
+so ``is_error`` is carried as an ``[error]`` prefix). Reasoning blocks and
+images in assistant turns have no Chat Completions form: they fail the run
+rather than being dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from oma_host.messages import ContentBlock, LLMMessage
+from oma_host.providers.base import (
+    ChatOptions,
+    LLMResponse,
+    ProviderError,
+    missing_key_error,
+    resolve_api_key,
+)
+from oma_host.providers.http import open_response, parse_event_json, read_json
+from oma_host.results import StreamEvent, TokenUsage
+
+if TYPE_CHECKING:
+    from oma_host.config import AgentConfig
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_NAME = "openai"
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+ERROR_PREFIX = "[error] "
+
+
+def _unsupported(where: str, what: str) -> ProviderError:
+    return ProviderError(
+        f"{_NAME}: {where}: {what} has no Chat Completions representation", kind="unsupported_block"
+    )
+
+
+def _tool_message(block: ContentBlock, where: str) -> dict[str, Any]:
+    content = block["content"]
+    if isinstance(content, list):
+        texts = []
+        for index, part in enumerate(content):
+            if part["type"] != "text":
+                raise _unsupported(
+                    f"{where}.content[{index}]", f"a tool result {part['type']} part"
+                )
+            texts.append({"type": "text", "text": part["text"]})
+        wire_content: Any = texts
+    else:
+        wire_content = content
+    if block.get("is_error"):
+        wire_content = ERROR_PREFIX + str(wire_content)  # is_error implies string content
+    return {"role": "tool", "tool_call_id": block["tool_use_id"], "content": wire_content}
+
+
+def _user_messages(message: LLMMessage, where: str) -> list[dict[str, Any]]:
+    """Tool results first (they must follow the assistant's tool calls), then the rest."""
+    tool_messages: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for index, block in enumerate(message["content"]):
+        at = f"{where}.content[{index}]"
+        kind = block.get("type")
+        if kind == "text":
+            parts.append({"type": "text", "text": block["text"]})
+        elif kind == "image":
+            source = block["source"]
+            url = f"data:{source['media_type']};base64,{source['data']}"
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        elif kind == "tool_result":
+            tool_messages.append(_tool_message(block, at))
+        else:
+            raise _unsupported(at, f"a user {kind} block")
+    if parts:
+        tool_messages.append({"role": "user", "content": parts})
+    return tool_messages
+
+
+def _assistant_message(message: LLMMessage, where: str) -> dict[str, Any]:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for index, block in enumerate(message["content"]):
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            calls.append(
+                {
+                    "id": block["id"],
+                    "type": "function",
+                    "function": {"name": block["name"], "arguments": json.dumps(block["input"])},
+                }
+            )
+        else:
+            raise _unsupported(f"{where}.content[{index}]", f"an assistant {kind} block")
+    wire: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    if calls:
+        wire["tool_calls"] = calls
+    return wire
+
+
+def to_wire_messages(messages: list[LLMMessage], system: str | None) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if message["role"] == "user":
+            wire.extend(_user_messages(message, where))
+        else:
+            wire.append(_assistant_message(message, where))
+    return wire
+
+
+def _tool_use(call_id: str, name: str, arguments: str) -> ContentBlock:
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        raise ProviderError(
+            f"{_NAME}: the arguments of tool call {name!r} are not valid JSON", kind="malformed"
+        ) from None
+    if not isinstance(parsed, dict):
+        raise ProviderError(
+            f"{_NAME}: the arguments of tool call {name!r} are not a JSON object", kind="malformed"
+        )
+    return {"type": "tool_use", "id": call_id, "name": name, "input": parsed}
+
+
+def _usage(data: dict[str, Any] | None) -> TokenUsage:
+    data = data or {}
+    return {
+        "input_tokens": int(data.get("prompt_tokens") or 0),
+        "output_tokens": int(data.get("completion_tokens") or 0),
+    }
+
+
+class OpenAIAdapter:
+    """See the module docstring."""
+
+    name = _NAME
+
+    def __init__(self, config: AgentConfig) -> None:
+        self._config = config
+        self._url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
+
+    def _headers(self) -> dict[str, str]:
+        key = resolve_api_key(self._config, "OPENAI_API_KEY")
+        if key is None:
+            if self._config.base_url:  # local compatible servers (Ollama, vLLM) need none
+                return {}
+            raise missing_key_error(_NAME, self._config, "OPENAI_API_KEY")
+        return {"authorization": f"Bearer {key}"}
+
+    def _body(
+        self, messages: list[LLMMessage], options: ChatOptions, stream: bool
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": options.model,
+            "messages": to_wire_messages(messages, options.system_prompt),
+        }
+        if options.max_tokens is not None:
+            body["max_tokens"] = options.max_tokens
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.top_p is not None:
+            body["top_p"] = options.top_p
+        if options.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    },
+                }
+                for t in options.tools
+            ]
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
+        body = self._body(messages, options, stream=False)
+        async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
+            data = await read_json(response, _NAME)
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise ProviderError(f"{_NAME}: the response has no choices", kind="malformed") from None
+        content: list[ContentBlock] = []
+        if message.get("content"):
+            content.append({"type": "text", "text": message["content"]})
+        if message.get("refusal"):
+            content.append({"type": "text", "text": message["refusal"]})
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            content.append(
+                _tool_use(call["id"], function.get("name", ""), function.get("arguments", ""))
+            )
+        return LLMResponse(
+            content=content,
+            usage=_usage(data.get("usage")),
+            stop_reason=_STOP_REASONS.get(choice.get("finish_reason") or "stop", "end_turn"),
+        )
+
+    async def stream(
+        self, messages: list[LLMMessage], options: ChatOptions
+    ) -> AsyncIterator[StreamEvent]:
+        from httpx_sse import EventSource, SSEError
+
+        body = self._body(messages, options, stream=True)
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage: TokenUsage = {"input_tokens": 0, "output_tokens": 0}
+        finish: str | None = None
+        done = False
+        async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
+            try:
+                async for sse in EventSource(response).aiter_sse():
+                    if sse.data.strip() == "[DONE]":
+                        done = True
+                        break
+                    chunk = parse_event_json(sse.data, _NAME)
+                    if not isinstance(chunk, dict):
+                        continue
+                    if isinstance(chunk.get("error"), dict):
+                        raise ProviderError(f"{_NAME}: {chunk['error'].get('message', 'error')}")
+                    if chunk.get("usage"):
+                        usage = _usage(chunk["usage"])
+                    for choice in chunk.get("choices") or []:
+                        delta = choice.get("delta") or {}
+                        if piece := delta.get("content"):
+                            text.append(piece)
+                            yield {"type": "text", "data": piece}
+                        for call in delta.get("tool_calls") or []:
+                            slot = calls.setdefault(
+                                call.get("index", 0), {"id": "", "name": "", "arguments": []}
+                            )
+                            function = call.get("function") or {}
+                            slot["id"] = call.get("id") or slot["id"]
+                            slot["name"] = function.get("name") or slot["name"]
+                            slot["arguments"].append(function.get("arguments") or "")
+                        finish = choice.get("finish_reason") or finish
+            except SSEError as error:
+                raise ProviderError(f"{_NAME}: {error}", kind="malformed") from None
+        if not done and finish is None:
+            raise ProviderError(
+                f"{_NAME}: the stream ended before a finish_reason (cut mid-way)", kind="stream"
+            )
+        content: list[ContentBlock] = [{"type": "text", "text": "".join(text)}] if text else []
+        for index in sorted(calls):
+            slot = calls[index]
+            block = _tool_use(slot["id"], slot["name"], "".join(slot["arguments"]))
+            content.append(block)
+            yield {"type": "tool_use", "data": block}
+        stop = _STOP_REASONS.get(finish or "stop", "end_turn")
+        yield {"type": "done", "data": LLMResponse(content=content, usage=usage, stop_reason=stop)}

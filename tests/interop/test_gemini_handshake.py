@@ -1,0 +1,59 @@
+"""A real published ACP agent: Gemini CLI (``@google/gemini-cli``, ``--acp``)
+through the real host, with no credentials. It answers ``initialize`` and
+then refuses ``session/new`` because it has no API key; the host must report
+that refusal, in the agent's own words, as a failed result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oma_host.client import HostClient
+from tests.e2e.helpers import create, wait_dead
+
+
+async def test_gemini_cli_gets_through_initialize_and_reports_its_own_error(
+    host: HostClient, gemini_script: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    # No credentials of any kind: an empty home and empty key variables.
+    env = {"HOME": str(home), "GEMINI_API_KEY": "", "GOOGLE_API_KEY": ""}
+    config = {
+        "name": "gemini",
+        "timeoutMs": 90_000,
+        "backend": {
+            "kind": "acp",
+            "command": "node",
+            "args": [gemini_script, "--acp"],
+            "env": env,
+            "cwd": str(tmp_path),
+        },
+    }
+    agent = await create(host, **config)
+    result = await host.request("agent/run", {"agentId": agent, "input": "hello"}, timeout=120)
+    assert result["success"] is False and result["status"]["code"] == "error", result
+    assert result["errorInfo"]["kind"] == "auth", result
+    message = result["status"]["message"]
+    # Past initialize (its name and login methods come from the initialize
+    # answer) and refused at session/new with the agent's own words.
+    assert "(gemini-cli " in message, message
+    assert "refused session/new" in message, message
+    assert "Gemini API key is missing" in message, message
+    assert "Log in with Google" in message, message
+    # The refused process is not left behind.
+    assert all(wait_dead(pid) for pid in children_of(host.process.pid))
+
+
+def children_of(parent: int) -> list[int]:
+    """The live processes whose parent is ``parent``."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == parent and fields[0] != "Z":
+            children.append(int(entry.name))
+    return children

@@ -1,0 +1,31 @@
+"""Fixtures for the provider tests: a real provider simulator on 127.0.0.1
+(in this process, in a thread) and a real ``oma-host`` spawned over stdio
+with a known API key in its environment."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from oma_host.client import HostClient
+from oma_host.simulator import Simulator
+
+ANTHROPIC_KEY = "sk-ant-api03-test-key-DO-NOT-LEAK-1234567890"
+OPENAI_KEY = "sk-proj-test-key-DO-NOT-LEAK-0987654321"
+
+
+@pytest.fixture
+def sim() -> Iterator[Simulator]:
+    with Simulator() as simulator:
+        yield simulator
+
+
+@pytest.fixture
+async def host() -> AsyncIterator[HostClient]:
+    client = await HostClient.spawn(
+        env={"ANTHROPIC_API_KEY": ANTHROPIC_KEY, "OPENAI_API_KEY": OPENAI_KEY}
+    )
+    await client.initialize()
+    yield client
+    await client.close()

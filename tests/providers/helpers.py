@@ -1,0 +1,62 @@
+"""Helpers for the provider tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oma_host.client import HostClient
+from oma_host.simulator import Simulator
+
+PROVIDERS = ["anthropic", "openai"]
+
+
+def llm_config(sim: Simulator, provider: str, **extra: Any) -> dict[str, Any]:
+    """An agent that talks to the simulator in ``provider``'s wire format."""
+    base = sim.base_url + ("/v1" if provider == "openai" else "")
+    return {
+        "name": f"{provider}-agent",
+        "provider": provider,
+        "model": "sim-1",
+        "baseURL": base,
+        **extra,
+    }
+
+
+async def create_llm(host: HostClient, sim: Simulator, provider: str, **extra: Any) -> str:
+    result = await host.request("agent/create", {"config": llm_config(sim, provider, **extra)})
+    agent_id: str = result["agentId"]
+    return agent_id
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="  # noqa: E501
+
+
+def image(data: str = PNG) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def wire_image(provider: str, data: str = PNG) -> dict[str, Any]:
+    """How ``image(data)`` must look on the provider's wire."""
+    if provider == "anthropic":
+        return image(data)
+    return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
+
+
+def wire_user(provider: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "content": list(blocks)}
+
+
+def wire_assistant(provider: str, words: str) -> dict[str, Any]:
+    if provider == "anthropic":
+        return {"role": "assistant", "content": [text(words)]}
+    return {"role": "assistant", "content": words}
+
+
+def conversation_messages(provider: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conversation in a request body, without OpenAI's system message."""
+    messages: list[dict[str, Any]] = body["messages"]
+    return [m for m in messages if m.get("role") != "system"]
