@@ -57,6 +57,9 @@ AgentStatus = Literal["idle", "running", "completed", "error"]
 # Answers an ACP agent's permission request for ``permission: "ask-client"``:
 # receives ``{agentName, title, kind, optionKinds}``, returns ``{approve: bool}``.
 PermissionHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+# Persists a completed prompt turn (the user message and the reply) before the
+# history changes; if it raises, the turn fails and the history stays as it was.
+TurnSink = Callable[[list[LLMMessage]], None]
 
 
 def new_run_id() -> str:
@@ -137,6 +140,7 @@ class Agent:
         after_run: AfterRunHook | None = None,
         defaults: ModelDefaults | None = None,
         permission_handler: PermissionHandler | None = None,
+        on_turn: TurnSink | None = None,
     ) -> None:
         self.config = parse_agent_config(config, defaults)
         history = self.config.history
@@ -148,6 +152,7 @@ class Agent:
         self._before_run = before_run
         self._after_run = after_run
         self._permission_handler = permission_handler
+        self._on_turn = on_turn
         self._backend: Backend | None = None
         self._status: AgentStatus = "idle"
         self._usage: TokenUsage = zero_usage()
@@ -258,7 +263,14 @@ class Agent:
             result = await self.execute(context, run_id=run_id, abort=abort)
             if result["success"]:
                 # The caller's turn as sent, not as a beforeRun hook rewrote it.
-                self._history = [*self._history, turn, *clone_messages(result["messages"])]
+                completed = [turn, *clone_messages(result["messages"])]
+                if self._on_turn is not None:
+                    try:
+                        self._on_turn(completed)
+                    except Exception as error:  # not kept anywhere, so not kept at all
+                        message = f"the turn could not be saved: {error}"
+                        return failed_result(result["identity"]["runId"], "store", message)
+                self._history = [*self._history, *completed]
             return result
         finally:
             lock.release()

@@ -36,6 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="frames larger than this are discarded and answered with -32600 (default 64 MiB)",
     )
     parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where sessions, run traces and evaluation records are kept "
+        "(default $XDG_STATE_HOME/oma-host; ':memory:' keeps nothing)",
+    )
+    parser.add_argument(
         "--log-level",
         default="WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -95,10 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         from oma_host.server import serve_tcp
 
         host, port = args.tcp
-        return serve_tcp(host, port, args.max_message_bytes, args.framing)
+        return serve_tcp(host, port, args.max_message_bytes, args.framing, args.state_dir)
     from oma_host.server import serve_stdio
 
-    return serve_stdio(args.max_message_bytes, args.framing)
+    return serve_stdio(args.max_message_bytes, args.framing, args.state_dir)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from oma_host.abort import AbortSignal
-from oma_host.agent import Agent, new_run_id
+from oma_host.agent import Agent, PermissionHandler, new_run_id
 from oma_host.config import AgentConfig, ModelDefaults
 from oma_host.hooks import AfterRunHook, BeforeRunHook
 from oma_host.messages import clone
@@ -105,11 +105,18 @@ class OpenMultiAgent:
         before_run: BeforeRunHook | None = None,
         after_run: AfterRunHook | None = None,
         input_owned: bool = False,
+        permission_handler: PermissionHandler | None = None,
     ) -> Callable[[AbortSignal | None], Awaitable[AgentRunResult]]:
         """Validate config and input now (raising InvalidParamsError or
         InvalidMessageError) and return the run, not yet started.
         ``input_owned``: see :func:`oma_host.messages.guard_messages`."""
-        agent = Agent(config, before_run=before_run, after_run=after_run, defaults=self.defaults)
+        agent = Agent(
+            config,
+            before_run=before_run,
+            after_run=after_run,
+            defaults=self.defaults,
+            permission_handler=permission_handler,
+        )
         messages = agent.validate_run_input(input, owned=input_owned)
         run_id = run_id or new_run_id()
         progress = on_progress or self.on_progress

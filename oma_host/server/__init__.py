@@ -55,13 +55,19 @@ async def _stdin_reader() -> asyncio.StreamReader:
     return reader
 
 
-async def _serve_stdio(max_message_bytes: int, framing: FramingChoice) -> int:
+async def _serve_stdio(
+    max_message_bytes: int, framing: FramingChoice, state_dir: str | None
+) -> int:
     from oma_host.server.app import HostSession, stdout_writer
     from oma_host.server.handlers import METHODS
 
     frames_out = _protect_stdout()
     session = HostSession(
-        stdout_writer(frames_out), METHODS, max_message_bytes=max_message_bytes, framing=framing
+        stdout_writer(frames_out),
+        METHODS,
+        max_message_bytes=max_message_bytes,
+        framing=framing,
+        state_dir=state_dir,
     )
     try:
         return await session.serve(await _stdin_reader())
@@ -77,13 +83,17 @@ async def _close_http_client() -> None:
 
 
 def serve_stdio(
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, framing: FramingChoice = "auto"
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    framing: FramingChoice = "auto",
+    state_dir: str | None = None,
 ) -> int:
     """Serve one client on stdin/stdout; returns the process exit code."""
-    return asyncio.run(_serve_stdio(max_message_bytes, framing))
+    return asyncio.run(_serve_stdio(max_message_bytes, framing, state_dir))
 
 
-async def _serve_tcp(host: str, port: int, max_message_bytes: int, framing: FramingChoice) -> None:
+async def _serve_tcp(
+    host: str, port: int, max_message_bytes: int, framing: FramingChoice, state_dir: str | None
+) -> None:
     from oma_host.server.app import HostSession
     from oma_host.server.handlers import METHODS
 
@@ -91,7 +101,11 @@ async def _serve_tcp(host: str, port: int, max_message_bytes: int, framing: Fram
         peer = writer.get_extra_info("peername")
         log.info("client connected from %s", peer)
         session = HostSession(
-            writer.write, METHODS, max_message_bytes=max_message_bytes, framing=framing
+            writer.write,
+            METHODS,
+            max_message_bytes=max_message_bytes,
+            framing=framing,
+            state_dir=state_dir,
         )
         try:
             await session.serve(reader)
@@ -116,8 +130,9 @@ def serve_tcp(
     port: int,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     framing: FramingChoice = "auto",
+    state_dir: str | None = None,
 ) -> int:
     """Serve clients over TCP, one session per connection, until interrupted."""
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_tcp(host, port, max_message_bytes, framing))
+        asyncio.run(_serve_tcp(host, port, max_message_bytes, framing, state_dir))
     return 0

@@ -6,18 +6,20 @@ OmaError subclasses and turned into JSON-RPC errors in one place
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
 from oma_host.abort import AbortSignal
-from oma_host.agent import Agent, PermissionHandler, new_run_id
-from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
-from oma_host.errors import AgentNotFoundError, InvalidParamsError
+from oma_host.agent import Agent, PermissionHandler, TurnSink, new_run_id
+from oma_host.config import AgentConfig, parse_agent_config
+from oma_host.errors import AgentNotFoundError
 from oma_host.hooks import AfterRunContext, BeforeRunContext
-from oma_host.messages import LLMMessage
+from oma_host.messages import LLMMessage, guard_messages
 from oma_host.orchestrator import OpenMultiAgent
+from oma_host.redact import Redactor
 from oma_host.results import AgentRunResult, EmitFn, StreamEvent
 from oma_host.server.app import HostSession
 from oma_host.server.models import (
@@ -30,21 +32,9 @@ from oma_host.server.models import (
     StreamParams,
     parse_params,
 )
+from oma_host.server.services import evaluator_for, model_defaults, record_trace, store_for
 
 # -- agents -----------------------------------------------------------------
-
-
-def _defaults(session: HostSession) -> ModelDefaults | None:
-    """``initializationOptions.defaults`` as a model, parsed once per session."""
-    if "model_defaults" not in session.extras:
-        raw = session.extras.get("defaults")
-        try:
-            parsed = None if raw is None else ModelDefaults.model_validate(raw)
-        except ValueError as error:
-            raise InvalidParamsError(f"initializationOptions.defaults: {error}") from None
-        session.extras["model_defaults"] = parsed
-    defaults: ModelDefaults | None = session.extras["model_defaults"]
-    return defaults
 
 
 def _hooks_for(session: HostSession, config: AgentConfig) -> dict[str, Any]:
@@ -100,16 +90,48 @@ def _permission_handler_for(session: HostSession, config: AgentConfig) -> Permis
 
 async def agent_create(session: HostSession, params: Any) -> Any:
     parsed = parse_params(CreateParams, params, "agent/create")
-    config = parse_agent_config(parsed.config, _defaults(session))
+    config = parse_agent_config(parsed.config, model_defaults(session))
+    on_turn = None
+    if parsed.session_id is not None:
+        config, on_turn = _attach_session(session, config, parsed.session_id)
     agent = Agent(
         config,
-        defaults=_defaults(session),
+        defaults=model_defaults(session),
         permission_handler=_permission_handler_for(session, config),
+        on_turn=on_turn,
         **_hooks_for(session, config),
     )
     agent_id = session.new_agent_id()
     session.agents[agent_id] = agent
+    if parsed.session_id is not None:
+        _agent_sessions(session)[agent_id] = parsed.session_id
     return {"agentId": agent_id}
+
+
+def _agent_sessions(session: HostSession) -> dict[str, str]:
+    """agentId → the persistent sessionId it was created with."""
+    sessions: dict[str, str] = session.extras.setdefault("agent_sessions", {})
+    return sessions
+
+
+def _attach_session(
+    session: HostSession, config: AgentConfig, session_id: str
+) -> tuple[AgentConfig, TurnSink]:
+    """Restore a known session's history (or start the session from
+    ``config.history``), and return the sink that commits each completed turn."""
+    store = store_for(session)
+    redact = Redactor.for_config(config).redact
+    stored = store.load_session(session_id)
+    if stored is None:
+        initial = [] if not config.history else guard_messages(config.history, "config.history")
+        store.create_session(session_id, config.name, initial, redact)
+    else:
+        config = config.model_copy(update={"history": stored or None})
+
+    def commit(messages: list[LLMMessage]) -> None:
+        store.append_turn(session_id, messages, redact)
+
+    return config, commit
 
 
 def _agent(session: HostSession, agent_id: str) -> Agent:
@@ -132,6 +154,9 @@ async def agent_state(session: HostSession, params: Any) -> Any:
 async def agent_reset(session: HostSession, params: Any) -> None:
     parsed = parse_params(AgentIdParams, params, "agent/reset")
     _agent(session, parsed.agent_id).reset()
+    session_id = _agent_sessions(session).get(parsed.agent_id)
+    if session_id is not None:
+        store_for(session).clear_session(session_id)
     return None
 
 
@@ -159,19 +184,23 @@ async def agent_list(session: HostSession, params: Any) -> Any:
 
 async def _tracked_run(
     session: HostSession,
+    method: str,
     agent_name: str,
     work_done_token: int | str | None,
     run: Callable[[AbortSignal], Awaitable[AgentRunResult]],
+    session_id: str | None = None,
 ) -> AgentRunResult:
-    """Run with the request's abort signal and work-done progress; a cancelled
-    run becomes error -32800 carrying the partial result."""
+    """Run with the request's abort signal, work-done progress and a trace; a
+    cancelled run becomes error -32800 carrying the partial result."""
     abort = session.abort_signal() or AbortSignal()
+    started = time.time()
     if work_done_token is not None:
         session.protocol.notify(
             "$/progress",
             {"token": work_done_token, "value": {"kind": "begin", "title": agent_name}},
         )
     result = await run(abort)
+    record_trace(session, method, agent_name, result, started, session_id)
     if work_done_token is not None:
         session.protocol.notify(
             "$/progress",
@@ -206,6 +235,7 @@ async def _run_like(session: HostSession, method: str, params: Any) -> Any:
     run_id = parsed.run_id or new_run_id()
     return await _tracked_run(
         session,
+        method,
         agent.name,
         parsed.work_done_token,
         lambda abort: agent.execute(messages, run_id=run_id, abort=abort, emit=emit),
@@ -226,16 +256,20 @@ async def agent_prompt(session: HostSession, params: Any) -> Any:
     turn = agent.validate_prompt_input(parsed.input, owned=True)
     return await _tracked_run(
         session,
+        "agent/prompt",
         agent.name,
         parsed.work_done_token,
         lambda abort: agent.prompt_turn(turn, run_id=parsed.run_id, abort=abort),
+        _agent_sessions(session).get(parsed.agent_id),
     )
 
 
 async def run_agent(session: HostSession, params: Any) -> Any:
     parsed = parse_params(RunAgentParams, params, "oma/runAgent")
-    config = parse_agent_config(parsed.config, _defaults(session))
-    orchestrator = OpenMultiAgent(defaults=_defaults(session))
+    config = parse_agent_config(parsed.config, model_defaults(session))
+    orchestrator = OpenMultiAgent(
+        defaults=model_defaults(session), evaluator=evaluator_for(session, model_defaults(session))
+    )
 
     def on_progress(event: dict[str, Any]) -> None:
         session.protocol.notify("oma/progress", event)
@@ -247,6 +281,7 @@ async def run_agent(session: HostSession, params: Any) -> Any:
         on_progress=on_progress if parsed.progress else None,
         metadata=parsed.metadata,
         input_owned=True,
+        permission_handler=_permission_handler_for(session, config),
         **_hooks_for(session, config),
     )
-    return await _tracked_run(session, config.name, parsed.work_done_token, run)
+    return await _tracked_run(session, "oma/runAgent", config.name, parsed.work_done_token, run)

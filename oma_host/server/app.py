@@ -204,6 +204,7 @@ class HostSession:
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         framing: FramingChoice = "lsp",
+        state_dir: str | None = None,
     ) -> None:
         self.write = write
         self.max_message_bytes = max_message_bytes
@@ -223,6 +224,12 @@ class HostSession:
         self.agents: dict[str, Agent] = {}
         self.abort_signals: dict[int | str, AbortSignal] = {}
         self.extras: dict[str, Any] = {}
+        if state_dir is not None:  # --state-dir; initializationOptions.stateDir overrides it
+            self.extras["state_dir"] = state_dir
+        # Services register their shutdown here (settle evaluation, close the store).
+        self.closers: list[Callable[[], Awaitable[None]]] = []
+        # Fire-and-forget work (run traces) kept alive until it finishes.
+        self.background: set[asyncio.Future[None]] = set()
         self._exit_event = asyncio.Event()
         self._agent_counter = 0
         for name, handler in methods.items():
@@ -262,6 +269,14 @@ class HostSession:
         for result in results:
             if isinstance(result, BaseException):
                 log.warning("an agent failed to close: %s", result)
+        if self.background:
+            await asyncio.wait(self.background, timeout=5)
+        closers, self.closers = self.closers, []
+        for closer in closers:
+            try:
+                await closer()
+            except Exception as error:
+                log.warning("a service failed to close: %s", error)
 
     def request_exit(self) -> None:
         self.exit_code = 0 if self.shutdown_requested else 1

@@ -23,6 +23,7 @@ log = logging.getLogger("oma_host.server")
 
 BACKENDS = ["process", "acp"]
 _AGENT_METHODS = "oma_host.server.agent_methods"
+_ORCHESTRATION_METHODS = "oma_host.server.orchestration_methods"
 _WARM_UP_DELAY_S = 0.05
 
 
@@ -67,8 +68,13 @@ async def initialize(session: HostSession, params: Any) -> Any:
     options = _read_initialization_options(params)
     session.initialized = True
     session.extras["defaults"] = options.get("defaults")
+    if options.get("stateDir") is not None:
+        session.extras["state_dir"] = options["stateDir"]
     if options.get("evaluation"):
-        log.warning("initializationOptions.evaluation is not available in this build; ignored")
+        # Only a host that asks for evaluation pays for its config models here.
+        from oma_host.evaluation import parse_evaluation_config
+
+        session.extras["evaluation"] = parse_evaluation_config(options["evaluation"])
     # Warm the agent methods up in a thread shortly after the answer is out, so
     # the import neither delays this answer nor, usually, the first agent call.
     loop = asyncio.get_running_loop()
@@ -97,11 +103,11 @@ async def shutdown(session: HostSession, params: Any) -> None:
 Handler = Callable[[HostSession, Any], Awaitable[Any]]
 
 
-def _lazy(name: str) -> Handler:
-    """A handler that imports the agent methods on first use."""
+def _lazy(name: str, module_name: str = _AGENT_METHODS) -> Handler:
+    """A handler that imports its module on first use."""
 
     async def handler(session: HostSession, params: Any) -> Any:
-        module = importlib.import_module(_AGENT_METHODS)
+        module = importlib.import_module(module_name)
         return await getattr(module, name)(session, params)
 
     handler.__name__ = name
@@ -121,4 +127,9 @@ METHODS: dict[str, Handler] = {
     "agent/dispose": _lazy("agent_dispose"),
     "agent/list": _lazy("agent_list"),
     "oma/runAgent": _lazy("run_agent"),
+    "oma/runTasks": _lazy("run_tasks", _ORCHESTRATION_METHODS),
+    "oma/runTeam": _lazy("run_team", _ORCHESTRATION_METHODS),
+    "oma/evaluation/stats": _lazy("evaluation_stats", _ORCHESTRATION_METHODS),
+    "oma/evaluation/flush": _lazy("evaluation_flush", _ORCHESTRATION_METHODS),
+    "oma/evaluation/records": _lazy("evaluation_records", _ORCHESTRATION_METHODS),
 }

@@ -1,0 +1,138 @@
+"""Per-session services the methods share, built on first use: the store
+(SQLite in the state directory) and the online evaluator.
+
+Neither is touched by ``initialize``: a host that only runs agents opens its
+database on the first run, and one without ``initializationOptions.evaluation``
+never builds an evaluator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from oma_host.config import ModelDefaults, parse_agent_config
+from oma_host.errors import InvalidParamsError
+from oma_host.evaluation import EvaluationConfig, OnlineEvaluator
+from oma_host.results import AgentRunResult
+from oma_host.server.app import HostSession
+from oma_host.store import Store
+
+log = logging.getLogger("oma_host.server")
+
+_FLUSH_ON_SHUTDOWN_S = 2.0
+_JUDGE_SCHEMA = {
+    "type": "object",
+    "properties": {"score": {"type": "number"}, "reason": {"type": "string"}},
+    "required": ["score"],
+}
+
+
+def model_defaults(session: HostSession) -> ModelDefaults | None:
+    """``initializationOptions.defaults`` as a model, parsed once per session."""
+    if "model_defaults" not in session.extras:
+        raw = session.extras.get("defaults")
+        try:
+            parsed = None if raw is None else ModelDefaults.model_validate(raw)
+        except ValueError as error:
+            raise InvalidParamsError(f"initializationOptions.defaults: {error}") from None
+        session.extras["model_defaults"] = parsed
+    defaults: ModelDefaults | None = session.extras["model_defaults"]
+    return defaults
+
+
+def store_for(session: HostSession) -> Store:
+    store: Store | None = session.extras.get("store")
+    if store is None:
+        store = Store(session.extras.get("state_dir"))
+        session.extras["store"] = store
+
+        async def close() -> None:
+            store.close()
+
+        session.closers.append(close)
+    return store
+
+
+def record_trace(
+    session: HostSession,
+    method: str,
+    agent: str,
+    result: AgentRunResult | dict[str, Any],
+    started: float,
+    session_id: str | None = None,
+) -> None:
+    """Write a run trace in the background: traces never delay a response.
+    ``result`` is an AgentRunResult or a team result (``success``, usage)."""
+    finished = time.time()
+    status = result.get("status")
+    trace = {
+        "run_id": result["identity"]["runId"],
+        "agent": agent,
+        "method": method,
+        "status": status["code"] if status else ("ok" if result["success"] else "error"),
+        "input_tokens": result["tokenUsage"]["input_tokens"],
+        "output_tokens": result["tokenUsage"]["output_tokens"],
+        "started": started,
+        "finished": finished,
+        "duration_ms": round((finished - started) * 1000, 3),
+        "session_id": session_id,
+    }
+
+    async def write() -> None:
+        try:
+            await asyncio.to_thread(store_for(session).record_run, trace)
+        except Exception as error:
+            log.warning("could not record the trace of %s: %s", trace["run_id"], error)
+
+    task = asyncio.ensure_future(write())
+    session.background.add(task)
+    task.add_done_callback(session.background.discard)
+
+
+def evaluator_for(session: HostSession, defaults: ModelDefaults | None) -> OnlineEvaluator | None:
+    """The session's evaluator, or None when evaluation is not configured."""
+    config: EvaluationConfig | None = session.extras.get("evaluation")
+    if config is None:
+        return None
+    evaluator: OnlineEvaluator | None = session.extras.get("evaluator")
+    if evaluator is not None:
+        return evaluator
+    protocol = session.protocol
+
+    async def client_score(params: dict[str, Any]) -> Any:
+        return await protocol.send_request_async("oma/evaluation/score", params)
+
+    async def judge(raw_config: dict[str, Any], prompt: str) -> Any:
+        from oma_host.agent import Agent
+
+        config = parse_agent_config(raw_config, defaults, "evaluation.scorers[].config")
+        judge_agent = Agent(config.model_copy(update={"output_schema": _JUDGE_SCHEMA}))
+        try:
+            result = await judge_agent.run(prompt)
+        finally:
+            await judge_agent.close()
+        if not result["success"]:
+            raise RuntimeError(result["status"].get("message", "the judge failed"))
+        return result.get("structured")
+
+    # Opened here, on the event loop: the records are written from a worker
+    # thread, which must not race another thread to open the store.
+    store = store_for(session)
+    evaluator = OnlineEvaluator(
+        config,
+        store_records=store.add_records,
+        client_score=client_score,
+        judge_run=judge,
+    )
+    session.extras["evaluator"] = evaluator
+
+    async def settle() -> None:
+        await evaluator.flush(_FLUSH_ON_SHUTDOWN_S)
+        await evaluator.close()
+
+    # Settle before the store closes (closers run in order).
+    session.closers.insert(0, settle)
+    return evaluator

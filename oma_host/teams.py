@@ -1,0 +1,426 @@
+"""Team methods: a DAG of text tasks run by a team of agents (``oma/runTasks``),
+and a coordinator that plans such a DAG from a goal and writes the final
+answer (``oma/runTeam``).
+
+Tasks and goals are text only, as in the seed: a message list or content
+blocks there is InvalidParams naming the field. Independent tasks run in
+parallel up to ``maxConcurrency``; a failed task skips its dependents (and
+theirs) while the rest go on; with ``sharedMemory`` a task's prompt carries
+the outputs of the tasks it depends on; ``maxTokenBudget`` caps the team's
+total usage (tasks not yet started when it is spent are skipped). Every task
+runs on a fresh agent, so external (process, ACP) agents can be members.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from oma_host.abort import AbortSignal
+from oma_host.agent import Agent, new_run_id
+from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
+from oma_host.errors import InvalidParamsError
+from oma_host.messages import clone
+from oma_host.results import AgentRunResult, TokenUsage, zero_usage
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[dict[str, Any]], None]
+DEFAULT_MAX_CONCURRENCY = 3
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    title: str
+    description: str
+    assignee: str
+    depends_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Team:
+    agents: dict[str, AgentConfig]
+    shared_memory: bool = False
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    max_token_budget: int | None = None
+    coordinator: AgentConfig | None = None
+
+
+# -- validation ---------------------------------------------------------------
+
+
+def _text(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        raise InvalidParamsError(
+            f"{where} must be a string: team tasks and goals are text-only, "
+            "so a message list or content blocks cannot be used here"
+        )
+    raise InvalidParamsError(f"{where} must be a string")
+
+
+def _int(value: Any, where: str, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise InvalidParamsError(f"{where} must be an integer of at least {minimum}")
+    return value
+
+
+def parse_team(raw: Any, defaults: ModelDefaults | None, where: str = "team") -> Team:
+    if not isinstance(raw, dict):
+        raise InvalidParamsError(f"{where} must be an object")
+    unknown = set(raw) - {
+        "agents",
+        "sharedMemory",
+        "maxConcurrency",
+        "maxTokenBudget",
+        "coordinator",
+    }
+    if unknown:
+        raise InvalidParamsError(f"{where}.{sorted(unknown)[0]}: is not a known field")
+    members = raw.get("agents")
+    if not isinstance(members, list) or not members:
+        raise InvalidParamsError(f"{where}.agents must be a non-empty array of agent configs")
+    agents: dict[str, AgentConfig] = {}
+    for index, member in enumerate(members):
+        config = parse_agent_config(member, defaults, f"{where}.agents[{index}]")
+        if config.name in agents:
+            raise InvalidParamsError(f"{where}.agents[{index}].name {config.name!r} is used twice")
+        agents[config.name] = config
+    coordinator = raw.get("coordinator")
+    return Team(
+        agents=agents,
+        shared_memory=bool(raw.get("sharedMemory", False)),
+        max_concurrency=_int(
+            raw.get("maxConcurrency", DEFAULT_MAX_CONCURRENCY), f"{where}.maxConcurrency", 1
+        ),
+        max_token_budget=None
+        if raw.get("maxTokenBudget") is None
+        else _int(raw["maxTokenBudget"], f"{where}.maxTokenBudget", 1),
+        coordinator=None
+        if coordinator is None
+        else parse_agent_config(coordinator, defaults, f"{where}.coordinator"),
+    )
+
+
+def parse_tasks(raw: Any, team: Team, where: str = "tasks") -> list[Task]:
+    """Tasks with ids, assignees and dependencies checked; cycles refused."""
+    if not isinstance(raw, list) or not raw:
+        raise InvalidParamsError(f"{where} must be a non-empty array of tasks")
+    names = list(team.agents)
+    tasks: list[Task] = []
+    for index, item in enumerate(raw):
+        at = f"{where}[{index}]"
+        if not isinstance(item, dict):
+            raise InvalidParamsError(f"{at} must be an object")
+        unknown = set(item) - {"id", "title", "description", "assignee", "dependsOn"}
+        if unknown:
+            raise InvalidParamsError(f"{at}.{sorted(unknown)[0]}: is not a known field")
+        task_id = item.get("id", f"task-{index + 1}")
+        if not isinstance(task_id, str) or not task_id:
+            raise InvalidParamsError(f"{at}.id must be a non-empty string")
+        assignee = item.get("assignee", names[index % len(names)])
+        if assignee not in team.agents:
+            raise InvalidParamsError(
+                f"{at}.assignee {assignee!r} is not a team agent (agents: {', '.join(names)})"
+            )
+        depends = item.get("dependsOn", [])
+        if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
+            raise InvalidParamsError(f"{at}.dependsOn must be an array of task ids")
+        tasks.append(
+            Task(
+                id=task_id,
+                title=_text(item.get("title"), f"{at}.title"),
+                description=_text(item.get("description"), f"{at}.description"),
+                assignee=assignee,
+                depends_on=tuple(depends),
+            )
+        )
+    ids = [task.id for task in tasks]
+    for index, task in enumerate(tasks):
+        if ids.count(task.id) > 1:
+            raise InvalidParamsError(f"{where}[{index}].id {task.id!r} is used twice")
+        for dependency in task.depends_on:
+            if dependency not in ids:
+                raise InvalidParamsError(
+                    f"{where}[{index}].dependsOn: {dependency!r} is not a task id"
+                )
+    _refuse_cycles(tasks, where)
+    return tasks
+
+
+def _refuse_cycles(tasks: list[Task], where: str) -> None:
+    by_id = {task.id: task for task in tasks}
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(task_id: str, path: list[str]) -> None:
+        if state.get(task_id) == 2:
+            return
+        if state.get(task_id) == 1:
+            cycle = [*path[path.index(task_id) :], task_id]
+            raise InvalidParamsError(f"{where}: dependsOn forms a cycle: {' -> '.join(cycle)}")
+        state[task_id] = 1
+        for dependency in by_id[task_id].depends_on:
+            visit(dependency, [*path, task_id])
+        state[task_id] = 2
+
+    for task in tasks:
+        visit(task.id, [])
+
+
+# -- running --------------------------------------------------------------------
+
+
+@dataclass
+class TaskOutcome:
+    task: Task
+    status: str = "pending"  # completed, failed, skipped
+    result: AgentRunResult | None = None
+    reason: str | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def to_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "id": self.task.id,
+            "title": self.task.title,
+            "assignee": self.task.assignee,
+            "status": self.status,
+        }
+        if self.result is not None:
+            entry["result"] = self.result
+        if self.reason is not None:
+            entry["reason"] = self.reason
+        return entry
+
+
+def _add_usage(total: TokenUsage, usage: TokenUsage) -> None:
+    total["input_tokens"] += usage["input_tokens"]
+    total["output_tokens"] += usage["output_tokens"]
+
+
+class TaskGraphRun:
+    """One execution of a task DAG; see the module docstring."""
+
+    def __init__(
+        self,
+        team: Team,
+        tasks: list[Task],
+        *,
+        run_id: str | None = None,
+        progress: ProgressCallback | None = None,
+        abort: AbortSignal | None = None,
+    ) -> None:
+        self.team = team
+        self.run_id = run_id or new_run_id()
+        self.progress = progress
+        self.abort = abort
+        self.outcomes = {task.id: TaskOutcome(task) for task in tasks}
+        self.usage: TokenUsage = zero_usage()
+        self._slots = asyncio.Semaphore(team.max_concurrency)
+
+    def report(self, kind: str, agent: str | None, data: Any) -> None:
+        if self.progress is None:
+            return
+        try:
+            self.progress({"runId": self.run_id, "type": kind, "agent": agent, "data": clone(data)})
+        except Exception:
+            log.exception("team progress callback failed for %s", kind)
+
+    async def run(self) -> dict[str, Any]:
+        await asyncio.gather(*(self._run_task(o) for o in self.outcomes.values()))
+        outcomes = list(self.outcomes.values())
+        depended_on = {d for o in outcomes for d in o.task.depends_on}
+        sinks = [o for o in outcomes if o.task.id not in depended_on and o.status == "completed"]
+        return {
+            "success": all(o.status == "completed" for o in outcomes),
+            "output": "\n\n".join(o.result["output"] for o in sinks if o.result is not None),
+            "tasks": [o.to_json() for o in outcomes],
+            "tokenUsage": dict(self.usage),
+            "identity": {"runId": self.run_id},
+        }
+
+    def _skip(self, outcome: TaskOutcome, reason: str) -> None:
+        outcome.status = "skipped"
+        outcome.reason = reason
+        self.report(
+            "task_skipped", outcome.task.assignee, {"taskId": outcome.task.id, "reason": reason}
+        )
+        outcome.done.set()
+
+    async def _run_task(self, outcome: TaskOutcome) -> None:
+        task = outcome.task
+        for dependency in task.depends_on:
+            await self.outcomes[dependency].done.wait()
+        blocked = [d for d in task.depends_on if self.outcomes[d].status != "completed"]
+        if blocked:
+            self._skip(outcome, f"dependency {blocked[0]!r} did not complete")
+            return
+        async with self._slots:
+            budget = self.team.max_token_budget
+            spent = self.usage["input_tokens"] + self.usage["output_tokens"]
+            if budget is not None and spent >= budget:
+                self._skip(outcome, f"the team's maxTokenBudget={budget} is spent")
+                return
+            if self.abort is not None and self.abort.aborted:
+                self._skip(outcome, "the run was cancelled")
+                return
+            await self._execute(outcome)
+        outcome.done.set()
+
+    def _prompt(self, task: Task) -> str:
+        prompt = f"{task.title}\n\n{task.description}"
+        if self.team.shared_memory and task.depends_on:
+            shared = "\n\n".join(
+                f"### {self.outcomes[d].task.title}\n{self.outcomes[d].result['output']}"  # type: ignore[index]
+                for d in task.depends_on
+            )
+            prompt += f"\n\nResults of the tasks this one depends on:\n\n{shared}"
+        return prompt
+
+    async def _execute(self, outcome: TaskOutcome) -> None:
+        task = outcome.task
+        agent = Agent(self.team.agents[task.assignee])
+        prompt = self._prompt(task)
+        self.report("task_start", task.assignee, {"taskId": task.id, "title": task.title})
+        self.report("agent_start", task.assignee, {"prompt": prompt})
+        try:
+            result = await agent.run(prompt, run_id=f"{self.run_id}:{task.id}", abort=self.abort)
+        finally:
+            await agent.close()
+        _add_usage(self.usage, result["tokenUsage"])
+        self.report("agent_complete", task.assignee, result)
+        outcome.result = result
+        outcome.status = "completed" if result["success"] else "failed"
+        if not result["success"]:
+            outcome.reason = result["status"].get("message", result["status"]["code"])
+        self.report(
+            "task_complete",
+            task.assignee,
+            {"taskId": task.id, "status": outcome.status, "result": result},
+        )
+
+
+# -- the coordinator ----------------------------------------------------------------
+
+_PLAN_SYSTEM = (
+    "You coordinate a team of agents. Break the goal into a small number of concrete tasks, "
+    "each assigned to the team member best suited to it; use dependsOn when a task needs "
+    "another's result."
+)
+
+
+def _plan_schema(names: list[str]) -> dict[str, Any]:
+    task = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "minLength": 1},
+            "title": {"type": "string"},
+            "description": {"type": "string"},
+            "assignee": {"type": "string", "enum": names},
+            "dependsOn": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["id", "title", "description", "assignee"],
+    }
+    return {
+        "type": "object",
+        "properties": {"tasks": {"type": "array", "minItems": 1, "items": task}},
+        "required": ["tasks"],
+    }
+
+
+def _coordinator_config(team: Team) -> AgentConfig:
+    if team.coordinator is not None:
+        return team.coordinator
+    for config in team.agents.values():
+        if config.backend is None:
+            return config.model_copy(
+                update={"name": "coordinator", "tools": None, "history": None, "hooks": None}
+            )
+    raise InvalidParamsError(
+        "team.coordinator is required when no team agent is LLM-backed (runTeam plans with an LLM)"
+    )
+
+
+async def run_team(
+    team: Team,
+    goal: str,
+    *,
+    run_id: str | None = None,
+    progress: ProgressCallback | None = None,
+    abort: AbortSignal | None = None,
+) -> dict[str, Any]:
+    """Plan tasks from ``goal`` with the coordinator, run them, then synthesise."""
+    run_id = run_id or new_run_id()
+    base = _coordinator_config(team)
+    members = "\n".join(
+        f"- {name}: {config.system_prompt or 'a general assistant'}"
+        for name, config in team.agents.items()
+    )
+    planner = Agent(
+        base.model_copy(
+            update={
+                "system_prompt": _PLAN_SYSTEM,
+                "output_schema": _plan_schema(list(team.agents)),
+            }
+        )
+    )
+    usage = zero_usage()
+    prompt = f"Goal: {goal}\n\nTeam members:\n{members}"
+    tasks: list[Task] | None = None
+    failure = ""
+    for _attempt in range(2):  # the plan, and one repair if its graph is unusable
+        plan = await planner.run(prompt, run_id=f"{run_id}:plan", abort=abort)
+        _add_usage(usage, plan["tokenUsage"])
+        if not plan["success"]:
+            failure = plan["status"].get("message", "the coordinator failed")
+            break
+        try:
+            tasks = parse_tasks(plan["structured"]["tasks"], team, "plan.tasks")
+            break
+        except InvalidParamsError as error:
+            failure = str(error)
+            prompt += f"\n\nYour previous plan was unusable: {error}. Send a corrected plan."
+    await planner.close()
+    if tasks is None:
+        return {
+            "success": False,
+            "output": f"the coordinator could not plan the goal: {failure}",
+            "tasks": [],
+            "tokenUsage": dict(usage),
+            "identity": {"runId": run_id},
+            "errorInfo": {"kind": "plan", "message": failure},
+        }
+    graph = TaskGraphRun(team, tasks, run_id=run_id, progress=progress, abort=abort)
+    outcome = await graph.run()
+    _add_usage(usage, outcome["tokenUsage"])
+    results = "\n\n".join(
+        f"### {t['title']} ({t['status']})\n"
+        + (t["result"]["output"] if "result" in t else t.get("reason", ""))
+        for t in outcome["tasks"]
+    )
+    writer = Agent(base.model_copy(update={"system_prompt": "You write the team's final answer."}))
+    try:
+        final = await writer.run(
+            f"Goal: {goal}\n\nResults of the team's tasks:\n\n{results}\n\n"
+            "Write the final answer to the goal.",
+            run_id=f"{run_id}:synthesis",
+            abort=abort,
+        )
+    finally:
+        await writer.close()
+    _add_usage(usage, final["tokenUsage"])
+    return {
+        "success": outcome["success"] and final["success"],
+        "output": final["output"],
+        "plan": [
+            {"id": t.id, "title": t.title, "assignee": t.assignee, "dependsOn": list(t.depends_on)}
+            for t in tasks
+        ],
+        "tasks": outcome["tasks"],
+        "tokenUsage": dict(usage),
+        "identity": {"runId": run_id},
+    }

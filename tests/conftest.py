@@ -1,0 +1,35 @@
+"""Suite-wide fixtures. Every host the tests spawn keeps its state (sessions,
+run traces, evaluation records) in a temporary directory, never in the
+developer's own ``~/.local/state/oma-host``; ``host`` is a real ``oma-host``
+spawned over stdio (``python -m oma_host``) and initialized, as an editor
+would."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from oma_host.client import HostClient
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    state = tmp_path_factory.mktemp("xdg-state")
+    previous = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(state)
+    yield state
+    if previous is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = previous
+
+
+@pytest.fixture
+async def host() -> AsyncIterator[HostClient]:
+    client = await HostClient.spawn()
+    await client.initialize()
+    yield client
+    await client.close()

@@ -1,0 +1,115 @@
+"""Persistent sessions: completed prompt turns survive a host killed with
+SIGKILL mid-turn; the interrupted turn does not; the database opens cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sqlite3
+from pathlib import Path
+
+from oma_host.client import HostClient, host_argv
+from oma_host.store import DB_NAME
+
+# Answers at once, unless the prompt says "slow": then it records its pid and sleeps.
+REPLIER = (
+    'read line; case "$line" in *slow*) echo $$ > "$PIDFILE"; sleep 60;; esac; echo "re: $line"'
+)
+
+
+def config(pidfile: Path) -> dict[str, object]:
+    return {
+        "name": "durable",
+        "backend": {
+            "kind": "process",
+            "command": "sh",
+            "args": ["-c", REPLIER],
+            "env": {"PIDFILE": str(pidfile)},
+        },
+    }
+
+
+async def test_completed_turns_survive_sigkill_and_the_interrupted_one_does_not(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    pidfile = tmp_path / "pid"
+    first = await HostClient.spawn(host_argv("--state-dir", str(state)))
+    await first.initialize()
+    agent = (
+        await first.request("agent/create", {"config": config(pidfile), "sessionId": "chat-1"})
+    )["agentId"]
+    for text in ("one", "two"):
+        result = await first.request("agent/prompt", {"agentId": agent, "input": text})
+        assert result["output"] == f"re: {text}\n"
+    _, pending = first.start_request("agent/prompt", {"agentId": agent, "input": "slow three"})
+    for _ in range(400):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        await asyncio.sleep(0.025)
+    child = int(pidfile.read_text())
+    first.process.send_signal(signal.SIGKILL)
+    await first.wait()
+    pending.cancel()
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(child, signal.SIGKILL)
+
+    database = sqlite3.connect(state / DB_NAME)
+    assert database.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    database.close()
+
+    second = await HostClient.spawn(host_argv("--state-dir", str(state)))
+    await second.initialize()
+    restored = (
+        await second.request("agent/create", {"config": config(pidfile), "sessionId": "chat-1"})
+    )["agentId"]
+    history = (await second.request("agent/history", {"agentId": restored}))["messages"]
+    texts = [block["text"] for message in history for block in message["content"]]
+    assert texts == ["one", "re: one\n", "two", "re: two\n"]
+    # The restored conversation goes on, and the new turn is stored too.
+    await second.request("agent/prompt", {"agentId": restored, "input": "four"})
+    other = (
+        await second.request("agent/create", {"config": config(pidfile), "sessionId": "chat-1"})
+    )["agentId"]
+    again = (await second.request("agent/history", {"agentId": other}))["messages"]
+    assert len(again) == 6
+    # A new sessionId starts empty; reset clears the stored session.
+    fresh = (await second.request("agent/create", {"config": config(pidfile), "sessionId": "new"}))[
+        "agentId"
+    ]
+    assert (await second.request("agent/history", {"agentId": fresh}))["messages"] == []
+    await second.request("agent/reset", {"agentId": other})
+    cleared = (
+        await second.request("agent/create", {"config": config(pidfile), "sessionId": "chat-1"})
+    )["agentId"]
+    assert (await second.request("agent/history", {"agentId": cleared}))["messages"] == []
+    assert await second.close() == 0
+
+
+async def test_run_traces_are_recorded_without_secrets(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    client = await HostClient.spawn(host_argv("--state-dir", str(state)))
+    await client.initialize()
+    key = "sk-ant-api03-trace-secret-0000000000"
+    agent = (
+        await client.request(
+            "agent/create",
+            {
+                "config": {"name": "t", "provider": "test", "model": "echo", "apiKey": key},
+                "sessionId": "keyed",
+            },
+        )
+    )["agentId"]
+    result = await client.request("agent/run", {"agentId": agent, "input": f"my key is {key}"})
+    await client.request("agent/prompt", {"agentId": agent, "input": f"again: {key}"})
+    assert await client.close() == 0
+    database = sqlite3.connect(state / DB_NAME)
+    rows = database.execute("SELECT run_id, agent, method, status FROM runs").fetchall()
+    assert (result["identity"]["runId"], "t", "agent/run", "ok") in rows
+    assert {row[2] for row in rows} == {"agent/run", "agent/prompt"}
+    dump = "\n".join(database.iterdump())
+    assert key not in dump
+    assert "again: [redacted]" in dump  # the stored turn, with the key taken out
+    database.close()
