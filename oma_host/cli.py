@@ -36,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="frames larger than this are discarded and answered with -32600 (default 64 MiB)",
     )
     parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="append every frame in and out, timestamped and with keys redacted, to FILE",
+    )
+    parser.add_argument(
         "--state-dir",
         metavar="DIR",
         help="where sessions, run traces and evaluation records are kept "
@@ -71,7 +76,39 @@ def build_parser() -> argparse.ArgumentParser:
         "console", help="an interactive console: start a host and talk to it by short commands"
     )
     console.add_argument("--host-command", nargs="+", help="argv of the host to spawn")
+    call = commands.add_parser(
+        "call",
+        help="send one request to a host and print the result as JSON (progress on stderr)",
+    )
+    call.add_argument("method", help="the method, e.g. oma/runAgent")
+    call.add_argument("params", nargs="?", help="params as JSON, or - to read them from stdin")
+    call.add_argument(
+        "--agent",
+        metavar="CONFIG",
+        help="create this agent first; its agentId is added to the params (JSON, or - for stdin)",
+    )
+    call.add_argument("--init", metavar="JSON", help="initializationOptions")
+    call.add_argument("--connect", metavar="HOST:PORT", help="use a host serving --tcp")
+    call.add_argument("--host-command", nargs="+", help="argv of the host to spawn")
+    call.add_argument("--timeout", type=float, default=600.0, help="seconds (default 600)")
+    schema = commands.add_parser(
+        "schema", help="print the JSON Schema of every method's params and result"
+    )
+    schema.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     return parser
+
+
+def _forwarded_options(args: argparse.Namespace) -> list[str]:
+    """The host options given before ``call``, for the host it spawns:
+    ``oma-host --trace t.jsonl call ...`` traces that host."""
+    forwarded = ["--log-level", args.log_level]
+    if args.trace:
+        forwarded += ["--trace", args.trace]
+    if args.state_dir:
+        forwarded += ["--state-dir", args.state_dir]
+    if args.max_message_bytes != DEFAULT_MAX_MESSAGE_BYTES:
+        forwarded += ["--max-message-bytes", str(args.max_message_bytes)]
+    return forwarded
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,14 +134,43 @@ def main(argv: list[str] | None = None) -> int:
 
         console_exit: int = run_console(args.host_command)
         return console_exit
+    if args.command == "call":
+        from oma_host.call import run_call
+        from oma_host.client import host_argv
+
+        call_exit: int = run_call(
+            args.method,
+            args.params,
+            agent_text=args.agent,
+            init_text=args.init,
+            connect=args.connect,
+            host_command=args.host_command or host_argv(*_forwarded_options(args)),
+            timeout=args.timeout,
+        )
+        return call_exit
+    if args.command == "schema":
+        from oma_host.schema import write_schema
+
+        write_schema(args.out)
+        return 0
+    from oma_host.server import serve_stdio, serve_tcp
+    from oma_host.server.app import SessionOptions
+
+    tracer = None
+    if args.trace:
+        from oma_host.server.trace import FrameTracer
+
+        tracer = FrameTracer(args.trace)
+    options = SessionOptions(
+        max_message_bytes=args.max_message_bytes,
+        framing=args.framing,
+        state_dir=args.state_dir,
+        tracer=tracer,
+    )
     if args.tcp is not None:
-        from oma_host.server import serve_tcp
-
         host, port = args.tcp
-        return serve_tcp(host, port, args.max_message_bytes, args.framing, args.state_dir)
-    from oma_host.server import serve_stdio
-
-    return serve_stdio(args.max_message_bytes, args.framing, args.state_dir)
+        return serve_tcp(host, port, options)
+    return serve_stdio(options)
 
 
 if __name__ == "__main__":

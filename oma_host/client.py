@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from oma_host.server.framing import encode_frame, read_frames
 
@@ -40,7 +40,11 @@ def host_argv(*extra: str) -> list[str]:
 
 @dataclass
 class HostClient:
-    process: asyncio.subprocess.Process
+    """Talks to one host: a spawned process (``spawn``) or a TCP one (``connect``)."""
+
+    reader: asyncio.StreamReader
+    send_bytes: Callable[[bytes], None]
+    process: asyncio.subprocess.Process | None = None
     notifications: list[dict[str, Any]] = field(default_factory=list)
     # Every server-to-client request, in arrival order, as (method, params).
     server_requests: list[tuple[str, Any]] = field(default_factory=list)
@@ -52,11 +56,18 @@ class HostClient:
     _pending: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)
     _reader_task: asyncio.Task[None] | None = None
     _answering: set[asyncio.Future[None]] = field(default_factory=set)
+    _connection: asyncio.StreamWriter | None = None
 
     @classmethod
     async def spawn(
-        cls, argv: Sequence[str] | None = None, *, env: dict[str, str] | None = None
-    ) -> HostClient:
+        cls,
+        argv: Sequence[str] | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        start_new_session: bool = False,
+    ) -> Self:
+        """Spawn a host over stdio. ``start_new_session`` keeps a terminal's
+        Ctrl-C away from it (the console turns Ctrl-C into a cancel)."""
         process = await asyncio.create_subprocess_exec(
             *(argv or host_argv()),
             stdin=asyncio.subprocess.PIPE,
@@ -64,16 +75,26 @@ class HostClient:
             stderr=asyncio.subprocess.PIPE,
             env={**os.environ, **(env or {})},
             limit=2**24,
+            start_new_session=start_new_session,
         )
-        client = cls(process)
-        client._reader_task = asyncio.ensure_future(client._read())
+        assert process.stdin is not None and process.stdout is not None
+        client = cls(process.stdout, process.stdin.write, process)
+        client.start()
         return client
 
-    # -- sending ------------------------------------------------------------
+    @classmethod
+    async def connect(cls, host: str, port: int) -> Self:
+        """Connect to a host serving ``--tcp``."""
+        reader, writer = await asyncio.open_connection(host, port, limit=2**24)
+        client = cls(reader, writer.write, None, _connection=writer)
+        client.start()
+        return client
 
-    def send_bytes(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(data)
+    def start(self) -> None:
+        """Start reading the host's messages."""
+        self._reader_task = asyncio.ensure_future(self._read())
+
+    # -- sending ------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> None:
         self.send_bytes(encode_frame(json.dumps(message).encode()))
@@ -119,7 +140,7 @@ class HostClient:
     async def close(self, timeout: float = 20) -> int:
         """shutdown + exit, then wait for the process; returns its exit code.
         Closing a host that has already exited just returns its code."""
-        if self.process.returncode is not None:
+        if self.process is not None and self.process.returncode is not None:
             return self.process.returncode
         with contextlib.suppress(Exception):
             await self.request("shutdown", timeout=timeout)
@@ -127,6 +148,11 @@ class HostClient:
         return await self.wait(timeout)
 
     async def wait(self, timeout: float = 20) -> int:
+        """Wait for a spawned host to exit (a TCP connection is just closed)."""
+        if self.process is None:
+            if self._connection is not None:
+                self._connection.close()
+            return 0
         try:
             return await asyncio.wait_for(self.process.wait(), timeout)
         except TimeoutError:
@@ -134,7 +160,7 @@ class HostClient:
             return await self.process.wait()
 
     async def stderr_text(self) -> str:
-        assert self.process.stderr is not None
+        assert self.process is not None and self.process.stderr is not None
         return (await self.process.stderr.read()).decode(errors="replace")
 
     # -- receiving ------------------------------------------------------------
@@ -148,8 +174,7 @@ class HostClient:
         ]
 
     async def _read(self) -> None:
-        assert self.process.stdout is not None
-        async for frame in read_frames(self.process.stdout, 2**31):
+        async for frame in read_frames(self.reader, 2**31):
             message = frame.message
             if not isinstance(message, dict):
                 continue
@@ -185,7 +210,7 @@ class HostClient:
                 reply["result"] = result
             except Exception as error:
                 reply["error"] = {"code": -32603, "message": str(error)}
-        if self.process.returncode is None:
+        if self.process is None or self.process.returncode is None:
             with contextlib.suppress(Exception):
                 self.send(reply)
 

@@ -217,7 +217,7 @@ def run_console(host_command: Sequence[str] | None = None) -> int:
             code = 1
             if console.client is not None:
                 with contextlib.suppress(ProcessLookupError):
-                    console.client.process.kill()
+                    console.client.host_process.kill()
     finally:
         signal.signal(signal.SIGINT, previous)
         _save_history(readline)

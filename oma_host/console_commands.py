@@ -121,19 +121,15 @@ class ConsoleClient(HostClient):
 
     @classmethod
     async def spawn_detached(cls, argv: Sequence[str]) -> ConsoleClient:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            limit=2**24,
-            start_new_session=True,
-        )
-        client = cls(process)
+        client = await cls.spawn(argv, start_new_session=True)
         # Raw lines typed by a person usually carry small ids; keep ours apart.
         client._ids = itertools.count(1001)
-        client._reader_task = asyncio.ensure_future(client._read())
         return client
+
+    @property
+    def host_process(self) -> asyncio.subprocess.Process:
+        assert self.process is not None  # always spawned, never connected
+        return self.process
 
     def expect_reply(self, key: Any) -> asyncio.Future[Any]:
         """A future for the answer to a raw line whose id is ``key`` (None: id null)."""
@@ -184,13 +180,13 @@ class Console:
         return answer
 
     async def _relay_stderr(self) -> None:
-        assert self.client is not None and self.client.process.stderr is not None
-        while line := await self.client.process.stderr.readline():
+        assert self.client is not None and self.client.host_process.stderr is not None
+        while line := await self.client.host_process.stderr.readline():
             self.screen.line("host: " + line.decode(errors="replace").rstrip())
 
     async def _watch_exit(self) -> None:
         assert self.client is not None
-        code = await self.client.process.wait()
+        code = await self.client.host_process.wait()
         self.host_gone = True
         if not self.closing:
             self.screen.line(f"the host exited unexpectedly (code {code}); type quit")

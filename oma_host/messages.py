@@ -15,7 +15,16 @@ duplicated.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,  # pydantic needs it before 3.12
+    cast,
+)
+
+from pydantic import WithJsonSchema
+from typing_extensions import TypedDict
 
 from oma_host.errors import InvalidMessageError
 
@@ -89,7 +98,16 @@ class ReasoningBlock(TypedDict):
 # not know also passes (PROTOCOL.md 4.5), so code handles blocks as "a dict
 # with a string `type`".
 KnownBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock
-ContentBlock = dict[str, Any]
+
+
+def schema_ref(name: str) -> WithJsonSchema:
+    """Point ``oma-host schema`` at a definition it writes itself. (A plain
+    ``$ref`` here would make pydantic look for it; oma_host/schema.py turns
+    this marker into the ``$ref``.)"""
+    return WithJsonSchema({"x-oma-ref": name})
+
+
+ContentBlock = Annotated[dict[str, Any], schema_ref("ContentBlock")]
 
 
 class LLMMessage(TypedDict):

@@ -61,13 +61,27 @@ class OpenMultiAgent:
         defaults: ModelDefaults | Mapping[str, Any] | None = None,
         on_progress: ProgressCallback | None = None,
         evaluator: Evaluator | None = None,
+        evaluation: Mapping[str, Any] | None = None,
+        state_dir: str | None = None,
     ) -> None:
+        """``evaluation`` takes the same object as
+        ``initializationOptions.evaluation`` and builds the online evaluator,
+        keeping its records in ``state_dir`` (default: in memory); pass
+        ``evaluator`` instead to supply your own."""
         self.defaults = (
             defaults
             if defaults is None or isinstance(defaults, ModelDefaults)
             else ModelDefaults.model_validate(dict(defaults))
         )
         self.on_progress = on_progress
+        if evaluator is None and evaluation is not None:
+            from oma_host.evaluation import OnlineEvaluator, parse_evaluation_config
+            from oma_host.store import MEMORY, Store
+
+            self.store = Store(state_dir or MEMORY)
+            evaluator = OnlineEvaluator(
+                parse_evaluation_config(evaluation), store_records=self.store.add_records
+            )
         self.evaluator = evaluator
 
     async def run_agent(

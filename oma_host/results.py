@@ -11,7 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import (
+    Any,
+    Literal,
+    NotRequired,  # pydantic needs it before 3.12
+)
+
+from typing_extensions import TypedDict
 
 from oma_host.messages import LLMMessage, clone
 

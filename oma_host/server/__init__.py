@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import BinaryIO
 
-from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES, FramingChoice
+from oma_host.server.app import SessionOptions
 
 log = logging.getLogger("oma_host.server")
 
@@ -55,20 +55,12 @@ async def _stdin_reader() -> asyncio.StreamReader:
     return reader
 
 
-async def _serve_stdio(
-    max_message_bytes: int, framing: FramingChoice, state_dir: str | None
-) -> int:
+async def _serve_stdio(options: SessionOptions) -> int:
     from oma_host.server.app import HostSession, stdout_writer
     from oma_host.server.handlers import METHODS
 
     frames_out = _protect_stdout()
-    session = HostSession(
-        stdout_writer(frames_out),
-        METHODS,
-        max_message_bytes=max_message_bytes,
-        framing=framing,
-        state_dir=state_dir,
-    )
+    session = HostSession(stdout_writer(frames_out), METHODS, options)
     try:
         return await session.serve(await _stdin_reader())
     finally:
@@ -82,31 +74,19 @@ async def _close_http_client() -> None:
         await http.close_shared_client()
 
 
-def serve_stdio(
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    framing: FramingChoice = "auto",
-    state_dir: str | None = None,
-) -> int:
+def serve_stdio(options: SessionOptions | None = None) -> int:
     """Serve one client on stdin/stdout; returns the process exit code."""
-    return asyncio.run(_serve_stdio(max_message_bytes, framing, state_dir))
+    return asyncio.run(_serve_stdio(options or SessionOptions(framing="auto")))
 
 
-async def _serve_tcp(
-    host: str, port: int, max_message_bytes: int, framing: FramingChoice, state_dir: str | None
-) -> None:
+async def _serve_tcp(host: str, port: int, options: SessionOptions) -> None:
     from oma_host.server.app import HostSession
     from oma_host.server.handlers import METHODS
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         log.info("client connected from %s", peer)
-        session = HostSession(
-            writer.write,
-            METHODS,
-            max_message_bytes=max_message_bytes,
-            framing=framing,
-            state_dir=state_dir,
-        )
+        session = HostSession(writer.write, METHODS, options)
         try:
             await session.serve(reader)
         finally:
@@ -125,14 +105,8 @@ async def _serve_tcp(
         await server.serve_forever()
 
 
-def serve_tcp(
-    host: str,
-    port: int,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    framing: FramingChoice = "auto",
-    state_dir: str | None = None,
-) -> int:
+def serve_tcp(host: str, port: int, options: SessionOptions | None = None) -> int:
     """Serve clients over TCP, one session per connection, until interrupted."""
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_tcp(host, port, max_message_bytes, framing, state_dir))
+        asyncio.run(_serve_tcp(host, port, options or SessionOptions(framing="auto")))
     return 0

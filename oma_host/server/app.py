@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol.types import ResponseError
@@ -34,6 +35,7 @@ from oma_host.server.framing import (
 
 if TYPE_CHECKING:
     from oma_host.agent import Agent
+    from oma_host.server.trace import FrameTracer
 
 log = logging.getLogger("oma_host.server")
 
@@ -55,6 +57,8 @@ class HostProtocol(JsonRPCProtocol):
         body = json.dumps(
             data, default=self._serialize_message, separators=(",", ":"), ensure_ascii=False
         ).encode()
+        if self.session.tracer is not None:
+            self.session.tracer.record_body("out", body)
         self.session.write(self.session.frame_encoder(body))
 
     def send_raw(self, message: dict[str, Any]) -> None:
@@ -194,6 +198,16 @@ class _Server(JsonRPCServer):
 Handler = Callable[["HostSession", Any], Awaitable[Any]]
 
 
+@dataclass(frozen=True)
+class SessionOptions:
+    """How a session is served: the command line's choices."""
+
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    framing: FramingChoice = "lsp"
+    state_dir: str | None = None  # --state-dir
+    tracer: FrameTracer | None = None  # --trace
+
+
 class HostSession:
     """State of one connection: lifecycle flags, agents, and in-flight runs."""
 
@@ -201,13 +215,13 @@ class HostSession:
         self,
         write: Callable[[bytes], None],
         methods: dict[str, Handler],
-        *,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        framing: FramingChoice = "lsp",
-        state_dir: str | None = None,
+        options: SessionOptions | None = None,
     ) -> None:
+        options = options or SessionOptions()
+        framing = options.framing
         self.write = write
-        self.max_message_bytes = max_message_bytes
+        self.tracer = options.tracer
+        self.max_message_bytes = options.max_message_bytes
         # "auto" is settled by the first bytes the client sends (see _read_loop).
         self.framing = framing
         self.frame_encoder: Callable[[bytes], bytes] = frame_encoder(
@@ -224,8 +238,8 @@ class HostSession:
         self.agents: dict[str, Agent] = {}
         self.abort_signals: dict[int | str, AbortSignal] = {}
         self.extras: dict[str, Any] = {}
-        if state_dir is not None:  # --state-dir; initializationOptions.stateDir overrides it
-            self.extras["state_dir"] = state_dir
+        if options.state_dir is not None:  # initializationOptions.stateDir overrides it
+            self.extras["state_dir"] = options.state_dir
         # Services register their shutdown here (settle evaluation, close the store).
         self.closers: list[Callable[[], Awaitable[None]]] = []
         # Fire-and-forget work (run traces) kept alive until it finishes.
@@ -312,6 +326,8 @@ class HostSession:
             await asyncio.sleep(0)  # let handlers start in arrival order
 
     def _handle_frame(self, frame: Frame) -> None:
+        if self.tracer is not None:
+            self.tracer.record("in", frame.message, frame.error)
         if frame.error is not None:
             log.warning("bad frame: %s", frame.error)
             type_name = "ParseError" if frame.error_code == -32700 else "InvalidRequest"

@@ -8,13 +8,20 @@ is an InvalidParams error rather than a silently ignored one. ``input`` stays
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from oma_host.errors import InvalidParamsError
+from oma_host.messages import schema_ref
 
 ProgressToken = int | str
+
+# Validation of these is the shape guard's and AgentConfig's, not pydantic's
+# here; the annotations only point ``oma-host schema`` at their definitions.
+RunInputField = Annotated[Any, schema_ref("RunInput")]
+PromptInputField = Annotated[Any, schema_ref("PromptInput")]
+ConfigField = Annotated[dict[str, Any], schema_ref("AgentConfig")]
 
 
 class _Params(BaseModel):
@@ -22,7 +29,7 @@ class _Params(BaseModel):
 
 
 class CreateParams(_Params):
-    config: dict[str, Any]
+    config: ConfigField
     session_id: str | None = Field(default=None, alias="sessionId")
 
 
@@ -31,7 +38,7 @@ class AgentIdParams(_Params):
 
 
 class RunParams(AgentIdParams):
-    input: Any
+    input: RunInputField
     run_id: str | None = Field(default=None, alias="runId")
     work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")
     partial_result_token: ProgressToken | None = Field(default=None, alias="partialResultToken")
@@ -42,7 +49,7 @@ class StreamParams(RunParams):
 
 
 class PromptParams(AgentIdParams):
-    input: Any
+    input: PromptInputField
     run_id: str | None = Field(default=None, alias="runId")
     work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")
 
@@ -52,8 +59,8 @@ class ListParams(_Params):
 
 
 class RunAgentParams(_Params):
-    config: dict[str, Any]
-    input: Any
+    config: ConfigField
+    input: RunInputField
     progress: bool = False
     run_id: str | None = Field(default=None, alias="runId")
     metadata: dict[str, Any] | None = None

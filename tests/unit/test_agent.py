@@ -43,8 +43,10 @@ def llm(name: str = "a", model: str = "echo", **extra: Any) -> dict[str, Any]:
 
 
 def process(command: str, *args: str, name: str = "p", **extra: Any) -> dict[str, Any]:
-    return {"name": name, "backend": {"kind": "process", "command": command, "args": list(args),
-                                      **extra}}
+    return {
+        "name": name,
+        "backend": {"kind": "process", "command": command, "args": list(args), **extra},
+    }
 
 
 def marker_process(marker: Path, name: str = "p") -> dict[str, Any]:
@@ -137,19 +139,26 @@ async def test_prompt_appends_exactly_the_user_turn_and_the_reply():
     first = await agent.prompt("hi")
     assert agent.get_history() == [user(text("hi")), assistant(text(first["output"]))]
     second = await agent.prompt("again")
-    assert echoed(second) == [user(text("hi")), assistant(text(first["output"])),
-                              user(text("again"))]
+    assert echoed(second) == [
+        user(text("hi")),
+        assistant(text(first["output"])),
+        user(text("again")),
+    ]
     assert agent.get_history() == [
-        user(text("hi")), assistant(text(first["output"])),
-        user(text("again")), assistant(text(second["output"])),
+        user(text("hi")),
+        assistant(text(first["output"])),
+        user(text("again")),
+        assistant(text(second["output"])),
     ]
 
 
 async def test_prompt_string_becomes_one_text_block():
     agent = Agent(llm())
     await agent.prompt("just text")
-    assert agent.get_history()[0] == {"role": "user", "content": [{"type": "text",
-                                                                   "text": "just text"}]}
+    assert agent.get_history()[0] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "just text"}],
+    }
 
 
 async def test_prompt_blocks_become_exactly_one_user_message_holding_them():
@@ -207,8 +216,7 @@ async def test_reset_clears_history_and_returns_to_idle():
     assert agent.state["status"] == "completed"
     agent.reset()
     assert agent.get_history() == []
-    assert agent.state == {"status": "idle",
-                           "tokenUsage": {"input_tokens": 0, "output_tokens": 0}}
+    assert agent.state == {"status": "idle", "tokenUsage": {"input_tokens": 0, "output_tokens": 0}}
     result = await agent.prompt("fresh")
     assert echoed(result) == [user(text("fresh"))]
 
@@ -260,11 +268,15 @@ async def test_run_id_is_reported_in_the_result_identity():
 @pytest.mark.parametrize(
     ("history", "path"),
     [
-        ([user(text("ok")), {"role": "user", "content": [text(1)]}],  # type: ignore[arg-type]
-         "config.history[1].content[0].text"),
+        (
+            [user(text("ok")), {"role": "user", "content": [text(1)]}],  # type: ignore[arg-type]
+            "config.history[1].content[0].text",
+        ),
         ([{"role": "tool", "content": []}], "config.history[0].role"),
-        ([user({"type": "tool_use", "id": "t", "name": "n", "input": {"cb": print}})],
-         "config.history[0].content[0].input.cb"),
+        (
+            [user({"type": "tool_use", "id": "t", "name": "n", "input": {"cb": print}})],
+            "config.history[0].content[0].input.cb",
+        ),
         ({"role": "user", "content": []}, "config.history"),
         ("a string", "config.history"),
     ],
@@ -303,8 +315,7 @@ async def test_history_never_seeds_a_process_backend():
     result = await agent.prompt("only this")
     assert result["success"], result
     assert result["output"] == "only this"
-    assert agent.get_history() == [*HISTORY, user(text("only this")),
-                                   assistant(text("only this"))]
+    assert agent.get_history() == [*HISTORY, user(text("only this")), assistant(text("only this"))]
 
 
 # --------------------------------------------------------------------------
@@ -331,14 +342,15 @@ async def test_stream_validates_at_call_time_before_any_iteration():
         pytest.param(INVALID, id="bad-text"),
         pytest.param([], id="empty"),
         pytest.param(42, id="number"),
-        pytest.param([user({"type": "tool_use", "id": "t", "name": "n", "input": {"s": {1}}})],
-                     id="uncopyable"),
+        pytest.param(
+            [user({"type": "tool_use", "id": "t", "name": "n", "input": {"s": {1}}})],
+            id="uncopyable",
+        ),
     ],
 )
 async def test_invalid_input_touches_nothing(method: str, bad_input: Any):
     hook_calls: list[Any] = []
-    agent = Agent(llm(history=HISTORY), before_run=hook_calls.append,
-                  after_run=hook_calls.append)
+    agent = Agent(llm(history=HISTORY), before_run=hook_calls.append, after_run=hook_calls.append)
     await agent.run("warm up")  # state "completed" with usage, so a reset would show
     hook_calls.clear()
     state_before = agent.state
@@ -381,9 +393,13 @@ async def test_hook_sees_prompt_messages_and_public_config(is_async: bool):
     def body(ctx: BeforeRunContext) -> None:
         seen.append(ctx)
 
-    config = llm(name="hooked", apiKey="sk-test-secret-value-123456",
-                 hooks={"beforeRun": True, "timeoutMs": 5000}, systemPrompt="be brief",
-                 history=HISTORY)
+    config = llm(
+        name="hooked",
+        apiKey="sk-test-secret-value-123456",
+        hooks={"beforeRun": True, "timeoutMs": 5000},
+        systemPrompt="be brief",
+        history=HISTORY,
+    )
     agent = Agent(config, before_run=make_hook(body, is_async))
     await agent.prompt([text("one "), image(), text("two")], run_id="run_hook")
     [ctx] = seen
@@ -408,8 +424,9 @@ async def test_hook_prompt_is_empty_for_an_image_only_turn():
 async def test_hook_prompt_concatenates_text_blocks_of_the_latest_user_message():
     seen: list[str] = []
     agent = Agent(llm(), before_run=lambda ctx: seen.append(ctx.prompt))
-    await agent.run([user(text("old")), assistant(text("r")),
-                     user(text("a"), image(), text("b"), text("c"))])
+    await agent.run(
+        [user(text("old")), assistant(text("r")), user(text("a"), image(), text("b"), text("c"))]
+    )
     assert seen == ["abc"]
 
 
@@ -429,11 +446,17 @@ async def test_hook_answer_unchanged_prompt_leaves_the_input_unchanged(is_async:
 @sync_and_async
 async def test_hook_prompt_rewrite_replaces_the_latest_user_text_blocks(is_async: bool):
     agent = Agent(llm(), before_run=make_hook(lambda ctx: {"prompt": "NEW"}, is_async))
-    messages = [user(text("first")), assistant(text("reply")),
-                user(image("ONE"), text("a"), image("TWO"), text("b"))]
+    messages = [
+        user(text("first")),
+        assistant(text("reply")),
+        user(image("ONE"), text("a"), image("TWO"), text("b")),
+    ]
     result = await agent.run(messages)
-    assert echoed(result) == [user(text("first")), assistant(text("reply")),
-                              user(image("ONE"), text("NEW"), image("TWO"))]
+    assert echoed(result) == [
+        user(text("first")),
+        assistant(text("reply")),
+        user(image("ONE"), text("NEW"), image("TWO")),
+    ]
 
 
 async def test_hook_prompt_rewrite_of_an_image_only_turn_puts_text_in_front():
@@ -450,20 +473,25 @@ async def test_hook_answer_may_be_an_object_with_a_prompt_attribute():
 @sync_and_async
 async def test_hook_messages_replace_the_input(is_async: bool):
     replacement = [user(text("r1")), assistant(text("r2")), user(text("r3"), image())]
-    agent = Agent(llm(), before_run=make_hook(
-        lambda ctx: {"prompt": ctx.prompt, "messages": replacement}, is_async))
+    agent = Agent(
+        llm(),
+        before_run=make_hook(lambda ctx: {"prompt": ctx.prompt, "messages": replacement}, is_async),
+    )
     assert echoed(await agent.run("original")) == replacement
 
 
 @sync_and_async
 async def test_hook_messages_replace_first_then_the_prompt_rewrites(is_async: bool):
-    replacement = [user(text("r1")), assistant(text("r2")),
-                   user(image("X"), text("r3"), text("r4"))]
-    agent = Agent(llm(), before_run=make_hook(
-        lambda ctx: {"prompt": "P", "messages": replacement}, is_async))
+    replacement = [
+        user(text("r1")),
+        assistant(text("r2")),
+        user(image("X"), text("r3"), text("r4")),
+    ]
+    agent = Agent(
+        llm(), before_run=make_hook(lambda ctx: {"prompt": "P", "messages": replacement}, is_async)
+    )
     result = await agent.run("original")
-    assert echoed(result) == [user(text("r1")), assistant(text("r2")),
-                              user(image("X"), text("P"))]
+    assert echoed(result) == [user(text("r1")), assistant(text("r2")), user(image("X"), text("P"))]
     assert replacement[2] == user(image("X"), text("r3"), text("r4"))
 
 
@@ -496,17 +524,17 @@ async def test_stored_history_keeps_the_callers_turn_not_the_rewrite():
     agent = Agent(llm(), before_run=lambda ctx: {"prompt": "rewritten"})
     result = await agent.prompt([text("mine"), image()])
     assert echoed(result) == [user(text("rewritten"), image())]
-    assert agent.get_history() == [user(text("mine"), image()),
-                                   assistant(text(result["output"]))]
+    assert agent.get_history() == [user(text("mine"), image()), assistant(text(result["output"]))]
 
 
 async def test_stored_history_keeps_the_callers_turn_when_hook_replaces_messages():
-    agent = Agent(llm(history=HISTORY),
-                  before_run=lambda ctx: {"prompt": ctx.prompt, "messages": [user(text("swap"))]})
+    agent = Agent(
+        llm(history=HISTORY),
+        before_run=lambda ctx: {"prompt": ctx.prompt, "messages": [user(text("swap"))]},
+    )
     result = await agent.prompt("mine")
     assert echoed(result) == [user(text("swap"))]
-    assert agent.get_history() == [*HISTORY, user(text("mine")),
-                                   assistant(text(result["output"]))]
+    assert agent.get_history() == [*HISTORY, user(text("mine")), assistant(text(result["output"]))]
 
 
 def _raise(ctx: Any) -> Any:
@@ -527,8 +555,9 @@ def _raise(ctx: Any) -> Any:
     ],
 )
 @sync_and_async
-async def test_hook_failure_or_malformed_answer_fails_the_run_as_callback(answer: Any,
-                                                                         is_async: bool):
+async def test_hook_failure_or_malformed_answer_fails_the_run_as_callback(
+    answer: Any, is_async: bool
+):
     agent = Agent(llm(history=HISTORY), before_run=make_hook(answer, is_async))
     before = calls()
     result = await agent.prompt("x")
@@ -569,15 +598,18 @@ async def test_hook_timeout_in_stream_sends_error_event_with_callback_kind():
     [
         ([user(text(7))], "beforeRun.messages[0].content[0].text"),  # type: ignore[arg-type]
         ([], "beforeRun.messages"),
-        ([user({"type": "tool_use", "id": "t", "name": "n", "input": {"f": print}})],
-         "beforeRun.messages[0].content[0].input.f"),
+        (
+            [user({"type": "tool_use", "id": "t", "name": "n", "input": {"f": print}})],
+            "beforeRun.messages[0].content[0].input.f",
+        ),
     ],
 )
 async def test_hook_returning_invalid_messages_raises_invalid_message_error(
     method: str, messages: Any, path: str
 ):
-    agent = Agent(llm(history=HISTORY),
-                  before_run=lambda ctx: {"prompt": ctx.prompt, "messages": messages})
+    agent = Agent(
+        llm(history=HISTORY), before_run=lambda ctx: {"prompt": ctx.prompt, "messages": messages}
+    )
     before = calls()
     with pytest.raises(InvalidMessageError) as info:
         await getattr(agent, method)("x")
@@ -690,9 +722,10 @@ async def test_hook_changing_messages_for_process_agent_fails_without_spawn(
     tmp_path: Path, method: str
 ):
     marker = tmp_path / "MARKER"
-    agent = Agent(marker_process(marker),
-                  before_run=lambda ctx: {"prompt": ctx.prompt,
-                                          "messages": [user(text("other"))]})
+    agent = Agent(
+        marker_process(marker),
+        before_run=lambda ctx: {"prompt": ctx.prompt, "messages": [user(text("other"))]},
+    )
     result = await getattr(agent, method)("hello")
     assert result["success"] is False
     assert result["status"]["code"] == "error"
@@ -704,8 +737,10 @@ async def test_hook_changing_messages_for_process_agent_fails_without_spawn(
 
 async def test_hook_returning_the_same_messages_for_process_agent_is_allowed(tmp_path: Path):
     marker = tmp_path / "MARKER"
-    agent = Agent(marker_process(marker),
-                  before_run=lambda ctx: {"prompt": ctx.prompt, "messages": ctx.messages})
+    agent = Agent(
+        marker_process(marker),
+        before_run=lambda ctx: {"prompt": ctx.prompt, "messages": ctx.messages},
+    )
     result = await agent.run("same")
     assert result["success"], result
     assert result["output"] == "same"
@@ -714,8 +749,9 @@ async def test_hook_returning_the_same_messages_for_process_agent_is_allowed(tmp
 
 @sync_and_async
 async def test_hook_prompt_rewrite_reaches_the_process(is_async: bool):
-    agent = Agent(process("cat"), before_run=make_hook(lambda ctx: {"prompt": "REWRITTEN"},
-                                                       is_async))
+    agent = Agent(
+        process("cat"), before_run=make_hook(lambda ctx: {"prompt": "REWRITTEN"}, is_async)
+    )
     result = await agent.prompt("original")
     assert result["success"], result
     assert result["output"] == "REWRITTEN"
@@ -747,8 +783,9 @@ async def test_concurrent_prompts_run_one_after_another_in_arrival_order():
         active -= 1
 
     agent = Agent(llm(model="slow-echo"), before_run=hook)
-    results = await asyncio.gather(agent.prompt("first"), agent.prompt("second"),
-                                   agent.prompt("third"))
+    results = await asyncio.gather(
+        agent.prompt("first"), agent.prompt("second"), agent.prompt("third")
+    )
     assert overlap == [False, False, False]
     history = agent.get_history()
     assert [m["content"][0]["text"] for m in history[0::2]] == ["first", "second", "third"]
@@ -763,8 +800,7 @@ async def test_abort_during_stream_returns_cancelled_with_partial_output():
     agent = Agent(llm(model="slow-echo"))
     abort = AbortSignal()
     events: list[dict[str, Any]] = []
-    async for event in agent.stream("a prompt long enough to need many chunks " * 4,
-                                    abort=abort):
+    async for event in agent.stream("a prompt long enough to need many chunks " * 4, abort=abort):
         events.append(event)
         if event["type"] == "text" and len(events) == 2:
             abort.abort()
@@ -776,8 +812,9 @@ async def test_abort_during_stream_returns_cancelled_with_partial_output():
     assert result["aborted"] is True
     assert result["output"]
     assert result["output"] == "".join(e["data"] for e in events if e["type"] == "text")
-    full = json.dumps({"system": None, "messages": [user(text("a prompt long enough to need "
-                                                               "many chunks " * 4))]})
+    full = json.dumps(
+        {"system": None, "messages": [user(text("a prompt long enough to need many chunks " * 4))]}
+    )
     assert full.startswith(result["output"])
     assert len(result["output"]) < len(full)
 
@@ -858,8 +895,12 @@ async def test_run_agent_progress_for_a_string_input():
     result = await oma.run_agent(llm(name="solo"), "hello", run_id="run_s")
     assert [e["type"] for e in events] == ["agent_start", "agent_complete"]
     start, complete = events
-    assert start == {"runId": "run_s", "type": "agent_start", "agent": "solo",
-                     "data": {"prompt": "hello"}}
+    assert start == {
+        "runId": "run_s",
+        "type": "agent_start",
+        "agent": "solo",
+        "data": {"prompt": "hello"},
+    }
     assert complete["runId"] == "run_s"
     assert complete["agent"] == "solo"
     assert complete["data"] == result
@@ -907,8 +948,9 @@ async def test_mutating_progress_payloads_does_not_reach_the_run_or_the_sample()
 async def test_evaluator_gets_the_string_for_a_string_call():
     evaluator = FakeEvaluator()
     oma = OpenMultiAgent(evaluator=evaluator)
-    result = await oma.run_agent(llm(name="ev"), "plain question", run_id="run_e",
-                                 metadata={"k": ["v"]})
+    result = await oma.run_agent(
+        llm(name="ev"), "plain question", run_id="run_e", metadata={"k": ["v"]}
+    )
     [sample] = evaluator.samples
     assert sample.input == "plain question"
     assert sample.output == result["output"]

@@ -91,169 +91,395 @@ INVALID_RUN_INPUTS: list[tuple[str, Any, str, str]] = [
     # rule 1: string or array, not empty
     ("number input", 42, "input", "must be a string or an array of messages"),
     ("None input", None, "input", "must be a string or an array of messages"),
-    ("object input", {"role": "user", "content": []}, "input",
-     "must be a string or an array of messages"),
+    (
+        "object input",
+        {"role": "user", "content": []},
+        "input",
+        "must be a string or an array of messages",
+    ),
     ("bytes input", b"hello", "input", "must be a string or an array of messages"),
     ("empty array", [], "input", "must not be an empty array"),
     # rule 2: messages
     ("message is a string", ["hello"], "input[0]", "must be an object"),
     ("message is a list", [[text("a")]], "input[0]", "must be an object"),
     ("second message not object", [user(text("a")), 7], "input[1]", "must be an object"),
-    ("role missing", [{"content": [text("a")]}], "input[0].role",
-     'must be "user" or "assistant"'),
-    ("role system", [{"role": "system", "content": [text("a")]}], "input[0].role",
-     'must be "user" or "assistant"'),
-    ("role capitalised", [{"role": "User", "content": [text("a")]}], "input[0].role",
-     'must be "user" or "assistant"'),
-    ("content is a string", [{"role": "user", "content": "hello"}], "input[0].content",
-     "must be an array"),
+    ("role missing", [{"content": [text("a")]}], "input[0].role", 'must be "user" or "assistant"'),
+    (
+        "role system",
+        [{"role": "system", "content": [text("a")]}],
+        "input[0].role",
+        'must be "user" or "assistant"',
+    ),
+    (
+        "role capitalised",
+        [{"role": "User", "content": [text("a")]}],
+        "input[0].role",
+        'must be "user" or "assistant"',
+    ),
+    (
+        "content is a string",
+        [{"role": "user", "content": "hello"}],
+        "input[0].content",
+        "must be an array",
+    ),
     ("content missing", [{"role": "user"}], "input[0].content", "must be an array"),
-    ("content is an object", [{"role": "user", "content": {"type": "text"}}],
-     "input[0].content", "must be an array"),
+    (
+        "content is an object",
+        [{"role": "user", "content": {"type": "text"}}],
+        "input[0].content",
+        "must be an array",
+    ),
     # rule 3: blocks
     ("block is a string", with_block("hello"), "input[0].content[0]", "must be an object"),
     ("block is None", with_block(None), "input[0].content[0]", "must be an object"),
-    ("block type missing", with_block({"text": "a"}), "input[0].content[0].type",
-     "must be a string"),
-    ("block type number", with_block({"type": 3, "text": "a"}), "input[0].content[0].type",
-     "must be a string"),
-    ("later block bad", [user(text("a"), text("b")), assistant(text("c"), {"type": None})],
-     "input[1].content[1].type", "must be a string"),
+    (
+        "block type missing",
+        with_block({"text": "a"}),
+        "input[0].content[0].type",
+        "must be a string",
+    ),
+    (
+        "block type number",
+        with_block({"type": 3, "text": "a"}),
+        "input[0].content[0].type",
+        "must be a string",
+    ),
+    (
+        "later block bad",
+        [user(text("a"), text("b")), assistant(text("c"), {"type": None})],
+        "input[1].content[1].type",
+        "must be a string",
+    ),
     # text
-    ("text missing", with_block({"type": "text"}), "input[0].content[0].text",
-     "must be a string"),
-    ("text number", with_block({"type": "text", "text": 1}), "input[0].content[0].text",
-     "must be a string"),
-    ("text list", with_block({"type": "text", "text": ["a"]}), "input[0].content[0].text",
-     "must be a string"),
+    ("text missing", with_block({"type": "text"}), "input[0].content[0].text", "must be a string"),
+    (
+        "text number",
+        with_block({"type": "text", "text": 1}),
+        "input[0].content[0].text",
+        "must be a string",
+    ),
+    (
+        "text list",
+        with_block({"type": "text", "text": ["a"]}),
+        "input[0].content[0].text",
+        "must be a string",
+    ),
     # image
-    ("image source missing", with_block({"type": "image"}), "input[0].content[0].source",
-     "must be an object"),
-    ("image source string", with_block({"type": "image", "source": "data:..."}),
-     "input[0].content[0].source", "must be an object"),
-    ("image source url not allowed", with_block({"type": "image", "source": URL}),
-     "input[0].content[0].source.type", 'must be "base64"'),
-    ("image source type missing",
-     with_block({"type": "image", "source": {"media_type": "image/png", "data": "A"}}),
-     "input[0].content[0].source.type", 'must be "base64"'),
-    ("image media_type missing",
-     with_block({"type": "image", "source": {"type": "base64", "data": "A"}}),
-     "input[0].content[0].source.media_type", "must be a string"),
-    ("image media_type number",
-     with_block({"type": "image", "source": {"type": "base64", "media_type": 1, "data": "A"}}),
-     "input[0].content[0].source.media_type", "must be a string"),
-    ("image data missing",
-     with_block({"type": "image", "source": {"type": "base64", "media_type": "image/png"}}),
-     "input[0].content[0].source.data", "must be a string"),
-    ("image data bytes are not plain data",
-     with_block({"type": "image",
-                 "source": {"type": "base64", "media_type": "image/png", "data": b"AA"}}),
-     "input[0].content[0].source.data", "builtins.bytes object, which cannot be copied"),
+    (
+        "image source missing",
+        with_block({"type": "image"}),
+        "input[0].content[0].source",
+        "must be an object",
+    ),
+    (
+        "image source string",
+        with_block({"type": "image", "source": "data:..."}),
+        "input[0].content[0].source",
+        "must be an object",
+    ),
+    (
+        "image source url not allowed",
+        with_block({"type": "image", "source": URL}),
+        "input[0].content[0].source.type",
+        'must be "base64"',
+    ),
+    (
+        "image source type missing",
+        with_block({"type": "image", "source": {"media_type": "image/png", "data": "A"}}),
+        "input[0].content[0].source.type",
+        'must be "base64"',
+    ),
+    (
+        "image media_type missing",
+        with_block({"type": "image", "source": {"type": "base64", "data": "A"}}),
+        "input[0].content[0].source.media_type",
+        "must be a string",
+    ),
+    (
+        "image media_type number",
+        with_block({"type": "image", "source": {"type": "base64", "media_type": 1, "data": "A"}}),
+        "input[0].content[0].source.media_type",
+        "must be a string",
+    ),
+    (
+        "image data missing",
+        with_block({"type": "image", "source": {"type": "base64", "media_type": "image/png"}}),
+        "input[0].content[0].source.data",
+        "must be a string",
+    ),
+    (
+        "image data bytes are not plain data",
+        with_block(
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": b"AA"},
+            }
+        ),
+        "input[0].content[0].source.data",
+        "builtins.bytes object, which cannot be copied",
+    ),
     # tool_use
-    ("tool_use id missing", with_block({"type": "tool_use", "name": "n", "input": {}}),
-     "input[0].content[0].id", "must be a string"),
-    ("tool_use id number", with_block({"type": "tool_use", "id": 1, "name": "n", "input": {}}),
-     "input[0].content[0].id", "must be a string"),
-    ("tool_use name missing", with_block({"type": "tool_use", "id": "i", "input": {}}),
-     "input[0].content[0].name", "must be a string"),
-    ("tool_use name None", with_block({"type": "tool_use", "id": "i", "name": None, "input": {}}),
-     "input[0].content[0].name", "must be a string"),
-    ("tool_use input missing", with_block({"type": "tool_use", "id": "i", "name": "n"}),
-     "input[0].content[0].input", "must be an object"),
-    ("tool_use input list",
-     with_block({"type": "tool_use", "id": "i", "name": "n", "input": [1, 2]}),
-     "input[0].content[0].input", "must be an object"),
-    ("tool_use input string",
-     with_block({"type": "tool_use", "id": "i", "name": "n", "input": "{}"}),
-     "input[0].content[0].input", "must be an object"),
+    (
+        "tool_use id missing",
+        with_block({"type": "tool_use", "name": "n", "input": {}}),
+        "input[0].content[0].id",
+        "must be a string",
+    ),
+    (
+        "tool_use id number",
+        with_block({"type": "tool_use", "id": 1, "name": "n", "input": {}}),
+        "input[0].content[0].id",
+        "must be a string",
+    ),
+    (
+        "tool_use name missing",
+        with_block({"type": "tool_use", "id": "i", "input": {}}),
+        "input[0].content[0].name",
+        "must be a string",
+    ),
+    (
+        "tool_use name None",
+        with_block({"type": "tool_use", "id": "i", "name": None, "input": {}}),
+        "input[0].content[0].name",
+        "must be a string",
+    ),
+    (
+        "tool_use input missing",
+        with_block({"type": "tool_use", "id": "i", "name": "n"}),
+        "input[0].content[0].input",
+        "must be an object",
+    ),
+    (
+        "tool_use input list",
+        with_block({"type": "tool_use", "id": "i", "name": "n", "input": [1, 2]}),
+        "input[0].content[0].input",
+        "must be an object",
+    ),
+    (
+        "tool_use input string",
+        with_block({"type": "tool_use", "id": "i", "name": "n", "input": "{}"}),
+        "input[0].content[0].input",
+        "must be an object",
+    ),
     # tool_result
-    ("tool_result tool_use_id missing", with_block({"type": "tool_result", "content": "x"}),
-     "input[0].content[0].tool_use_id", "must be a string"),
-    ("tool_result tool_use_id number",
-     with_block({"type": "tool_result", "tool_use_id": 5, "content": "x"}),
-     "input[0].content[0].tool_use_id", "must be a string"),
-    ("tool_result is_error string", with_block(tool_result("x", is_error="true")),
-     "input[0].content[0].is_error", "must be a boolean"),
-    ("tool_result is_error None", with_block(tool_result("x", is_error=None)),
-     "input[0].content[0].is_error", "must be a boolean"),
-    ("tool_result is_error int", with_block(tool_result("x", is_error=1)),
-     "input[0].content[0].is_error", "must be a boolean"),
-    ("tool_result content missing", with_block({"type": "tool_result", "tool_use_id": "t"}),
-     "input[0].content[0].content", "must be a string or an array of parts"),
-    ("tool_result content number", with_block(tool_result(12)),
-     "input[0].content[0].content", "must be a string or an array of parts"),
-    ("tool_result content object", with_block(tool_result({"type": "text", "text": "a"})),
-     "input[0].content[0].content", "must be a string or an array of parts"),
-    ("tool_result is_error true with parts",
-     with_block(tool_result([text("a")], is_error=True)),
-     "input[0].content[0].content", "must be a string when is_error is true"),
-    ("tool_result is_error true without content",
-     with_block({"type": "tool_result", "tool_use_id": "t", "is_error": True}),
-     "input[0].content[0].content", "must be a string when is_error is true"),
-    ("tool_result part not object", with_block(tool_result([text("a"), "b"])),
-     "input[0].content[0].content[1]", "must be an object"),
-    ("tool_result part type missing", with_block(tool_result([{"text": "a"}])),
-     "input[0].content[0].content[0].type", 'must be "text", "image" or "file"'),
-    ("tool_result part type unknown", with_block(tool_result([{"type": "audio"}])),
-     "input[0].content[0].content[0].type", 'must be "text", "image" or "file"'),
-    ("tool_result part type tool_use",
-     with_block(tool_result([{"type": "tool_use", "id": "i", "name": "n", "input": {}}])),
-     "input[0].content[0].content[0].type", 'must be "text", "image" or "file"'),
-    ("tool_result text part text missing", with_block(tool_result([{"type": "text"}])),
-     "input[0].content[0].content[0].text", "must be a string"),
-    ("tool_result text part text number", with_block(tool_result([{"type": "text", "text": 2}])),
-     "input[0].content[0].content[0].text", "must be a string"),
-    ("tool_result image part source missing", with_block(tool_result([{"type": "image"}])),
-     "input[0].content[0].content[0].source", "must be an object"),
-    ("tool_result image part bad source type",
-     with_block(tool_result([{"type": "image", "source": {**B64, "type": "file"}}])),
-     "input[0].content[0].content[0].source.type", 'must be "base64" or "url"'),
-    ("tool_result image part base64 data missing",
-     with_block(tool_result([{"type": "image",
-                              "source": {"type": "base64", "media_type": "image/png"}}])),
-     "input[0].content[0].content[0].source.data", "must be a string"),
-    ("tool_result image part url missing",
-     with_block(tool_result([{"type": "image",
-                              "source": {"type": "url", "media_type": "image/png"}}])),
-     "input[0].content[0].content[0].source.url", "must be a string"),
-    ("tool_result image part url media_type missing",
-     with_block(tool_result([{"type": "image", "source": {"type": "url", "url": "u"}}])),
-     "input[0].content[0].content[0].source.media_type", "must be a string"),
-    ("tool_result file part filename missing",
-     with_block(tool_result([{"type": "file", "source": URL}])),
-     "input[0].content[0].content[0].filename", "must be a string"),
-    ("tool_result file part filename number",
-     with_block(tool_result([{"type": "file", "filename": 1, "source": B64}])),
-     "input[0].content[0].content[0].filename", "must be a string"),
-    ("tool_result file part source missing",
-     with_block(tool_result([{"type": "file", "filename": "a.pdf"}])),
-     "input[0].content[0].content[0].source", "must be an object"),
-    ("tool_result file part url number",
-     with_block(tool_result([{"type": "file", "filename": "a.pdf",
-                              "source": {"type": "url", "media_type": "a/b", "url": 3}}])),
-     "input[0].content[0].content[0].source.url", "must be a string"),
-    ("tool_result file part base64 data number",
-     with_block(tool_result([text("ok"), {"type": "file", "filename": "a.pdf",
-                                          "source": {**B64, "data": 3}}])),
-     "input[0].content[0].content[1].source.data", "must be a string"),
+    (
+        "tool_result tool_use_id missing",
+        with_block({"type": "tool_result", "content": "x"}),
+        "input[0].content[0].tool_use_id",
+        "must be a string",
+    ),
+    (
+        "tool_result tool_use_id number",
+        with_block({"type": "tool_result", "tool_use_id": 5, "content": "x"}),
+        "input[0].content[0].tool_use_id",
+        "must be a string",
+    ),
+    (
+        "tool_result is_error string",
+        with_block(tool_result("x", is_error="true")),
+        "input[0].content[0].is_error",
+        "must be a boolean",
+    ),
+    (
+        "tool_result is_error None",
+        with_block(tool_result("x", is_error=None)),
+        "input[0].content[0].is_error",
+        "must be a boolean",
+    ),
+    (
+        "tool_result is_error int",
+        with_block(tool_result("x", is_error=1)),
+        "input[0].content[0].is_error",
+        "must be a boolean",
+    ),
+    (
+        "tool_result content missing",
+        with_block({"type": "tool_result", "tool_use_id": "t"}),
+        "input[0].content[0].content",
+        "must be a string or an array of parts",
+    ),
+    (
+        "tool_result content number",
+        with_block(tool_result(12)),
+        "input[0].content[0].content",
+        "must be a string or an array of parts",
+    ),
+    (
+        "tool_result content object",
+        with_block(tool_result({"type": "text", "text": "a"})),
+        "input[0].content[0].content",
+        "must be a string or an array of parts",
+    ),
+    (
+        "tool_result is_error true with parts",
+        with_block(tool_result([text("a")], is_error=True)),
+        "input[0].content[0].content",
+        "must be a string when is_error is true",
+    ),
+    (
+        "tool_result is_error true without content",
+        with_block({"type": "tool_result", "tool_use_id": "t", "is_error": True}),
+        "input[0].content[0].content",
+        "must be a string when is_error is true",
+    ),
+    (
+        "tool_result part not object",
+        with_block(tool_result([text("a"), "b"])),
+        "input[0].content[0].content[1]",
+        "must be an object",
+    ),
+    (
+        "tool_result part type missing",
+        with_block(tool_result([{"text": "a"}])),
+        "input[0].content[0].content[0].type",
+        'must be "text", "image" or "file"',
+    ),
+    (
+        "tool_result part type unknown",
+        with_block(tool_result([{"type": "audio"}])),
+        "input[0].content[0].content[0].type",
+        'must be "text", "image" or "file"',
+    ),
+    (
+        "tool_result part type tool_use",
+        with_block(tool_result([{"type": "tool_use", "id": "i", "name": "n", "input": {}}])),
+        "input[0].content[0].content[0].type",
+        'must be "text", "image" or "file"',
+    ),
+    (
+        "tool_result text part text missing",
+        with_block(tool_result([{"type": "text"}])),
+        "input[0].content[0].content[0].text",
+        "must be a string",
+    ),
+    (
+        "tool_result text part text number",
+        with_block(tool_result([{"type": "text", "text": 2}])),
+        "input[0].content[0].content[0].text",
+        "must be a string",
+    ),
+    (
+        "tool_result image part source missing",
+        with_block(tool_result([{"type": "image"}])),
+        "input[0].content[0].content[0].source",
+        "must be an object",
+    ),
+    (
+        "tool_result image part bad source type",
+        with_block(tool_result([{"type": "image", "source": {**B64, "type": "file"}}])),
+        "input[0].content[0].content[0].source.type",
+        'must be "base64" or "url"',
+    ),
+    (
+        "tool_result image part base64 data missing",
+        with_block(
+            tool_result(
+                [{"type": "image", "source": {"type": "base64", "media_type": "image/png"}}]
+            )
+        ),
+        "input[0].content[0].content[0].source.data",
+        "must be a string",
+    ),
+    (
+        "tool_result image part url missing",
+        with_block(
+            tool_result([{"type": "image", "source": {"type": "url", "media_type": "image/png"}}])
+        ),
+        "input[0].content[0].content[0].source.url",
+        "must be a string",
+    ),
+    (
+        "tool_result image part url media_type missing",
+        with_block(tool_result([{"type": "image", "source": {"type": "url", "url": "u"}}])),
+        "input[0].content[0].content[0].source.media_type",
+        "must be a string",
+    ),
+    (
+        "tool_result file part filename missing",
+        with_block(tool_result([{"type": "file", "source": URL}])),
+        "input[0].content[0].content[0].filename",
+        "must be a string",
+    ),
+    (
+        "tool_result file part filename number",
+        with_block(tool_result([{"type": "file", "filename": 1, "source": B64}])),
+        "input[0].content[0].content[0].filename",
+        "must be a string",
+    ),
+    (
+        "tool_result file part source missing",
+        with_block(tool_result([{"type": "file", "filename": "a.pdf"}])),
+        "input[0].content[0].content[0].source",
+        "must be an object",
+    ),
+    (
+        "tool_result file part url number",
+        with_block(
+            tool_result(
+                [
+                    {
+                        "type": "file",
+                        "filename": "a.pdf",
+                        "source": {"type": "url", "media_type": "a/b", "url": 3},
+                    }
+                ]
+            )
+        ),
+        "input[0].content[0].content[0].source.url",
+        "must be a string",
+    ),
+    (
+        "tool_result file part base64 data number",
+        with_block(
+            tool_result(
+                [text("ok"), {"type": "file", "filename": "a.pdf", "source": {**B64, "data": 3}}]
+            )
+        ),
+        "input[0].content[0].content[1].source.data",
+        "must be a string",
+    ),
     # reasoning
-    ("reasoning text missing", with_block({"type": "reasoning"}),
-     "input[0].content[0].text", "must be a string"),
-    ("reasoning text number", with_block({"type": "reasoning", "text": 0}),
-     "input[0].content[0].text", "must be a string"),
-    ("reasoning signature number", with_block({"type": "reasoning", "text": "t", "signature": 1}),
-     "input[0].content[0].signature", "must be a string"),
-    ("reasoning signature None",
-     with_block({"type": "reasoning", "text": "t", "signature": None}),
-     "input[0].content[0].signature", "must be a string"),
-    ("reasoning redactedData list",
-     with_block({"type": "reasoning", "text": "t", "redactedData": ["x"]}),
-     "input[0].content[0].redactedData", "must be a string"),
+    (
+        "reasoning text missing",
+        with_block({"type": "reasoning"}),
+        "input[0].content[0].text",
+        "must be a string",
+    ),
+    (
+        "reasoning text number",
+        with_block({"type": "reasoning", "text": 0}),
+        "input[0].content[0].text",
+        "must be a string",
+    ),
+    (
+        "reasoning signature number",
+        with_block({"type": "reasoning", "text": "t", "signature": 1}),
+        "input[0].content[0].signature",
+        "must be a string",
+    ),
+    (
+        "reasoning signature None",
+        with_block({"type": "reasoning", "text": "t", "signature": None}),
+        "input[0].content[0].signature",
+        "must be a string",
+    ),
+    (
+        "reasoning redactedData list",
+        with_block({"type": "reasoning", "text": "t", "redactedData": ["x"]}),
+        "input[0].content[0].redactedData",
+        "must be a string",
+    ),
     # the example from PROTOCOL.md section 4
-    ("protocol example",
-     [user(text("a")), assistant(text("b")),
-      user(text("c"), {"type": "image", "source": {**B64, "data": 1}})],
-     "input[2].content[1].source.data", "must be a string"),
+    (
+        "protocol example",
+        [
+            user(text("a")),
+            assistant(text("b")),
+            user(text("c"), {"type": "image", "source": {**B64, "data": 1}}),
+        ],
+        "input[2].content[1].source.data",
+        "must be a string",
+    ),
 ]
 
 
@@ -296,14 +522,30 @@ INVALID_PROMPT_INPUTS: list[tuple[str, Any, str, str]] = [
     ("a message instead of a block", [user(text("a"))], "input[0].type", "must be a string"),
     ("block type missing", [text("a"), {"text": "b"}], "input[1].type", "must be a string"),
     ("text missing", [{"type": "text"}], "input[0].text", "must be a string"),
-    ("image data", [text("a"), image(data=None)], "input[1].source.data",  # type: ignore[arg-type]
-     "must be a string"),
-    ("tool_use input", [{"type": "tool_use", "id": "i", "name": "n", "input": None}],
-     "input[0].input", "must be an object"),
-    ("tool_result part", [tool_result([{"type": "video"}])], "input[0].content[0].type",
-     'must be "text", "image" or "file"'),
-    ("reasoning redactedData", [{"type": "reasoning", "text": "", "redactedData": 1}],
-     "input[0].redactedData", "must be a string"),
+    (
+        "image data",
+        [text("a"), image(data=None)],
+        "input[1].source.data",  # type: ignore[arg-type]
+        "must be a string",
+    ),
+    (
+        "tool_use input",
+        [{"type": "tool_use", "id": "i", "name": "n", "input": None}],
+        "input[0].input",
+        "must be an object",
+    ),
+    (
+        "tool_result part",
+        [tool_result([{"type": "video"}])],
+        "input[0].content[0].type",
+        'must be "text", "image" or "file"',
+    ),
+    (
+        "reasoning redactedData",
+        [{"type": "reasoning", "text": "", "redactedData": 1}],
+        "input[0].redactedData",
+        "must be a string",
+    ),
 ]
 
 
@@ -317,13 +559,15 @@ def test_guard_prompt_input_rejects_with_path_and_reason(value: Any, path: str, 
 
 def test_guard_messages_uses_the_given_path_prefix():
     expect_invalid(
-        lambda: guard_messages([user(text("a")), {"role": "user", "content": [{"type": 1}]}],
-                               "config.history"),
+        lambda: guard_messages(
+            [user(text("a")), {"role": "user", "content": [{"type": 1}]}], "config.history"
+        ),
         "config.history[1].content[0].type",
         "must be a string",
     )
-    expect_invalid(lambda: guard_messages([], "config.history"), "config.history",
-                   "must not be an empty array")
+    expect_invalid(
+        lambda: guard_messages([], "config.history"), "config.history", "must not be an empty array"
+    )
 
 
 def test_guard_messages_rejects_a_string_without_claiming_strings_are_allowed():
@@ -363,10 +607,15 @@ def test_every_known_block_kind_passes():
             tool_result("failure", is_error=True),
             tool_result("ok", is_error=False),
             tool_result([]),
-            tool_result([text("a"), {"type": "image", "source": B64},
-                         {"type": "image", "source": URL},
-                         {"type": "file", "filename": "f.pdf", "source": B64},
-                         {"type": "file", "filename": "g.pdf", "source": URL}]),
+            tool_result(
+                [
+                    text("a"),
+                    {"type": "image", "source": B64},
+                    {"type": "image", "source": URL},
+                    {"type": "file", "filename": "f.pdf", "source": B64},
+                    {"type": "file", "filename": "g.pdf", "source": URL},
+                ]
+            ),
         ),
         assistant(
             {"type": "reasoning", "text": "r"},
@@ -406,8 +655,11 @@ def test_extra_fields_on_known_blocks_are_kept():
 def test_guarded_copy_is_independent_of_later_caller_mutation():
     source = {"type": "base64", "media_type": "image/png", "data": "AAAA"}
     tool_input = {"path": "a.txt", "opts": {"n": [1, 2]}}
-    blocks = [text("hello"), {"type": "image", "source": source},
-              {"type": "tool_use", "id": "t1", "name": "read", "input": tool_input}]
+    blocks = [
+        text("hello"),
+        {"type": "image", "source": source},
+        {"type": "tool_use", "id": "t1", "name": "read", "input": tool_input},
+    ]
     message = {"role": "user", "content": blocks}
     caller = [message]
     expected = copy.deepcopy(caller)
@@ -445,8 +697,12 @@ def test_guard_does_not_mutate_its_input():
 
 def test_the_same_object_twice_becomes_two_independent_copies():
     shared = {"k": [1]}
-    value = [user({"type": "tool_use", "id": "a", "name": "n", "input": shared},
-                  {"type": "tool_use", "id": "b", "name": "n", "input": shared})]
+    value = [
+        user(
+            {"type": "tool_use", "id": "a", "name": "n", "input": shared},
+            {"type": "tool_use", "id": "b", "name": "n", "input": shared},
+        )
+    ]
     guarded = guard_run_input(value)
     first, second = (block["input"] for block in guarded[0]["content"])
     assert first == second == shared
@@ -479,30 +735,46 @@ class _Callable:
 )
 def test_uncopyable_tool_input_value_is_rejected_with_path_and_kind(value: Any, description: str):
     block = {"type": "tool_use", "id": "t", "name": "n", "input": {"ok": 1, "cb": value}}
-    error = expect_invalid(lambda: guard_run_input(with_block(block)),
-                           "input[0].content[0].input.cb", "cannot be copied as plain data")
+    error = expect_invalid(
+        lambda: guard_run_input(with_block(block)),
+        "input[0].content[0].input.cb",
+        "cannot be copied as plain data",
+    )
     assert description in str(error)
 
 
 def test_socket_in_tool_input_is_rejected_naming_the_socket():
     with socket.socket() as sock:
         block = {"type": "tool_use", "id": "t", "name": "n", "input": {"conn": sock}}
-        error = expect_invalid(lambda: guard_run_input(with_block(block)),
-                               "input[0].content[0].input.conn", "cannot be copied")
+        error = expect_invalid(
+            lambda: guard_run_input(with_block(block)),
+            "input[0].content[0].input.conn",
+            "cannot be copied",
+        )
     assert "socket.socket" in str(error)
 
 
 def test_uncopyable_value_deep_in_a_list_names_each_segment():
-    block = {"type": "tool_use", "id": "t", "name": "n",
-             "input": {"items": [1, {"deep": [None, print]}]}}
-    expect_invalid(lambda: guard_run_input([user(text("a")), user(text("b"), block)]),
-                   "input[1].content[1].input.items[1].deep[1]", "is a function")
+    block = {
+        "type": "tool_use",
+        "id": "t",
+        "name": "n",
+        "input": {"items": [1, {"deep": [None, print]}]},
+    }
+    expect_invalid(
+        lambda: guard_run_input([user(text("a")), user(text("b"), block)]),
+        "input[1].content[1].input.items[1].deep[1]",
+        "is a function",
+    )
 
 
 def test_uncopyable_value_under_a_non_identifier_key_is_quoted():
     block = {"type": "tool_use", "id": "t", "name": "n", "input": {"my key": {1, 2}}}
-    expect_invalid(lambda: guard_run_input(with_block(block)),
-                   "input[0].content[0].input['my key']", "builtins.set")
+    expect_invalid(
+        lambda: guard_run_input(with_block(block)),
+        "input[0].content[0].input['my key']",
+        "builtins.set",
+    )
 
 
 def test_uncopyable_value_in_prompt_blocks_names_the_block_path():
@@ -512,28 +784,41 @@ def test_uncopyable_value_in_prompt_blocks_names_the_block_path():
 
 def test_uncopyable_value_in_history_uses_the_history_path():
     history = [user({"type": "tool_use", "id": "t", "name": "n", "input": {"s": {3}}})]
-    expect_invalid(lambda: guard_messages(history, "config.history"),
-                   "config.history[0].content[0].input.s", "builtins.set")
+    expect_invalid(
+        lambda: guard_messages(history, "config.history"),
+        "config.history[0].content[0].input.s",
+        "builtins.set",
+    )
 
 
 @pytest.mark.parametrize("key", [1, None, ("a", "b"), 2.5, b"k"])
 def test_non_string_dict_keys_are_rejected(key: Any):
     block = {"type": "tool_use", "id": "t", "name": "n", "input": {"fine": {key: "v"}}}
-    error = expect_invalid(lambda: guard_run_input(with_block(block)),
-                           "input[0].content[0].input.fine", "non-string key")
+    error = expect_invalid(
+        lambda: guard_run_input(with_block(block)),
+        "input[0].content[0].input.fine",
+        "non-string key",
+    )
     assert repr(key) in str(error)
 
 
 def test_non_string_key_on_a_block_is_rejected():
-    expect_invalid(lambda: guard_run_input(with_block({"type": "text", "text": "a", 0: 1})),
-                   "input[0].content[0]", "non-string key 0")
+    expect_invalid(
+        lambda: guard_run_input(with_block({"type": "text", "text": "a", 0: 1})),
+        "input[0].content[0]",
+        "non-string key 0",
+    )
 
 
 def test_tuples_become_lists():
     value = (
-        {"role": "user",
-         "content": (text("a"),
-                     {"type": "tool_use", "id": "t", "name": "n", "input": {"xs": (1, (2, 3))}})},
+        {
+            "role": "user",
+            "content": (
+                text("a"),
+                {"type": "tool_use", "id": "t", "name": "n", "input": {"xs": (1, (2, 3))}},
+            ),
+        },
     )
     guarded = guard_run_input(value)
     assert type(guarded) is list
@@ -554,8 +839,16 @@ def test_plain_subclasses_become_plain_types():
     class MyInt(int):
         pass
 
-    value = MyList([MyDict(role="user", content=MyList([MyDict(type="tool_use", id="t", name="n",
-                                                              input=MyDict(n=MyInt(3)))]))])
+    value = MyList(
+        [
+            MyDict(
+                role="user",
+                content=MyList(
+                    [MyDict(type="tool_use", id="t", name="n", input=MyDict(n=MyInt(3)))]
+                ),
+            )
+        ]
+    )
     guarded = guard_run_input(value)
     assert type(guarded) is list
     assert type(guarded[0]) is dict
@@ -637,8 +930,9 @@ KNOWN_TYPES = {"text", "image", "tool_use", "tool_result", "reasoning"}
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 json_values = st.recursive(
     json_scalars,
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -670,13 +964,20 @@ tool_result_parts = st.lists(
 )
 tool_result_blocks = st.one_of(
     st.fixed_dictionaries(
-        {"type": st.just("tool_result"), "tool_use_id": st.text(max_size=8),
-         "content": st.text(max_size=10) | tool_result_parts},
+        {
+            "type": st.just("tool_result"),
+            "tool_use_id": st.text(max_size=8),
+            "content": st.text(max_size=10) | tool_result_parts,
+        },
         optional={"is_error": st.just(False)},
     ),
     st.fixed_dictionaries(
-        {"type": st.just("tool_result"), "tool_use_id": st.text(max_size=8),
-         "content": st.text(max_size=10), "is_error": st.just(True)}
+        {
+            "type": st.just("tool_result"),
+            "tool_use_id": st.text(max_size=8),
+            "content": st.text(max_size=10),
+            "is_error": st.just(True),
+        }
     ),
 )
 reasoning_blocks = st.fixed_dictionaries(
@@ -689,13 +990,16 @@ unknown_blocks = st.builds(
     st.dictionaries(st.text(max_size=6), json_values, max_size=3),
 )
 blocks = (
-    text_blocks | image_blocks | tool_use_blocks | tool_result_blocks | reasoning_blocks
+    text_blocks
+    | image_blocks
+    | tool_use_blocks
+    | tool_result_blocks
+    | reasoning_blocks
     | unknown_blocks
 )
 messages_strategy = st.lists(
     st.fixed_dictionaries(
-        {"role": st.sampled_from(["user", "assistant"]),
-         "content": st.lists(blocks, max_size=4)}
+        {"role": st.sampled_from(["user", "assistant"]), "content": st.lists(blocks, max_size=4)}
     ),
     min_size=1,
     max_size=4,
@@ -754,8 +1058,11 @@ def _block_sites(where: tuple[Segment, ...], block: dict[str, Any]) -> list[Site
     if kind in ("text", "reasoning"):
         sites.append((where, "text", True, NOT_A_STRING))
     if kind == "reasoning":
-        sites.extend((where, key, False, NOT_A_STRING)
-                     for key in ("signature", "redactedData") if key in block)
+        sites.extend(
+            (where, key, False, NOT_A_STRING)
+            for key in ("signature", "redactedData")
+            if key in block
+        )
     if kind == "image":
         sites.append((where, "source", True, NOT_AN_OBJECT))
         sites.extend(_source_sites((*where, "source"), block["source"]))
@@ -837,8 +1144,11 @@ def test_property_one_corruption_is_reported_at_its_field(messages: list[Any], d
 
 
 def test_latest_user_prompt_concatenates_text_blocks_without_separator():
-    messages = [user(text("old")), assistant(text("reply")),
-                user(text("Hello"), image(), text(" world"), text("!"))]
+    messages = [
+        user(text("old")),
+        assistant(text("reply")),
+        user(text("Hello"), image(), text(" world"), text("!")),
+    ]
     assert latest_user_prompt(messages) == "Hello world!"
 
 
@@ -864,8 +1174,11 @@ def test_latest_user_prompt_is_empty_without_a_user_message():
 def test_rewrite_puts_one_text_block_where_the_first_text_block_stood():
     first_image, second_image = image(data="ONE"), image(data="TWO")
     tool = {"type": "custom", "k": 1}
-    messages = [user(text("old")), assistant(text("r")),
-                user(first_image, text("a"), second_image, text("b"), tool)]
+    messages = [
+        user(text("old")),
+        assistant(text("r")),
+        user(first_image, text("a"), second_image, text("b"), tool),
+    ]
     original = copy.deepcopy(messages)
 
     rewritten = rewrite_latest_prompt(messages, "NEW")
@@ -878,18 +1191,27 @@ def test_rewrite_puts_one_text_block_where_the_first_text_block_stood():
 def test_rewrite_puts_the_text_block_at_the_front_when_there_was_none():
     messages = [user(image(data="X"), {"type": "custom"}, image(data="Y"))]
     rewritten = rewrite_latest_prompt(messages, "caption")
-    assert rewritten == [user(text("caption"), image(data="X"), {"type": "custom"},
-                              image(data="Y"))]
+    assert rewritten == [
+        user(text("caption"), image(data="X"), {"type": "custom"}, image(data="Y"))
+    ]
     assert messages == [user(image(data="X"), {"type": "custom"}, image(data="Y"))]
 
 
 def test_rewrite_touches_only_the_latest_user_message():
-    messages = [user(text("one")), assistant(text("two")), user(text("three")),
-                assistant(text("four"))]
+    messages = [
+        user(text("one")),
+        assistant(text("two")),
+        user(text("three")),
+        assistant(text("four")),
+    ]
     original = copy.deepcopy(messages)
     rewritten = rewrite_latest_prompt(messages, "3")
-    assert rewritten == [user(text("one")), assistant(text("two")), user(text("3")),
-                         assistant(text("four"))]
+    assert rewritten == [
+        user(text("one")),
+        assistant(text("two")),
+        user(text("3")),
+        assistant(text("four")),
+    ]
     assert messages == original
 
 

@@ -1,0 +1,90 @@
+"""``oma-host call``, ``--trace`` and ``--state-dir`` from the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HOST = [sys.executable, "-m", "oma_host"]
+ECHO_AGENT = json.dumps({"name": "e", "provider": "test", "model": "echo"})
+
+
+def call(
+    *args: str, stdin: str | None = None, host_options: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HOST, *host_options, "call", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_call_prints_the_result_as_json_and_progress_on_stderr() -> None:
+    done = call("agent/stream", json.dumps({"input": "hello"}), "--agent", ECHO_AGENT)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["success"] is True
+    assert json.loads(result["output"])["messages"][0]["content"][0]["text"] == "hello"
+    assert "created agent agent-1" in done.stderr
+    assert re.search(r"progress call: text '", done.stderr)
+
+
+def test_call_reads_params_from_stdin_and_fails_with_the_error_response() -> None:
+    params = {"config": {"name": "p", "backend": {"kind": "process", "command": "cat"}}}
+    params["input"] = [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
+    failed = call("oma/runAgent", "-", stdin=json.dumps(params))
+    assert failed.returncode == 1
+    error = json.loads(failed.stdout)
+    assert error["code"] == -32602 and error["data"]["type"] == "InvalidMessageError"
+    assert "accepts string prompts only" in error["message"]
+    assert call("agent/list", "{not json").returncode == 2
+
+
+def test_trace_records_every_frame_with_keys_redacted(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    key = "sk-ant-api03-trace-file-key-123456789"
+    config = json.dumps({"name": "e", "provider": "test", "model": "echo", "apiKey": key})
+    done = call(
+        "agent/run",
+        json.dumps({"input": f"the key is {key}"}),
+        "--agent",
+        config,
+        host_options=("--trace", str(trace), "--state-dir", ":memory:"),
+    )
+    assert done.returncode == 0, done.stderr
+    text = trace.read_text()
+    assert key not in text
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert [line["direction"] for line in lines[:2]] == ["in", "out"]
+    methods = [line["message"].get("method") for line in lines if line["direction"] == "in"]
+    assert methods[:3] == ["initialize", "agent/create", "agent/run"]
+    assert all(re.match(r"\d{4}-\d\d-\d\dT", line["time"]) for line in lines)
+    created = next(line for line in lines if line["message"].get("method") == "agent/create")
+    assert created["message"]["params"]["config"]["apiKey"] == "[redacted]"
+
+
+def test_call_connects_to_a_tcp_host() -> None:
+    server = subprocess.Popen([*HOST, "--tcp", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        match = re.search(r"listening on ([\d.]+):(\d+)", line)
+        assert match, line
+        done = call(
+            "agent/run",
+            json.dumps({"input": "over tcp"}),
+            "--agent",
+            ECHO_AGENT,
+            "--connect",
+            f"{match.group(1)}:{match.group(2)}",
+        )
+        assert done.returncode == 0, done.stderr
+        assert "over tcp" in json.loads(done.stdout)["output"]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
