@@ -39,20 +39,20 @@ def _unsupported(where: str, what: str) -> ProviderError:
     )
 
 
-def _media(source: dict[str, Any], where: str) -> dict[str, Any]:
+def _media(source: dict[str, Any]) -> dict[str, Any]:
     if source["type"] == "base64":
         return {"type": "base64", "media_type": source["media_type"], "data": source["data"]}
     return {"type": "url", "url": source["url"]}
 
 
-def _tool_result_part(part: dict[str, Any], where: str) -> dict[str, Any]:
+def _tool_result_part(part: dict[str, Any]) -> dict[str, Any]:
     kind = part["type"]
     if kind == "text":
         return {"type": "text", "text": part["text"]}
     if kind == "image":
-        return {"type": "image", "source": _media(part["source"], where)}
+        return {"type": "image", "source": _media(part["source"])}
     # A file travels as a document block, titled with its file name.
-    return {"type": "document", "source": _media(part["source"], where), "title": part["filename"]}
+    return {"type": "document", "source": _media(part["source"]), "title": part["filename"]}
 
 
 def to_wire_block(block: ContentBlock, where: str) -> dict[str, Any]:
@@ -60,7 +60,7 @@ def to_wire_block(block: ContentBlock, where: str) -> dict[str, Any]:
     if kind == "text":
         return {"type": "text", "text": block["text"]}
     if kind == "image":
-        return {"type": "image", "source": _media(block["source"], where)}
+        return {"type": "image", "source": _media(block["source"])}
     if kind == "tool_use":
         return {
             "type": "tool_use",
@@ -75,7 +75,7 @@ def to_wire_block(block: ContentBlock, where: str) -> dict[str, Any]:
             "tool_use_id": block["tool_use_id"],
             "content": content
             if isinstance(content, str)
-            else [_tool_result_part(p, f"{where}.content[{i}]") for i, p in enumerate(content)],
+            else [_tool_result_part(p) for p in content],
         }
         if "is_error" in block:
             wire["is_error"] = block["is_error"]

@@ -92,3 +92,12 @@ def received(result: dict[str, Any]) -> list[dict[str, Any]]:
     """What the ``test`` provider (model echo) was sent, read back from its reply."""
     messages: list[dict[str, Any]] = json.loads(result["output"])["messages"]
     return messages
+
+
+async def wait_for_progress(client: HostClient, token: Any, count: int = 1) -> None:
+    """Wait until ``count`` ``$/progress`` events for ``token`` have arrived."""
+    for _ in range(400):
+        if len(client.progress(token)) >= count:
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"fewer than {count} progress events for {token!r} arrived")

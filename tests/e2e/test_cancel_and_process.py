@@ -15,6 +15,7 @@ from tests.e2e.helpers import (
     process_config,
     wait_dead,
     wait_for_file,
+    wait_for_progress,
 )
 
 
@@ -29,10 +30,7 @@ async def test_cancel_kills_the_process_tree_and_returns_partial_output(
     )
     child, grandchild = (int(pid) for pid in (await wait_for_file(pids)).split())
     try:
-        for _ in range(200):
-            if host.progress("c"):
-                break
-            await asyncio.sleep(0.025)
+        await wait_for_progress(host, "c")
         host.cancel(msg_id)
         response = await asyncio.wait_for(pending, 15)
         error = response["error"]
@@ -53,10 +51,7 @@ async def test_cancel_of_an_llm_stream_returns_what_was_streamed(host: HostClien
     msg_id, pending = host.start_request(
         "agent/stream", {"agentId": agent, "input": "a long answer", "partialResultToken": "s"}
     )
-    for _ in range(200):
-        if len(host.progress("s")) >= 2:
-            break
-        await asyncio.sleep(0.02)
+    await wait_for_progress(host, "s", 2)
     host.cancel(msg_id)
     response = await asyncio.wait_for(pending, 10)
     partial = response["error"]["data"]["partial"]

@@ -22,6 +22,7 @@ from tests.e2e.helpers import (
     text_message,
     wait_dead,
     wait_for_file,
+    wait_for_progress,
 )
 
 # Without -u, and with PYTHONUNBUFFERED cleared (set in some environments), so
@@ -191,10 +192,7 @@ async def test_cancel_kills_the_process_group_and_returns_partial_output(
     )
     child, grandchild = (int(pid) for pid in (await wait_for_file(pids)).split())
     try:
-        for _ in range(400):
-            if host.progress("c"):
-                break
-            await asyncio.sleep(0.025)
+        await wait_for_progress(host, "c")
         host.cancel(msg_id)
         response = await asyncio.wait_for(pending, 15)
         assert response["error"]["code"] == -32800

@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from oma_host.client import HostClient
-from tests.e2e.helpers import create, expect_error, image_block, kill_quietly, text_message
+from tests.e2e.helpers import (
+    create,
+    expect_error,
+    image_block,
+    kill_quietly,
+    text_message,
+    wait_for_progress,
+)
 from tests.e2e.helpers import wait_dead as wait_dead_sync
 from tests.interop.helpers import AcpConfig, spawned_pids, whoami
 
@@ -123,10 +130,7 @@ async def test_cancel_sends_session_cancel_and_answers_with_the_partial_output(
     msg_id, pending = host.start_request(
         "agent/stream", {"agentId": agent, "input": "[hang]", "partialResultToken": "c"}
     )
-    for _ in range(400):
-        if host.progress("c"):
-            break
-        await asyncio.sleep(0.025)
+    await wait_for_progress(host, "c")
     host.cancel(msg_id)
     response = await asyncio.wait_for(pending, 15)
     error = response["error"]

@@ -11,6 +11,7 @@ import pytest
 
 from oma_host.client import HostClient
 from oma_host.simulator import Fault, Reply, Simulator
+from tests.e2e.helpers import wait_for_progress
 from tests.providers.helpers import PROVIDERS, create_llm, text
 
 
@@ -187,10 +188,7 @@ async def test_cancel_closes_the_http_stream_at_once(
     msg_id, pending = host.start_request(
         "agent/stream", {"agentId": agent, "input": "long", "partialResultToken": "c"}
     )
-    for _ in range(200):
-        if len(host.progress("c")) >= 3:
-            break
-        await asyncio.sleep(0.02)
+    await wait_for_progress(host, "c", 3)
     host.cancel(msg_id)
     response = await asyncio.wait_for(pending, 5)
     partial = response["error"]["data"]["partial"]
