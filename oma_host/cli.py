@@ -118,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="oma-host %(levelname)s %(name)s: %(message)s",
     )
+    from oma_host.redact import RedactingFilter
+
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())
     # pygls logs whole message bodies at INFO; keep them out of stderr unless debugging.
     logging.getLogger("pygls").setLevel(
         logging.DEBUG if args.log_level == "DEBUG" else logging.CRITICAL

@@ -3,6 +3,7 @@ stderr excerpts or records."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -55,3 +56,19 @@ class Redactor:
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
         return _PATTERNS.sub(REDACTED, text) if self._patterns else text
+
+
+class RedactingFilter(logging.Filter):
+    """Applied to the stderr log handler: a log line (pygls logs whole message
+    bodies at DEBUG) never carries a credential-shaped string."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._redactor = Redactor()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = self._redactor.redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True

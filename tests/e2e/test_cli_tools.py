@@ -88,3 +88,25 @@ def test_call_connects_to_a_tcp_host() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+async def test_debug_logs_never_carry_a_key() -> None:
+    from oma_host.client import HostClient, host_argv
+
+    key = "sk-ant-api03-debug-log-key-987654321"
+    client = await HostClient.spawn(host_argv("--log-level", "DEBUG", "--state-dir", ":memory:"))
+    await client.initialize()
+    config = {
+        "name": "e",
+        "provider": "anthropic",
+        "model": "m",
+        "apiKey": key,
+        "baseURL": "http://127.0.0.1:9",
+    }
+    agent = (await client.request("agent/create", {"config": config}))["agentId"]
+    result = await client.request("agent/run", {"agentId": agent, "input": f"my key: {key}"})
+    assert result["success"] is False  # nothing listens on port 9
+    assert await client.close() == 0
+    stderr = await client.stderr_text()
+    assert "agent/create" in stderr  # the bodies were logged...
+    assert key not in stderr  # ...without the key
