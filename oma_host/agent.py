@@ -62,6 +62,10 @@ PermissionHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 TurnSink = Callable[[list[LLMMessage]], None]
 
 
+# Backends being closed after a reset, kept referenced until they finish.
+_closing: set[asyncio.Task[None]] = set()
+
+
 def new_run_id() -> str:
     return f"run_{uuid.uuid4().hex}"
 
@@ -178,10 +182,20 @@ class Agent:
         return clone_messages(self._history)
 
     def reset(self) -> None:
-        """Clear the history and return to ``idle``."""
+        """Clear the history and return to ``idle``. An ACP agent also loses
+        its session (the agent's own memory of the conversation): the next run
+        opens a fresh one."""
         self._history = []
         self._status = "idle"
         self._usage = zero_usage()
+        if self._backend is not None and self._backend_kind == "acp":
+            backend, self._backend = self._backend, None
+            try:
+                closing = asyncio.get_running_loop().create_task(backend.close())
+            except RuntimeError:  # no loop: nothing can be running on it either
+                return
+            _closing.add(closing)
+            closing.add_done_callback(_closing.discard)
 
     async def close(self) -> None:
         """Release the backend (ends a process tree or an ACP session)."""

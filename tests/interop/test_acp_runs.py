@@ -251,3 +251,18 @@ async def test_concurrent_runs_on_one_agent_take_turns(host: HostClient, acp: Ac
     quick = await run(host, agent, "[whoami]")
     assert (await slow)["output"] == "first second"
     assert whoami(quick["output"])["turn"] == "2"
+
+
+async def test_reset_drops_the_agents_session_and_the_next_run_opens_a_fresh_one(
+    host: HostClient, acp: AcpConfig
+) -> None:
+    agent = await create(host, **acp(), systemPrompt="ROLE")
+    await run(host, agent, "hello")
+    before = whoami((await run(host, agent, "[whoami]"))["output"])
+    assert before["turn"] == "2"
+    assert await host.request("agent/reset", {"agentId": agent}) is None
+    fresh = await run(host, agent, "hello again")
+    # A new session: the role prompt leads its first prompt again.
+    assert fresh["output"] == "you said: ROLE\n\nhello again"
+    after = whoami((await run(host, agent, "[whoami]"))["output"])
+    assert after["turn"] == "2" and after["pid"] != before["pid"]
