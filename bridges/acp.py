@@ -44,7 +44,7 @@ from pydantic import ValidationError
 from bridges import compose_prompt
 from bridges.acp_mapping import BridgeClient, Turn
 from bridges.acp_transport import LINE_LIMIT, SHOWN_LINE, NdjsonPipe, StderrTail
-from bridges.process import _end_group, _signal_name
+from bridges.process import end_process_group, signal_name
 from oma_host import __version__
 from oma_host.agent import PermissionHandler
 from oma_host.config import AcpBackend, AgentConfig
@@ -122,7 +122,7 @@ class _Live:
                 task.cancel()
         with contextlib.suppress(Exception):
             await self.conn.close()
-        await _end_group(self.process)
+        await end_process_group(self.process)
         self.stderr.cancel()
 
 
@@ -366,7 +366,7 @@ class AcpBridge:
         elif code >= 0:
             how = f"exited with code {code}"
         else:
-            how = f"was killed by {_signal_name(-code)}"
+            how = f"was killed by {signal_name(-code)}"
         tail = live.stderr.text()
         message = f"{self._who(live)} {how} during {what}"
         return _Fault("process", message + (f": {tail}" if tail else ""))

@@ -17,6 +17,7 @@ import codecs
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bridges import compose_prompt
@@ -30,11 +31,11 @@ if TYPE_CHECKING:
 
 _READ_SIZE = 65536
 _STDERR_LIMIT = 16384  # the tail of stderr kept for the failure message
-_TERM_GRACE_S = 1.0  # SIGTERM first; SIGKILL whatever is left after this
-_ORPHAN_GRACE_S = 0.2  # after exit, how long descendants may hold stdout open
+TERM_GRACE_S = 1.0  # SIGTERM first; SIGKILL whatever is left after this
+ORPHAN_GRACE_S = 0.2  # after exit, how long descendants may hold stdout open
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:
@@ -93,7 +94,7 @@ class ProcessBridge:
             return await self._collect(process, text, recorder)
         finally:
             self._running.discard(process)
-            await _end_group(process)
+            await end_process_group(process)
 
     async def _collect(
         self, process: asyncio.subprocess.Process, text: str, recorder: RunRecorder
@@ -107,10 +108,10 @@ class ProcessBridge:
         try:
             code = await process.wait()
             # Descendants may still hold the pipes; give them a moment, then end the group.
-            _, pending = await asyncio.wait(readers, timeout=_ORPHAN_GRACE_S)
+            _, pending = await asyncio.wait(readers, timeout=ORPHAN_GRACE_S)
             if pending:
-                await _end_group(process)
-                await asyncio.wait(pending, timeout=_TERM_GRACE_S)
+                await end_process_group(process)
+                await asyncio.wait(pending, timeout=TERM_GRACE_S)
         finally:
             for task in readers:
                 task.cancel()
@@ -130,7 +131,7 @@ class ProcessBridge:
                 {"role": "assistant", "content": [{"type": "text", "text": output}]}
             )
             return recorder.result()
-        how = f"exited with code {code}" if code > 0 else f"was killed by {_signal_name(-code)}"
+        how = f"exited with code {code}" if code > 0 else f"was killed by {signal_name(-code)}"
         detail = detail[-_STDERR_LIMIT:].strip()
         message = f"{self._backend.command} {how}" + (f": {detail}" if detail else "")
         message = self._redactor.redact(message)
@@ -139,7 +140,7 @@ class ProcessBridge:
     async def close(self) -> None:
         """Kill every process tree this bridge still has running."""
         await asyncio.gather(
-            *(_end_group(process) for process in list(self._running)),
+            *(end_process_group(process) for process in list(self._running)),
             *([self._terminal.close()] if self._terminal is not None else []),
         )
 
@@ -154,9 +155,9 @@ async def _feed(process: asyncio.subprocess.Process, text: str) -> None:
     process.stdin.close()
 
 
-async def _read_text(stream: asyncio.StreamReader, sink: object) -> None:
+async def _read_text(stream: asyncio.StreamReader, sink: Callable[[str], object]) -> None:
+    """Decode a pipe as UTF-8 (bad bytes replaced) and hand each piece to ``sink``."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    assert callable(sink)
     while chunk := await stream.read(_READ_SIZE):
         if text := decoder.decode(chunk):
             sink(text)
@@ -164,7 +165,8 @@ async def _read_text(stream: asyncio.StreamReader, sink: object) -> None:
         sink(tail)
 
 
-def _signal_group(pid: int, sig: signal.Signals) -> bool:
+def signal_group(pid: int, sig: signal.Signals) -> bool:
+    """Signal a process group; False when it no longer exists."""
     try:
         os.killpg(pid, sig)
         return True
@@ -172,14 +174,14 @@ def _signal_group(pid: int, sig: signal.Signals) -> bool:
         return False
 
 
-async def _end_group(process: asyncio.subprocess.Process) -> None:
+async def end_process_group(process: asyncio.subprocess.Process) -> None:
     """SIGTERM the process group, then SIGKILL it if anything is left."""
-    if not _signal_group(process.pid, signal.SIGTERM):
+    if not signal_group(process.pid, signal.SIGTERM):
         return
     with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(_TERM_GRACE_S):
+        async with asyncio.timeout(TERM_GRACE_S):
             await process.wait()
     # The leader may be gone while descendants linger in its group.
-    _signal_group(process.pid, signal.SIGKILL)
+    signal_group(process.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         await process.wait()

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import pexpect
 
-from bridges.process import _ORPHAN_GRACE_S, _TERM_GRACE_S, _signal_group
+from bridges.process import ORPHAN_GRACE_S, TERM_GRACE_S, signal_group
 from oma_host.config import AgentConfig, ProcessBackend
 from oma_host.results import AgentRunResult, RunRecorder
 
@@ -232,11 +232,11 @@ class TerminalRunner:
             code = await _wait_exit(child)
             # Descendants may still hold the terminal; give them a moment, then end the group.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(output_ended), _ORPHAN_GRACE_S)
+                await asyncio.wait_for(asyncio.shield(output_ended), ORPHAN_GRACE_S)
             if not output_ended.done():
                 await _end_group(child, close=False)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(output_ended), _TERM_GRACE_S)
+                    await asyncio.wait_for(asyncio.shield(output_ended), TERM_GRACE_S)
         finally:
             typist.cancel()
             loop.remove_reader(fd)
@@ -319,11 +319,11 @@ async def _end_group(child: Child, *, close: bool = True) -> None:
     """SIGTERM the child's process group, then SIGKILL whatever is left; reap
     the child and (with ``close``) close the terminal."""
     # pexpect starts the child in a new session, so its pid is the group id.
-    if _signal_group(_pid(child), signal.SIGTERM):
+    if signal_group(_pid(child), signal.SIGTERM):
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(_wait_exit(child), _TERM_GRACE_S)
+            await asyncio.wait_for(_wait_exit(child), TERM_GRACE_S)
         # The leader may be gone while descendants linger in its group.
-        _signal_group(_pid(child), signal.SIGKILL)
+        signal_group(_pid(child), signal.SIGKILL)
     await _wait_exit(child)
     if close and not child.closed:
         child.close(force=True)
