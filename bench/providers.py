@@ -6,14 +6,20 @@ this process in the same run.
   format) versus one raw ``POST /v1/messages`` with httpx. The difference is
   what the host adds: JSON-RPC both ways, the guard, the adapter's mapping,
   the result record.
-- Streaming relay: one ``agent/stream`` of a reply made of N text deltas
-  versus reading the same SSE stream with httpx-sse directly. Reported as the
-  added latency per delta ((host - raw) / N) and the deltas per second that
-  reach the client as ``$/progress``.
+- Streaming relay, throughput: one ``agent/stream`` of a reply made of N
+  text deltas, sent as fast as the simulator can, versus reading the same SSE
+  stream with httpx-sse directly; reported as deltas per second reaching the
+  client as ``$/progress``. (Host and client are two processes, so the relay
+  can beat a single process that parses the SSE itself.)
+- Streaming relay, latency: deltas paced at 0.5 ms; for each one, the time
+  from the simulator writing it to the client receiving it (the simulator runs
+  in this process, so both ends read the same clock). The added latency per
+  delta is the host's median minus the raw reader's.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -22,7 +28,7 @@ from httpx_sse import aconnect_sse
 
 from bench.harness import Comparison, interleave_async
 from oma_host.client import HostClient, host_argv
-from oma_host.simulator import Reply, Simulator
+from oma_host.simulator import SEND_TIME, Reply, Simulator
 
 HOST_RUN = "oma-host agent/run (anthropic wire)"
 RAW_RUN = "raw httpx POST /v1/messages"
@@ -113,6 +119,7 @@ async def run_provider_benchmarks(rounds: int, deltas: int, warmup: int = 2) -> 
             stream_samples = await interleave_async(
                 {RAW_STREAM: raw_stream, HOST_STREAM: host_stream}, stream_rounds, 1
             )
+            latency = await _latency(client, agent, sim, http, url, headers, stream_rounds)
         finally:
             await http.aclose()
             await client.close()
@@ -132,9 +139,72 @@ async def run_provider_benchmarks(rounds: int, deltas: int, warmup: int = 2) -> 
         samples=stream_samples,
     )
     host_ms = relay.median(HOST_STREAM)
-    added_us = relay.diff_ms(HOST_STREAM) * 1000 / deltas
-    relay.notes.append(
-        f"added latency per delta: {added_us:.1f} µs; "
-        f"{deltas / (host_ms / 1000):,.0f} deltas/s reach the client as $/progress"
+    relay.notes.append(f"{deltas / (host_ms / 1000):,.0f} deltas/s reach the client as $/progress")
+    return [per_request, relay, latency]
+
+
+PACED_DELTAS = 2000
+PACE_S = 0.0005
+
+
+async def _latency(
+    client: HostClient,
+    agent: str,
+    sim: Simulator,
+    http: httpx.AsyncClient,
+    url: str,
+    headers: dict[str, str],
+    rounds: int,
+) -> Comparison:
+    """Per-delta latency in ms: each delta carries the time.perf_counter_ns()
+    of its write (SEND_TIME), read against the time it is received."""
+    marker = SEND_TIME + ";"
+    paced = Reply.text(marker * PACED_DELTAS, chunk_size=len(marker), event_delay_s=PACE_S)
+    samples: dict[str, list[float]] = {RAW_STREAM: [], HOST_STREAM: []}
+
+    def latency_ms(text: str) -> float:
+        return (time.perf_counter_ns() - int(text.rstrip(";"))) / 1e6
+
+    for round_index in range(rounds):
+        for name in (RAW_STREAM, HOST_STREAM) if round_index % 2 else (HOST_STREAM, RAW_STREAM):
+            sim.script(paced)
+            received = samples[name]
+            if name == HOST_STREAM:
+                token = f"latency-{round_index}"
+
+                def on_progress(
+                    message: dict[str, Any], token: str = token, into: list[float] = received
+                ) -> None:
+                    params = message["params"]
+                    if params.get("token") == token and params["value"]["type"] == "text":
+                        into.append(latency_ms(params["value"]["data"]))
+
+                client.on_notification = on_progress
+                await client.request(
+                    "agent/stream",
+                    {"agentId": agent, "input": "hello", "partialResultToken": token},
+                    timeout=REQUEST_TIMEOUT_S,
+                )
+                client.on_notification = None
+                client.notifications.clear()
+            else:
+                async with aconnect_sse(
+                    http, "POST", url, headers=headers, json=_body(True)
+                ) as source:
+                    async for event in source.aiter_sse():
+                        if event.event == "content_block_delta":
+                            received.append(latency_ms(json.loads(event.data)["delta"]["text"]))
+    comparison = Comparison(
+        key="stream_latency",
+        title=f"per-delta latency, simulator write → client receipt ({PACED_DELTAS} deltas "
+        f"paced at {PACE_S * 1000:g} ms, {rounds} rounds each)",
+        baseline=RAW_STREAM,
+        subject=HOST_STREAM,
+        samples=samples,
+        unit_note="; each sample is one delta",
     )
-    return [per_request, relay]
+    comparison.notes.append(
+        f"added latency per delta (difference of medians): "
+        f"{comparison.diff_ms(HOST_STREAM) * 1000:.0f} µs"
+    )
+    return comparison

@@ -26,6 +26,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# Reply text holding this marker is sent with it replaced by time.perf_counter_ns()
+# at the moment of the write: a benchmark in the same process measures latency.
+SEND_TIME = "@send-time@"
+
 
 @dataclass
 class Reply:
@@ -442,6 +446,8 @@ class _SimulatorHandler(BaseHTTPRequestHandler):
                     self._chunk(frame[: len(frame) // 2].encode())
                     self.close_connection = True
                     return  # no terminating chunk: the client sees a cut stream
+                if SEND_TIME in frame:  # stamp the moment it goes out, for latency benchmarks
+                    frame = frame.replace(SEND_TIME, str(time.perf_counter_ns()))
                 self._chunk(frame.encode())
                 if reply.event_delay_s:
                     time.sleep(reply.event_delay_s)
