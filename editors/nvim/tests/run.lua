@@ -1,0 +1,406 @@
+-- Drives oma.nvim in `nvim --headless -u NONE` against the real oma-host and
+-- checks what a person would see: the reply buffer and the messages.
+--
+--   nvim --headless -u NONE -c 'luafile editors/nvim/tests/run.lua'
+--
+-- Run from the repository root (or set OMA_REPO_ROOT). The host command is
+-- `python3 -m oma_host`, or the words of $OMA_HOST_COMMAND. Prints one line per
+-- test and "N passed, N failed"; exits non-zero on any failure.
+
+local root = vim.env.OMA_REPO_ROOT or vim.fn.getcwd()
+vim.opt.runtimepath:prepend(root .. '/editors/nvim')
+vim.cmd('runtime! plugin/oma.lua')
+
+local oma = require('oma')
+local reply = require('oma.reply')
+
+local python = vim.env.PYTHON or 'python3'
+local host_cmd = { python, '-m', 'oma_host' }
+if vim.env.OMA_HOST_COMMAND and vim.env.OMA_HOST_COMMAND ~= '' then
+  host_cmd = vim.split(vim.env.OMA_HOST_COMMAND, '%s+', { trimempty = true })
+end
+local png = root .. '/tests/editors/fixtures/red-square.png'
+local tmp = vim.fn.tempname()
+vim.fn.mkdir(tmp, 'p')
+
+-- Capture what the plugin tells the person.
+local notes = {}
+vim.notify = function(message, level)
+  table.insert(notes, { message = message, level = level })
+end
+
+local function out(line)
+  io.stdout:write(line .. '\n')
+  io.stdout:flush()
+end
+
+-- -- helpers --------------------------------------------------------------------------
+
+local function fail(message)
+  error(message, 2)
+end
+
+local function check(condition, message)
+  if not condition then
+    error(message or 'check failed', 2)
+  end
+end
+
+local function equal(actual, expected, what)
+  if not vim.deep_equal(actual, expected) then
+    local message = string.format('%s:\n  expected %s\n  got      %s', what or 'values differ',
+      vim.inspect(expected), vim.inspect(actual))
+    error(message, 2)
+  end
+end
+
+local function wait_for(what, condition, timeout)
+  if not vim.wait(timeout or 30000, condition, 20) then
+    error('timed out waiting for ' .. what, 2)
+  end
+end
+
+local function lines()
+  return vim.api.nvim_buf_get_lines(reply.buffer(), 0, -1, false)
+end
+
+local function text()
+  return table.concat(lines(), '\n')
+end
+
+local function finished()
+  wait_for('the run to finish', function()
+    return oma.status().running == 0
+  end)
+  return oma.status().last
+end
+
+local function contains(haystack, needle, what)
+  if not haystack:find(needle, 1, true) then
+    error(string.format('%s: %q not found in\n%s', what or 'missing text', needle, haystack), 2)
+  end
+end
+
+local function use(agent, extra)
+  local opts = { cmd = host_cmd, cmd_cwd = root, agent = agent, open = 'none' }
+  for key, value in pairs(extra or {}) do
+    opts[key] = value
+  end
+  oma.setup(opts)
+  vim.api.nvim_buf_set_lines(reply.buffer(), 0, -1, false, {})
+  notes = {}
+end
+
+local function process_agent(name, script)
+  return { name = name, backend = { kind = 'process', command = 'sh', args = { '-c', script } } }
+end
+
+local function echo_agent(name, model)
+  return { name = name or 'echo', provider = 'test', model = model or 'echo' }
+end
+
+local function pid_alive(pid)
+  return vim.loop.kill(pid, 0) == 0
+end
+
+-- -- tests ----------------------------------------------------------------------------
+
+local tests = {}
+
+tests[#tests + 1] = { 'the 0.7 LSP client accepts the host\'s initialize answer', function()
+  use(echo_agent())
+  require('oma.client').start(oma.config)
+  wait_for('initialize', function()
+    return oma.status().host.ready
+  end)
+  local client = vim.lsp.get_client_by_id(oma.status().host.client_id)
+  check(client.initialized, 'client.initialized')
+  local agent = client.server_capabilities.agent
+  check(type(agent) == 'table', 'capabilities.agent: ' .. vim.inspect(client.server_capabilities))
+  check(vim.tbl_contains(agent.methods, 'agent/stream'), 'agent/stream in methods')
+  check(agent.structuredInput == true, 'structuredInput')
+  equal(oma.status().host.server_info.name, 'oma-host', 'serverInfo.name')
+  -- 0.7 keeps the capabilities as sent and fills in LSP defaults beside them
+  -- (resolved_capabilities), so a server that declares none of them is fine.
+  local resolved = client.resolved_capabilities
+  check(resolved.text_document_open_close == false, 'no document sync is assumed')
+  check(client.supports_method('agent/stream'), 'methods it does not know are assumed supported')
+  out(string.format('# nvim %s: initialize accepted; server_capabilities keys: %s; resolved hover: %s',
+    tostring(vim.version().major) .. '.' .. vim.version().minor .. '.' .. vim.version().patch,
+    table.concat(vim.tbl_keys(client.server_capabilities), ','), tostring(resolved.hover)))
+end }
+
+tests[#tests + 1] = { ':OmaAsk streams the reply into the buffer as it arrives', function()
+  local gate = tmp .. '/gate'
+  use(process_agent('p', 'echo first; while [ ! -e ' .. gate .. ' ]; do sleep 0.02; done; echo second'))
+  vim.cmd('OmaAsk hello there')
+  wait_for('the first line of the reply', function()
+    return vim.tbl_contains(lines(), 'first')
+  end)
+  -- The run is still going (the process waits for the gate): this text was streamed.
+  equal(oma.status().running, 1, 'runs in flight while streaming')
+  check(not vim.tbl_contains(lines(), 'second'), 'second line before the gate opened')
+  io.open(gate, 'w'):close()
+  local run = finished()
+  equal(run.outcome, 'done', 'outcome')
+  equal(run.result.output, 'first\nsecond\n', 'result.output')
+  equal(lines(), { '## ask · p', '', '> hello there', '', 'first', 'second', '' }, 'reply buffer')
+  -- The work-done progress reached Neovim's progress table (statusline plugins read it).
+  local client = vim.lsp.get_client_by_id(oma.status().host.client_id)
+  local progress = client.messages.progress[run.work_token]
+  check(progress ~= nil, 'work-done progress for ' .. run.work_token)
+  equal({ progress.title, progress.message, progress.done }, { 'p', 'ok', true }, 'work-done progress')
+  equal(notes, {}, 'no messages')
+end }
+
+tests[#tests + 1] = { 'an image for a process agent: the InvalidMessageError with its path', function()
+  local marker = tmp .. '/spawned'
+  use(process_agent('p', 'touch ' .. marker .. '; cat'))
+  vim.cmd('OmaImage ' .. png .. ' what is this?')
+  local run = finished()
+  equal(run.outcome, 'error', 'outcome')
+  local expected = "error -32602 InvalidMessageError at input: agent 'p' has a process backend, which accepts "
+    .. 'string prompts only; send a string instead of a message list or content blocks'
+  equal(run.error, expected, 'formatted error')
+  equal(notes, { { message = 'oma: ' .. expected, level = vim.log.levels.ERROR } }, 'vim.notify')
+  equal(lines()[#lines() - 1], '[' .. expected .. ']', 'error line in the reply buffer')
+  equal(lines()[3], '> what is this?', 'question in the heading')
+  check(lines()[4]:match('^> %[image image/png, %d+ base64 chars%]$'), 'image in the heading: ' .. lines()[4])
+  check(vim.fn.filereadable(marker) == 0, 'the process must not have been spawned')
+end }
+
+tests[#tests + 1] = { ':OmaCancel stops a streaming run; the host keeps serving', function()
+  use(echo_agent('slow', 'slow-echo'))
+  vim.cmd('OmaAsk a question long enough to stream for a good while')
+  wait_for('some streamed text', function()
+    return (lines()[5] or '') ~= ''
+  end)
+  equal(oma.cancel(), 1, 'runs cancelled')
+  local run = finished()
+  equal(run.outcome, 'cancelled', 'outcome')
+  local all = lines()
+  equal(all[#all - 1], '[cancelled]', 'cancel marker')
+  equal(all[#all], '', 'the buffer ends with a fresh line')
+  -- What streamed is a beginning of the reply the run would have given, not all of it.
+  use(echo_agent('slow', 'echo'))
+  vim.cmd('OmaAsk a question long enough to stream for a good while')
+  local full = finished()
+  equal(full.outcome, 'done', 'the next ask works')
+  check(run.text ~= '' and full.result.output:sub(1, #run.text) == run.text, 'partial is a prefix: ' .. run.text)
+  check(#run.text < #full.result.output, 'the cancelled run stopped early')
+end }
+
+tests[#tests + 1] = { ':OmaCancel ends the process of a process agent', function()
+  local pidfile = tmp .. '/pid'
+  use(process_agent('sleeper', 'echo $$ > ' .. pidfile .. '; echo started; exec sleep 60'))
+  vim.cmd('OmaAsk go')
+  wait_for('the process to start', function()
+    return vim.tbl_contains(lines(), 'started')
+  end)
+  local pid = tonumber(vim.fn.readfile(pidfile)[1])
+  check(pid and pid_alive(pid), 'the process runs')
+  oma.cancel()
+  local run = finished()
+  equal(run.outcome, 'cancelled', 'outcome')
+  equal(run.text, 'started\n', 'partial text')
+  wait_for('the process to be gone', function()
+    return not pid_alive(pid)
+  end, 15000)
+end }
+
+tests[#tests + 1] = { ':OmaImage sends the PNG as a base64 image block', function()
+  use(echo_agent())
+  vim.cmd('OmaImage ' .. png .. ' What colour is this square?')
+  local run = finished()
+  equal(run.outcome, 'done', 'outcome')
+  local received = vim.json.decode(run.result.output)
+  local expected_data = vim.fn.system({ 'base64', '-w0', png })
+  equal(received.messages, {
+    {
+      role = 'user',
+      content = {
+        { type = 'text', text = 'What colour is this square?' },
+        { type = 'image', source = { type = 'base64', media_type = 'image/png', data = expected_data } },
+      },
+    },
+  }, 'what the provider received')
+end }
+
+tests[#tests + 1] = { 'a question about a PNG over HTTP (the provider simulator)', function()
+  local url = nil
+  local job = vim.fn.jobstart({ python, '-m', 'oma_host.simulator', '--port', '0' }, {
+    cwd = root,
+    on_stdout = function(_, data)
+      for _, line in ipairs(data) do
+        url = url or line:match('listening on (http://%S+)')
+      end
+    end,
+  })
+  check(job > 0, 'simulator started')
+  local ok, err = pcall(function()
+    wait_for('the simulator', function()
+      return url ~= nil
+    end)
+    use({ name = 'claude', provider = 'anthropic', model = 'm', baseURL = url, apiKey = 'sk-test' })
+    vim.cmd('OmaImage ' .. png .. ' What is in this picture?')
+    local run = finished()
+    equal(run.outcome, 'done', 'outcome')
+    local size = #vim.fn.system({ 'base64', '-w0', png })
+    local expected = "simulator saw 1 message(s); the last user message holds: text 'What is in this picture?', "
+      .. string.format('image image/png (%d chars)', size)
+    equal(run.result.output, expected, 'reply')
+    contains(text(), expected, 'reply buffer')
+  end)
+  vim.fn.jobstop(job)
+  if not ok then
+    error(err, 0)
+  end
+end }
+
+tests[#tests + 1] = { ':OmaChat builds the history; :OmaHistory shows it; :OmaReset clears it', function()
+  use(echo_agent('talker'))
+  vim.cmd('OmaChat first question')
+  equal(finished().outcome, 'done', 'first turn')
+  vim.cmd('OmaChat second question')
+  local second = finished()
+  local seen = vim.json.decode(second.result.output)
+  equal(#seen.messages, 3, 'the provider saw the conversation')
+  local shown = nil
+  oma.history(function(messages)
+    shown = messages
+  end)
+  wait_for('the history', function()
+    return shown ~= nil
+  end)
+  equal(#shown, 4, 'history length')
+  local history = vim.api.nvim_buf_get_lines(vim.fn.bufnr('oma://history'), 0, -1, false)
+  equal(
+    { history[1], history[3], history[5], history[11] },
+    { '# History of talker', '## 1. user', 'first question', '## 3. user' },
+    'history buffer'
+  )
+  local reset = false
+  oma.reset(function()
+    reset = true
+  end)
+  wait_for('the reset', function()
+    return reset
+  end)
+  shown = nil
+  vim.cmd('OmaHistory')
+  wait_for('the empty history', function()
+    local now = vim.api.nvim_buf_get_lines(vim.fn.bufnr('oma://history'), 0, -1, false)
+    return now[3] == '(empty: no conversation turns yet)'
+  end)
+  local said = { message = 'oma: the conversation with talker was reset', level = vim.log.levels.INFO }
+  equal(notes[1], said, 'reset message')
+end }
+
+tests[#tests + 1] = { ':OmaRun sends the selected lines through oma/runAgent', function()
+  use(process_agent('runner', 'cat'))
+  local source = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_set_current_buf(source)
+  vim.api.nvim_buf_set_lines(source, 0, -1, false, { 'print(1)', 'print(2)', 'print(3)' })
+  vim.bo.filetype = 'python'
+  vim.cmd('1,2OmaRun')
+  local run = finished()
+  equal(run.outcome, 'done', 'outcome')
+  equal(run.result.output, 'Selection:\n```python\nprint(1)\nprint(2)\n```', 'the selection is the input')
+  local types = {}
+  for _, event in ipairs(run.progress) do
+    types[#types + 1] = event.type
+  end
+  equal(types, { 'agent_start', 'agent_complete' }, 'oma/progress events')
+  equal(lines()[3], '> [2 selected lines]', 'heading')
+end }
+
+tests[#tests + 1] = { 'an ACP permission request is answered by setup{permission}', function()
+  local script = root .. '/tests/interop/acp_agent/agent.mjs'
+  if vim.fn.isdirectory(root .. '/tests/interop/acp_agent/node_modules/@agentclientprotocol/sdk') == 0 then
+    fail('the ACP test agent is not installed: npm ci in tests/interop/acp_agent')
+  end
+  local asked = {}
+  local backend = { kind = 'acp', command = 'node', args = { script }, permission = 'ask-client' }
+  use({ name = 'coder', backend = backend }, {
+    permission = function(request)
+      table.insert(asked, request)
+      return true
+    end,
+  })
+  vim.cmd('OmaAsk please edit [permission]')
+  local run = finished()
+  equal(run.outcome, 'done', 'outcome')
+  equal(#asked, 1, 'asked once')
+  equal({ asked[1].agentName, asked[1].title, asked[1].kind }, { 'coder', 'Write notes.txt', 'edit' }, 'request')
+  contains(run.result.output, 'permission outcome: opt-allow_once', 'agent output')
+  contains(text(), '[permission] Write notes.txt: allow_once', 'permission line')
+  local prompt = require('oma.permission').prompt(asked[1])
+  equal(prompt.message, 'Agent "coder" asks permission: Write notes.txt (edit)', 'prompt message')
+  equal(require('oma.permission').answer(asked[1], function()
+    error('boom')
+  end), { approve = false }, 'a failing callback rejects')
+end }
+
+tests[#tests + 1] = { 'a host that dies is started again by the next command', function()
+  use(process_agent('p', 'echo started; sleep 60'))
+  vim.cmd('OmaAsk first')
+  wait_for('output', function()
+    return oma.status().running == 1 and #lines() > 5
+  end)
+  local before = oma.status().host.client_id
+  local client = vim.lsp.get_client_by_id(before)
+  vim.loop.kill(client.rpc.pid, 'sigkill')
+  local run = finished()
+  equal(run.outcome, 'error', 'the run in flight fails')
+  contains(run.error, 'oma-host exited', 'error')
+  use(process_agent('p', 'echo back'))
+  vim.cmd('OmaAsk again')
+  local again = finished()
+  equal(again.outcome, 'done', 'after the restart')
+  equal(again.result.output, 'back\n', 'output')
+  check(oma.status().host.client_id ~= before, 'a new client')
+end }
+
+tests[#tests + 1] = { 'a host command that cannot start is reported, and a fixed one works', function()
+  use(echo_agent(), { cmd = { tmp .. '/no-such-oma-host' } })
+  vim.cmd('OmaAsk hello')
+  local run = finished()
+  equal(run.outcome, 'error', 'outcome')
+  equal(run.error, 'oma-host is not running: it could not be started or it exited (see :messages)', 'error')
+  equal(notes[#notes].level, vim.log.levels.ERROR, 'shown as an error')
+  use(echo_agent(), { cmd = host_cmd })
+  vim.cmd('OmaAsk hello')
+  equal(finished().outcome, 'done', 'after setup{cmd} is fixed')
+end }
+
+tests[#tests + 1] = { 'base64 matches coreutils for every tail length', function()
+  local base64 = require('oma.input').base64
+  for _, sample in ipairs({ '', 'a', 'ab', 'abc', 'abcd', '\0\255\128' }) do
+    local path = tmp .. '/sample'
+    local file = io.open(path, 'wb')
+    file:write(sample)
+    file:close()
+    equal(base64(sample), vim.fn.system({ 'base64', '-w0', path }), 'base64 of ' .. vim.inspect(sample))
+  end
+end }
+
+-- -- runner ---------------------------------------------------------------------------
+
+local passed, failed = 0, 0
+for index, case in ipairs(tests) do
+  local ok, err = xpcall(case[2], debug.traceback)
+  if ok then
+    passed = passed + 1
+    out(string.format('ok %d - %s', index, case[1]))
+  else
+    failed = failed + 1
+    out(string.format('not ok %d - %s\n%s', index, case[1], tostring(err)))
+    oma.cancel()
+  end
+end
+out(string.format('%d passed, %d failed', passed, failed))
+oma.stop()
+vim.wait(2000, function()
+  return #vim.lsp.get_active_clients() == 0
+end, 20)
+vim.cmd(failed == 0 and 'qall!' or 'cquit 1')

@@ -1,0 +1,117 @@
+/**
+ * The oma-host wire types this client uses (PROTOCOL.md sections 3, 6, 7, 9, 11).
+ *
+ * Field names follow the wire exactly: camelCase protocol params, and the seed
+ * data types' own names (`media_type`, `input_tokens`, `is_error`).
+ */
+
+export interface TextBlock {
+  type: 'text';
+  text: string;
+}
+
+export interface ImageBlock {
+  type: 'image';
+  source: { type: 'base64'; media_type: string; data: string };
+}
+
+/** Any other block the host may hand back (tool_use, tool_result, reasoning). */
+export interface OtherBlock {
+  type: string;
+  [field: string]: unknown;
+}
+
+export type ContentBlock = TextBlock | ImageBlock | OtherBlock;
+
+export interface LLMMessage {
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+}
+
+/** agent/run, agent/stream, oma/runAgent. */
+export type RunInput = string | LLMMessage[];
+/** agent/prompt. */
+export type PromptInput = string | ContentBlock[];
+
+export interface TokenUsage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
+export type RunStatusCode = 'ok' | 'error' | 'cancelled' | 'timeout' | 'budget_exhausted';
+
+export interface AgentRunResult {
+  success: boolean;
+  output: string;
+  messages: LLMMessage[];
+  tokenUsage: TokenUsage;
+  toolCalls: { toolName: string; input: unknown; output: string; duration: number }[];
+  status: { code: RunStatusCode; message?: string };
+  identity: { runId: string };
+  structured?: unknown;
+  budgetExceeded?: true;
+  aborted?: true;
+  errorInfo?: { kind: string; message: string };
+}
+
+export type StreamEvent =
+  | { type: 'text'; data: string }
+  | { type: 'reasoning'; data: string }
+  | { type: 'tool_use'; data: { id?: string; name?: string; input?: unknown } }
+  | { type: 'tool_result'; data: { tool_use_id?: string; content?: unknown; is_error?: boolean } }
+  | { type: 'error'; data: { message: string; kind?: string } }
+  | { type: 'permission'; data: { title?: string; kind?: string; decision?: string } }
+  | { type: string; data?: unknown };
+
+/** An AgentConfig as the user wrote it in the settings; the host validates it. */
+export interface AgentConfig {
+  name: string;
+  model?: string;
+  provider?: string;
+  baseURL?: string;
+  backend?: { kind: string; [field: string]: unknown };
+  [field: string]: unknown;
+}
+
+/** LSP work-done progress values, as the host sends them for a workDoneToken. */
+export type WorkDoneValue =
+  | { kind: 'begin'; title: string; message?: string }
+  | { kind: 'report'; message?: string; percentage?: number }
+  | { kind: 'end'; message?: string };
+
+/** `oma/progress` from oma/runAgent with `progress: true`. */
+export interface OmaProgressEvent {
+  runId: string;
+  type: string;
+  agent: string;
+  data?: unknown;
+}
+
+/** `agent/requestPermission` (server to client) and its answer. */
+export interface PermissionRequest {
+  agentName: string;
+  title: string;
+  kind: string | null;
+  optionKinds: string[];
+}
+
+export interface PermissionAnswer {
+  approve: boolean;
+}
+
+export interface InitializationOptions {
+  defaults?: { model?: string; provider?: string; baseURL?: string };
+  stateDir?: string;
+}
+
+export interface InitializeResult {
+  capabilities: { agent?: { methods: string[]; providers: string[]; backends: string[] } };
+  serverInfo?: { name: string; version: string };
+}
+
+/** JSON-RPC error codes the client treats specially (PROTOCOL.md section 5). */
+export const ErrorCode = {
+  InvalidParams: -32602,
+  AgentNotFound: -32001,
+  RequestCancelled: -32800,
+} as const;

@@ -1,0 +1,365 @@
+/**
+ * The client side of an oma-host connection: agents, runs, progress,
+ * cancellation, conversation history and the permission request.
+ *
+ * Which method serves which ask:
+ * - `ask`  (Ask agent, Ask about image): a one-off question, `agent/stream`,
+ *   its reply streamed from `$/progress` events of the partialResultToken;
+ *   it neither reads nor changes the conversation.
+ * - `chat` (Chat with agent): a conversation turn, `agent/prompt`; the
+ *   protocol gives prompts no stream, so the reply is written when the turn
+ *   completes (the work-done progress shows meanwhile). History and reset
+ *   act on these turns.
+ * - `runOnce` (Run agent on selection): `oma/runAgent`, a fresh one-off agent
+ *   with `progress: true` (`oma/progress` notifications for its runId).
+ *
+ * Every run carries a workDoneToken so the editor can show progress, and a
+ * CancellationToken: cancelling sends `$/cancelRequest` and the run ends with
+ * the host's -32800 answer and its partial result.
+ *
+ * Agents are created on first use, one per configured name, and recreated when
+ * their config changes or the host no longer knows them (it was restarted).
+ */
+
+import {
+  type CancellationToken,
+  CancellationTokenSource,
+  type Disposable,
+  ProgressType,
+} from 'vscode-jsonrpc';
+
+import { cancelledPartial, describeError, isAgentNotFound, isCancelled } from './errors';
+import { type Ask, promptInput, runInput } from './input';
+import { answerPermission, type PermissionAsker } from './permission';
+import type {
+  AgentConfig,
+  AgentRunResult,
+  LLMMessage,
+  OmaProgressEvent,
+  StreamEvent,
+  WorkDoneValue,
+} from './protocol';
+import type { RpcPeer } from './rpc';
+import { ReplyAssembler } from './stream';
+
+export interface RunObserver {
+  /** Rendered text to append to the reply document, in order. */
+  onText?(delta: string): void;
+  /** Every StreamEvent of an agent/stream run, as it arrives. */
+  onEvent?(event: StreamEvent): void;
+  /** The host's work-done progress for this run (begin, then end). */
+  onWorkDone?(value: WorkDoneValue): void;
+  /** `oma/progress` notifications of an oma/runAgent run. */
+  onRunProgress?(event: OmaProgressEvent): void;
+}
+
+export type RunOutcome =
+  | { kind: 'done'; result: AgentRunResult; text: string }
+  | { kind: 'cancelled'; partial: AgentRunResult | undefined; text: string }
+  | { kind: 'error'; message: string; error: unknown; text: string };
+
+export interface RunHandle {
+  readonly id: number;
+  readonly label: string;
+  /** Settles when the run is over; never rejects. */
+  readonly outcome: Promise<RunOutcome>;
+  /** Sends `$/cancelRequest` for the run (no-op once it is over). */
+  cancel(): void;
+}
+
+export interface SessionOptions {
+  /** Answers `agent/requestPermission`; without it every request is rejected. */
+  permission?: PermissionAsker;
+  /** Prefix of progress tokens and runIds, to tell this client's runs apart in traces. */
+  clientName?: string;
+}
+
+interface KnownAgent {
+  key: string;
+  id: Promise<string>;
+}
+
+interface RunContext {
+  token: CancellationToken;
+  assembler: ReplyAssembler;
+  observer: RunObserver;
+  workDoneToken: string;
+  partialResultToken: string;
+  runId: string;
+}
+
+const streamEvents = new ProgressType<StreamEvent>();
+const workDone = new ProgressType<WorkDoneValue>();
+
+export class OmaSession {
+  private readonly agents = new Map<string, KnownAgent>();
+  private readonly runs = new Map<number, RunHandle>();
+  private readonly runProgress = new Map<string, RunObserver>();
+  private readonly disposables: Disposable[] = [];
+  private readonly clientName: string;
+  private permission: PermissionAsker | undefined;
+  private counter = 0;
+
+  constructor(
+    private readonly peer: RpcPeer,
+    options: SessionOptions = {},
+  ) {
+    this.permission = options.permission;
+    this.clientName = options.clientName ?? 'oma-client';
+    this.disposables.push(
+      peer.onRequest('agent/requestPermission', (params: unknown) => this.onPermission(params)),
+      peer.onNotification('oma/progress', (params: unknown) => this.onRunProgress(params)),
+    );
+  }
+
+  setPermissionAsker(asker: PermissionAsker | undefined): void {
+    this.permission = asker;
+  }
+
+  // -- agents -----------------------------------------------------------------
+
+  /** The host's agentId for `config`, creating (or recreating) the agent as needed. */
+  agentId(config: AgentConfig): Promise<string> {
+    const key = JSON.stringify(config);
+    const known = this.agents.get(config.name);
+    if (known !== undefined && known.key === key) {
+      return known.id;
+    }
+    if (known !== undefined) {
+      void this.disposeQuietly(known.id);
+    }
+    const id = this.peer
+      .sendRequest<{ agentId: string }>('agent/create', { config })
+      .then((answer) => answer.agentId);
+    const entry: KnownAgent = { key, id };
+    this.agents.set(config.name, entry);
+    // A failed create is not cached: the next ask tries again (e.g. after a settings fix).
+    id.catch(() => {
+      if (this.agents.get(config.name) === entry) {
+        this.agents.delete(config.name);
+      }
+    });
+    return id;
+  }
+
+  /** Forget every agentId: the host was restarted and knows none of them. */
+  forgetAgents(): void {
+    this.agents.clear();
+  }
+
+  /** Dispose every agent on the host (the settings changed). */
+  async disposeAgents(): Promise<void> {
+    const known = [...this.agents.values()];
+    this.agents.clear();
+    await Promise.all(known.map((agent) => this.disposeQuietly(agent.id)));
+  }
+
+  private async disposeQuietly(id: Promise<string>): Promise<void> {
+    try {
+      await this.peer.sendRequest('agent/dispose', { agentId: await id });
+    } catch {
+      // Already gone (host restarted, or never created): nothing to dispose.
+    }
+  }
+
+  /** Run `call` with the agent's id; once more with a new agent if the host lost it. */
+  private async withAgent<R>(config: AgentConfig, call: (agentId: string) => Promise<R>): Promise<R> {
+    const first = await this.agentId(config);
+    try {
+      return await call(first);
+    } catch (error) {
+      if (!isAgentNotFound(error)) {
+        throw error;
+      }
+      if ((await this.agents.get(config.name)?.id) === first) {
+        this.agents.delete(config.name);
+      }
+      return call(await this.agentId(config));
+    }
+  }
+
+  // -- runs -------------------------------------------------------------------
+
+  /** A one-off ask, streamed: agent/stream. */
+  ask(config: AgentConfig, ask: Ask, observer: RunObserver = {}): RunHandle {
+    return this.start(`ask ${config.name}`, observer, (context) => {
+      const input = runInput(config, ask);
+      return this.withAgent(config, (agentId) =>
+        this.peer.sendRequest<AgentRunResult>(
+          'agent/stream',
+          {
+            agentId,
+            input,
+            partialResultToken: context.partialResultToken,
+            workDoneToken: context.workDoneToken,
+          },
+          context.token,
+        ),
+      );
+    });
+  }
+
+  /** A conversation turn: agent/prompt (kept in the agent's history). */
+  chat(config: AgentConfig, ask: Ask, observer: RunObserver = {}): RunHandle {
+    return this.start(`chat ${config.name}`, observer, (context) => {
+      const input = promptInput(config, ask);
+      return this.withAgent(config, (agentId) =>
+        this.peer.sendRequest<AgentRunResult>(
+          'agent/prompt',
+          { agentId, input, workDoneToken: context.workDoneToken },
+          context.token,
+        ),
+      );
+    });
+  }
+
+  /** A fresh one-off agent: oma/runAgent with progress notifications. */
+  runOnce(config: AgentConfig, ask: Ask, observer: RunObserver = {}): RunHandle {
+    return this.start(`run ${config.name}`, observer, (context) => {
+      this.runProgress.set(context.runId, observer);
+      return this.peer.sendRequest<AgentRunResult>(
+        'oma/runAgent',
+        {
+          config,
+          input: runInput(config, ask),
+          progress: true,
+          runId: context.runId,
+          workDoneToken: context.workDoneToken,
+        },
+        context.token,
+      );
+    });
+  }
+
+  /** Runs in flight, oldest first. */
+  inFlight(): RunHandle[] {
+    return [...this.runs.values()];
+  }
+
+  /** Cancel every run in flight; returns how many were. */
+  cancelAll(): number {
+    const runs = this.inFlight();
+    runs.forEach((run) => run.cancel());
+    return runs.length;
+  }
+
+  private start(
+    label: string,
+    observer: RunObserver,
+    send: (context: RunContext) => Promise<AgentRunResult>,
+  ): RunHandle {
+    const id = ++this.counter;
+    const prefix = `${this.clientName}-${id}`;
+    const source = new CancellationTokenSource();
+    const context: RunContext = {
+      token: source.token,
+      assembler: new ReplyAssembler(),
+      observer,
+      workDoneToken: `${prefix}-work`,
+      partialResultToken: `${prefix}-stream`,
+      runId: `${prefix}-${Date.now().toString(36)}`,
+    };
+    const write = (delta: string): void => {
+      if (delta !== '') {
+        observer.onText?.(delta);
+      }
+    };
+    const subscriptions = [
+      this.peer.onProgress(streamEvents, context.partialResultToken, (event) => {
+        observer.onEvent?.(event);
+        write(context.assembler.push(event));
+      }),
+      this.peer.onProgress(workDone, context.workDoneToken, (value) => observer.onWorkDone?.(value)),
+    ];
+    const outcome = this.settle(context, send, write).finally(() => {
+      subscriptions.forEach((subscription) => subscription.dispose());
+      this.runProgress.delete(context.runId);
+      this.runs.delete(id);
+      source.dispose();
+    });
+    const handle: RunHandle = { id, label, outcome, cancel: () => source.cancel() };
+    this.runs.set(id, handle);
+    return handle;
+  }
+
+  private async settle(
+    context: RunContext,
+    send: (context: RunContext) => Promise<AgentRunResult>,
+    write: (delta: string) => void,
+  ): Promise<RunOutcome> {
+    const { assembler } = context;
+    try {
+      const result = await send(context);
+      write(assembler.finish(result));
+      return { kind: 'done', result, text: assembler.text };
+    } catch (error) {
+      if (isCancelled(error) || context.token.isCancellationRequested) {
+        const partial = cancelledPartial(error);
+        write(assembler.cancelled(partial));
+        return { kind: 'cancelled', partial, text: assembler.text };
+      }
+      const message = describeError(error);
+      write(`${assembler.rendered === '' || assembler.rendered.endsWith('\n') ? '' : '\n'}[${message}]\n`);
+      return { kind: 'error', message, error, text: assembler.text };
+    }
+  }
+
+  // -- conversation -------------------------------------------------------------
+
+  /** The agent's conversation (agent/history); empty when it has had no turn yet. */
+  async history(config: AgentConfig): Promise<LLMMessage[]> {
+    if (!this.agents.has(config.name)) {
+      return [];
+    }
+    try {
+      const answer = await this.peer.sendRequest<{ messages: LLMMessage[] }>('agent/history', {
+        agentId: await this.agentId(config),
+      });
+      return answer.messages;
+    } catch (error) {
+      if (isAgentNotFound(error)) {
+        this.agents.delete(config.name);
+        return [];
+      }
+      throw error;
+    }
+  }
+
+  /** Clear the agent's conversation (agent/reset). */
+  async reset(config: AgentConfig): Promise<void> {
+    if (!this.agents.has(config.name)) {
+      return;
+    }
+    try {
+      await this.peer.sendRequest('agent/reset', { agentId: await this.agentId(config) });
+    } catch (error) {
+      if (!isAgentNotFound(error)) {
+        throw error;
+      }
+      this.agents.delete(config.name);
+    }
+  }
+
+  // -- host to client -----------------------------------------------------------
+
+  private async onPermission(params: unknown): Promise<{ approve: boolean }> {
+    const asker = this.permission;
+    if (asker === undefined) {
+      return { approve: false };
+    }
+    return answerPermission(params, asker);
+  }
+
+  private onRunProgress(params: unknown): void {
+    const event = params as OmaProgressEvent;
+    if (typeof event !== 'object' || event === null || typeof event.runId !== 'string') {
+      return;
+    }
+    this.runProgress.get(event.runId)?.onRunProgress?.(event);
+  }
+
+  dispose(): void {
+    this.cancelAll();
+    this.disposables.forEach((disposable) => disposable.dispose());
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * Conversation turns against the real host: Chat (agent/prompt) builds the
+ * agent's history, Show history reads it, Reset conversation clears it, and a
+ * host that no longer knows the agent (restarted) gets a new one.
+ */
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import type { WorkDoneValue } from '../src/core/protocol';
+import { renderHistory } from '../src/core/render';
+import { OmaSession } from '../src/core/session';
+import { echoAgent, type Host, processAgent, startHost } from './helpers';
+
+let host: Host;
+let session: OmaSession;
+
+before(async () => {
+  host = await startHost();
+  session = new OmaSession(host.connection, { clientName: 'test' });
+});
+
+after(async () => {
+  session.dispose();
+  assert.equal(await host.close(), 0, host.stderr());
+});
+
+test('chat turns build the history; reset clears it', async () => {
+  const agent = echoAgent('talker');
+  assert.deepEqual(await session.history(agent), [], 'no turn yet: empty, and no agent created for it');
+
+  const work: WorkDoneValue[] = [];
+  let rendered = '';
+  const first = await session.chat(
+    agent,
+    { question: 'first question' },
+    {
+      onWorkDone: (v) => work.push(v),
+      onText: (d) => (rendered += d),
+    },
+  ).outcome;
+  assert.ok(first.kind === 'done' && first.result.success, JSON.stringify(first));
+  // agent/prompt has no stream: the whole reply is written when the turn completes.
+  assert.equal(rendered, `${first.result.output}\n`);
+  assert.deepEqual(
+    work.map((v) => v.kind),
+    ['begin', 'end'],
+  );
+
+  const second = await session.chat(agent, { question: 'second question' }).outcome;
+  assert.ok(second.kind === 'done');
+  // The provider saw the whole conversation: the echo reply lists three messages.
+  const seen = JSON.parse(second.text) as { messages: { role: string }[] };
+  assert.deepEqual(
+    seen.messages.map((m) => m.role),
+    ['user', 'assistant', 'user'],
+  );
+
+  const history = await session.history(agent);
+  assert.deepEqual(
+    history.map((m) => m.role),
+    ['user', 'assistant', 'user', 'assistant'],
+  );
+  assert.deepEqual(history[2], { role: 'user', content: [{ type: 'text', text: 'second question' }] });
+  const shown = renderHistory('talker', history);
+  assert.match(shown, /^# History of talker\n\n## 1\. user\n\nfirst question\n/);
+  assert.match(shown, /## 3\. user\n\nsecond question\n/);
+
+  await session.reset(agent);
+  assert.deepEqual(await session.history(agent), []);
+  assert.equal(renderHistory('talker', []), '# History of talker\n\n(empty: no conversation turns yet)\n');
+});
+
+test('one-off asks do not touch the conversation', async () => {
+  const agent = echoAgent('mixed');
+  await session.chat(agent, { question: 'kept' }).outcome;
+  const oneOff = await session.ask(agent, { question: 'not kept' }).outcome;
+  assert.ok(oneOff.kind === 'done');
+  const seen = JSON.parse(oneOff.text) as { messages: unknown[] };
+  assert.equal(seen.messages.length, 1, 'agent/stream is fresh: no history sent');
+  assert.equal((await session.history(agent)).length, 2);
+});
+
+test('a process agent records the turns the editor had', async () => {
+  const agent = processAgent('shell', 'tr a-z A-Z');
+  const turn = await session.chat(agent, { question: 'hello' }).outcome;
+  assert.ok(turn.kind === 'done' && turn.result.output === 'HELLO');
+  assert.deepEqual(await session.history(agent), [
+    { role: 'user', content: [{ type: 'text', text: 'hello' }] },
+    { role: 'assistant', content: [{ type: 'text', text: 'HELLO' }] },
+  ]);
+});
+
+test('an agent the host no longer knows is created again', async () => {
+  const agent = echoAgent('phoenix');
+  const first = await session.agentId(agent);
+  // Behind the session's back, as a host restart would: the id is now unknown.
+  await host.connection.sendRequest('agent/dispose', { agentId: first });
+  const outcome = await session.ask(agent, { question: 'still there?' }).outcome;
+  assert.ok(outcome.kind === 'done' && outcome.result.success, JSON.stringify(outcome));
+  const second = await session.agentId(agent);
+  assert.notEqual(second, first);
+  const listed = await host.connection.sendRequest<{ agents: { agentId: string }[] }>('agent/list', {});
+  assert.ok(listed.agents.some((a) => a.agentId === second));
+});
+
+test('a changed config replaces the agent; disposeAgents ends them all', async () => {
+  const before = await session.agentId(echoAgent('morph'));
+  const after = await session.agentId({ ...echoAgent('morph'), systemPrompt: 'Be brief.' });
+  assert.notEqual(after, before);
+  await session.disposeAgents();
+  const listed = await host.connection.sendRequest<{ agents: { agentId: string }[] }>('agent/list', {});
+  assert.deepEqual(listed.agents, []);
+});

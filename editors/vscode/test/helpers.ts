@@ -1,0 +1,141 @@
+/**
+ * Test helpers: spawn the real oma-host (and, where needed, the provider
+ * simulator) and connect vscode-jsonrpc to its stdio, as the extension's
+ * language client does.
+ *
+ * The host command is `python3 -m oma_host` run from the repository root, or
+ * the words of $OMA_HOST_COMMAND.
+ */
+
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+import {
+  createMessageConnection,
+  type MessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+} from 'vscode-jsonrpc/node';
+
+import type { InitializeResult, InitializationOptions } from '../src/core/protocol';
+
+/** editors/vscode/out/test → the repository root. */
+export const REPO_ROOT = resolve(__dirname, '..', '..', '..', '..');
+export const PNG_FIXTURE = resolve(REPO_ROOT, 'tests', 'editors', 'fixtures', 'red-square.png');
+const PYTHON = process.env.PYTHON ?? 'python3';
+
+export interface Host {
+  connection: MessageConnection;
+  child: ChildProcess;
+  initializeResult: InitializeResult;
+  stderr(): string;
+  close(): Promise<number | null>;
+}
+
+function hostCommand(): [string, string[]] {
+  const words = (process.env.OMA_HOST_COMMAND ?? '').split(/\s+/).filter(Boolean);
+  if (words.length > 0) {
+    return [words[0], words.slice(1)];
+  }
+  return [PYTHON, ['-m', 'oma_host']];
+}
+
+/** Spawn the host, connect, and initialize it. */
+export async function startHost(options: InitializationOptions = {}): Promise<Host> {
+  const [command, args] = hostCommand();
+  const child = spawn(command, args, { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+  const connection = createMessageConnection(
+    new StreamMessageReader(child.stdout!),
+    new StreamMessageWriter(child.stdin!),
+  );
+  connection.listen();
+  const initializeResult = await connection.sendRequest<InitializeResult>('initialize', {
+    processId: process.pid,
+    clientInfo: { name: 'oma-vscode-tests' },
+    rootUri: null,
+    capabilities: {},
+    initializationOptions: options,
+  });
+  await connection.sendNotification('initialized', {});
+  return {
+    connection,
+    child,
+    initializeResult,
+    stderr: () => stderr,
+    async close() {
+      if (child.exitCode === null) {
+        try {
+          await connection.sendRequest('shutdown');
+          await connection.sendNotification('exit');
+        } catch {
+          child.kill('SIGKILL');
+        }
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const code = await Promise.race([
+        exited,
+        new Promise<null>((done) => (timer = setTimeout(() => done(null), 10_000))),
+      ]);
+      clearTimeout(timer);
+      if (child.exitCode === null) {
+        child.kill('SIGKILL');
+      }
+      connection.dispose();
+      return code;
+    },
+  };
+}
+
+export interface Simulator {
+  baseURL: string;
+  close(): void;
+}
+
+/** The provider simulator on a free port (`python3 -m oma_host.simulator --port 0`). */
+export async function startSimulator(): Promise<Simulator> {
+  const child = spawn(PYTHON, ['-m', 'oma_host.simulator', '--port', '0'], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! });
+  const baseURL = await new Promise<string>((done, fail) => {
+    const timer = setTimeout(() => fail(new Error('the simulator did not start within 30 s')), 30_000);
+    lines.on('line', (line) => {
+      const match = /listening on (http:\/\/\S+)/.exec(line);
+      if (match) {
+        clearTimeout(timer);
+        done(match[1]);
+      }
+    });
+    child.on('exit', (code) => fail(new Error(`the simulator exited (${code})`)));
+  });
+  return { baseURL, close: () => child.kill('SIGTERM') };
+}
+
+/**
+ * The scripted ACP agent of the interop tests (on @agentclientprotocol/sdk),
+ * installing its npm packages first when they are missing.
+ */
+export function acpAgentScript(): string {
+  const folder = resolve(REPO_ROOT, 'tests', 'interop', 'acp_agent');
+  if (!existsSync(resolve(folder, 'node_modules', '@agentclientprotocol', 'sdk', 'package.json'))) {
+    const done = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: folder, encoding: 'utf8' });
+    if (done.status !== 0) {
+      throw new Error(`npm ci in ${folder} failed: ${done.stderr}`);
+    }
+  }
+  return resolve(folder, 'agent.mjs');
+}
+
+export function processAgent(name: string, script: string) {
+  return { name, backend: { kind: 'process', command: 'sh', args: ['-c', script] } };
+}
+
+export function echoAgent(name = 'echo', model = 'echo') {
+  return { name, provider: 'test', model };
+}

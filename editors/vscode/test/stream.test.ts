@@ -1,0 +1,105 @@
+/**
+ * Streaming against the real host: an agent/stream reply assembled from
+ * `$/progress` as it arrives, work-done progress around a run, and
+ * oma/runAgent on a selection with its `oma/progress` notifications.
+ */
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import { selectionText } from '../src/core/input';
+import type { OmaProgressEvent, StreamEvent, WorkDoneValue } from '../src/core/protocol';
+import { OmaSession } from '../src/core/session';
+import { type Host, processAgent, startHost } from './helpers';
+
+let host: Host;
+let session: OmaSession;
+
+before(async () => {
+  host = await startHost();
+  session = new OmaSession(host.connection, { clientName: 'test' });
+});
+
+after(async () => {
+  session.dispose();
+  assert.equal(await host.close(), 0, host.stderr());
+});
+
+test('the host initializes with the agent capabilities the client uses', () => {
+  const agent = host.initializeResult.capabilities.agent;
+  assert.ok(agent, JSON.stringify(host.initializeResult));
+  for (const method of ['agent/stream', 'agent/prompt', 'agent/history', 'agent/reset', 'oma/runAgent']) {
+    assert.ok(agent.methods.includes(method), method);
+  }
+  assert.equal(host.initializeResult.serverInfo?.name, 'oma-host');
+});
+
+test('a streamed reply is assembled from $/progress events as they arrive', async () => {
+  const deltas: string[] = [];
+  const events: StreamEvent[] = [];
+  const work: WorkDoneValue[] = [];
+  const run = session.ask(
+    processAgent('p', 'echo first; sleep 0.3; echo second'),
+    { question: 'hello' },
+    { onText: (d) => deltas.push(d), onEvent: (e) => events.push(e), onWorkDone: (v) => work.push(v) },
+  );
+  const outcome = await run.outcome;
+  assert.equal(outcome.kind, 'done', JSON.stringify(outcome));
+  assert.ok(outcome.kind === 'done');
+  assert.equal(outcome.result.output, 'first\nsecond\n');
+  assert.equal(outcome.text, outcome.result.output);
+  // Two separate text events (the process printed, paused, printed): streamed, not at the end.
+  const texts = events.filter((e) => e.type === 'text').map((e) => e.data);
+  assert.deepEqual(texts, ['first\n', 'second\n']);
+  assert.deepEqual(deltas, ['first\n', 'second\n']);
+  assert.deepEqual(
+    work.map((v) => v.kind),
+    ['begin', 'end'],
+  );
+  assert.deepEqual(work[0], { kind: 'begin', title: 'p' });
+  assert.deepEqual(work[1], { kind: 'end', message: 'ok' });
+  assert.equal(session.inFlight().length, 0);
+});
+
+test('a failing process run ends with its status line in the reply', async () => {
+  let rendered = '';
+  const run = session.ask(
+    processAgent('bad', 'echo partial; echo broken >&2; exit 3'),
+    { question: 'x' },
+    {
+      onText: (d) => (rendered += d),
+    },
+  );
+  const outcome = await run.outcome;
+  assert.ok(outcome.kind === 'done');
+  assert.equal(outcome.result.success, false);
+  assert.equal(outcome.result.status.code, 'error');
+  assert.ok(rendered.startsWith('partial\n'), rendered);
+  assert.match(rendered, /\[error\] .*broken/);
+  assert.match(rendered, /\n\[error: [^\n]*broken[^\n]*\]\n$/);
+});
+
+test('Run agent on selection: oma/runAgent with oma/progress notifications', async () => {
+  const progress: OmaProgressEvent[] = [];
+  const work: WorkDoneValue[] = [];
+  const selection = { text: 'print("hi")\n', fileName: 'src/a.py', languageId: 'python' };
+  const run = session.runOnce(
+    processAgent('runner', 'cat'),
+    { question: '', selection },
+    { onRunProgress: (e) => progress.push(e), onWorkDone: (v) => work.push(v) },
+  );
+  const outcome = await run.outcome;
+  assert.ok(outcome.kind === 'done', JSON.stringify(outcome));
+  // A process agent takes a string: the selection, fenced, is the whole prompt.
+  assert.equal(outcome.result.output, selectionText(selection));
+  assert.deepEqual(
+    progress.map((e) => e.type),
+    ['agent_start', 'agent_complete'],
+  );
+  assert.deepEqual(progress[0].data, { prompt: selectionText(selection) });
+  assert.ok(progress.every((e) => e.runId === outcome.result.identity.runId && e.agent === 'runner'));
+  assert.deepEqual(
+    work.map((v) => v.kind),
+    ['begin', 'end'],
+  );
+});

@@ -1,0 +1,55 @@
+"""The Neovim plugin: ``nvim --headless -u NONE`` runs editors/nvim/tests/run.lua,
+which drives the plugin's commands against the real ``oma-host`` through
+Neovim's built-in LSP client and checks the reply buffer and the messages.
+
+Debian 12's Neovim (0.7.2) is the target; ``.ci/run`` installs it. A missing
+``nvim`` fails this test.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.editors.helpers import NVIM_DIR, ROOT, ensure_acp_agent
+
+TIMEOUT_S = 300
+
+
+def test_nvim_plugin_against_the_real_host(tmp_path: Path) -> None:
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        pytest.fail("nvim is not installed: apt-get install -y neovim (see .ci/run)")
+    ensure_acp_agent()
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "OMA_REPO_ROOT": str(ROOT),
+        # Keep Neovim's log, shada and swap files out of the home directory.
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    driver = NVIM_DIR / "tests" / "run.lua"
+    done = subprocess.run(
+        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"luafile {driver}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    report = f"{done.stdout[-12000:]}\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, report
+    summary = re.search(r"^(\d+) passed, (\d+) failed$", done.stdout, re.MULTILINE)
+    assert summary, report
+    assert summary.group(2) == "0", report
+    assert int(summary.group(1)) >= 10, report
