@@ -98,6 +98,7 @@ class RunTasksParams(TypedDict):
     tasks: list[TaskParams]
     progress: NotRequired[bool]
     runId: NotRequired[str]
+    workDoneToken: NotRequired[int | str]
 
 
 class RunTeamParams(TypedDict):
@@ -105,6 +106,7 @@ class RunTeamParams(TypedDict):
     goal: str
     progress: NotRequired[bool]
     runId: NotRequired[str]
+    workDoneToken: NotRequired[int | str]
 
 
 class TaskOutcome(TypedDict):

@@ -32,7 +32,13 @@ from oma_host.server.models import (
     StreamParams,
     parse_params,
 )
-from oma_host.server.services import evaluator_for, model_defaults, record_trace, store_for
+from oma_host.server.services import (
+    evaluator_for,
+    model_defaults,
+    record_trace,
+    store_for,
+    work_done,
+)
 
 # -- agents -----------------------------------------------------------------
 
@@ -194,21 +200,10 @@ async def _tracked_run(
     cancelled run becomes error -32800 carrying the partial result."""
     abort = session.abort_signal() or AbortSignal()
     started = time.time()
-    if work_done_token is not None:
-        session.protocol.notify(
-            "$/progress",
-            {"token": work_done_token, "value": {"kind": "begin", "title": agent_name}},
-        )
+    work_done(session, work_done_token, {"kind": "begin", "title": agent_name})
     result = await run(abort)
     record_trace(session, method, agent_name, result, started, session_id)
-    if work_done_token is not None:
-        session.protocol.notify(
-            "$/progress",
-            {
-                "token": work_done_token,
-                "value": {"kind": "end", "message": result["status"]["code"]},
-            },
-        )
+    work_done(session, work_done_token, {"kind": "end", "message": result["status"]["code"]})
     if abort.aborted and result["status"]["code"] == "cancelled":
         raise JsonRpcException(
             code=-32800,

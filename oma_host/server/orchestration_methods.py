@@ -17,7 +17,13 @@ from oma_host import teams
 from oma_host.abort import AbortSignal
 from oma_host.errors import InvalidParamsError
 from oma_host.server.app import HostSession
-from oma_host.server.services import evaluator_for, model_defaults, record_trace, store_for
+from oma_host.server.services import (
+    evaluator_for,
+    model_defaults,
+    record_trace,
+    store_for,
+    work_done,
+)
 
 
 def _object(params: Any, method: str, allowed: set[str]) -> dict[str, Any]:
@@ -59,7 +65,7 @@ def _cancelled(abort: AbortSignal, result: dict[str, Any]) -> None:
 
 async def run_tasks(session: HostSession, params: Any) -> Any:
     method = "oma/runTasks"
-    raw = _object(params, method, {"team", "tasks", "progress", "runId"})
+    raw = _object(params, method, {"team", "tasks", "progress", "runId", "workDoneToken"})
     team = teams.parse_team(raw.get("team"), model_defaults(session))
     tasks = teams.parse_tasks(raw.get("tasks"), team)
     abort = session.abort_signal() or AbortSignal()
@@ -71,7 +77,9 @@ async def run_tasks(session: HostSession, params: Any) -> Any:
         progress=_progress(session, bool(raw.get("progress"))),
         abort=abort,
     )
+    work_done(session, raw.get("workDoneToken"), {"kind": "begin", "title": "team"})
     result = await graph.run()
+    _end_work(session, raw, result)
     record_trace(session, method, "team", result, started)
     _cancelled(abort, result)
     return result
@@ -79,7 +87,7 @@ async def run_tasks(session: HostSession, params: Any) -> Any:
 
 async def run_team(session: HostSession, params: Any) -> Any:
     method = "oma/runTeam"
-    raw = _object(params, method, {"team", "goal", "progress", "runId"})
+    raw = _object(params, method, {"team", "goal", "progress", "runId", "workDoneToken"})
     team = teams.parse_team(raw.get("team"), model_defaults(session))
     goal = raw.get("goal")
     if not isinstance(goal, str) or not goal.strip():
@@ -89,6 +97,7 @@ async def run_team(session: HostSession, params: Any) -> Any:
         )
     abort = session.abort_signal() or AbortSignal()
     started = time.time()
+    work_done(session, raw.get("workDoneToken"), {"kind": "begin", "title": "team"})
     result = await teams.run_team(
         team,
         goal,
@@ -96,9 +105,15 @@ async def run_team(session: HostSession, params: Any) -> Any:
         progress=_progress(session, bool(raw.get("progress"))),
         abort=abort,
     )
+    _end_work(session, raw, result)
     record_trace(session, method, "team", result, started)
     _cancelled(abort, result)
     return result
+
+
+def _end_work(session: HostSession, raw: dict[str, Any], result: dict[str, Any]) -> None:
+    status = "ok" if result["success"] else "error"
+    work_done(session, raw.get("workDoneToken"), {"kind": "end", "message": status})
 
 
 def _stats(session: HostSession) -> dict[str, int]:

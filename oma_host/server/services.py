@@ -43,6 +43,13 @@ def model_defaults(session: HostSession) -> ModelDefaults | None:
     return defaults
 
 
+def work_done(session: HostSession, token: int | str | None, value: dict[str, Any]) -> None:
+    """LSP work-done progress (``begin`` titled with the agent, ``end`` with
+    the status) for a run that was given a ``workDoneToken``."""
+    if token is not None:
+        session.protocol.notify("$/progress", {"token": token, "value": value})
+
+
 def store_for(session: HostSession) -> Store:
     store: Store | None = session.extras.get("store")
     if store is None:

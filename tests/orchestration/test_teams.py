@@ -101,9 +101,15 @@ async def test_without_shared_memory_tasks_see_only_their_own_text(host: HostCli
         {"id": "a", "title": "A", "description": "one", "assignee": "echoer"},
         {"id": "b", "title": "B", "description": "two", "assignee": "echoer", "dependsOn": ["a"]},
     ]
-    result = await host.request("oma/runTasks", {"team": team, "tasks": tasks})
+    result = await host.request(
+        "oma/runTasks", {"team": team, "tasks": tasks, "workDoneToken": "w"}
+    )
     assert result["success"] is True
     assert result["tasks"][1]["result"]["output"] == "done: B\n\ntwo"
+    assert host.progress("w") == [
+        {"kind": "begin", "title": "team"},
+        {"kind": "end", "message": "ok"},
+    ]
 
 
 @pytest.mark.parametrize(
