@@ -14,9 +14,10 @@ import os
 import stat
 import sys
 import threading
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from oma_host.server.app import SessionOptions
+if TYPE_CHECKING:
+    from oma_host.server.app import SessionOptions
 
 log = logging.getLogger("oma_host.server")
 
@@ -74,9 +75,15 @@ async def _close_http_client() -> None:
         await http.close_shared_client()
 
 
+def _default_options() -> SessionOptions:
+    from oma_host.server.app import SessionOptions
+
+    return SessionOptions(framing="auto")
+
+
 def serve_stdio(options: SessionOptions | None = None) -> int:
     """Serve one client on stdin/stdout; returns the process exit code."""
-    return asyncio.run(_serve_stdio(options or SessionOptions(framing="auto")))
+    return asyncio.run(_serve_stdio(options or _default_options()))
 
 
 async def _serve_tcp(host: str, port: int, options: SessionOptions) -> None:
@@ -108,5 +115,5 @@ async def _serve_tcp(host: str, port: int, options: SessionOptions) -> None:
 def serve_tcp(host: str, port: int, options: SessionOptions | None = None) -> int:
     """Serve clients over TCP, one session per connection, until interrupted."""
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_tcp(host, port, options or SessionOptions(framing="auto")))
+        asyncio.run(_serve_tcp(host, port, options or _default_options()))
     return 0
