@@ -44,3 +44,14 @@ def ensure_npm_packages(folder: Path, probe: str) -> None:
 def ensure_acp_agent() -> None:
     """The interop tests' scripted ACP agent, used for permission requests."""
     ensure_npm_packages(ACP_AGENT_DIR, "@agentclientprotocol/sdk/package.json")
+
+
+def run_client_tests(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str:
+    """Run an editor's own test runner; returns its stdout, fails with its tail."""
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    report = f"{done.stdout[-12000:]}\n{done.stderr[-4000:]}"
+    if done.returncode != 0:
+        pytest.fail(f"{argv[0]} exited with {done.returncode}:\n{report}")
+    return done.stdout

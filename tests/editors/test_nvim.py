@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.editors.helpers import NVIM_DIR, ROOT, ensure_acp_agent
+from tests.editors.helpers import NVIM_DIR, ROOT, ensure_acp_agent, run_client_tests
 
 TIMEOUT_S = 300
 
@@ -38,18 +37,13 @@ def test_nvim_plugin_against_the_real_host(tmp_path: Path) -> None:
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
     }
     driver = NVIM_DIR / "tests" / "run.lua"
-    done = subprocess.run(
+    report = run_client_tests(
         [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"luafile {driver}"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
+        ROOT,
+        env,
+        TIMEOUT_S,
     )
-    report = f"{done.stdout[-12000:]}\n{done.stderr[-4000:]}"
-    assert done.returncode == 0, report
-    summary = re.search(r"^(\d+) passed, (\d+) failed$", done.stdout, re.MULTILINE)
+    summary = re.search(r"^(\d+) passed, (\d+) failed$", report, re.MULTILINE)
     assert summary, report
     assert summary.group(2) == "0", report
     assert int(summary.group(1)) >= 10, report

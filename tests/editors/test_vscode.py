@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 
-from tests.editors.helpers import VSCODE_DIR, ensure_acp_agent, ensure_npm_packages, npm
+from tests.editors.helpers import (
+    VSCODE_DIR,
+    ensure_acp_agent,
+    ensure_npm_packages,
+    npm,
+    run_client_tests,
+)
 
 TIMEOUT_S = 600
 
@@ -20,19 +25,9 @@ def test_vscode_extension_compiles_and_its_client_tests_pass() -> None:
     ensure_npm_packages(VSCODE_DIR, "vscode-languageclient/package.json")
     ensure_acp_agent()
     env = {**os.environ, "PYTHON": sys.executable}
-    done = subprocess.run(
-        [npm(), "test"],
-        cwd=VSCODE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-    report = f"{done.stdout[-12000:]}\n{done.stderr[-4000:]}"
-    assert done.returncode == 0, report
-    passed = re.search(r"^# pass (\d+)$", done.stdout, re.MULTILINE)
-    failed = re.search(r"^# fail (\d+)$", done.stdout, re.MULTILINE)
+    report = run_client_tests([npm(), "test"], VSCODE_DIR, env, TIMEOUT_S)
+    passed = re.search(r"^# pass (\d+)$", report, re.MULTILINE)
+    failed = re.search(r"^# fail (\d+)$", report, re.MULTILINE)
     assert passed and failed, report
     assert int(failed.group(1)) == 0, report
     assert int(passed.group(1)) >= 30, report

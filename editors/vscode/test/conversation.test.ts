@@ -5,33 +5,21 @@
  */
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import type { WorkDoneValue } from '../src/core/protocol';
 import { renderHistory } from '../src/core/render';
-import { OmaSession } from '../src/core/session';
-import { echoAgent, type Host, processAgent, startHost } from './helpers';
+import { echoAgent, processAgent, useHostSession } from './helpers';
 
-let host: Host;
-let session: OmaSession;
-
-before(async () => {
-  host = await startHost();
-  session = new OmaSession(host.connection, { clientName: 'test' });
-});
-
-after(async () => {
-  session.dispose();
-  assert.equal(await host.close(), 0, host.stderr());
-});
+const ctx = useHostSession();
 
 test('chat turns build the history; reset clears it', async () => {
   const agent = echoAgent('talker');
-  assert.deepEqual(await session.history(agent), [], 'no turn yet: empty, and no agent created for it');
+  assert.deepEqual(await ctx.session.history(agent), [], 'no turn yet: empty, and no agent created for it');
 
   const work: WorkDoneValue[] = [];
   let rendered = '';
-  const first = await session.chat(
+  const first = await ctx.session.chat(
     agent,
     { question: 'first question' },
     {
@@ -47,7 +35,7 @@ test('chat turns build the history; reset clears it', async () => {
     ['begin', 'end'],
   );
 
-  const second = await session.chat(agent, { question: 'second question' }).outcome;
+  const second = await ctx.session.chat(agent, { question: 'second question' }).outcome;
   assert.ok(second.kind === 'done');
   // The provider saw the whole conversation: the echo reply lists three messages.
   const seen = JSON.parse(second.text) as { messages: { role: string }[] };
@@ -56,7 +44,7 @@ test('chat turns build the history; reset clears it', async () => {
     ['user', 'assistant', 'user'],
   );
 
-  const history = await session.history(agent);
+  const history = await ctx.session.history(agent);
   assert.deepEqual(
     history.map((m) => m.role),
     ['user', 'assistant', 'user', 'assistant'],
@@ -66,26 +54,26 @@ test('chat turns build the history; reset clears it', async () => {
   assert.match(shown, /^# History of talker\n\n## 1\. user\n\nfirst question\n/);
   assert.match(shown, /## 3\. user\n\nsecond question\n/);
 
-  await session.reset(agent);
-  assert.deepEqual(await session.history(agent), []);
+  await ctx.session.reset(agent);
+  assert.deepEqual(await ctx.session.history(agent), []);
   assert.equal(renderHistory('talker', []), '# History of talker\n\n(empty: no conversation turns yet)\n');
 });
 
 test('one-off asks do not touch the conversation', async () => {
   const agent = echoAgent('mixed');
-  await session.chat(agent, { question: 'kept' }).outcome;
-  const oneOff = await session.ask(agent, { question: 'not kept' }).outcome;
+  await ctx.session.chat(agent, { question: 'kept' }).outcome;
+  const oneOff = await ctx.session.ask(agent, { question: 'not kept' }).outcome;
   assert.ok(oneOff.kind === 'done');
   const seen = JSON.parse(oneOff.text) as { messages: unknown[] };
   assert.equal(seen.messages.length, 1, 'agent/stream is fresh: no history sent');
-  assert.equal((await session.history(agent)).length, 2);
+  assert.equal((await ctx.session.history(agent)).length, 2);
 });
 
 test('a process agent records the turns the editor had', async () => {
   const agent = processAgent('shell', 'tr a-z A-Z');
-  const turn = await session.chat(agent, { question: 'hello' }).outcome;
+  const turn = await ctx.session.chat(agent, { question: 'hello' }).outcome;
   assert.ok(turn.kind === 'done' && turn.result.output === 'HELLO');
-  assert.deepEqual(await session.history(agent), [
+  assert.deepEqual(await ctx.session.history(agent), [
     { role: 'user', content: [{ type: 'text', text: 'hello' }] },
     { role: 'assistant', content: [{ type: 'text', text: 'HELLO' }] },
   ]);
@@ -93,22 +81,22 @@ test('a process agent records the turns the editor had', async () => {
 
 test('an agent the host no longer knows is created again', async () => {
   const agent = echoAgent('phoenix');
-  const first = await session.agentId(agent);
+  const first = await ctx.session.agentId(agent);
   // Behind the session's back, as a host restart would: the id is now unknown.
-  await host.connection.sendRequest('agent/dispose', { agentId: first });
-  const outcome = await session.ask(agent, { question: 'still there?' }).outcome;
+  await ctx.host.connection.sendRequest('agent/dispose', { agentId: first });
+  const outcome = await ctx.session.ask(agent, { question: 'still there?' }).outcome;
   assert.ok(outcome.kind === 'done' && outcome.result.success, JSON.stringify(outcome));
-  const second = await session.agentId(agent);
+  const second = await ctx.session.agentId(agent);
   assert.notEqual(second, first);
-  const listed = await host.connection.sendRequest<{ agents: { agentId: string }[] }>('agent/list', {});
+  const listed = await ctx.host.connection.sendRequest<{ agents: { agentId: string }[] }>('agent/list', {});
   assert.ok(listed.agents.some((a) => a.agentId === second));
 });
 
 test('a changed config replaces the agent; disposeAgents ends them all', async () => {
-  const before = await session.agentId(echoAgent('morph'));
-  const after = await session.agentId({ ...echoAgent('morph'), systemPrompt: 'Be brief.' });
+  const before = await ctx.session.agentId(echoAgent('morph'));
+  const after = await ctx.session.agentId({ ...echoAgent('morph'), systemPrompt: 'Be brief.' });
   assert.notEqual(after, before);
-  await session.disposeAgents();
-  const listed = await host.connection.sendRequest<{ agents: { agentId: string }[] }>('agent/list', {});
+  await ctx.session.disposeAgents();
+  const listed = await ctx.host.connection.sendRequest<{ agents: { agentId: string }[] }>('agent/list', {});
   assert.deepEqual(listed.agents, []);
 });

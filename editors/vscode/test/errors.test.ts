@@ -8,25 +8,13 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import { describeError, errorPath, errorType } from '../src/core/errors';
 import { readImageBlock } from '../src/core/input';
-import { OmaSession } from '../src/core/session';
-import { echoAgent, type Host, PNG_FIXTURE, processAgent, startHost } from './helpers';
+import { echoAgent, PNG_FIXTURE, processAgent, useHostSession } from './helpers';
 
-let host: Host;
-let session: OmaSession;
-
-before(async () => {
-  host = await startHost();
-  session = new OmaSession(host.connection, { clientName: 'test' });
-});
-
-after(async () => {
-  session.dispose();
-  assert.equal(await host.close(), 0, host.stderr());
-});
+const ctx = useHostSession();
 
 const STRING_ONLY =
   "error -32602 InvalidMessageError at input: agent 'p' has a process backend, which accepts " +
@@ -37,7 +25,7 @@ test('an image asked of a process agent: InvalidMessageError with its path, and 
   const agent = processAgent('p', `touch ${marker}; cat`);
   const image = await readImageBlock(PNG_FIXTURE);
   let rendered = '';
-  const outcome = await session.ask(
+  const outcome = await ctx.session.ask(
     agent,
     { question: 'what is this?', image },
     { onText: (d) => (rendered += d) },
@@ -50,15 +38,15 @@ test('an image asked of a process agent: InvalidMessageError with its path, and 
   assert.equal(existsSync(marker), false, 'the process must not have been spawned');
 
   // The same for a conversation turn, which leaves the history as it was.
-  const turn = await session.chat(agent, { question: 'what is this?', image }).outcome;
+  const turn = await ctx.session.chat(agent, { question: 'what is this?', image }).outcome;
   assert.ok(turn.kind === 'error');
   assert.equal(turn.message, STRING_ONLY);
-  assert.deepEqual(await session.history(agent), []);
+  assert.deepEqual(await ctx.session.history(agent), []);
   assert.equal(existsSync(marker), false);
 });
 
 test('a text ask with a selection goes to a process agent as one string', async () => {
-  const outcome = await session.ask(processAgent('p2', 'cat'), {
+  const outcome = await ctx.session.ask(processAgent('p2', 'cat'), {
     question: 'Explain this',
     selection: { text: 'x = 1', fileName: 'a.py', languageId: 'python' },
   }).outcome;
@@ -67,7 +55,7 @@ test('a text ask with a selection goes to a process agent as one string', async 
 });
 
 test('a deep InvalidMessageError from the host is formatted with its full path', async () => {
-  const agentId = await session.agentId(echoAgent());
+  const agentId = await ctx.session.agentId(echoAgent());
   const bad = [
     {
       role: 'user',
@@ -77,7 +65,7 @@ test('a deep InvalidMessageError from the host is formatted with its full path',
       ],
     },
   ];
-  const error = await host.connection
+  const error = await ctx.host.connection
     .sendRequest('agent/stream', { agentId, input: bad, partialResultToken: 'raw' })
     .then(
       () => assert.fail('the host accepted a malformed image block'),
@@ -91,17 +79,17 @@ test('a deep InvalidMessageError from the host is formatted with its full path',
 
 test('an unknown config field is InvalidParams, and the agent is not cached', async () => {
   const agent = { ...echoAgent('typo'), modle: 'x' };
-  const outcome = await session.ask(agent, { question: 'hi' }).outcome;
+  const outcome = await ctx.session.ask(agent, { question: 'hi' }).outcome;
   assert.ok(outcome.kind === 'error');
   assert.match(outcome.message, /^error -32602 InvalidParams: .*modle/);
   // A fixed config works right away: the failed create was not remembered.
-  const fixed = await session.ask(echoAgent('typo'), { question: 'hi' }).outcome;
+  const fixed = await ctx.session.ask(echoAgent('typo'), { question: 'hi' }).outcome;
   assert.ok(fixed.kind === 'done' && fixed.result.success, JSON.stringify(fixed));
 });
 
 test('a provider failure is a failed result, not an error', async () => {
   let rendered = '';
-  const outcome = await session.ask(
+  const outcome = await ctx.session.ask(
     echoAgent('f', 'fail'),
     { question: 'hi' },
     { onText: (d) => (rendered += d) },

@@ -7,10 +7,12 @@
  * the words of $OMA_HOST_COMMAND.
  */
 
+import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { after, before } from 'node:test';
 
 import {
   createMessageConnection,
@@ -20,6 +22,7 @@ import {
 } from 'vscode-jsonrpc/node';
 
 import type { InitializeResult, InitializationOptions } from '../src/core/protocol';
+import { OmaSession } from '../src/core/session';
 
 /** editors/vscode/out/test → the repository root. */
 export const REPO_ROOT = resolve(__dirname, '..', '..', '..', '..');
@@ -138,4 +141,22 @@ export function processAgent(name: string, script: string) {
 
 export function echoAgent(name = 'echo', model = 'echo') {
   return { name, provider: 'test', model };
+}
+
+/**
+ * A host and a session for one test file: started before its tests, disposed
+ * after them (the host must then exit with 0). Read them from the returned
+ * object inside tests.
+ */
+export function useHostSession(): { host: Host; session: OmaSession } {
+  const context = {} as { host: Host; session: OmaSession };
+  before(async () => {
+    context.host = await startHost();
+    context.session = new OmaSession(context.host.connection, { clientName: 'test' });
+  });
+  after(async () => {
+    context.session.dispose();
+    assert.equal(await context.host.close(), 0, context.host.stderr());
+  });
+  return context;
 }

@@ -5,40 +5,28 @@
  */
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import { selectionText } from '../src/core/input';
 import type { OmaProgressEvent, StreamEvent, WorkDoneValue } from '../src/core/protocol';
-import { OmaSession } from '../src/core/session';
-import { type Host, processAgent, startHost } from './helpers';
+import { processAgent, useHostSession } from './helpers';
 
-let host: Host;
-let session: OmaSession;
-
-before(async () => {
-  host = await startHost();
-  session = new OmaSession(host.connection, { clientName: 'test' });
-});
-
-after(async () => {
-  session.dispose();
-  assert.equal(await host.close(), 0, host.stderr());
-});
+const ctx = useHostSession();
 
 test('the host initializes with the agent capabilities the client uses', () => {
-  const agent = host.initializeResult.capabilities.agent;
-  assert.ok(agent, JSON.stringify(host.initializeResult));
+  const agent = ctx.host.initializeResult.capabilities.agent;
+  assert.ok(agent, JSON.stringify(ctx.host.initializeResult));
   for (const method of ['agent/stream', 'agent/prompt', 'agent/history', 'agent/reset', 'oma/runAgent']) {
     assert.ok(agent.methods.includes(method), method);
   }
-  assert.equal(host.initializeResult.serverInfo?.name, 'oma-host');
+  assert.equal(ctx.host.initializeResult.serverInfo?.name, 'oma-host');
 });
 
 test('a streamed reply is assembled from $/progress events as they arrive', async () => {
   const deltas: string[] = [];
   const events: StreamEvent[] = [];
   const work: WorkDoneValue[] = [];
-  const run = session.ask(
+  const run = ctx.session.ask(
     processAgent('p', 'echo first; sleep 0.3; echo second'),
     { question: 'hello' },
     { onText: (d) => deltas.push(d), onEvent: (e) => events.push(e), onWorkDone: (v) => work.push(v) },
@@ -58,12 +46,12 @@ test('a streamed reply is assembled from $/progress events as they arrive', asyn
   );
   assert.deepEqual(work[0], { kind: 'begin', title: 'p' });
   assert.deepEqual(work[1], { kind: 'end', message: 'ok' });
-  assert.equal(session.inFlight().length, 0);
+  assert.equal(ctx.session.inFlight().length, 0);
 });
 
 test('a failing process run ends with its status line in the reply', async () => {
   let rendered = '';
-  const run = session.ask(
+  const run = ctx.session.ask(
     processAgent('bad', 'echo partial; echo broken >&2; exit 3'),
     { question: 'x' },
     {
@@ -83,7 +71,7 @@ test('Run agent on selection: oma/runAgent with oma/progress notifications', asy
   const progress: OmaProgressEvent[] = [];
   const work: WorkDoneValue[] = [];
   const selection = { text: 'print("hi")\n', fileName: 'src/a.py', languageId: 'python' };
-  const run = session.runOnce(
+  const run = ctx.session.runOnce(
     processAgent('runner', 'cat'),
     { question: '', selection },
     { onRunProgress: (e) => progress.push(e), onWorkDone: (v) => work.push(v) },
