@@ -4,7 +4,8 @@
     ├── InvalidMessageError       structured input failed the shape guard or the
     │                             string-only boundary (-32602, data.type InvalidMessageError)
     ├── InvalidParamsError        any other bad parameter or config (-32602, InvalidParams)
-    └── AgentNotFoundError        unknown agentId (-32001, AgentNotFound)
+    ├── AgentNotFoundError        unknown agentId (-32001, AgentNotFound)
+    └── StoreError                the state directory cannot be used (-32603, StoreError)
 
 Failures *while executing* a valid request are not exceptions: they come back
 as an AgentRunResult with ``success: false`` (see ``oma_host.results``).
@@ -55,3 +56,10 @@ class AgentNotFoundError(OmaError, LookupError):
 
     code = -32001
     type_name = "AgentNotFound"
+
+
+class StoreError(OmaError, OSError):
+    """The state directory or its database cannot be opened or written."""
+
+    code = -32603
+    type_name = "StoreError"

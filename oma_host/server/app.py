@@ -247,7 +247,7 @@ class HostSession:
         self._exit_event = asyncio.Event()
         self._agent_counter = 0
         for name, handler in methods.items():
-            self.protocol.fm.features[name] = _bind(self, handler)
+            self.protocol.fm.features[name] = _bind(self, name, handler)
 
     # -- requests and cancellation --------------------------------------
 
@@ -341,7 +341,11 @@ class HostSession:
             log.exception("failed to dispatch a message")
 
 
-def _bind(session: HostSession, handler: Handler) -> Callable[[Any], Awaitable[Any]]:
+def _bind(session: HostSession, name: str, handler: Handler) -> Callable[[Any], Awaitable[Any]]:
+    """The handler as pygls calls it: our errors become their JSON-RPC errors,
+    and anything unexpected a -32603 that says where, with the traceback on
+    stderr rather than on the wire."""
+
     async def run(params: Any) -> Any:
         from oma_host.errors import OmaError
 
@@ -350,6 +354,16 @@ def _bind(session: HostSession, handler: Handler) -> Callable[[Any], Awaitable[A
         except OmaError as error:
             raise JsonRpcException(
                 code=error.code, message=str(error), data=error.error_data()
+            ) from None
+        except JsonRpcException:
+            raise
+        except Exception as error:
+            log.exception("%s failed", name)
+            from oma_host.redact import Redactor
+
+            message = Redactor().redact(f"{name}: internal error: {type(error).__name__}: {error}")
+            raise JsonRpcException(
+                code=-32603, message=message, data={"type": "InternalError"}
             ) from None
 
     return run

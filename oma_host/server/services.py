@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from typing import Any
 
 from oma_host.config import ModelDefaults, parse_agent_config
-from oma_host.errors import InvalidParamsError
+from oma_host.errors import InvalidParamsError, StoreError
 from oma_host.evaluation import EvaluationConfig, OnlineEvaluator
 from oma_host.results import AgentRunResult
 from oma_host.server.app import HostSession
-from oma_host.store import Store
+from oma_host.store import Store, default_state_dir
 
 log = logging.getLogger("oma_host.server")
 
@@ -53,7 +54,12 @@ def work_done(session: HostSession, token: int | str | None, value: dict[str, An
 def store_for(session: HostSession) -> Store:
     store: Store | None = session.extras.get("store")
     if store is None:
-        store = Store(session.extras.get("state_dir"))
+        state_dir = session.extras.get("state_dir")
+        try:
+            store = Store(state_dir)
+        except (OSError, sqlite3.Error) as error:
+            where = state_dir or default_state_dir()
+            raise StoreError(f"the state directory {where} cannot be used: {error}") from None
         session.extras["store"] = store
 
         async def close() -> None:

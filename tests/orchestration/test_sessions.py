@@ -10,7 +10,9 @@ import signal
 import sqlite3
 from pathlib import Path
 
-from oma_host.client import HostClient, host_argv
+import pytest
+
+from oma_host.client import HostClient, RpcError, host_argv
 from oma_host.store import DB_NAME
 
 # Answers at once, unless the prompt says "slow": then it records its pid and sleeps.
@@ -113,3 +115,20 @@ async def test_run_traces_are_recorded_without_secrets(tmp_path: Path) -> None:
     assert key not in dump
     assert "again: [redacted]" in dump  # the stored turn, with the key taken out
     database.close()
+
+
+async def test_an_unusable_state_dir_is_a_clear_error_and_the_host_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    client = await HostClient.spawn(host_argv("--state-dir", str(blocker / "state")))
+    await client.initialize()
+    config = {"name": "t", "provider": "test", "model": "echo"}
+    with pytest.raises(RpcError) as caught:
+        await client.request("agent/create", {"config": config, "sessionId": "s"})
+    assert caught.value.code == -32603 and caught.value.data == {"type": "StoreError"}
+    assert str(blocker) in caught.value.message
+    agent = (await client.request("agent/create", {"config": config}))["agentId"]
+    assert (await client.request("agent/run", {"agentId": agent, "input": "x"}))["success"]
+    assert await client.close() == 0
