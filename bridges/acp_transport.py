@@ -19,8 +19,9 @@ from typing import Any, get_args
 
 from acp.schema import SessionNotification
 
+from bridges.process import STDERR_LIMIT
+
 LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line; images make lines long
-_STDERR_LIMIT = 16384  # the tail of the agent's stderr kept for failure messages
 SHOWN_LINE = 200  # how much of a garbage line a failure message quotes
 
 
@@ -106,7 +107,7 @@ class StderrTail:
     async def _read(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(65536):
             self._data += chunk
-            del self._data[:-_STDERR_LIMIT]
+            del self._data[:-STDERR_LIMIT]
 
     async def settle(self) -> None:
         """Give the last words of an exiting agent a moment to arrive."""

@@ -30,9 +30,10 @@ if TYPE_CHECKING:
     from bridges.process_terminal import TerminalRunner
 
 _READ_SIZE = 65536
-_STDERR_LIMIT = 16384  # the tail of stderr kept for the failure message
+STDERR_LIMIT = 16384  # the tail of stderr kept for a failure message (ACP too)
 TERM_GRACE_S = 1.0  # SIGTERM first; SIGKILL whatever is left after this
 ORPHAN_GRACE_S = 0.2  # after exit, how long descendants may hold stdout open
+_REAP_POLL_S = 0.002  # between the pidfd firing and the child watcher reaping
 
 
 def signal_name(number: int) -> str:
@@ -89,6 +90,8 @@ class ProcessBridge:
             )
         except OSError as error:
             return self.spawn_failure(recorder, error.strerror or str(error))
+        except ValueError as error:  # e.g. a NUL byte in an argument or the environment
+            return self.spawn_failure(recorder, str(error))
         self._running.add(process)
         try:
             return await self._collect(process, text, recorder)
@@ -106,7 +109,7 @@ class ProcessBridge:
         stderr = asyncio.ensure_future(_read_text(process.stderr, stderr_parts.append))
         readers = [feeder, stdout, stderr]
         try:
-            code = await process.wait()
+            code = await wait_for_exit(process)
             # Descendants may still hold the pipes; give them a moment, then end the group.
             _, pending = await asyncio.wait(readers, timeout=ORPHAN_GRACE_S)
             if pending:
@@ -132,7 +135,7 @@ class ProcessBridge:
             )
             return recorder.result()
         how = f"exited with code {code}" if code > 0 else f"was killed by {signal_name(-code)}"
-        detail = detail[-_STDERR_LIMIT:].strip()
+        detail = detail[-STDERR_LIMIT:].strip()
         message = f"{self._backend.command} {how}" + (f": {detail}" if detail else "")
         message = self._redactor.redact(message)
         return recorder.result("error", message, output=message, error_kind="process")
@@ -174,14 +177,53 @@ def signal_group(pid: int, sig: signal.Signals) -> bool:
         return False
 
 
+def _returncode(process: asyncio.subprocess.Process) -> int | None:
+    return process.returncode
+
+
+async def wait_for_exit(process: asyncio.subprocess.Process) -> int:
+    """The exit code as soon as the process has exited. (On Python 3.11,
+    ``Process.wait()`` also waits for every pipe to close, which a background
+    descendant can hold open for ever.) A pidfd says when; the child watcher
+    sets ``returncode`` a moment later."""
+    if process.returncode is not None:
+        return process.returncode
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[None] = loop.create_future()
+    try:
+        pidfd: int | None = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # no pidfd (old kernel): poll instead
+        pidfd = None
+
+    def on_exit() -> None:
+        if not exited.done():
+            exited.set_result(None)
+
+    if pidfd is not None:
+        loop.add_reader(pidfd, on_exit)
+    try:
+        # A call, not the attribute: the child watcher sets it behind mypy's back.
+        while (code := _returncode(process)) is None:
+            if pidfd is not None and not exited.done():
+                await exited
+            else:
+                await asyncio.sleep(_REAP_POLL_S)
+        return code
+    finally:
+        if pidfd is not None:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+
+
 async def end_process_group(process: asyncio.subprocess.Process) -> None:
     """SIGTERM the process group, then SIGKILL it if anything is left."""
     if not signal_group(process.pid, signal.SIGTERM):
         return
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(TERM_GRACE_S):
-            await process.wait()
+            await wait_for_exit(process)
     # The leader may be gone while descendants linger in its group.
     signal_group(process.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        await process.wait()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(TERM_GRACE_S):
+            await wait_for_exit(process)

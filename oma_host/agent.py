@@ -40,6 +40,7 @@ from oma_host.messages import (
     guard_run_input,
     latest_user_prompt,
 )
+from oma_host.redact import Redactor
 from oma_host.results import (
     AgentRunResult,
     EmitFn,
@@ -59,7 +60,7 @@ AgentStatus = Literal["idle", "running", "completed", "error"]
 PermissionHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 # Persists a completed prompt turn (the user message and the reply) before the
 # history changes; if it raises, the turn fails and the history stays as it was.
-TurnSink = Callable[[list[LLMMessage]], None]
+TurnSink = Callable[[list[LLMMessage]], Awaitable[None] | None]
 
 
 # Backends being closed after a reset, kept referenced until they finish.
@@ -104,9 +105,30 @@ async def _unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
             task.cancel()
             with suppress(asyncio.CancelledError):
                 await task
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                # We were cancelled ourselves while cleaning up: do not swallow it.
+                raise asyncio.CancelledError
     if task.cancelled():
         raise _Aborted
     return task.result()
+
+
+async def _acquire_unless_aborted(lock: asyncio.Lock, abort: AbortSignal | None) -> bool:
+    """Take ``lock`` in arrival order; False if ``abort`` fired first. Never
+    leaves the lock held when it returns False or raises."""
+    acquiring = asyncio.ensure_future(lock.acquire())
+    try:
+        await _unless_aborted(asyncio.shield(acquiring), abort)
+        return True
+    except BaseException as error:
+        if acquiring.done() and not acquiring.cancelled() and acquiring.exception() is None:
+            lock.release()  # granted at the very moment we gave up
+        else:
+            acquiring.cancel()
+        if isinstance(error, _Aborted):
+            return False
+        raise
 
 
 def _make_backend(config: AgentConfig, permission_handler: PermissionHandler | None) -> Backend:
@@ -162,6 +184,7 @@ class Agent:
         self._usage: TokenUsage = zero_usage()
         self._active_runs = 0
         self._turn_lock: asyncio.Lock | None = None
+        self._generation = 0  # bumped by reset()
 
     # -- inspection -----------------------------------------------------
 
@@ -186,6 +209,7 @@ class Agent:
         its session (the agent's own memory of the conversation): the next run
         opens a fresh one."""
         self._history = []
+        self._generation += 1  # a turn still running will not be kept
         self._status = "idle"
         self._usage = zero_usage()
         if self._backend is not None and self._backend_kind == "acp":
@@ -268,23 +292,25 @@ class Agent:
         if self._turn_lock is None:
             self._turn_lock = asyncio.Lock()
         lock = self._turn_lock
-        try:
-            await _unless_aborted(lock.acquire(), abort)
-        except _Aborted:
+        if not await _acquire_unless_aborted(lock, abort):
             return RunRecorder(run_id).result("cancelled", "the prompt was cancelled while queued")
         try:
+            generation = self._generation
             context = [turn] if self.is_external else [*self._history, turn]
             result = await self.execute(context, run_id=run_id, abort=abort)
-            if result["success"]:
+            if result["success"] and generation == self._generation:
                 # The caller's turn as sent, not as a beforeRun hook rewrote it.
                 completed = [turn, *clone_messages(result["messages"])]
                 if self._on_turn is not None:
                     try:
-                        self._on_turn(completed)
+                        saved = self._on_turn(completed)
+                        if inspect.isawaitable(saved):
+                            await saved
                     except Exception as error:  # not kept anywhere, so not kept at all
                         message = f"the turn could not be saved: {error}"
                         return failed_result(result["identity"]["runId"], "store", message)
                 self._history = [*self._history, *completed]
+            # A reset while the turn ran: the turn belonged to the old conversation.
             return result
         finally:
             lock.release()
@@ -319,8 +345,9 @@ class Agent:
     ) -> AgentRunResult:
         """Run already-validated messages (the library's private copy).
 
-        With ``emit`` the run streams its events to it. Raises
-        InvalidMessageError only for beforeRun messages that fail the guard."""
+        With ``emit`` the run streams its events to it. Everything that goes
+        wrong while running is a failed result; the only exception raised is
+        InvalidMessageError, for beforeRun messages that fail the guard."""
         recorder = RunRecorder(run_id or new_run_id(), emit or (lambda event: None))
         streaming = emit is not None
         previous_status = self._status
@@ -334,6 +361,14 @@ class Agent:
                 )
             except _Aborted:
                 finished = recorder.result("cancelled", "the run was cancelled")
+            except InvalidMessageError:
+                raise
+            except Exception as error:  # a bug or an unforeseen fault: still a result
+                log.exception("run %s of agent %r failed unexpectedly", recorder.run_id, self.name)
+                message = Redactor.for_config(self.config).redact(
+                    f"internal error: {type(error).__name__}: {error}"
+                )
+                finished = recorder.result("error", message, output=message, error_kind="internal")
             result = finished
             if streaming:
                 _emit_failure(recorder, finished)

@@ -135,7 +135,10 @@ class OpenMultiAgent:
         run_id = run_id or new_run_id()
         progress = on_progress or self.on_progress
         structured = not isinstance(input, str)
-        evaluation_input = json.dumps(messages) if structured else str(input)
+        # Serialised only for an evaluator: a 20 MB image is not dumped for nothing.
+        evaluation_input = (
+            "" if self.evaluator is None else (json.dumps(messages) if structured else str(input))
+        )
         sample_metadata = clone(dict(metadata or {}))
 
         def report(kind: str, data: Any) -> None:

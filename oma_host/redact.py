@@ -4,9 +4,10 @@ stderr excerpts or records."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from oma_host.config import AgentConfig
@@ -14,11 +15,18 @@ if TYPE_CHECKING:
 REDACTED = "[redacted]"
 
 # Shapes of credentials worth hiding even when we were never told the value.
+# Only the ``secret`` group is replaced, so ``"apiKey": "..."`` stays valid JSON.
 _PATTERNS = re.compile(
-    r"(sk-(?:ant-)?[A-Za-z0-9_\-]{16,})"  # Anthropic / OpenAI style keys
-    r"|((?i:bearer)\s+[A-Za-z0-9._\-]{16,})"  # Authorization headers
-    r"|((?i:x-api-key|api[_-]?key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9._\-]{8,})"
+    r"(?P<a>)(?P<secret_a>sk-(?:ant-)?[A-Za-z0-9_\-]{16,})"  # Anthropic / OpenAI style keys
+    r"|(?P<b>(?i:bearer)\s+)(?P<secret_b>[A-Za-z0-9._\-]{16,})"  # Authorization headers
+    r"|(?P<c>(?i:x-api-key|api[_-]?key)[\"']?\s*[:=]\s*[\"']?)(?P<secret_c>[A-Za-z0-9._\-+/=]{8,})"
 )
+
+
+def _keep_prefix(match: re.Match[str]) -> str:
+    prefix = match.group("a") or match.group("b") or match.group("c") or ""
+    return prefix + REDACTED
+
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 
@@ -28,14 +36,23 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
+_STANDARD_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+
+
 def config_secrets(config: AgentConfig) -> tuple[str, ...]:
-    """The secret values an agent config carries: its key and the values of
-    backend environment variables with secret-looking names."""
+    """The secret values a run of this agent can meet: its key, wherever it
+    comes from (``apiKey``, ``apiKeyEnv``, the provider's standard variable),
+    and, for an external backend, every secret-looking variable of the
+    environment it runs with (the host's merged with ``backend.env``)."""
     secrets: list[str] = []
     if config.api_key:
         secrets.append(config.api_key)
-    if config.backend is not None:
-        secrets.extend(v for k, v in config.backend.env.items() if is_secret_name(k))
+    if config.backend is None:
+        names = [config.api_key_env] if config.api_key_env else list(_STANDARD_KEYS)
+        secrets.extend(os.environ[name] for name in names if os.environ.get(name))
+    else:
+        environment = {**os.environ, **config.backend.env}
+        secrets.extend(v for k, v in environment.items() if is_secret_name(k))
     return tuple(secrets)
 
 
@@ -55,7 +72,18 @@ class Redactor:
     def redact(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
-        return _PATTERNS.sub(REDACTED, text) if self._patterns else text
+        return _PATTERNS.sub(_keep_prefix, text) if self._patterns else text
+
+    def redact_tree(self, value: Any) -> Any:
+        """A copy of JSON data with every string redacted (keys kept), so the
+        result serialises to valid JSON, unlike redacting serialised text."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {key: self.redact_tree(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.redact_tree(item) for item in value]
+        return value
 
 
 class RedactingFilter(logging.Filter):

@@ -57,7 +57,7 @@ class Fault:
 
     status: int
     message: str = "simulated provider error"
-    retry_after: float | None = None
+    retry_after: float | str | None = None  # a str is sent as is (an HTTP date, or junk)
     error_type: str | None = None
 
 
@@ -403,7 +403,11 @@ class _SimulatorHandler(BaseHTTPRequestHandler):
             if wire == "anthropic"
             else {"error": {"message": fault.message, "type": error_type, "code": None}}
         )
-        extra = {"retry-after": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+        extra = {}
+        if isinstance(fault.retry_after, str):
+            extra["retry-after"] = fault.retry_after
+        elif fault.retry_after is not None:
+            extra["retry-after"] = f"{fault.retry_after:g}"
         self._json(fault.status, payload, extra)
 
     def _json(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:

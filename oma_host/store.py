@@ -7,7 +7,8 @@ One file, ``oma-host.sqlite3``, in the state directory (``--state-dir``,
 completed ``agent/prompt`` turn is committed in one transaction before its
 response is sent, with ``synchronous=FULL``, so a host killed mid-turn loses
 only the turn in flight. Secrets are never written: configs are not stored,
-and stored text passes through the agent's redactor first.
+and stored messages pass through the agent's redactor first (string by
+string, so what is stored stays valid JSON).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,14 @@ CREATE TABLE IF NOT EXISTS evaluation_records (
 );
 CREATE INDEX IF NOT EXISTS evaluation_records_run ON evaluation_records(run_id);
 """
+
+
+# Applied to each message (as JSON data) before it is stored.
+Redact = Callable[[Any], Any]
+
+
+def _unchanged(value: Any) -> Any:
+    return value
 
 
 def default_state_dir() -> Path:
@@ -123,7 +132,11 @@ class Store:
         return [json.loads(row[0]) for row in rows]
 
     def create_session(
-        self, session_id: str, agent_name: str, messages: Sequence[LLMMessage], redact: Any = str
+        self,
+        session_id: str,
+        agent_name: str,
+        messages: Sequence[LLMMessage],
+        redact: Redact = _unchanged,
     ) -> None:
         now = time.time()
         with self._transaction() as db:
@@ -135,7 +148,7 @@ class Store:
             self._append(db, session_id, messages, redact, start=0)
 
     def append_turn(
-        self, session_id: str, messages: Sequence[LLMMessage], redact: Any = str
+        self, session_id: str, messages: Sequence[LLMMessage], redact: Redact = _unchanged
     ) -> None:
         """Append one completed turn (user message and reply) atomically."""
         with self._transaction() as db:
@@ -157,13 +170,13 @@ class Store:
         db: sqlite3.Connection,
         session_id: str,
         messages: Sequence[LLMMessage],
-        redact: Any,
+        redact: Redact,
         start: int,
     ) -> None:
         db.executemany(
             "INSERT INTO session_messages (session_id, seq, message) VALUES (?, ?, ?)",
             [
-                (session_id, start + offset, redact(json.dumps(message)))
+                (session_id, start + offset, json.dumps(redact(message)))
                 for offset, message in enumerate(messages)
             ],
         )

@@ -22,7 +22,7 @@ from typing import Any
 from oma_host.abort import AbortSignal
 from oma_host.agent import Agent, new_run_id
 from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
-from oma_host.errors import InvalidParamsError
+from oma_host.errors import InvalidMessageError, InvalidParamsError
 from oma_host.messages import clone
 from oma_host.results import AgentRunResult, TokenUsage, zero_usage
 
@@ -87,9 +87,11 @@ def parse_team(raw: Any, defaults: ModelDefaults | None, where: str = "team") ->
         raise InvalidParamsError(f"{where}.agents must be a non-empty array of agent configs")
     agents: dict[str, AgentConfig] = {}
     for index, member in enumerate(members):
-        config = parse_agent_config(member, defaults, f"{where}.agents[{index}]")
+        at = f"{where}.agents[{index}]"
+        config = parse_agent_config(member, defaults, at)
+        _check_member(config, at)
         if config.name in agents:
-            raise InvalidParamsError(f"{where}.agents[{index}].name {config.name!r} is used twice")
+            raise InvalidParamsError(f"{at}.name {config.name!r} is used twice")
         agents[config.name] = config
     coordinator = raw.get("coordinator")
     return Team(
@@ -105,6 +107,31 @@ def parse_team(raw: Any, defaults: ModelDefaults | None, where: str = "team") ->
         if coordinator is None
         else parse_agent_config(coordinator, defaults, f"{where}.coordinator"),
     )
+
+
+def _check_member(config: AgentConfig, where: str) -> None:
+    """Everything Agent() would refuse (provider, tools, outputSchema,
+    history), refused now, before any task starts."""
+    try:
+        Agent(config)
+    except InvalidParamsError as error:
+        raise InvalidParamsError(f"{where}: {error}") from None
+    except InvalidMessageError as error:
+        path = f"{where}.{error.path}" if error.path else where
+        raise InvalidMessageError(f"{where}: {error}", path) from None
+
+
+def check_coordinator(team: Team) -> AgentConfig:
+    """The agent that plans and writes up a team run: it must be LLM-backed,
+    because planning needs structured output."""
+    config = _coordinator_config(team)
+    if config.backend is not None:
+        raise InvalidParamsError(
+            "team.coordinator must be an LLM-backed agent (it plans with structured output); "
+            f"it has a {config.backend.kind} backend"
+        )
+    _check_member(config, "team.coordinator")
+    return config
 
 
 def parse_tasks(raw: Any, team: Team, where: str = "tasks") -> list[Task]:
@@ -268,8 +295,14 @@ class TaskGraphRun:
             if self.abort is not None and self.abort.aborted:
                 self._skip(outcome, "the run was cancelled")
                 return
-            await self._execute(outcome)
-        outcome.done.set()
+            try:
+                await self._execute(outcome)
+            except Exception as error:  # one task's fault never stops the others
+                log.exception("task %s failed unexpectedly", task.id)
+                outcome.status = "failed"
+                outcome.reason = f"{type(error).__name__}: {error}"
+            finally:
+                outcome.done.set()
 
     def _prompt(self, task: Task) -> str:
         prompt = f"{task.title}\n\n{task.description}"
@@ -355,7 +388,7 @@ async def run_team(
 ) -> dict[str, Any]:
     """Plan tasks from ``goal`` with the coordinator, run them, then synthesise."""
     run_id = run_id or new_run_id()
-    base = _coordinator_config(team)
+    base = check_coordinator(team)
     members = "\n".join(
         f"- {name}: {config.system_prompt or 'a general assistant'}"
         for name, config in team.agents.items()
@@ -372,19 +405,21 @@ async def run_team(
     prompt = f"Goal: {goal}\n\nTeam members:\n{members}"
     tasks: list[Task] | None = None
     failure = ""
-    for _attempt in range(2):  # the plan, and one repair if its graph is unusable
-        plan = await planner.run(prompt, run_id=f"{run_id}:plan", abort=abort)
-        _add_usage(usage, plan["tokenUsage"])
-        if not plan["success"]:
-            failure = plan["status"].get("message", "the coordinator failed")
-            break
-        try:
-            tasks = parse_tasks(plan["structured"]["tasks"], team, "plan.tasks")
-            break
-        except InvalidParamsError as error:
-            failure = str(error)
-            prompt += f"\n\nYour previous plan was unusable: {error}. Send a corrected plan."
-    await planner.close()
+    try:
+        for _attempt in range(2):  # the plan, and one repair if its graph is unusable
+            plan = await planner.run(prompt, run_id=f"{run_id}:plan", abort=abort)
+            _add_usage(usage, plan["tokenUsage"])
+            if not plan["success"] or "structured" not in plan:
+                failure = plan["status"].get("message", "the coordinator sent no plan")
+                break
+            try:
+                tasks = parse_tasks(plan["structured"]["tasks"], team, "plan.tasks")
+                break
+            except InvalidParamsError as error:
+                failure = str(error)
+                prompt += f"\n\nYour previous plan was unusable: {error}. Send a corrected plan."
+    finally:
+        await planner.close()
     if tasks is None:
         return {
             "success": False,

@@ -3,7 +3,8 @@
 Tools are off unless ``config.tools`` lists them. The built-ins read only:
 ``file_read``, ``grep`` and ``glob``, each confined to the agent's ``cwd``:
 a path that resolves outside it (``..``, an absolute path, a symlink out) is
-refused. Tools run in a worker thread so a large grep never stalls the host.
+refused. Tools run in a worker thread so a large grep does not stall the
+host's event loop; only regular files are read, so a FIFO cannot block one.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _display(root: Path, path: Path) -> str:
 
 def _file_read(arguments: dict[str, Any], root: Path) -> str:
     path = _confined(root, arguments.get("path"), "path")
-    if not path.is_file():
+    if not path.is_file():  # also refuses FIFOs and devices
         raise ToolError(f"{_display(root, path)} is not a file")
     with path.open("rb") as handle:
         data = handle.read(_MAX_READ_BYTES + 1)
@@ -69,7 +70,8 @@ def _walk_files(root: Path, start: Path) -> Iterator[Path]:
         for name in sorted(filenames):
             path = Path(directory, name)
             resolved = path.resolve()
-            if resolved == root or root in resolved.parents:  # symlinks out are skipped
+            # Symlinks out are skipped, and so are FIFOs, sockets and devices.
+            if (resolved == root or root in resolved.parents) and resolved.is_file():
                 yield path
 
 
@@ -171,15 +173,20 @@ class ToolRegistry:
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(tool.spec for tool in self.tools.values())
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """Run a tool; returns (output, is_error). Never raises for tool faults."""
+    async def call(self, name: str, arguments: Any) -> tuple[str, bool]:
+        """Run a tool; returns (output, is_error). Whatever goes wrong comes
+        back to the model as an error result, never as an exception."""
         tool = self.tools.get(name)
         if tool is None:
             available = ", ".join(self.tools) or "none"
             return (f"unknown tool {name!r}; the tools available are: {available}", True)
+        if not isinstance(arguments, dict):
+            return (f"{name}: the tool input must be a JSON object", True)
         try:
             return (await asyncio.to_thread(tool.run, arguments, self.root), False)
         except ToolError as error:
             return (f"{name}: {error}", True)
         except OSError as error:
             return (f"{name}: {error.strerror or error}", True)
+        except Exception as error:  # e.g. a NUL byte in a path (ValueError)
+            return (f"{name}: {type(error).__name__}: {error}", True)

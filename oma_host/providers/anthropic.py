@@ -17,6 +17,7 @@ from oma_host.providers.base import (
     ChatOptions,
     LLMResponse,
     ProviderError,
+    malformed_reply,
     missing_key_error,
     resolve_api_key,
 )
@@ -181,11 +182,12 @@ class AnthropicAdapter:
             data = await read_json(response, _NAME)
         if not isinstance(data, dict) or not isinstance(data.get("content"), list):
             raise ProviderError(f"{_NAME}: the response has no content list", kind="malformed")
-        return LLMResponse(
-            content=[from_wire_block(block) for block in data["content"]],
-            usage=_usage(data.get("usage")),
-            stop_reason=str(data.get("stop_reason") or "end_turn"),
-        )
+        with malformed_reply(_NAME):
+            return LLMResponse(
+                content=[from_wire_block(block) for block in data["content"]],
+                usage=_usage(data.get("usage")),
+                stop_reason=str(data.get("stop_reason") or "end_turn"),
+            )
 
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
@@ -197,7 +199,9 @@ class AnthropicAdapter:
         async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
             try:
                 async for sse in EventSource(response).aiter_sse():
-                    for event in state.feed(sse.event, parse_event_json(sse.data, _NAME)):
+                    with malformed_reply(_NAME):
+                        events = state.feed(sse.event, parse_event_json(sse.data, _NAME))
+                    for event in events:
                         yield event
                     if state.finished:
                         break
@@ -207,7 +211,9 @@ class AnthropicAdapter:
             raise ProviderError(
                 f"{_NAME}: the stream ended before message_stop (cut mid-way)", kind="stream"
             )
-        yield {"type": "done", "data": state.response()}
+        with malformed_reply(_NAME):
+            final = state.response()
+        yield {"type": "done", "data": final}
 
 
 class _StreamState:

@@ -10,7 +10,8 @@ represent a block raises :class:`ProviderError`; it never drops one.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -66,6 +67,19 @@ class LLMResponse:
     content: list[ContentBlock]
     usage: TokenUsage
     stop_reason: str = "end_turn"
+
+
+@contextmanager
+def malformed_reply(provider: str) -> Iterator[None]:
+    """Reading a reply of the wrong shape (a missing field, a wrong type) is a
+    ProviderError of kind ``malformed``, not a crash."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+        raise ProviderError(
+            f"{provider}: the reply has an unexpected shape ({type(error).__name__}: {error})",
+            kind="malformed",
+        ) from None
 
 
 def resolve_api_key(config: AgentConfig, standard_env: str) -> str | None:

@@ -63,8 +63,9 @@ def _retry_after(response: httpx.Response) -> float | None:
     try:
         seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):  # neither seconds nor a date: ignore it
             return None
         seconds = float(parsed.timestamp() - time.time())
     return max(0.0, min(seconds, _RETRY_AFTER_CAP_S))
@@ -111,6 +112,11 @@ async def open_response(
         except httpx.TimeoutException as error:
             raise ProviderError(
                 f"{provider}: the request timed out ({error})", kind="timeout"
+            ) from None
+        except (httpx.HTTPError, httpx.InvalidURL) as error:  # a bad baseURL or scheme
+            raise ProviderError(
+                f"{provider}: the request to {url} failed: {type(error).__name__}: {error}",
+                kind="connection",
             ) from None
         if response.status_code < 400:
             break

@@ -21,6 +21,7 @@ from oma_host.providers.base import (
     ChatOptions,
     LLMResponse,
     ProviderError,
+    malformed_reply,
     missing_key_error,
     resolve_api_key,
 )
@@ -194,21 +195,22 @@ class OpenAIAdapter:
             message = choice["message"]
         except (KeyError, IndexError, TypeError):
             raise ProviderError(f"{_NAME}: the response has no choices", kind="malformed") from None
-        content: list[ContentBlock] = []
-        if message.get("content"):
-            content.append({"type": "text", "text": message["content"]})
-        if message.get("refusal"):
-            content.append({"type": "text", "text": message["refusal"]})
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", {})
-            content.append(
-                _tool_use(call["id"], function.get("name", ""), function.get("arguments", ""))
+        with malformed_reply(_NAME):
+            content: list[ContentBlock] = []
+            if message.get("content"):
+                content.append({"type": "text", "text": str(message["content"])})
+            if message.get("refusal"):
+                content.append({"type": "text", "text": str(message["refusal"])})
+            for call in message.get("tool_calls") or []:
+                function = call.get("function", {})
+                content.append(
+                    _tool_use(call["id"], function.get("name", ""), function.get("arguments", ""))
+                )
+            return LLMResponse(
+                content=content,
+                usage=_usage(data.get("usage")),
+                stop_reason=_STOP_REASONS.get(choice.get("finish_reason") or "stop", "end_turn"),
             )
-        return LLMResponse(
-            content=content,
-            usage=_usage(data.get("usage")),
-            stop_reason=_STOP_REASONS.get(choice.get("finish_reason") or "stop", "end_turn"),
-        )
 
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
@@ -223,31 +225,34 @@ class OpenAIAdapter:
         done = False
         async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
             try:
-                async for sse in EventSource(response).aiter_sse():
-                    if sse.data.strip() == "[DONE]":
-                        done = True
-                        break
-                    chunk = parse_event_json(sse.data, _NAME)
-                    if not isinstance(chunk, dict):
-                        continue
-                    if isinstance(chunk.get("error"), dict):
-                        raise ProviderError(f"{_NAME}: {chunk['error'].get('message', 'error')}")
-                    if chunk.get("usage"):
-                        usage = _usage(chunk["usage"])
-                    for choice in chunk.get("choices") or []:
-                        delta = choice.get("delta") or {}
-                        if piece := delta.get("content"):
-                            text.append(piece)
-                            yield {"type": "text", "data": piece}
-                        for call in delta.get("tool_calls") or []:
-                            slot = calls.setdefault(
-                                call.get("index", 0), {"id": "", "name": "", "arguments": []}
+                with malformed_reply(_NAME):
+                    async for sse in EventSource(response).aiter_sse():
+                        if sse.data.strip() == "[DONE]":
+                            done = True
+                            break
+                        chunk = parse_event_json(sse.data, _NAME)
+                        if not isinstance(chunk, dict):
+                            continue
+                        if isinstance(chunk.get("error"), dict):
+                            raise ProviderError(
+                                f"{_NAME}: {chunk['error'].get('message', 'error')}"
                             )
-                            function = call.get("function") or {}
-                            slot["id"] = call.get("id") or slot["id"]
-                            slot["name"] = function.get("name") or slot["name"]
-                            slot["arguments"].append(function.get("arguments") or "")
-                        finish = choice.get("finish_reason") or finish
+                        if chunk.get("usage"):
+                            usage = _usage(chunk["usage"])
+                        for choice in chunk.get("choices") or []:
+                            delta = choice.get("delta") or {}
+                            if piece := delta.get("content"):
+                                text.append(piece)
+                                yield {"type": "text", "data": piece}
+                            for call in delta.get("tool_calls") or []:
+                                slot = calls.setdefault(
+                                    call.get("index", 0), {"id": "", "name": "", "arguments": []}
+                                )
+                                function = call.get("function") or {}
+                                slot["id"] = call.get("id") or slot["id"]
+                                slot["name"] = function.get("name") or slot["name"]
+                                slot["arguments"].append(function.get("arguments") or "")
+                            finish = choice.get("finish_reason") or finish
             except SSEError as error:
                 raise ProviderError(f"{_NAME}: {error}", kind="malformed") from None
         if not done and finish is None:

@@ -6,21 +6,17 @@ OmaError subclasses and turned into JSON-RPC errors in one place
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable
+import asyncio
 from typing import Any
 
-from pygls.exceptions import JsonRpcException
-
-from oma_host.abort import AbortSignal
 from oma_host.agent import Agent, PermissionHandler, TurnSink, new_run_id
 from oma_host.config import AgentConfig, parse_agent_config
 from oma_host.errors import AgentNotFoundError
 from oma_host.hooks import AfterRunContext, BeforeRunContext
-from oma_host.messages import LLMMessage, guard_messages
+from oma_host.messages import LLMMessage
 from oma_host.orchestrator import OpenMultiAgent
 from oma_host.redact import Redactor
-from oma_host.results import AgentRunResult, EmitFn, StreamEvent
+from oma_host.results import EmitFn, StreamEvent
 from oma_host.server.app import HostSession
 from oma_host.server.models import (
     AgentIdParams,
@@ -35,10 +31,10 @@ from oma_host.server.models import (
 from oma_host.server.services import (
     evaluator_for,
     model_defaults,
-    record_trace,
     store_for,
-    work_done,
+    tracked_run,
 )
+from oma_host.store import Store
 
 # -- agents -----------------------------------------------------------------
 
@@ -97,20 +93,30 @@ def _permission_handler_for(session: HostSession, config: AgentConfig) -> Permis
 async def agent_create(session: HostSession, params: Any) -> Any:
     parsed = parse_params(CreateParams, params, "agent/create")
     config = parse_agent_config(parsed.config, model_defaults(session))
-    on_turn = None
-    if parsed.session_id is not None:
-        config, on_turn = _attach_session(session, config, parsed.session_id)
+    session_id = parsed.session_id
+    store = store_for(session) if session_id is not None else None
+    stored = None
+    if store is not None and session_id is not None:
+        stored = await asyncio.to_thread(store.load_session, session_id)
+        if stored is not None:  # a known session: its history wins over config.history
+            config = config.model_copy(update={"history": stored or None})
     agent = Agent(
         config,
         defaults=model_defaults(session),
         permission_handler=_permission_handler_for(session, config),
-        on_turn=on_turn,
+        on_turn=None if store is None else _turn_sink(store, session_id, config),
         **_hooks_for(session, config),
     )
+    # Only a config that passed every check starts a session.
+    if store is not None and session_id is not None and stored is None:
+        redact = Redactor.for_config(config).redact_tree
+        await asyncio.to_thread(
+            store.create_session, session_id, config.name, agent.get_history(), redact
+        )
     agent_id = session.new_agent_id()
     session.agents[agent_id] = agent
-    if parsed.session_id is not None:
-        _agent_sessions(session)[agent_id] = parsed.session_id
+    if session_id is not None:
+        _agent_sessions(session)[agent_id] = session_id
     return {"agentId": agent_id}
 
 
@@ -120,24 +126,15 @@ def _agent_sessions(session: HostSession) -> dict[str, str]:
     return sessions
 
 
-def _attach_session(
-    session: HostSession, config: AgentConfig, session_id: str
-) -> tuple[AgentConfig, TurnSink]:
-    """Restore a known session's history (or start the session from
-    ``config.history``), and return the sink that commits each completed turn."""
-    store = store_for(session)
-    redact = Redactor.for_config(config).redact
-    stored = store.load_session(session_id)
-    if stored is None:
-        initial = [] if not config.history else guard_messages(config.history, "config.history")
-        store.create_session(session_id, config.name, initial, redact)
-    else:
-        config = config.model_copy(update={"history": stored or None})
+def _turn_sink(store: Store, session_id: str | None, config: AgentConfig) -> TurnSink:
+    """Commits each completed prompt turn, in one transaction, off the event loop."""
+    assert session_id is not None
+    redact = Redactor.for_config(config).redact_tree
 
-    def commit(messages: list[LLMMessage]) -> None:
-        store.append_turn(session_id, messages, redact)
+    async def commit(messages: list[LLMMessage]) -> None:
+        await asyncio.to_thread(store.append_turn, session_id, messages, redact)
 
-    return config, commit
+    return commit
 
 
 def _agent(session: HostSession, agent_id: str) -> Agent:
@@ -162,7 +159,7 @@ async def agent_reset(session: HostSession, params: Any) -> None:
     _agent(session, parsed.agent_id).reset()
     session_id = _agent_sessions(session).get(parsed.agent_id)
     if session_id is not None:
-        store_for(session).clear_session(session_id)
+        await asyncio.to_thread(store_for(session).clear_session, session_id)
     return None
 
 
@@ -188,31 +185,6 @@ async def agent_list(session: HostSession, params: Any) -> Any:
 # -- runs -------------------------------------------------------------------
 
 
-async def _tracked_run(
-    session: HostSession,
-    method: str,
-    agent_name: str,
-    work_done_token: int | str | None,
-    run: Callable[[AbortSignal], Awaitable[AgentRunResult]],
-    session_id: str | None = None,
-) -> AgentRunResult:
-    """Run with the request's abort signal, work-done progress and a trace; a
-    cancelled run becomes error -32800 carrying the partial result."""
-    abort = session.abort_signal() or AbortSignal()
-    started = time.time()
-    work_done(session, work_done_token, {"kind": "begin", "title": agent_name})
-    result = await run(abort)
-    record_trace(session, method, agent_name, result, started, session_id)
-    work_done(session, work_done_token, {"kind": "end", "message": result["status"]["code"]})
-    if abort.aborted and result["status"]["code"] == "cancelled":
-        raise JsonRpcException(
-            code=-32800,
-            message="the request was cancelled",
-            data={"type": "RequestCancelled", "partial": result},
-        )
-    return result
-
-
 def _progress_emitter(session: HostSession, token: int | str) -> EmitFn:
     def emit(event: StreamEvent) -> None:
         session.protocol.notify("$/progress", {"token": token, "value": event})
@@ -228,7 +200,7 @@ async def _run_like(session: HostSession, method: str, params: Any) -> Any:
     token = parsed.partial_result_token if method == "agent/stream" else None
     emit = _progress_emitter(session, token) if token is not None else None
     run_id = parsed.run_id or new_run_id()
-    return await _tracked_run(
+    return await tracked_run(
         session,
         method,
         agent.name,
@@ -249,7 +221,7 @@ async def agent_prompt(session: HostSession, params: Any) -> Any:
     parsed = parse_params(PromptParams, params, "agent/prompt")
     agent = _agent(session, parsed.agent_id)
     turn = agent.validate_prompt_input(parsed.input, owned=True)
-    return await _tracked_run(
+    return await tracked_run(
         session,
         "agent/prompt",
         agent.name,
@@ -279,4 +251,4 @@ async def run_agent(session: HostSession, params: Any) -> Any:
         permission_handler=_permission_handler_for(session, config),
         **_hooks_for(session, config),
     )
-    return await _tracked_run(session, "oma/runAgent", config.name, parsed.work_done_token, run)
+    return await tracked_run(session, "oma/runAgent", config.name, parsed.work_done_token, run)

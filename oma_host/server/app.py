@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("oma_host.server")
 
 SERVER_NOT_INITIALIZED = -32002
+_SHUTDOWN_WAIT_S = 5.0  # how long shutdown waits for aborted runs to clean up
 
 
 def rpc_error(code: int, message: str, type_name: str, **data: Any) -> JsonRpcException:
@@ -278,6 +279,18 @@ class HostSession:
         self.shutdown_requested = True
         for signal in list(self.abort_signals.values()):
             signal.abort()
+        # Aborted runs clean up (one-off agents close, process groups are
+        # killed) before their handlers return; wait for that, within bounds.
+        current = asyncio.current_task()
+        # pygls keeps each request's task there (typed as a concurrent Future).
+        futures: list[object] = list(self.protocol._request_futures.values())
+        running = [
+            task
+            for task in futures
+            if isinstance(task, asyncio.Task) and task is not current and not task.done()
+        ]
+        if running:
+            await asyncio.wait(running, timeout=_SHUTDOWN_WAIT_S)
         agents, self.agents = list(self.agents.values()), {}
         results = await asyncio.gather(*(agent.close() for agent in agents), return_exceptions=True)
         for result in results:

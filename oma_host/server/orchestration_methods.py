@@ -8,22 +8,13 @@ methods read the session's evaluator and store.
 
 from __future__ import annotations
 
-import time
 from typing import Any
-
-from pygls.exceptions import JsonRpcException
 
 from oma_host import teams
 from oma_host.abort import AbortSignal
 from oma_host.errors import InvalidParamsError
 from oma_host.server.app import HostSession
-from oma_host.server.services import (
-    evaluator_for,
-    model_defaults,
-    record_trace,
-    store_for,
-    work_done,
-)
+from oma_host.server.services import evaluator_for, model_defaults, store_for, tracked_run
 
 
 def _object(params: Any, method: str, allowed: set[str]) -> dict[str, Any]:
@@ -54,13 +45,11 @@ def _progress(session: HostSession, enabled: bool) -> Any:
     return report
 
 
-def _cancelled(abort: AbortSignal, result: dict[str, Any]) -> None:
-    if abort.aborted:
-        raise JsonRpcException(
-            code=-32800,
-            message="the request was cancelled",
-            data={"type": "RequestCancelled", "partial": result},
-        )
+def _token(raw: dict[str, Any], method: str) -> int | str | None:
+    token = raw.get("workDoneToken")
+    if token is not None and (not isinstance(token, int | str) or isinstance(token, bool)):
+        raise InvalidParamsError(f"{method}: params.workDoneToken must be a string or an integer")
+    return token
 
 
 async def run_tasks(session: HostSession, params: Any) -> Any:
@@ -68,52 +57,34 @@ async def run_tasks(session: HostSession, params: Any) -> Any:
     raw = _object(params, method, {"team", "tasks", "progress", "runId", "workDoneToken"})
     team = teams.parse_team(raw.get("team"), model_defaults(session))
     tasks = teams.parse_tasks(raw.get("tasks"), team)
-    abort = session.abort_signal() or AbortSignal()
-    started = time.time()
-    graph = teams.TaskGraphRun(
-        team,
-        tasks,
-        run_id=_optional_str(raw, "runId", method),
-        progress=_progress(session, bool(raw.get("progress"))),
-        abort=abort,
-    )
-    work_done(session, raw.get("workDoneToken"), {"kind": "begin", "title": "team"})
-    result = await graph.run()
-    _end_work(session, raw, result)
-    record_trace(session, method, "team", result, started)
-    _cancelled(abort, result)
-    return result
+    run_id = _optional_str(raw, "runId", method)
+    progress = _progress(session, bool(raw.get("progress")))
+
+    async def run(abort: AbortSignal) -> dict[str, Any]:
+        graph = teams.TaskGraphRun(team, tasks, run_id=run_id, progress=progress, abort=abort)
+        return await graph.run()
+
+    return await tracked_run(session, method, "team", _token(raw, method), run)
 
 
 async def run_team(session: HostSession, params: Any) -> Any:
     method = "oma/runTeam"
     raw = _object(params, method, {"team", "goal", "progress", "runId", "workDoneToken"})
     team = teams.parse_team(raw.get("team"), model_defaults(session))
+    teams.check_coordinator(team)
     goal = raw.get("goal")
     if not isinstance(goal, str) or not goal.strip():
         raise InvalidParamsError(
             f"{method}: params.goal must be a non-empty string (a team goal is text-only; "
             "a message list or content blocks cannot be used here)"
         )
-    abort = session.abort_signal() or AbortSignal()
-    started = time.time()
-    work_done(session, raw.get("workDoneToken"), {"kind": "begin", "title": "team"})
-    result = await teams.run_team(
-        team,
-        goal,
-        run_id=_optional_str(raw, "runId", method),
-        progress=_progress(session, bool(raw.get("progress"))),
-        abort=abort,
-    )
-    _end_work(session, raw, result)
-    record_trace(session, method, "team", result, started)
-    _cancelled(abort, result)
-    return result
+    run_id = _optional_str(raw, "runId", method)
+    progress = _progress(session, bool(raw.get("progress")))
 
+    async def run(abort: AbortSignal) -> dict[str, Any]:
+        return await teams.run_team(team, goal, run_id=run_id, progress=progress, abort=abort)
 
-def _end_work(session: HostSession, raw: dict[str, Any], result: dict[str, Any]) -> None:
-    status = "ok" if result["success"] else "error"
-    work_done(session, raw.get("workDoneToken"), {"kind": "end", "message": status})
+    return await tracked_run(session, method, "team", _token(raw, method), run)
 
 
 def _stats(session: HostSession) -> dict[str, int]:

@@ -12,12 +12,15 @@ import asyncio
 import logging
 import sqlite3
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
+from pygls.exceptions import JsonRpcException
+
+from oma_host.abort import AbortSignal
 from oma_host.config import ModelDefaults, parse_agent_config
 from oma_host.errors import InvalidParamsError, StoreError
 from oma_host.evaluation import EvaluationConfig, OnlineEvaluator
-from oma_host.results import AgentRunResult
 from oma_host.server.app import HostSession
 from oma_host.store import Store, default_state_dir
 
@@ -51,6 +54,48 @@ def work_done(session: HostSession, token: int | str | None, value: dict[str, An
         session.protocol.notify("$/progress", {"token": token, "value": value})
 
 
+R = TypeVar("R", bound=Mapping[str, Any])
+
+
+def _status_code(result: Mapping[str, Any], abort: AbortSignal) -> str:
+    status = result.get("status")
+    if isinstance(status, Mapping):
+        return str(status["code"])
+    if abort.aborted:  # a team result: cancelled when its request was
+        return "cancelled"
+    return "ok" if result["success"] else "error"
+
+
+async def tracked_run(
+    session: HostSession,
+    method: str,
+    title: str,
+    work_done_token: int | str | None,
+    run: Callable[[AbortSignal], Awaitable[R]],
+    session_id: str | None = None,
+) -> R:
+    """Run with the request's abort signal, work-done progress (``end`` sent
+    even when the run raises) and a trace; a cancelled run becomes error
+    -32800 carrying the partial result."""
+    abort = session.abort_signal() or AbortSignal()
+    started = time.time()
+    code = "error"
+    work_done(session, work_done_token, {"kind": "begin", "title": title})
+    try:
+        result = await run(abort)
+        code = _status_code(result, abort)
+        record_trace(session, method, title, result, started, session_id, code)
+    finally:
+        work_done(session, work_done_token, {"kind": "end", "message": code})
+    if abort.aborted and code == "cancelled":
+        raise JsonRpcException(
+            code=-32800,
+            message="the request was cancelled",
+            data={"type": "RequestCancelled", "partial": result},
+        )
+    return result
+
+
 def store_for(session: HostSession) -> Store:
     store: Store | None = session.extras.get("store")
     if store is None:
@@ -73,19 +118,19 @@ def record_trace(
     session: HostSession,
     method: str,
     agent: str,
-    result: AgentRunResult | dict[str, Any],
+    result: Mapping[str, Any],
     started: float,
-    session_id: str | None = None,
+    session_id: str | None,
+    status: str,
 ) -> None:
     """Write a run trace in the background: traces never delay a response.
-    ``result`` is an AgentRunResult or a team result (``success``, usage)."""
+    ``result`` is an AgentRunResult or a team result."""
     finished = time.time()
-    status = result.get("status")
     trace = {
         "run_id": result["identity"]["runId"],
         "agent": agent,
         "method": method,
-        "status": status["code"] if status else ("ok" if result["success"] else "error"),
+        "status": status,
         "input_tokens": result["tokenUsage"]["input_tokens"],
         "output_tokens": result["tokenUsage"]["output_tokens"],
         "started": started,

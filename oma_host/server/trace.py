@@ -3,7 +3,8 @@ JSON object per line, for bug reports.
 
 Keys never reach the file: values of ``apiKey`` fields and of secret-looking
 names in ``env`` objects are replaced before writing, and the line then goes
-through the credential patterns of :mod:`oma_host.redact`.
+through the credential patterns of :mod:`oma_host.redact`, string by string
+(so every line stays valid JSON).
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from typing import Any, TextIO
 from oma_host.redact import REDACTED, Redactor, is_secret_name
 
 _PATTERNS = Redactor()
+# Fields that carry a key (AgentConfig accepts both spellings).
+_KEY_FIELDS = {"apiKey", "api_key"}
 
 
 def _scrub(value: Any) -> Any:
     if isinstance(value, dict):
         clean: dict[str, Any] = {}
         for key, item in value.items():
-            if key == "apiKey" and isinstance(item, str):
+            if key in _KEY_FIELDS and isinstance(item, str):
                 clean[key] = REDACTED
             elif key == "env" and isinstance(item, dict):
                 clean[key] = {
@@ -53,7 +56,7 @@ class FrameTracer:
             entry["error"] = error
         else:
             entry["message"] = _scrub(message)
-        line = _PATTERNS.redact(json.dumps(entry, ensure_ascii=False))
+        line = json.dumps(_PATTERNS.redact_tree(entry), ensure_ascii=False)
         with self._lock:
             self._file.write(line + "\n")
 

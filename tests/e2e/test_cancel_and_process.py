@@ -171,3 +171,16 @@ async def test_structured_prompt_to_external_agent_leaves_history(host: HostClie
         "InvalidMessageError",
     )
     assert await host.request("agent/history", {"agentId": agent}) == before
+
+
+async def test_a_background_child_holding_stdout_does_not_hold_the_run(
+    host: HostClient, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "pid"
+    agent = await create(
+        host, **process_config("bg", f"sleep 1000 & echo $! > {pidfile}; echo hi", input="none")
+    )
+    # Without its own exit wait the run would last as long as the sleep.
+    result = await asyncio.wait_for(host.request("agent/run", {"agentId": agent, "input": "x"}), 15)
+    assert result["success"] is True and result["output"] == "hi\n"
+    assert wait_dead(int(pidfile.read_text())), "the background child outlived its run"
