@@ -100,6 +100,13 @@ async def _serve_tcp(host: str, port: int, options: SessionOptions) -> None:
             writer.close()
             log.info("client %s disconnected", peer)
 
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        # Anyone who can connect can run commands as this user (process agents).
+        log.warning(
+            "serving on %s, not loopback: every client that can reach it can run agents, "
+            "including process agents, as this user; there is no authentication",
+            host,
+        )
     server = await asyncio.start_server(connection, host, port, limit=2**16)
     for sock in server.sockets:
         # The one line a launcher may parse to learn the port (``--tcp 0``).
