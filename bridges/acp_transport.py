@@ -53,7 +53,11 @@ class NdjsonPipe:
     async def send(self, message: dict[str, Any]) -> None:
         if self._stdin.is_closing():
             raise ConnectionError("the agent's stdin is closed")
-        self._stdin.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        try:
+            line = json.dumps(message, ensure_ascii=False).encode()
+        except UnicodeEncodeError:  # a lone surrogate: send it \u-escaped
+            line = json.dumps(message).encode()
+        self._stdin.write(line + b"\n")
         await self._stdin.drain()
 
     async def receive(self) -> dict[str, Any] | None:

@@ -70,6 +70,10 @@ class ProcessBridge:
             message = f"agent {self._config.name!r}: the prompt is empty; nothing to send"
             return recorder.result("error", message, output=message, error_kind="input")
         text = compose_prompt(self._config.system_prompt, prompt)
+        cwd = self._backend.cwd or self._config.cwd
+        if cwd is not None and not os.path.isdir(cwd):  # noqa: ASYNC240 (one stat)
+            # Said plainly: the spawn error would blame the command instead.
+            return self.spawn_failure(recorder, f"the working directory {cwd!r} does not exist")
         if self._backend.terminal:
             if self._terminal is None:
                 from bridges.process_terminal import TerminalRunner
@@ -84,7 +88,7 @@ class ProcessBridge:
                 else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                cwd=self._backend.cwd or self._config.cwd,
+                cwd=cwd,
                 env={**os.environ, **self._backend.env},
                 start_new_session=True,
             )
@@ -152,10 +156,13 @@ async def _feed(process: asyncio.subprocess.Process, text: str) -> None:
     """Write the prompt to stdin and close it, so the command sees end-of-file."""
     if process.stdin is None:
         return
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        process.stdin.write(text.encode())
-        await process.stdin.drain()
-    process.stdin.close()
+    try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            # A lone surrogate (valid in JSON, not in UTF-8) becomes "?".
+            process.stdin.write(text.encode(errors="replace"))
+            await process.stdin.drain()
+    finally:
+        process.stdin.close()
 
 
 async def _read_text(stream: asyncio.StreamReader, sink: Callable[[str], object]) -> None:

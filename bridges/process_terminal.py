@@ -114,7 +114,7 @@ def typed_input(text: str, eof: bytes = b"\x04", lnext: bytes = b"\x16") -> byte
     empty line is the end of file."""
     escape = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
     out = bytearray()
-    for line in text.encode().splitlines(keepends=True):
+    for line in text.encode(errors="replace").splitlines(keepends=True):
         for start in range(0, len(line), _TYPE_PIECE):
             piece = line[start : start + _TYPE_PIECE]
             out += escape.sub(lambda match: lnext + match.group(), piece)

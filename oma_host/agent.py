@@ -15,7 +15,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import suppress
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from oma_host.abort import AbortSignal
 from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
@@ -40,7 +40,7 @@ from oma_host.messages import (
     guard_run_input,
     latest_user_prompt,
 )
-from oma_host.redact import Redactor
+from oma_host.redact import Redactor, config_secrets
 from oma_host.results import (
     AgentRunResult,
     EmitFn,
@@ -185,6 +185,9 @@ class Agent:
         self._active_runs = 0
         self._turn_lock: asyncio.Lock | None = None
         self._generation = 0  # bumped by reset()
+        self._closed = False
+        # The agent's own secret values, kept out of results and events.
+        self._secrets = Redactor(config_secrets(self.config), patterns=False)
 
     # -- inspection -----------------------------------------------------
 
@@ -222,7 +225,9 @@ class Agent:
             closing.add_done_callback(_closing.discard)
 
     async def close(self) -> None:
-        """Release the backend (ends a process tree or an ACP session)."""
+        """Release the backend (ends a process tree or an ACP session). Prompts
+        still queued then fail: the agent is gone."""
+        self._closed = True
         if self._backend is not None:
             backend, self._backend = self._backend, None
             await backend.close()
@@ -295,6 +300,9 @@ class Agent:
         if not await _acquire_unless_aborted(lock, abort):
             return RunRecorder(run_id).result("cancelled", "the prompt was cancelled while queued")
         try:
+            if self._closed:
+                message = f"agent {self.name!r} was disposed while this prompt waited"
+                return failed_result(run_id, "disposed", message)
             generation = self._generation
             context = [turn] if self.is_external else [*self._history, turn]
             result = await self.execute(context, run_id=run_id, abort=abort)
@@ -348,7 +356,7 @@ class Agent:
         With ``emit`` the run streams its events to it. Everything that goes
         wrong while running is a failed result; the only exception raised is
         InvalidMessageError, for beforeRun messages that fail the guard."""
-        recorder = RunRecorder(run_id or new_run_id(), emit or (lambda event: None))
+        recorder = RunRecorder(run_id or new_run_id(), self._redacting(emit))
         streaming = emit is not None
         previous_status = self._status
         self._active_runs += 1
@@ -369,6 +377,7 @@ class Agent:
                     f"internal error: {type(error).__name__}: {error}"
                 )
                 finished = recorder.result("error", message, output=message, error_kind="internal")
+            finished = cast(AgentRunResult, self._secrets.redact_tree(finished))
             result = finished
             if streaming:
                 _emit_failure(recorder, finished)
@@ -415,6 +424,13 @@ class Agent:
             except HookError as error:
                 return failed_result(recorder.run_id, "callback", str(error))
         return result
+
+    def _redacting(self, emit: EmitFn | None) -> EmitFn:
+        """``emit`` with the agent's secret values taken out of every event."""
+        if emit is None:
+            return lambda event: None
+        sink = emit
+        return lambda event: sink(self._secrets.redact_tree(event))
 
     @property
     def _backend_kind(self) -> str:

@@ -19,7 +19,11 @@ from oma_host.errors import InvalidParamsError
 
 class _Model(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        strict=True,  # "3" is not an integer and "yes" is not a boolean
     )
 
 

@@ -48,7 +48,7 @@ def cut_utf8(text: str, limit: int) -> str:
 
 
 class _Scorer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     name: str | None = None
 
 
@@ -99,7 +99,7 @@ Scorer = Annotated[
 
 
 class EvaluationConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
     sample: Annotated[float, Field(ge=0, le=1)] = 0
     store_payloads: Literal["none", "redacted", "full"] = Field(
         default="none", alias="storePayloads"
@@ -118,6 +118,25 @@ def parse_evaluation_config(raw: Any) -> EvaluationConfig:
             f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
         )
         raise InvalidParamsError(f"initializationOptions.evaluation: {problems}") from None
+
+
+def check_judges(config: EvaluationConfig, defaults: Any) -> None:
+    """A judge scorer's ``config`` is an AgentConfig: refuse a bad one now,
+    not on every sample."""
+    from oma_host.agent import Agent
+    from oma_host.config import ModelDefaults, parse_agent_config
+
+    model_defaults = None if defaults is None else ModelDefaults.model_validate(defaults)
+    for index, scorer in enumerate(config.scorers):
+        if isinstance(scorer, JudgeScorer):
+            where = f"initializationOptions.evaluation.scorers[{index}].config"
+            try:
+                Agent(parse_agent_config(scorer.config, model_defaults, where))
+            except InvalidParamsError as error:
+                message = str(error)
+                if not message.startswith(where):
+                    message = f"{where}: {message}"
+                raise InvalidParamsError(message) from None
 
 
 def scorer_name(scorer: Any) -> str:

@@ -15,10 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pydantic import TypeAdapter, ValidationError
+
 from oma_host.errors import InvalidMessageError
 from oma_host.messages import (
     LLMMessage,
     clone,
+    copy_plain,
     guard_messages,
     latest_user_prompt,
     rewrite_latest_prompt,
@@ -128,32 +131,41 @@ def make_before_run_context(
     )
 
 
-_RESULT_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "success": bool,
-    "output": str,
-    "messages": list,
-    "tokenUsage": dict,
-    "toolCalls": list,
-    "status": dict,
-}
+_result_adapter: TypeAdapter[AgentRunResult] | None = None
+
+
+def _check_result_shape(candidate: dict[str, Any]) -> None:
+    """AgentRunResult, field by field and strictly (a count is an integer, a
+    status code one of the five); raises HookError naming the first problem."""
+    global _result_adapter
+    if _result_adapter is None:
+        _result_adapter = TypeAdapter(AgentRunResult)
+    try:
+        _result_adapter.validate_python(candidate, strict=True)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(the answer)"
+        raise HookError(f"afterRun answer.{where}: {first['msg']}") from None
 
 
 def read_after_run_answer(answer: object, original: AgentRunResult) -> AgentRunResult:
-    """None keeps the result; otherwise the answer must be an AgentRunResult."""
+    """None keeps the result; otherwise the answer must be a whole AgentRunResult
+    (``identity`` may be left out: the run's own is kept)."""
     if answer is None:
         return original
     if not isinstance(answer, Mapping):
         raise HookError(
             f"afterRun answer must be null or an AgentRunResult, got {type(answer).__name__}"
         )
-    for key, kind in _RESULT_FIELDS.items():
-        if not isinstance(answer.get(key), kind):
-            raise HookError(f"afterRun answer.{key} is missing or has the wrong type")
-    result = dict(clone(dict(answer)))
+    try:
+        result: dict[str, Any] = copy_plain(dict(answer), "afterRun")
+    except InvalidMessageError as error:
+        raise HookError(f"afterRun answer: {error}") from None
+    result.setdefault("identity", original["identity"])
+    _check_result_shape(result)
     if result["messages"]:
         try:
             result["messages"] = guard_messages(result["messages"], "afterRun.messages")
         except InvalidMessageError as error:
             raise HookError(f"afterRun answer: {error}") from None
-    result.setdefault("identity", original["identity"])
     return result  # type: ignore[return-value]

@@ -18,9 +18,10 @@ from typing import Any, Protocol
 from oma_host.abort import AbortSignal
 from oma_host.agent import Agent, PermissionHandler, new_run_id
 from oma_host.config import AgentConfig, ModelDefaults
+from oma_host.errors import InvalidMessageError, InvalidParamsError
 from oma_host.hooks import AfterRunHook, BeforeRunHook
-from oma_host.messages import clone
-from oma_host.redact import config_secrets
+from oma_host.messages import clone, copy_plain
+from oma_host.redact import Redactor, config_secrets
 from oma_host.results import AgentRunResult
 
 log = logging.getLogger(__name__)
@@ -139,13 +140,20 @@ class OpenMultiAgent:
         evaluation_input = (
             "" if self.evaluator is None else (json.dumps(messages) if structured else str(input))
         )
-        sample_metadata = clone(dict(metadata or {}))
+        try:
+            sample_metadata = copy_plain(dict(metadata or {}), "metadata")
+        except InvalidMessageError as error:  # not plain data, or nested too deeply
+            raise InvalidParamsError(str(error)) from None
+
+        # A copy of the payload without the agent's own secret values.
+        hide = Redactor(config_secrets(agent.config), patterns=False).redact_tree
 
         def report(kind: str, data: Any) -> None:
             if progress is None:
                 return
             try:
-                progress({"runId": run_id, "type": kind, "agent": agent.name, "data": clone(data)})
+                event = {"runId": run_id, "type": kind, "agent": agent.name, "data": hide(data)}
+                progress(event)
             except Exception:  # a progress callback can never affect the run
                 log.exception("progress callback failed for %s", kind)
 

@@ -64,6 +64,12 @@ def _text(value: Any, where: str) -> str:
     raise InvalidParamsError(f"{where} must be a string")
 
 
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidParamsError(f"{where} must be true or false")
+    return value
+
+
 def _int(value: Any, where: str, minimum: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise InvalidParamsError(f"{where} must be an integer of at least {minimum}")
@@ -96,7 +102,7 @@ def parse_team(raw: Any, defaults: ModelDefaults | None, where: str = "team") ->
     coordinator = raw.get("coordinator")
     return Team(
         agents=agents,
-        shared_memory=bool(raw.get("sharedMemory", False)),
+        shared_memory=_bool(raw.get("sharedMemory", False), f"{where}.sharedMemory"),
         max_concurrency=_int(
             raw.get("maxConcurrency", DEFAULT_MAX_CONCURRENCY), f"{where}.maxConcurrency", 1
         ),

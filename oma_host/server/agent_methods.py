@@ -31,6 +31,7 @@ from oma_host.server.models import (
 from oma_host.server.services import (
     evaluator_for,
     model_defaults,
+    note_secrets,
     store_for,
     tracked_run,
 )
@@ -93,6 +94,7 @@ def _permission_handler_for(session: HostSession, config: AgentConfig) -> Permis
 async def agent_create(session: HostSession, params: Any) -> Any:
     parsed = parse_params(CreateParams, params, "agent/create")
     config = parse_agent_config(parsed.config, model_defaults(session))
+    note_secrets(session, config)
     session_id = parsed.session_id
     store = store_for(session) if session_id is not None else None
     stored = None
@@ -234,6 +236,7 @@ async def agent_prompt(session: HostSession, params: Any) -> Any:
 async def run_agent(session: HostSession, params: Any) -> Any:
     parsed = parse_params(RunAgentParams, params, "oma/runAgent")
     config = parse_agent_config(parsed.config, model_defaults(session))
+    note_secrets(session, config)
     orchestrator = OpenMultiAgent(
         defaults=model_defaults(session), evaluator=evaluator_for(session, model_defaults(session))
     )

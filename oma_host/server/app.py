@@ -55,9 +55,17 @@ class HostProtocol(JsonRPCProtocol):
     def _send_data(self, data: Any) -> None:
         if not data or self.writer is None:
             return
-        body = json.dumps(
+        text = json.dumps(
             data, default=self._serialize_message, separators=(",", ":"), ensure_ascii=False
-        ).encode()
+        )
+        try:
+            body = text.encode()
+        except UnicodeEncodeError:
+            # A lone surrogate ("\ud800" in a client's JSON) has no UTF-8 form:
+            # send the message with \u escapes, which every JSON parser reads.
+            body = json.dumps(
+                data, default=self._serialize_message, separators=(",", ":"), ensure_ascii=True
+            ).encode()
         if self.session.tracer is not None:
             self.session.tracer.record_body("out", body)
         self.session.write(self.session.frame_encoder(body))
@@ -129,16 +137,34 @@ class HostProtocol(JsonRPCProtocol):
             self._route_notification(method, params)
 
     def _route_response(self, message: dict[str, Any]) -> None:
+        """A client's answer to one of our requests (a hook, a permission, a
+        score). One of the wrong shape is an error answer: the waiting run
+        fails with errorInfo.kind "callback" at once, instead of waiting."""
+        msg_id = message["id"]
+        future = self._request_futures.get(msg_id)
+        if future is None or future.done():  # unknown, or answered after its timeout
+            self._request_futures.pop(msg_id, None)
+            log.info("ignoring an answer to %r: no request is waiting for it", msg_id)
+            return
         error = message.get("error")
-        if isinstance(error, dict):
-            response_error = ResponseError(
-                code=int(error.get("code", -32603)),
-                message=str(error.get("message", "")),
-                data=error.get("data"),
-            )
-            self._handle_response(message["id"], None, response_error)
+        if "error" in message:
+            code = error.get("code") if isinstance(error, dict) else None
+            if isinstance(error, dict) and isinstance(code, int) and not isinstance(code, bool):
+                response_error = ResponseError(
+                    code=code, message=str(error.get("message", "")), data=error.get("data")
+                )
+            else:
+                response_error = ResponseError(
+                    code=-32603, message=f"the client sent a malformed error answer: {error!r}"
+                )
+            self._handle_response(msg_id, None, response_error)
+        elif "result" in message:
+            self._handle_response(msg_id, message["result"])
         else:
-            self._handle_response(message["id"], message.get("result"))
+            missing = ResponseError(
+                code=-32603, message="the client's answer has neither result nor error"
+            )
+            self._handle_response(msg_id, None, missing)
 
     def _route_request(self, msg_id: int | str, method: str, params: Any) -> None:
         session = self.session
@@ -341,6 +367,9 @@ class HostSession:
     def _handle_frame(self, frame: Frame) -> None:
         if self.tracer is not None:
             self.tracer.record("in", frame.message, frame.error)
+        if frame.error is not None and frame.is_response:
+            log.warning("dropped an oversized response from the client: %s", frame.error)
+            return
         if frame.error is not None:
             log.warning("bad frame: %s", frame.error)
             type_name = "ParseError" if frame.error_code == -32700 else "InvalidRequest"

@@ -22,7 +22,6 @@ from typing import Any, Literal
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _ID_SCAN_BYTES = 65536
 _DISCARD_CHUNK = 1 << 20
-_ID_PATTERN = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 # A header name (an HTTP token) followed by a colon: how an LSP client starts.
 _HEADER_START = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+:")
 _HEADER_NAME_MAX = 64
@@ -40,30 +39,91 @@ class Frame:
     # -32700 for unparseable JSON, -32600 for a frame that broke the framing rules.
     error_code: int = -32700
     recovered_id: int | str | None = None
+    # An oversized frame that was a response to one of our requests: never answered.
+    is_response: bool = False
 
 
-def _recover_id(*chunks: bytes) -> int | str | None:
-    for chunk in chunks:
-        match = _ID_PATTERN.search(chunk)
-        if match:
-            try:
-                value = json.loads(match.group(1))
-            except ValueError:
-                continue
-            if isinstance(value, int | str):
-                return value
-    return None
+def _top_level_members(head: bytes) -> dict[str, bytes]:
+    """The members of the top-level object seen in ``head`` (key → raw value
+    start), found with a small scanner that follows strings and nesting, so a
+    nested ``"id"`` (a tool_use id, say) is never mistaken for the request's."""
+    members: dict[str, bytes] = {}
+    depth = 0
+    index = 0
+    expecting_key = False
+    size = len(head)
+    while index < size:
+        char = head[index]
+        if char == 0x22:  # a string
+            end = index + 1
+            while end < size and head[end] != 0x22:
+                end += 2 if head[end] == 0x5C else 1
+            if end >= size:
+                break
+            if depth == 1 and expecting_key:
+                key = head[index + 1 : end].decode(errors="replace")
+                rest = head[end + 1 :].lstrip()
+                if rest[:1] == b":":
+                    members[key] = rest[1:].lstrip()[:200]
+            index = end + 1
+            expecting_key = False
+            continue
+        if char in b"{[":
+            depth += 1
+            expecting_key = char == 0x7B and depth == 1
+        elif char in b"}]":
+            depth -= 1
+        elif char == 0x2C and depth == 1:  # a comma between top-level members
+            expecting_key = True
+        index += 1
+    return members
+
+
+_LAST_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$')
+
+
+def _id_value(raw: bytes) -> int | str | None:
+    match = _ID_VALUE.match(raw)
+    if not match:
+        return None
+    try:
+        value = json.loads(match.group(0))
+    except ValueError:
+        return None
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
+
+
+_ID_VALUE = re.compile(rb'-?\d+|"(?:[^"\\]|\\.)*"')
+
+
+def recover_id(head: bytes, tail: bytes) -> tuple[int | str | None, bool]:
+    """The top-level id of a frame too large to parse, from its first and last
+    bytes, and whether the frame is a response (which is never answered)."""
+    members = _top_level_members(head)
+    is_response = "method" not in members and ("result" in members or "error" in members)
+    if "id" in members:
+        return _id_value(members["id"]), is_response
+    # An id that is the last member: it stands right before the final brace.
+    match = _LAST_ID.search(tail)
+    return (_id_value(match.group(1)) if match else None), is_response
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def parse_json(body: bytes, what: str = "frame") -> Frame:
     try:
-        return Frame(message=json.loads(body))
+        # NaN and Infinity are not JSON; accepting them would put them on stdout.
+        return Frame(message=json.loads(body, parse_constant=_no_constants))
     except UnicodeDecodeError as error:
         return Frame(error=f"the {what} is not valid UTF-8: {error.reason} at byte {error.start}")
     except json.JSONDecodeError as error:
         return Frame(error=f"the {what} is not valid JSON: {error.msg} at byte {error.pos}")
     except RecursionError:
         return Frame(error=f"the {what}'s JSON is nested too deeply to parse")
+    except ValueError as error:  # NaN/Infinity, an integer beyond Python's digit limit
+        return Frame(error=f"the {what} is not valid JSON: {error}")
 
 
 async def _read_headers(
@@ -98,12 +158,12 @@ async def _read_headers(
         if not sep:
             problem = problem or f"malformed header line {stripped[:80]!r}"
         elif name.strip().lower() == b"content-length":
-            try:
-                length = int(value.strip())
-                if length < 0:
-                    raise ValueError
-            except ValueError:
-                problem = problem or f"Content-Length {value.strip()[:40]!r} is not a number"
+            text = value.strip()
+            if text.isdigit():
+                length = int(text)
+            else:
+                length = None
+                problem = problem or f"Content-Length {text[:40]!r} is not a non-negative number"
 
 
 async def read_frames(
@@ -123,11 +183,13 @@ async def read_frames(
             continue
         if length > max_message_bytes:
             head, tail = await _discard(reader, length)
+            recovered, is_response = recover_id(head, tail)
             yield Frame(
                 error=f"the frame is {length} bytes, over the limit of {max_message_bytes} "
                 "(--max-message-bytes); it was discarded",
                 error_code=-32600,
-                recovered_id=_recover_id(head, tail),
+                recovered_id=recovered,
+                is_response=is_response,
             )
             continue
         try:
@@ -183,11 +245,13 @@ async def read_lines(
             return
         body, size, head, tail = line
         if body is None:
+            recovered, is_response = recover_id(head, tail)
             yield Frame(
                 error=f"the line is {size} bytes, over the limit of {max_message_bytes} "
                 "(--max-message-bytes); it was discarded",
                 error_code=-32600,
-                recovered_id=_recover_id(head, tail),
+                recovered_id=recovered,
+                is_response=is_response,
             )
         elif body.strip():
             yield parse_json(body, "line")

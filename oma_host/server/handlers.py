@@ -66,15 +66,20 @@ async def initialize(session: HostSession, params: Any) -> Any:
     if session.initialized:
         raise rpc_error(-32600, "initialize: the server is already initialized", "InvalidRequest")
     options = _read_initialization_options(params)
+    evaluation = None
+    if options.get("evaluation"):
+        # Only a host that asks for evaluation pays for its config models here.
+        from oma_host.evaluation import check_judges, parse_evaluation_config
+
+        evaluation = parse_evaluation_config(options["evaluation"])
+        check_judges(evaluation, options.get("defaults"))
+    # Only an initialize that succeeded initializes: a refused one can be retried.
     session.initialized = True
     session.extras["defaults"] = options.get("defaults")
     if options.get("stateDir") is not None:
         session.extras["state_dir"] = options["stateDir"]
-    if options.get("evaluation"):
-        # Only a host that asks for evaluation pays for its config models here.
-        from oma_host.evaluation import parse_evaluation_config
-
-        session.extras["evaluation"] = parse_evaluation_config(options["evaluation"])
+    if evaluation is not None:
+        session.extras["evaluation"] = evaluation
     # Warm the agent methods up in a thread shortly after the answer is out, so
     # the import neither delays this answer nor, usually, the first agent call.
     loop = asyncio.get_running_loop()

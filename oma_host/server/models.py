@@ -25,7 +25,7 @@ ConfigField = Annotated[dict[str, Any], schema_ref("AgentConfig")]
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class CreateParams(_Params):

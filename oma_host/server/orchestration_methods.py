@@ -14,7 +14,13 @@ from oma_host import teams
 from oma_host.abort import AbortSignal
 from oma_host.errors import InvalidParamsError
 from oma_host.server.app import HostSession
-from oma_host.server.services import evaluator_for, model_defaults, store_for, tracked_run
+from oma_host.server.services import (
+    evaluator_for,
+    model_defaults,
+    note_secrets,
+    store_for,
+    tracked_run,
+)
 
 
 def _object(params: Any, method: str, allowed: set[str]) -> dict[str, Any]:
@@ -35,7 +41,10 @@ def _optional_str(params: dict[str, Any], key: str, method: str) -> str | None:
     return value
 
 
-def _progress(session: HostSession, enabled: bool) -> Any:
+def _progress(session: HostSession, raw: dict[str, Any], method: str) -> Any:
+    enabled = raw.get("progress", False)
+    if not isinstance(enabled, bool):
+        raise InvalidParamsError(f"{method}: params.progress must be true or false")
     if not enabled:
         return None
 
@@ -56,9 +65,11 @@ async def run_tasks(session: HostSession, params: Any) -> Any:
     method = "oma/runTasks"
     raw = _object(params, method, {"team", "tasks", "progress", "runId", "workDoneToken"})
     team = teams.parse_team(raw.get("team"), model_defaults(session))
+    for member in team.agents.values():
+        note_secrets(session, member)
     tasks = teams.parse_tasks(raw.get("tasks"), team)
     run_id = _optional_str(raw, "runId", method)
-    progress = _progress(session, bool(raw.get("progress")))
+    progress = _progress(session, raw, method)
 
     async def run(abort: AbortSignal) -> dict[str, Any]:
         graph = teams.TaskGraphRun(team, tasks, run_id=run_id, progress=progress, abort=abort)
@@ -71,7 +82,8 @@ async def run_team(session: HostSession, params: Any) -> Any:
     method = "oma/runTeam"
     raw = _object(params, method, {"team", "goal", "progress", "runId", "workDoneToken"})
     team = teams.parse_team(raw.get("team"), model_defaults(session))
-    teams.check_coordinator(team)
+    for member in [*team.agents.values(), teams.check_coordinator(team)]:
+        note_secrets(session, member)
     goal = raw.get("goal")
     if not isinstance(goal, str) or not goal.strip():
         raise InvalidParamsError(
@@ -79,7 +91,7 @@ async def run_team(session: HostSession, params: Any) -> Any:
             "a message list or content blocks cannot be used here)"
         )
     run_id = _optional_str(raw, "runId", method)
-    progress = _progress(session, bool(raw.get("progress")))
+    progress = _progress(session, raw, method)
 
     async def run(abort: AbortSignal) -> dict[str, Any]:
         return await teams.run_team(team, goal, run_id=run_id, progress=progress, abort=abort)

@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 from pygls.exceptions import JsonRpcException
 
 from oma_host.abort import AbortSignal
-from oma_host.config import ModelDefaults, parse_agent_config
+from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.errors import InvalidParamsError, StoreError
 from oma_host.evaluation import EvaluationConfig, OnlineEvaluator
+from oma_host.redact import config_secrets
 from oma_host.server.app import HostSession
 from oma_host.store import Store, default_state_dir
 
@@ -94,6 +95,12 @@ async def tracked_run(
             data={"type": "RequestCancelled", "partial": result},
         )
     return result
+
+
+def note_secrets(session: HostSession, config: AgentConfig) -> None:
+    """Tell the --trace file about an agent's secret values."""
+    if session.tracer is not None:
+        session.tracer.add_secrets(config_secrets(config))
 
 
 def store_for(session: HostSession) -> Store:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -46,6 +47,15 @@ class FrameTracer:
     def __init__(self, path: str) -> None:
         self._file: TextIO = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
         self._lock = threading.Lock()
+        self._secrets: set[str] = set()
+        self._redactor = _PATTERNS
+
+    def add_secrets(self, secrets: Iterable[str]) -> None:
+        """Values to hide from now on (an agent's key, wherever it appears)."""
+        new = set(secrets) - self._secrets
+        if new:
+            self._secrets |= new
+            self._redactor = Redactor(self._secrets)
 
     def record(self, direction: str, message: Any = None, error: str | None = None) -> None:
         entry: dict[str, Any] = {
@@ -56,7 +66,7 @@ class FrameTracer:
             entry["error"] = error
         else:
             entry["message"] = _scrub(message)
-        line = json.dumps(_PATTERNS.redact_tree(entry), ensure_ascii=False)
+        line = json.dumps(self._redactor.redact_tree(entry), ensure_ascii=False)
         with self._lock:
             self._file.write(line + "\n")
 
