@@ -18,7 +18,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bridges import compose_prompt
 from oma_host.config import AgentConfig, ProcessBackend
@@ -33,7 +33,7 @@ _READ_SIZE = 65536
 STDERR_LIMIT = 16384  # the tail of stderr kept for a failure message (ACP too)
 TERM_GRACE_S = 1.0  # SIGTERM first; SIGKILL whatever is left after this
 ORPHAN_GRACE_S = 0.2  # after exit, how long descendants may hold stdout open
-_REAP_POLL_S = 0.002  # between the pidfd firing and the child watcher reaping
+_REAP_POLL_S = 0.01  # exit polling for processes not made by spawn_process
 
 
 def signal_name(number: int) -> str:
@@ -81,7 +81,7 @@ class ProcessBridge:
                 self._terminal = TerminalRunner(self, self._config, self._backend)
             return await self._terminal.run(text, recorder)
         try:
-            process = await asyncio.create_subprocess_exec(
+            process = await spawn_process(
                 *self.argv(text),
                 stdin=asyncio.subprocess.PIPE
                 if self._backend.input == "stdin"
@@ -184,42 +184,47 @@ def signal_group(pid: int, sig: signal.Signals) -> bool:
         return False
 
 
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The standard protocol, plus a future set the moment the process exits.
+    (On Python 3.11, ``Process.wait()`` also waits for every pipe to close,
+    which a background descendant can hold open for ever.)"""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def spawn_process(*argv: str, **options: Any) -> asyncio.subprocess.Process:
+    """``asyncio.create_subprocess_exec`` whose exit :func:`wait_for_exit`
+    hears at once."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ExitAwareProtocol(limit=2**16, loop=loop), *argv, **options
+    )
+    return asyncio.subprocess.Process(transport, protocol, loop)
+
+
 def _returncode(process: asyncio.subprocess.Process) -> int | None:
     return process.returncode
 
 
 async def wait_for_exit(process: asyncio.subprocess.Process) -> int:
-    """The exit code as soon as the process has exited. (On Python 3.11,
-    ``Process.wait()`` also waits for every pipe to close, which a background
-    descendant can hold open for ever.) A pidfd says when; the child watcher
-    sets ``returncode`` a moment later."""
-    if process.returncode is not None:
-        return process.returncode
-    loop = asyncio.get_running_loop()
-    exited: asyncio.Future[None] = loop.create_future()
-    try:
-        pidfd: int | None = os.pidfd_open(process.pid)
-    except (AttributeError, OSError):  # no pidfd (old kernel): poll instead
-        pidfd = None
-
-    def on_exit() -> None:
-        if not exited.done():
-            exited.set_result(None)
-
-    if pidfd is not None:
-        loop.add_reader(pidfd, on_exit)
-    try:
-        # A call, not the attribute: the child watcher sets it behind mypy's back.
-        while (code := _returncode(process)) is None:
-            if pidfd is not None and not exited.done():
-                await exited
-            else:
-                await asyncio.sleep(_REAP_POLL_S)
-        return code
-    finally:
-        if pidfd is not None:
-            loop.remove_reader(pidfd)
-            os.close(pidfd)
+    """The exit code as soon as the process has exited, even while a
+    descendant still holds its pipes."""
+    protocol = getattr(process, "_protocol", None)
+    if isinstance(protocol, _ExitAwareProtocol):
+        # Shielded: a timeout around this wait must not cancel the future itself.
+        await asyncio.shield(protocol.exited)
+    # A call, not the attribute: the child watcher sets it behind mypy's back.
+    while (code := _returncode(process)) is None:  # noqa: ASYNC110 (no event to wait on)
+        # Spawned elsewhere (create_subprocess_exec): poll for the exit.
+        await asyncio.sleep(_REAP_POLL_S)
+    return code
 
 
 async def end_process_group(process: asyncio.subprocess.Process) -> None:
