@@ -14,9 +14,9 @@ from tests.editors.helpers import (
     VSCODE_DIR,
     ensure_acp_agent,
     ensure_npm_packages,
-    npm,
     run_client_tests,
 )
+from tests.npm_packages import npm
 
 TIMEOUT_S = 600
 

@@ -9,8 +9,6 @@ skips them.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,30 +17,11 @@ import pytest
 
 from oma_host.client import HostClient
 from tests.interop.helpers import AcpConfig
+from tests.npm_packages import ensure_npm_packages
 
 HERE = Path(__file__).parent
 ACP_AGENT_DIR = HERE / "acp_agent"
 GEMINI_DIR = HERE / "gemini"
-NPM_CI_TIMEOUT_S = 600
-
-
-def ensure_npm_packages(folder: Path, probe: str) -> None:
-    """Run ``npm ci`` in ``folder`` unless ``node_modules/<probe>`` is there."""
-    if (folder / "node_modules" / probe).exists():
-        return
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.fail(f"Node.js and npm are needed for {folder.name}: install them (see .ci/run)")
-    done = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=NPM_CI_TIMEOUT_S,
-        check=False,
-    )
-    if done.returncode != 0 or not (folder / "node_modules" / probe).exists():
-        pytest.fail(f"npm ci in {folder} failed ({done.returncode}):\n{done.stderr[-4000:]}")
 
 
 @pytest.fixture(scope="session")
