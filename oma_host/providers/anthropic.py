@@ -56,6 +56,11 @@ def _tool_result_part(part: dict[str, Any]) -> dict[str, Any]:
     return {"type": "document", "source": _media(part["source"]), "title": part["filename"]}
 
 
+def _tool_use(block: dict[str, Any]) -> dict[str, Any]:
+    """tool_use has the same fields in both directions."""
+    return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block["input"]}
+
+
 def to_wire_block(block: ContentBlock, where: str) -> dict[str, Any]:
     kind = block.get("type")
     if kind == "text":
@@ -63,12 +68,7 @@ def to_wire_block(block: ContentBlock, where: str) -> dict[str, Any]:
     if kind == "image":
         return {"type": "image", "source": _media(block["source"])}
     if kind == "tool_use":
-        return {
-            "type": "tool_use",
-            "id": block["id"],
-            "name": block["name"],
-            "input": block["input"],
-        }
+        return _tool_use(block)
     if kind == "tool_result":
         content = block["content"]
         wire: dict[str, Any] = {
@@ -112,12 +112,7 @@ def from_wire_block(block: dict[str, Any]) -> ContentBlock:
     if kind == "text":
         return {"type": "text", "text": block.get("text", "")}
     if kind == "tool_use":
-        return {
-            "type": "tool_use",
-            "id": block["id"],
-            "name": block["name"],
-            "input": block["input"],
-        }
+        return _tool_use(block)
     if kind == "thinking":
         return {
             "type": "reasoning",

@@ -140,21 +140,21 @@ async def open_response(
         await response.aclose()
 
 
-async def read_json(response: httpx.Response, provider: str) -> Any:
-    """The whole body as JSON; a body that is not JSON is a ProviderError."""
-    data = await response.aread()
+def _loads(data: str | bytes, provider: str, what: str) -> Any:
+    """JSON from a provider; anything else is a ProviderError of kind malformed."""
     try:
         return json.loads(data)
     except ValueError:
         raise ProviderError(
-            f"{provider}: the response is not valid JSON: {data[:200]!r}", kind="malformed"
+            f"{provider}: {what} is not valid JSON: {data[:200]!r}", kind="malformed"
         ) from None
+
+
+async def read_json(response: httpx.Response, provider: str) -> Any:
+    """The whole body as JSON."""
+    return _loads(await response.aread(), provider, "the response")
 
 
 def parse_event_json(data: str, provider: str) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        raise ProviderError(
-            f"{provider}: a streamed event is not valid JSON: {data[:200]!r}", kind="malformed"
-        ) from None
+    """One streamed SSE event's data as JSON."""
+    return _loads(data, provider, "a streamed event")

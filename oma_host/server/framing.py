@@ -108,6 +108,18 @@ def recover_id(head: bytes, tail: bytes) -> tuple[int | str | None, bool]:
     return (_id_value(match.group(1)) if match else None), is_response
 
 
+def _oversized(what: str, size: int, limit: int, head: bytes, tail: bytes) -> Frame:
+    """The answer to a frame or line over ``--max-message-bytes``, already discarded."""
+    recovered, is_response = recover_id(head, tail)
+    return Frame(
+        error=f"the {what} is {size} bytes, over the limit of {limit} "
+        "(--max-message-bytes); it was discarded",
+        error_code=-32600,
+        recovered_id=recovered,
+        is_response=is_response,
+    )
+
+
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -183,14 +195,7 @@ async def read_frames(
             continue
         if length > max_message_bytes:
             head, tail = await _discard(reader, length)
-            recovered, is_response = recover_id(head, tail)
-            yield Frame(
-                error=f"the frame is {length} bytes, over the limit of {max_message_bytes} "
-                "(--max-message-bytes); it was discarded",
-                error_code=-32600,
-                recovered_id=recovered,
-                is_response=is_response,
-            )
+            yield _oversized("frame", length, max_message_bytes, head, tail)
             continue
         try:
             body = await reader.readexactly(length)
@@ -245,14 +250,7 @@ async def read_lines(
             return
         body, size, head, tail = line
         if body is None:
-            recovered, is_response = recover_id(head, tail)
-            yield Frame(
-                error=f"the line is {size} bytes, over the limit of {max_message_bytes} "
-                "(--max-message-bytes); it was discarded",
-                error_code=-32600,
-                recovered_id=recovered,
-                is_response=is_response,
-            )
+            yield _oversized("line", size, max_message_bytes, head, tail)
         elif body.strip():
             yield parse_json(body, "line")
 
