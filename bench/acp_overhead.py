@@ -38,7 +38,7 @@ import acp
 from acp.schema import ClientCapabilities, FileSystemCapabilities, TextContentBlock
 
 from bench.harness import Comparison, format_comparison, interleave_async
-from oma_host.client import HostClient, host_argv
+from oma_host.cli.client import HostClient, host_argv
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_DIR = REPO_ROOT / "tests" / "interop" / "acp_agent"

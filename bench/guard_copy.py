@@ -1,6 +1,6 @@
 """Micro benchmark: the shape guard and its copy, against ``copy.deepcopy``.
 
-``oma_host.messages.guard_run_input`` copies caller data as plain JSON data
+``oma_host.core.messages.guard_run_input`` copies caller data as plain JSON data
 and validates the copy (PROTOCOL.md section 4); ``copy.deepcopy`` of the same
 data is the naive baseline, the copy alone without any checking. Two inputs:
 
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.harness import Comparison, calibrate, interleave, per_call
-from oma_host.messages import clone, guard_run_input
+from oma_host.core.messages import clone, guard_run_input
 
 GUARD = "guard_run_input (validate + copy)"
 DEEPCOPY = "copy.deepcopy"

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from bench.harness import Comparison, interleave_async
-from oma_host.client import HostClient, host_argv
+from oma_host.cli.client import HostClient, host_argv
 
 COMMAND = "cat"
 INPUT = "hello"

@@ -27,8 +27,8 @@ import httpx
 from httpx_sse import aconnect_sse
 
 from bench.harness import Comparison, interleave_async
-from oma_host.client import HostClient, host_argv
-from oma_host.simulator import SEND_TIME, Reply, Simulator
+from oma_host.cli.client import HostClient, host_argv
+from oma_host.testing.simulator import SEND_TIME, Reply, Simulator
 
 HOST_RUN = "oma-host agent/run (anthropic wire)"
 RAW_RUN = "raw httpx POST /v1/messages"

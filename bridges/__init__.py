@@ -2,7 +2,7 @@
 
 Process and ACP agents carry text only. The boundary itself (structured input
 raises InvalidMessageError before anything is spawned; a beforeRun hook may
-rewrite the prompt but not the messages) is enforced in ``oma_host.agent``
+rewrite the prompt but not the messages) is enforced in ``oma_host.core.agent``
 before a backend is ever built; this package holds what the bridges share and
 the factory that picks one. Bridges are imported on first use.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from oma_host.agent import Backend, PermissionHandler
-    from oma_host.config import AgentConfig
+    from oma_host.core.agent import Backend, PermissionHandler
+    from oma_host.core.config import AgentConfig
 
 
 def compose_prompt(system_prompt: str | None, text: str) -> str:
@@ -37,7 +37,7 @@ def make_external_backend(
 
         return ProcessBridge(config, backend)
     if backend.kind == "acp":
-        from bridges.acp import AcpBridge
+        from bridges.acp.session import AcpBridge
 
         return AcpBridge(config, backend, permission_handler=permission_handler)
     raise ValueError(f"backend kind {backend.kind!r} is not available in this build")

@@ -6,7 +6,7 @@ command on stdin, as its last argument, or not at all. stdout streams as
 a signal fails the run with the stderr text, secrets redacted. Each run gets
 its own process group, so cancellation, timeouts and ``close`` kill the whole
 tree, not just the direct child. With ``terminal: true`` the run is delegated
-to ``bridges.process_terminal`` (a pseudo-terminal), which shares the prompt,
+to ``bridges.pty`` (a pseudo-terminal), which shares the prompt,
 spawn-failure and exit-status rules kept here.
 """
 
@@ -21,13 +21,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bridges import compose_prompt
-from oma_host.config import AgentConfig, ProcessBackend
-from oma_host.messages import LLMMessage
-from oma_host.redact import Redactor
-from oma_host.results import AgentRunResult, RunRecorder
+from oma_host.core.config import AgentConfig, ProcessBackend
+from oma_host.core.messages import LLMMessage
+from oma_host.core.redact import Redactor
+from oma_host.core.results import AgentRunResult, RunRecorder
 
 if TYPE_CHECKING:
-    from bridges.process_terminal import TerminalRunner
+    from bridges.pty import TerminalRunner
 
 _READ_SIZE = 65536
 STDERR_LIMIT = 16384  # the tail of stderr kept for a failure message (ACP too)
@@ -76,7 +76,7 @@ class ProcessBridge:
             return self.spawn_failure(recorder, f"the working directory {cwd!r} does not exist")
         if self._backend.terminal:
             if self._terminal is None:
-                from bridges.process_terminal import TerminalRunner
+                from bridges.pty import TerminalRunner
 
                 self._terminal = TerminalRunner(self, self._config, self._backend)
             return await self._terminal.run(text, recorder)

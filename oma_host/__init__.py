@@ -12,33 +12,33 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from oma_host.abort import AbortSignal
-    from oma_host.agent import Agent
-    from oma_host.config import AgentConfig
-    from oma_host.errors import (
+    from oma_host.core.abort import AbortSignal
+    from oma_host.core.agent import Agent
+    from oma_host.core.config import AgentConfig
+    from oma_host.core.errors import (
         AgentNotFoundError,
         InvalidMessageError,
         InvalidParamsError,
         OmaError,
     )
-    from oma_host.hooks import AfterRunContext, BeforeRunContext
-    from oma_host.messages import LLMMessage
-    from oma_host.orchestrator import OpenMultiAgent
+    from oma_host.core.hooks import AfterRunContext, BeforeRunContext
+    from oma_host.core.messages import LLMMessage
+    from oma_host.orchestration.one_off import OpenMultiAgent
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Agent": "oma_host.agent",
-    "AbortSignal": "oma_host.abort",
-    "AgentConfig": "oma_host.config",
-    "OmaError": "oma_host.errors",
-    "InvalidMessageError": "oma_host.errors",
-    "InvalidParamsError": "oma_host.errors",
-    "AgentNotFoundError": "oma_host.errors",
-    "BeforeRunContext": "oma_host.hooks",
-    "AfterRunContext": "oma_host.hooks",
-    "LLMMessage": "oma_host.messages",
-    "OpenMultiAgent": "oma_host.orchestrator",
+    "Agent": "oma_host.core.agent",
+    "AbortSignal": "oma_host.core.abort",
+    "AgentConfig": "oma_host.core.config",
+    "OmaError": "oma_host.core.errors",
+    "InvalidMessageError": "oma_host.core.errors",
+    "InvalidParamsError": "oma_host.core.errors",
+    "AgentNotFoundError": "oma_host.core.errors",
+    "BeforeRunContext": "oma_host.core.hooks",
+    "AfterRunContext": "oma_host.core.hooks",
+    "LLMMessage": "oma_host.core.messages",
+    "OpenMultiAgent": "oma_host.orchestration.one_off",
 }
 
 __all__ = [

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from oma_host.client import HostClient
+from oma_host.cli.client import HostClient
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -6,17 +6,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from oma_host.errors import InvalidParamsError
+from oma_host.core.errors import InvalidParamsError
 from oma_host.providers.base import LLMAdapter
 
 if TYPE_CHECKING:
-    from oma_host.config import AgentConfig
+    from oma_host.core.config import AgentConfig
 
 # name → "module:factory". The factory takes the AgentConfig and returns an adapter.
 _REGISTRY: dict[str, str] = {
     "anthropic": "oma_host.providers.anthropic:AnthropicAdapter",
     "openai": "oma_host.providers.openai:OpenAIAdapter",
-    "test": "oma_host.providers.testing:shared_recording_adapter",
+    "test": "oma_host.testing.recording:shared_recording_adapter",
 }
 
 DEFAULT_PROVIDER = "anthropic"

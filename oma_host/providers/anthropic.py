@@ -12,7 +12,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from oma_host.messages import ContentBlock, LLMMessage
+from oma_host.core.messages import ContentBlock, LLMMessage
+from oma_host.core.results import StreamEvent, TokenUsage
 from oma_host.providers.base import (
     ChatOptions,
     LLMResponse,
@@ -22,10 +23,9 @@ from oma_host.providers.base import (
     resolve_api_key,
 )
 from oma_host.providers.http import open_response, parse_event_json, read_json
-from oma_host.results import StreamEvent, TokenUsage
 
 if TYPE_CHECKING:
-    from oma_host.config import AgentConfig
+    from oma_host.core.config import AgentConfig
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"

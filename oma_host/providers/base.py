@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from oma_host.config import AgentConfig
-    from oma_host.messages import ContentBlock, LLMMessage
-    from oma_host.results import StreamEvent, TokenUsage
+    from oma_host.core.config import AgentConfig
+    from oma_host.core.messages import ContentBlock, LLMMessage
+    from oma_host.core.results import StreamEvent, TokenUsage
 
 
 class ProviderError(Exception):

@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from oma_host.agent import Agent, PermissionHandler, TurnSink, new_run_id
-from oma_host.config import AgentConfig, parse_agent_config
-from oma_host.errors import AgentNotFoundError
-from oma_host.hooks import AfterRunContext, BeforeRunContext
-from oma_host.messages import LLMMessage
-from oma_host.orchestrator import OpenMultiAgent
-from oma_host.redact import Redactor
-from oma_host.results import EmitFn, StreamEvent
+from oma_host.core.agent import Agent, PermissionHandler, TurnSink, new_run_id
+from oma_host.core.config import AgentConfig, parse_agent_config
+from oma_host.core.errors import AgentNotFoundError
+from oma_host.core.hooks import AfterRunContext, BeforeRunContext
+from oma_host.core.messages import LLMMessage
+from oma_host.core.redact import Redactor
+from oma_host.core.results import EmitFn, StreamEvent
+from oma_host.orchestration.one_off import OpenMultiAgent
+from oma_host.orchestration.store import Store
 from oma_host.server.app import HostSession
 from oma_host.server.models import (
     AgentIdParams,
@@ -35,7 +36,6 @@ from oma_host.server.services import (
     store_for,
     tracked_run,
 )
-from oma_host.store import Store
 
 # -- agents -----------------------------------------------------------------
 

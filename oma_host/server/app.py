@@ -23,7 +23,7 @@ from pygls.protocol import JsonRPCProtocol, default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.server import JsonRPCServer
 
-from oma_host.abort import AbortSignal
+from oma_host.core.abort import AbortSignal
 from oma_host.server.framing import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Frame,
@@ -34,7 +34,7 @@ from oma_host.server.framing import (
 )
 
 if TYPE_CHECKING:
-    from oma_host.agent import Agent
+    from oma_host.core.agent import Agent
     from oma_host.server.trace import FrameTracer
 
 log = logging.getLogger("oma_host.server")
@@ -389,7 +389,7 @@ def _bind(session: HostSession, name: str, handler: Handler) -> Callable[[Any], 
     stderr rather than on the wire."""
 
     async def run(params: Any) -> Any:
-        from oma_host.errors import OmaError
+        from oma_host.core.errors import OmaError
 
         try:
             return await handler(session, params)
@@ -401,7 +401,7 @@ def _bind(session: HostSession, name: str, handler: Handler) -> Callable[[Any], 
             raise
         except Exception as error:
             log.exception("%s failed", name)
-            from oma_host.redact import Redactor
+            from oma_host.core.redact import Redactor
 
             message = Redactor().redact(f"{name}: internal error: {type(error).__name__}: {error}")
             raise JsonRpcException(

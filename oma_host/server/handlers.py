@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from oma_host import __version__
-from oma_host.errors import InvalidParamsError
+from oma_host.core.errors import InvalidParamsError
 from oma_host.providers import available_providers
 from oma_host.server.app import HostSession, rpc_error
 
@@ -69,7 +69,7 @@ async def initialize(session: HostSession, params: Any) -> Any:
     evaluation = None
     if options.get("evaluation"):
         # Only a host that asks for evaluation pays for its config models here.
-        from oma_host.evaluation import check_judges, parse_evaluation_config
+        from oma_host.orchestration.evaluation import check_judges, parse_evaluation_config
 
         evaluation = parse_evaluation_config(options["evaluation"])
         check_judges(evaluation, options.get("defaults"))

@@ -12,8 +12,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from oma_host.errors import InvalidParamsError
-from oma_host.messages import schema_ref
+from oma_host.core.errors import InvalidParamsError
+from oma_host.core.messages import schema_ref
 
 ProgressToken = int | str
 

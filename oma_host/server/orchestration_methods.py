@@ -1,7 +1,7 @@
 """Team and evaluation methods: ``oma/runTasks``, ``oma/runTeam`` and
 ``oma/evaluation/{stats,flush,records}``. Imported on first use.
 
-Team params are checked by hand in ``oma_host.teams`` so the errors name the
+Team params are checked by hand in ``oma_host.orchestration.teams`` so the errors name the
 field exactly (``tasks[2].description must be a string``); the evaluation
 methods read the session's evaluator and store.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from oma_host import teams
-from oma_host.abort import AbortSignal
-from oma_host.errors import InvalidParamsError
+from oma_host.core.abort import AbortSignal
+from oma_host.core.errors import InvalidParamsError
+from oma_host.orchestration import teams
 from oma_host.server.app import HostSession
 from oma_host.server.services import (
     evaluator_for,

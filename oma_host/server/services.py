@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 
 from pygls.exceptions import JsonRpcException
 
-from oma_host.abort import AbortSignal
-from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
-from oma_host.errors import InvalidParamsError, StoreError
-from oma_host.evaluation import EvaluationConfig, OnlineEvaluator
-from oma_host.redact import config_secrets
+from oma_host.core.abort import AbortSignal
+from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
+from oma_host.core.errors import InvalidParamsError, StoreError
+from oma_host.core.redact import config_secrets
+from oma_host.orchestration.evaluation import EvaluationConfig, OnlineEvaluator
+from oma_host.orchestration.store import Store, default_state_dir
 from oma_host.server.app import HostSession
-from oma_host.store import Store, default_state_dir
 
 log = logging.getLogger("oma_host.server")
 
@@ -171,7 +171,7 @@ def evaluator_for(session: HostSession, defaults: ModelDefaults | None) -> Onlin
         return await protocol.send_request_async("oma/evaluation/score", params)
 
     async def judge(raw_config: dict[str, Any], prompt: str) -> Any:
-        from oma_host.agent import Agent
+        from oma_host.core.agent import Agent
 
         config = parse_agent_config(raw_config, defaults, "evaluation.scorers[].config")
         judge_agent = Agent(config.model_copy(update={"output_schema": _JUDGE_SCHEMA}))

@@ -3,7 +3,7 @@ JSON object per line, for bug reports.
 
 Keys never reach the file: values of ``apiKey`` fields and of secret-looking
 names in ``env`` objects are replaced before writing, and the line then goes
-through the credential patterns of :mod:`oma_host.redact`, string by string
+through the credential patterns of :mod:`oma_host.core.redact`, string by string
 (so every line stays valid JSON).
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from oma_host.redact import REDACTED, Redactor, is_secret_name
+from oma_host.core.redact import REDACTED, Redactor, is_secret_name
 
 _PATTERNS = Redactor()
 # Fields that carry a key (AgentConfig accepts both spellings).

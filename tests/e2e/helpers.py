@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from oma_host.client import HostClient, RpcError
+from oma_host.cli.client import HostClient, RpcError
 
 PY = sys.executable
 

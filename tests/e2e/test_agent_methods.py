@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from oma_host.client import HostClient
+from oma_host.cli.client import HostClient
 from tests.e2e.helpers import create, expect_error, image_block, received, text_message
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}

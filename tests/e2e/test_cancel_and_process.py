@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from oma_host.client import HostClient
+from oma_host.cli.client import HostClient
 from tests.e2e.helpers import (
     PY,
     create,

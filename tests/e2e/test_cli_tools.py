@@ -91,7 +91,7 @@ def test_call_connects_to_a_tcp_host() -> None:
 
 
 async def test_debug_logs_never_carry_a_key() -> None:
-    from oma_host.client import HostClient, host_argv
+    from oma_host.cli.client import HostClient, host_argv
 
     key = "sk-ant-api03-debug-log-key-987654321"
     client = await HostClient.spawn(host_argv("--log-level", "DEBUG", "--state-dir", ":memory:"))

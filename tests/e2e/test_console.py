@@ -13,7 +13,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from oma_host.client import host_argv
+from oma_host.cli.client import host_argv
 from tests.e2e.helpers import kill_quietly, wait_dead
 
 PROMPT = "oma> "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from oma_host.client import HostClient, host_argv
+from oma_host.cli.client import HostClient, host_argv
 from oma_host.server.framing import encode_frame
 from tests.e2e.helpers import create, expect_error
 

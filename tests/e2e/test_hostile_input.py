@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from oma_host.client import HostClient, RpcError, host_argv
+from oma_host.cli.client import HostClient, RpcError, host_argv
 from oma_host.server.framing import encode_frame
 from tests.e2e.helpers import create, expect_error
 

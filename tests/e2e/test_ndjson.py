@@ -10,7 +10,7 @@ from typing import Any
 
 import pexpect
 
-from oma_host.client import host_argv
+from oma_host.cli.client import host_argv
 
 INIT = {
     "jsonrpc": "2.0",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oma_host.client import HostClient
+from oma_host.cli.client import HostClient
 from tests.e2e.helpers import image_block, text_message
 
 CONFIG = {"name": "one-off", "provider": "test", "model": "echo"}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from oma_host.client import HostClient
+from oma_host.cli.client import HostClient
 from tests.e2e.helpers import (
     PY,
     create,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from oma_host.client import HostClient
+from oma_host.cli.client import HostClient
 from tests.e2e.helpers import create, expect_error, image_block, process_config, text_message
 
 BAD_INPUTS: list[tuple[Any, str]] = [

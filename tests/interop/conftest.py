@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from oma_host.client import HostClient
+from oma_host.cli.client import HostClient
 from tests.interop.helpers import AcpConfig
 from tests.npm_packages import ensure_npm_packages
 

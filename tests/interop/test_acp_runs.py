@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from oma_host.client import HostClient
+from oma_host.cli.client import HostClient
 from tests.e2e.helpers import create
 from tests.interop.helpers import AcpConfig, spawned_pids, whoami
 

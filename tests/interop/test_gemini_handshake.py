@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oma_host.client import HostClient
+from oma_host.cli.client import HostClient
 from tests.e2e.helpers import create, wait_dead
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from oma_host.client import HostClient, RpcError, host_argv
-from oma_host.simulator import Reply, Simulator
+from oma_host.cli.client import HostClient, RpcError, host_argv
+from oma_host.testing.simulator import Reply, Simulator
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
 KEY = "sk-ant-api03-evaluation-key-never-stored-123456"

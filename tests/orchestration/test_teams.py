@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from oma_host.client import HostClient, RpcError
-from oma_host.simulator import Reply, Simulator
+from oma_host.cli.client import HostClient, RpcError
+from oma_host.testing.simulator import Reply, Simulator
 
 
 def worker(name: str, script: str) -> dict[str, Any]:

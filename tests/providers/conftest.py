@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from oma_host.client import HostClient
-from oma_host.simulator import Simulator
+from oma_host.cli.client import HostClient
+from oma_host.testing.simulator import Simulator
 
 ANTHROPIC_KEY = "sk-ant-api03-test-key-DO-NOT-LEAK-1234567890"
 OPENAI_KEY = "sk-proj-test-key-DO-NOT-LEAK-0987654321"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from oma_host.client import HostClient
-from oma_host.simulator import Simulator
+from oma_host.cli.client import HostClient
+from oma_host.testing.simulator import Simulator
 
 PROVIDERS = ["anthropic", "openai"]
 

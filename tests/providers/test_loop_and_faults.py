@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from oma_host.client import HostClient
-from oma_host.simulator import Fault, Reply, Simulator
+from oma_host.cli.client import HostClient
+from oma_host.testing.simulator import Fault, Reply, Simulator
 from tests.e2e.helpers import wait_for_progress
 from tests.providers.helpers import PROVIDERS, create_llm, text
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from oma_host.client import HostClient
-from oma_host.simulator import Fault, Reply, Simulator
+from oma_host.cli.client import HostClient
+from oma_host.testing.simulator import Fault, Reply, Simulator
 from tests.providers.conftest import ANTHROPIC_KEY
 from tests.providers.helpers import create_llm
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from oma_host.client import HostClient
-from oma_host.simulator import Fault, Reply, Simulator
+from oma_host.cli.client import HostClient
+from oma_host.testing.simulator import Fault, Reply, Simulator
 from tests.providers.conftest import ANTHROPIC_KEY, OPENAI_KEY
 from tests.providers.helpers import (
     PROVIDERS,

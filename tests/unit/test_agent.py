@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from oma_host import AbortSignal, Agent, InvalidMessageError, OpenMultiAgent
-from oma_host.hooks import LOSSY_MESSAGES, AfterRunContext, BeforeRunContext
-from oma_host.providers.testing import shared_recording_adapter
+from oma_host.core.hooks import LOSSY_MESSAGES, AfterRunContext, BeforeRunContext
+from oma_host.testing.recording import shared_recording_adapter
 
 # --------------------------------------------------------------------------
 # helpers

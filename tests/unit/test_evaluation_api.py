@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from oma_host import OpenMultiAgent
-from oma_host.evaluation import OnlineEvaluator
+from oma_host.orchestration.evaluation import OnlineEvaluator
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
 

@@ -1,5 +1,5 @@
 """The shape guard (PROTOCOL.md section 4) and the copying rules of
-``oma_host.messages``: guard_run_input, guard_prompt_input, guard_messages,
+``oma_host.core.messages``: guard_run_input, guard_prompt_input, guard_messages,
 latest_user_prompt and rewrite_latest_prompt."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oma_host.errors import InvalidMessageError, OmaError
-from oma_host.messages import (
+from oma_host.core.errors import InvalidMessageError, OmaError
+from oma_host.core.messages import (
     guard_messages,
     guard_prompt_input,
     guard_run_input,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from oma_host import AbortSignal, Agent
-from oma_host.errors import InvalidParamsError
-from oma_host.teams import check_coordinator, parse_team
+from oma_host.core.errors import InvalidParamsError
+from oma_host.orchestration.teams import check_coordinator, parse_team
 
 SLOW = {"name": "slow", "provider": "test", "model": "slow-echo"}
 

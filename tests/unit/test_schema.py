@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 
 from oma_host import Agent
-from oma_host.schema import SCHEMA_PATH, build_schema, render_schema
+from oma_host.cli.schema import SCHEMA_PATH, build_schema, render_schema
 
 
 def test_committed_schema_matches_the_models() -> None:

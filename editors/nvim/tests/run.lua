@@ -228,7 +228,7 @@ end }
 
 tests[#tests + 1] = { 'a question about a PNG over HTTP (the provider simulator)', function()
   local url = nil
-  local job = vim.fn.jobstart({ python, '-m', 'oma_host.simulator', '--port', '0' }, {
+  local job = vim.fn.jobstart({ python, '-m', 'oma_host.testing.simulator', '--port', '0' }, {
     cwd = root,
     on_stdout = function(_, data)
       for _, line in ipairs(data) do

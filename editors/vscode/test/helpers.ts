@@ -99,9 +99,9 @@ export interface Simulator {
   close(): void;
 }
 
-/** The provider simulator on a free port (`python3 -m oma_host.simulator --port 0`). */
+/** The provider simulator on a free port (`python3 -m oma_host.testing.simulator --port 0`). */
 export async function startSimulator(): Promise<Simulator> {
-  const child = spawn(PYTHON, ['-m', 'oma_host.simulator', '--port', '0'], {
+  const child = spawn(PYTHON, ['-m', 'oma_host.testing.simulator', '--port', '0'], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -19,9 +19,9 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from oma_host.messages import LLMMessage, clone
+from oma_host.core.messages import LLMMessage, clone
+from oma_host.core.results import StreamEvent, TokenUsage
 from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
-from oma_host.results import StreamEvent, TokenUsage
 
 _SLOW_DELAY_S = 0.05
 

@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING
 import pexpect
 
 from bridges.process import ORPHAN_GRACE_S, TERM_GRACE_S, signal_group
-from oma_host.config import AgentConfig, ProcessBackend
-from oma_host.results import AgentRunResult, RunRecorder
+from oma_host.core.config import AgentConfig, ProcessBackend
+from oma_host.core.results import AgentRunResult, RunRecorder
 
 if TYPE_CHECKING:
     from bridges.process import ProcessBridge

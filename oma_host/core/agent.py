@@ -17,10 +17,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import suppress
 from typing import Any, Literal, Protocol, TypeVar, cast
 
-from oma_host.abort import AbortSignal
-from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
-from oma_host.errors import InvalidMessageError
-from oma_host.hooks import (
+from oma_host.core.abort import AbortSignal
+from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
+from oma_host.core.errors import InvalidMessageError
+from oma_host.core.hooks import (
     LOSSY_MESSAGES,
     AfterRunContext,
     AfterRunHook,
@@ -31,7 +31,7 @@ from oma_host.hooks import (
     make_before_run_context,
     read_after_run_answer,
 )
-from oma_host.messages import (
+from oma_host.core.messages import (
     LLMMessage,
     clone,
     clone_messages,
@@ -40,8 +40,8 @@ from oma_host.messages import (
     guard_run_input,
     latest_user_prompt,
 )
-from oma_host.redact import Redactor, config_secrets
-from oma_host.results import (
+from oma_host.core.redact import Redactor, config_secrets
+from oma_host.core.results import (
     AgentRunResult,
     EmitFn,
     RunRecorder,
@@ -136,7 +136,7 @@ def _make_backend(config: AgentConfig, permission_handler: PermissionHandler | N
         from bridges import make_external_backend
 
         return make_external_backend(config, permission_handler=permission_handler)
-    from oma_host.runner import LLMBackend
+    from oma_host.llm.loop import LLMBackend
 
     return LLMBackend(config)
 
@@ -144,13 +144,13 @@ def _make_backend(config: AgentConfig, permission_handler: PermissionHandler | N
 def _check_llm_config(config: AgentConfig) -> None:
     """What can be refused at construction for an LLM-backed agent: an
     unknown provider or tool, an invalid outputSchema."""
+    from oma_host.llm.tools import ToolRegistry
     from oma_host.providers import check_provider
-    from oma_host.tools import ToolRegistry
 
     check_provider(config.provider)
     ToolRegistry(config.tools, config.cwd)
     if config.output_schema is not None:
-        from oma_host.runner import check_output_schema
+        from oma_host.llm.loop import check_output_schema
 
         check_output_schema(config.output_schema)
 
@@ -246,7 +246,7 @@ class Agent:
         self, value: object, path: str = "input", *, owned: bool = False
     ) -> list[LLMMessage]:
         """The guard for RunInput, then the string-only boundary. ``owned``:
-        see :func:`oma_host.messages.guard_messages`."""
+        see :func:`oma_host.core.messages.guard_messages`."""
         messages = guard_run_input(value, path, owned=owned)
         if self.is_external and not isinstance(value, str):
             raise self._string_only(path)

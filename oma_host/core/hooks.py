@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from oma_host.errors import InvalidMessageError
-from oma_host.messages import (
+from oma_host.core.errors import InvalidMessageError
+from oma_host.core.messages import (
     LLMMessage,
     clone,
     copy_plain,
@@ -26,7 +26,7 @@ from oma_host.messages import (
     latest_user_prompt,
     rewrite_latest_prompt,
 )
-from oma_host.results import AgentRunResult
+from oma_host.core.results import AgentRunResult
 
 T = TypeVar("T")
 

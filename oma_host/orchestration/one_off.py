@@ -15,14 +15,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from oma_host.abort import AbortSignal
-from oma_host.agent import Agent, PermissionHandler, new_run_id
-from oma_host.config import AgentConfig, ModelDefaults
-from oma_host.errors import InvalidMessageError, InvalidParamsError
-from oma_host.hooks import AfterRunHook, BeforeRunHook
-from oma_host.messages import clone, copy_plain
-from oma_host.redact import Redactor, config_secrets
-from oma_host.results import AgentRunResult
+from oma_host.core.abort import AbortSignal
+from oma_host.core.agent import Agent, PermissionHandler, new_run_id
+from oma_host.core.config import AgentConfig, ModelDefaults
+from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.hooks import AfterRunHook, BeforeRunHook
+from oma_host.core.messages import clone, copy_plain
+from oma_host.core.redact import Redactor, config_secrets
+from oma_host.core.results import AgentRunResult
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +76,8 @@ class OpenMultiAgent:
         )
         self.on_progress = on_progress
         if evaluator is None and evaluation is not None:
-            from oma_host.evaluation import OnlineEvaluator, parse_evaluation_config
-            from oma_host.store import MEMORY, Store
+            from oma_host.orchestration.evaluation import OnlineEvaluator, parse_evaluation_config
+            from oma_host.orchestration.store import MEMORY, Store
 
             self.store = Store(state_dir or MEMORY)
             evaluator = OnlineEvaluator(
@@ -124,7 +124,7 @@ class OpenMultiAgent:
     ) -> Callable[[AbortSignal | None], Awaitable[AgentRunResult]]:
         """Validate config and input now (raising InvalidParamsError or
         InvalidMessageError) and return the run, not yet started.
-        ``input_owned``: see :func:`oma_host.messages.guard_messages`."""
+        ``input_owned``: see :func:`oma_host.core.messages.guard_messages`."""
         agent = Agent(
             config,
             before_run=before_run,

@@ -9,7 +9,7 @@ with a description of the latest user message, so an unscripted run still
 shows what the provider was sent.
 
 It runs in a background thread (``with Simulator() as sim: sim.base_url``) or
-alone: ``python -m oma_host.simulator --port 8765``.
+alone: ``python -m oma_host.testing.simulator --port 8765``.
 """
 
 from __future__ import annotations

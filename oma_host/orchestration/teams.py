@@ -19,12 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oma_host.abort import AbortSignal
-from oma_host.agent import Agent, new_run_id
-from oma_host.config import AgentConfig, ModelDefaults, parse_agent_config
-from oma_host.errors import InvalidMessageError, InvalidParamsError
-from oma_host.messages import clone
-from oma_host.results import AgentRunResult, TokenUsage, zero_usage
+from oma_host.core.abort import AbortSignal
+from oma_host.core.agent import Agent, new_run_id
+from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
+from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.messages import clone
+from oma_host.core.results import AgentRunResult, TokenUsage, zero_usage
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from oma_host.messages import LLMMessage
+from oma_host.core.messages import LLMMessage
 
 DB_NAME = "oma-host.sqlite3"
 MEMORY = ":memory:"

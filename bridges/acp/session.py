@@ -15,8 +15,8 @@ naming the cause and discards the process, so the next run starts afresh.
 The JSON-RPC machinery and the schema are the ``agent-client-protocol``
 library's; this module is imported on an ACP agent's first run only, because
 that library takes a few hundred milliseconds to import. How updates map to
-results lives in :mod:`bridges.acp_mapping`, the byte transport in
-:mod:`bridges.acp_transport`.
+results lives in :mod:`bridges.acp.mapping`, the byte transport in
+:mod:`bridges.acp.transport`.
 """
 
 from __future__ import annotations
@@ -42,15 +42,15 @@ from acp.schema import (
 from pydantic import ValidationError
 
 from bridges import compose_prompt
-from bridges.acp_mapping import BridgeClient, Turn
-from bridges.acp_transport import LINE_LIMIT, SHOWN_LINE, NdjsonPipe, StderrTail
+from bridges.acp.mapping import BridgeClient, Turn
+from bridges.acp.transport import LINE_LIMIT, SHOWN_LINE, NdjsonPipe, StderrTail
 from bridges.process import end_process_group, signal_name
 from oma_host import __version__
-from oma_host.agent import PermissionHandler
-from oma_host.config import AcpBackend, AgentConfig
-from oma_host.messages import LLMMessage
-from oma_host.redact import Redactor
-from oma_host.results import AgentRunResult, RunRecorder
+from oma_host.core.agent import PermissionHandler
+from oma_host.core.config import AcpBackend, AgentConfig
+from oma_host.core.messages import LLMMessage
+from oma_host.core.redact import Redactor
+from oma_host.core.results import AgentRunResult, RunRecorder
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

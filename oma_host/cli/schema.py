@@ -22,9 +22,8 @@ from pydantic import BaseModel, TypeAdapter
 from typing_extensions import TypedDict
 
 from oma_host import __version__
-from oma_host.config import AgentConfig, ModelDefaults
-from oma_host.evaluation import EvaluationConfig
-from oma_host.messages import (
+from oma_host.core.config import AgentConfig, ModelDefaults
+from oma_host.core.messages import (
     ImageBlock,
     LLMMessage,
     ReasoningBlock,
@@ -32,11 +31,12 @@ from oma_host.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from oma_host.results import AgentRunResult, StreamEvent, TokenUsage
+from oma_host.core.results import AgentRunResult, StreamEvent, TokenUsage
+from oma_host.orchestration.evaluation import EvaluationConfig
 from oma_host.server import models
 
 PROTOCOL_VERSION = "0.1"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "protocol.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "protocol.schema.json"
 _REF = "#/$defs/{model}"
 
 

@@ -19,7 +19,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from oma_host.messages import LLMMessage, clone
+from oma_host.core.messages import LLMMessage, clone
 
 StatusCode = Literal["ok", "error", "cancelled", "timeout", "budget_exhausted"]
 

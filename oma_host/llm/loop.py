@@ -13,13 +13,13 @@ import json
 import time
 from typing import Any
 
-from oma_host.config import AgentConfig
-from oma_host.messages import ContentBlock, LLMMessage
+from oma_host.core.config import AgentConfig
+from oma_host.core.messages import ContentBlock, LLMMessage
+from oma_host.core.redact import Redactor
+from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.llm.tools import ToolRegistry
 from oma_host.providers import get_adapter
 from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
-from oma_host.redact import Redactor
-from oma_host.results import AgentRunResult, RunRecorder
-from oma_host.tools import ToolRegistry
 
 DEFAULT_MAX_TURNS = 10
 
@@ -45,7 +45,7 @@ def check_output_schema(schema: dict[str, Any]) -> None:
     """Raise InvalidParamsError for a schema that is not valid JSON Schema."""
     import jsonschema
 
-    from oma_host.errors import InvalidParamsError
+    from oma_host.core.errors import InvalidParamsError
 
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)

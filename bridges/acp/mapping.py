@@ -5,7 +5,7 @@ notifications turned into StreamEvents, output text, ``toolCalls`` and per-run
 token usage; ``session/request_permission`` answered by the agent's permission
 policy; and the client methods oma-host does not serve (``fs/*``,
 ``terminal/*``) answered with method-not-found. The process, the handshake and
-the run lifecycle live in :mod:`bridges.acp`.
+the run lifecycle live in :mod:`bridges.acp.session`.
 
 Event names a client sees on ``agent/stream`` besides ``text``:
 
@@ -45,8 +45,8 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
-from oma_host.agent import PermissionHandler
-from oma_host.results import RunRecorder, ToolCallRecord
+from oma_host.core.agent import PermissionHandler
+from oma_host.core.results import RunRecorder, ToolCallRecord
 
 PermissionMode = Literal["auto-approve", "reject", "ask-client"]
 # Least privilege first: a one-off answer before a standing one.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oma_host.errors import InvalidParamsError
+from oma_host.core.errors import InvalidParamsError
 from oma_host.providers.base import ToolSpec
 
 _MAX_READ_BYTES = 256 * 1024

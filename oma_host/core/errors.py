@@ -8,7 +8,7 @@
     └── StoreError                the state directory cannot be used (-32603, StoreError)
 
 Failures *while executing* a valid request are not exceptions: they come back
-as an AgentRunResult with ``success: false`` (see ``oma_host.results``).
+as an AgentRunResult with ``success: false`` (see ``oma_host.core.results``).
 """
 
 from __future__ import annotations

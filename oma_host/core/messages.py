@@ -26,7 +26,7 @@ from typing import (
 from pydantic import WithJsonSchema
 from typing_extensions import TypedDict
 
-from oma_host.errors import InvalidMessageError
+from oma_host.core.errors import InvalidMessageError
 
 
 class MediaSourceBase64(TypedDict):
@@ -102,7 +102,7 @@ KnownBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | Reasoning
 
 def schema_ref(name: str) -> WithJsonSchema:
     """Point ``oma-host schema`` at a definition it writes itself. (A plain
-    ``$ref`` here would make pydantic look for it; oma_host/schema.py turns
+    ``$ref`` here would make pydantic look for it; oma_host/cli/schema.py turns
     this marker into the ``$ref``.)"""
     return WithJsonSchema({"x-oma-ref": name})
 

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="oma-host %(levelname)s %(name)s: %(message)s",
     )
-    from oma_host.redact import RedactingFilter
+    from oma_host.core.redact import RedactingFilter
 
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())
@@ -127,20 +127,20 @@ def main(argv: list[str] | None = None) -> int:
         logging.DEBUG if args.log_level == "DEBUG" else logging.CRITICAL
     )
     if args.command == "demo":
-        from oma_host.demo import run_demo
+        from oma_host.cli.demo import run_demo
 
         demo_exit: int = run_demo(
             args.host_command, live=args.live, provider=args.provider, model=args.model
         )
         return demo_exit
     if args.command == "console":
-        from oma_host.console import run_console
+        from oma_host.cli.console import run_console
 
         console_exit: int = run_console(args.host_command)
         return console_exit
     if args.command == "call":
-        from oma_host.call import run_call
-        from oma_host.client import host_argv
+        from oma_host.cli.call import run_call
+        from oma_host.cli.client import host_argv
 
         call_exit: int = run_call(
             args.method,
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return call_exit
     if args.command == "schema":
-        from oma_host.schema import write_schema
+        from oma_host.cli.schema import write_schema
 
         write_schema(args.out)
         return 0

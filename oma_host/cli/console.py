@@ -1,8 +1,8 @@
 """``oma-host console``: an interactive console for a person at a terminal.
 
 It spawns a host over stdio as an editor would (LSP framing, through
-:class:`~oma_host.client.HostClient`), initializes it, and reads short
-commands (``help`` lists them; they live in ``oma_host.console_commands``)
+:class:`~oma_host.cli.client.HostClient`), initializes it, and reads short
+commands (``help`` lists them; they live in ``oma_host.cli.console_commands``)
 and raw JSON-RPC lines. Two threads: the main
 thread runs the input loop, so readline's line editing and history and Ctrl-C
 behave as at any shell prompt; an asyncio loop in a second thread owns the
@@ -29,8 +29,8 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
-from oma_host.client import host_argv
-from oma_host.console_commands import COMMANDS, Console
+from oma_host.cli.client import host_argv
+from oma_host.cli.console_commands import COMMANDS, Console
 
 PROMPT = "oma> "
 _NAME_COMMANDS = {"run", "stream", "prompt", "image", "history", "reset"}

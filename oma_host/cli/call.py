@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from oma_host.client import HostClient, RpcError, host_argv, unwrap
+from oma_host.cli.client import HostClient, RpcError, host_argv, unwrap
 
 EXIT_ERROR_RESPONSE = 1
 EXIT_USAGE = 2

@@ -1,9 +1,9 @@
 """The commands of ``oma-host console`` and its connection to the host.
 
 :class:`Console` turns a command line into requests to a host it spawned
-(through :class:`~oma_host.client.HostClient`, LSP framing) and writes what
+(through :class:`~oma_host.cli.client.HostClient`, LSP framing) and writes what
 comes back, one readable line at a time, to an :class:`Output` (the console's
-screen, which ``oma_host.console`` owns along with the terminal, readline and
+screen, which ``oma_host.cli.console`` owns along with the terminal, readline and
 Ctrl-C). Every :class:`Console` method runs on the console's event loop.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from oma_host.client import HostClient, RpcError
+from oma_host.cli.client import HostClient, RpcError
 
 _IMAGE_TYPES = {
     ".png": "image/png",

@@ -1,6 +1,6 @@
 """Online evaluation of ``oma/runAgent`` results (PROTOCOL.md section 10).
 
-A sampled run becomes an :class:`~oma_host.orchestrator.EvaluationSample` on
+A sampled run becomes an :class:`~oma_host.orchestration.one_off.EvaluationSample` on
 a bounded in-process queue; ``maxConcurrent`` workers score it with every
 configured scorer and store one record per scorer. Nothing here can change or
 delay a run's result: ``submit`` never blocks or raises, overflow is dropped
@@ -25,9 +25,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from oma_host.errors import InvalidParamsError
-from oma_host.orchestrator import EvaluationSample
-from oma_host.redact import Redactor
+from oma_host.core.errors import InvalidParamsError
+from oma_host.core.redact import Redactor
+from oma_host.orchestration.one_off import EvaluationSample
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +123,8 @@ def parse_evaluation_config(raw: Any) -> EvaluationConfig:
 def check_judges(config: EvaluationConfig, defaults: Any) -> None:
     """A judge scorer's ``config`` is an AgentConfig: refuse a bad one now,
     not on every sample."""
-    from oma_host.agent import Agent
-    from oma_host.config import ModelDefaults, parse_agent_config
+    from oma_host.core.agent import Agent
+    from oma_host.core.config import ModelDefaults, parse_agent_config
 
     model_defaults = None if defaults is None else ModelDefaults.model_validate(defaults)
     for index, scorer in enumerate(config.scorers):

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from oma_host.config import AgentConfig
+    from oma_host.core.config import AgentConfig
 
 REDACTED = "[redacted]"
 

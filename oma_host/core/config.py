@@ -14,7 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from oma_host.errors import InvalidParamsError
+from oma_host.core.errors import InvalidParamsError
+from oma_host.core.validation import describe_validation_error
 
 
 class _Model(BaseModel):
@@ -100,16 +101,6 @@ class AgentConfig(_Model):
         return view
 
 
-def _describe_validation_error(error: ValidationError, where: str) -> str:
-    problems = []
-    for item in error.errors():
-        location = ".".join(str(part) for part in item["loc"] if part not in ("process", "acp"))
-        path = f"{where}.{location}" if location else where
-        message = "is not a known field" if item["type"] == "extra_forbidden" else item["msg"]
-        problems.append(f"{path}: {message}")
-    return "; ".join(problems)
-
-
 def parse_agent_config(
     value: AgentConfig | Mapping[str, Any],
     defaults: ModelDefaults | None = None,
@@ -125,7 +116,7 @@ def parse_agent_config(
         try:
             config = AgentConfig.model_validate(dict(value))
         except ValidationError as error:
-            raise InvalidParamsError(_describe_validation_error(error, where)) from None
+            raise InvalidParamsError(describe_validation_error(error, where)) from None
     if config.backend is None and defaults is not None:
         fill = {
             key: getattr(defaults, key)

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oma_host.client import HostClient, RpcError, host_argv
-from oma_host.simulator import Simulator
+from oma_host.cli.client import HostClient, RpcError, host_argv
+from oma_host.testing.simulator import Simulator
 
 # A tiny external "agent": reads the prompt on stdin and answers in three
 # lines, flushing each, with a pause so the streaming is visible.
