@@ -10,11 +10,20 @@ from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES
 
 
 def _parse_tcp(value: str) -> tuple[str, int]:
+    """``PORT``, ``HOST:PORT`` or ``[IPV6]:PORT`` (brackets as in a URL)."""
     host, sep, port = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:  # an unbracketed IPv6 address cannot be told from its port
+        raise argparse.ArgumentTypeError(
+            f"--tcp wants [HOST:]PORT with an IPv6 host in brackets ([::1]:PORT), got {value!r}"
+        )
     try:
         number = int(port)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--tcp wants [HOST:]PORT, got {value!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"--tcp: port {number} is not between 0 and 65535")
     return (host if sep and host else "127.0.0.1", number)
 
 
@@ -111,8 +120,20 @@ def _forwarded_options(args: argparse.Namespace) -> list[str]:
     return forwarded
 
 
+# The exit status of a program ended by Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED = 130
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; Ctrl-C ends any command quietly with status 130."""
     args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        return INTERRUPTED
+
+
+def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level,
         stream=sys.stderr,

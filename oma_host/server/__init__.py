@@ -8,7 +8,6 @@ bytes), ``models`` the params models.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import stat
@@ -120,7 +119,7 @@ async def _serve_tcp(host: str, port: int, options: SessionOptions) -> None:
 
 
 def serve_tcp(host: str, port: int, options: SessionOptions | None = None) -> int:
-    """Serve clients over TCP, one session per connection, until interrupted."""
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_tcp(host, port, options or _default_options()))
+    """Serve clients over TCP, one session per connection, until interrupted
+    (Ctrl-C raises KeyboardInterrupt to the command line, which exits 130)."""
+    asyncio.run(_serve_tcp(host, port, options or _default_options()))
     return 0
