@@ -1,43 +1,37 @@
 """External backends behind the string-only boundary (PROTOCOL.md section 9).
 
-Process and ACP agents carry text only. The boundary itself (structured input
-raises InvalidMessageError before anything is spawned; a beforeRun hook may
-rewrite the prompt but not the messages) is enforced in ``oma_host.core.agent``
-before a backend is ever built; this package holds what the bridges share and
-the factory that picks one. Bridges are imported on first use.
+Process and ACP agents carry text only. Importing this package registers the
+``"process"`` and ``"acp"`` kinds with the core's backend registry
+(:mod:`oma_host.core.backends`), neither accepting structured input, so the
+core refuses a message list or content blocks before a backend is built.
+Nothing else is imported here: a bridge module (and, for ACP, the
+``agent-client-protocol`` library, a few hundred milliseconds to import) loads
+when the first agent of its kind runs.
+
+The bridges import the core and nothing above it; the rules they share live
+in :mod:`bridges.common` and :mod:`bridges.procgroup`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from oma_host.core.agent import Backend, PermissionHandler
-    from oma_host.core.config import AgentConfig
+from oma_host.core.backends import Backend, BackendContext, BackendEntry, register_backend
+from oma_host.core.config import AcpBackend, AgentConfig, ProcessBackend
 
 
-def compose_prompt(system_prompt: str | None, text: str) -> str:
-    """The role prompt and the user's text, joined by a blank line."""
-    if system_prompt:
-        return f"{system_prompt}\n\n{text}"
-    return text
+def _process(config: AgentConfig, context: BackendContext) -> Backend:
+    from bridges.process import ProcessBridge
+
+    assert isinstance(config.backend, ProcessBackend)
+    return ProcessBridge(config, config.backend)
 
 
-def make_external_backend(
-    config: AgentConfig, *, permission_handler: PermissionHandler | None = None
-) -> Backend:
-    """The bridge for ``config.backend`` (the config must have one).
-    ``permission_handler`` answers an ACP agent's ``ask-client`` permission
-    requests; other bridges ignore it."""
-    backend = config.backend
-    if backend is None:
-        raise ValueError(f"agent {config.name!r} has no external backend")
-    if backend.kind == "process":
-        from bridges.process import ProcessBridge
+def _acp(config: AgentConfig, context: BackendContext) -> Backend:
+    from bridges.acp.session import AcpBridge
 
-        return ProcessBridge(config, backend)
-    if backend.kind == "acp":
-        from bridges.acp.session import AcpBridge
+    assert isinstance(config.backend, AcpBackend)
+    return AcpBridge(config, config.backend, permission_handler=context.permission_handler)
 
-        return AcpBridge(config, backend, permission_handler=permission_handler)
-    raise ValueError(f"backend kind {backend.kind!r} is not available in this build")
+
+# A process agent is fresh every run; an ACP agent keeps its session between runs.
+register_backend(BackendEntry("process", _process, accepts_structured=False, keeps_session=False))
+register_backend(BackendEntry("acp", _acp, accepts_structured=False, keeps_session=True))

@@ -17,7 +17,8 @@ line by line as it would for a person. What differs from the pipe mode:
 
 Everything else (the empty-prompt error, spawn failures, exit statuses,
 cancellation and timeouts killing the whole process group, redaction) follows
-the pipe mode; the shared rules live in ``bridges.process``. pexpect is
+the pipe mode: :mod:`bridges.process` calls :meth:`TerminalRunner.run` and
+applies its rules to the exit code. pexpect is
 synchronous, so it is used only to spawn: output is read from the pty with
 ``loop.add_reader``, input written with ``loop.add_writer``, and the exit is
 awaited on a pidfd (polling ``isalive`` where there is none), never blocking
@@ -34,20 +35,23 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import termios
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pexpect
 
-from bridges.process import ORPHAN_GRACE_S, TERM_GRACE_S, signal_group
-from oma_host.core.config import AgentConfig, ProcessBackend
-from oma_host.core.results import AgentRunResult, RunRecorder
+from bridges.common import Launch
+from bridges.procgroup import (
+    ORPHAN_GRACE_S,
+    TERM_GRACE_S,
+    SpawnError,
+    check_directory,
+    terminate_group,
+)
+from oma_host.core.results import RunRecorder
 
 if TYPE_CHECKING:
-    from bridges.process import ProcessBridge
-
     Child = pexpect.spawn[bytes]
 
 _READ_SIZE = 65536
@@ -148,18 +152,19 @@ def _control_chars(fd: int) -> tuple[bytes, bytes]:
 
 
 class TerminalRunner:
-    """Runs ``backend.command`` under a pseudo-terminal, once per run."""
+    """Runs a command under a pseudo-terminal, once per run; ``input`` is the
+    backend's (how the prompt reaches the command)."""
 
-    def __init__(self, bridge: ProcessBridge, config: AgentConfig, backend: ProcessBackend) -> None:
-        self._bridge = bridge
-        self._config = config
-        self._backend = backend
+    def __init__(self, input: Literal["stdin", "argument", "none"]) -> None:
+        self._input = input
         self._running: set[Child] = set()
 
-    def _spawn(self, argv: list[str]) -> Child:
-        env = {**os.environ, **self._backend.env}
-        executable = _resolve(argv[0], env)
-        cwd = self._backend.cwd or self._config.cwd
+    def _spawn(self, argv: list[str], cwd: str | None, env: dict[str, str]) -> Child:
+        check_directory(cwd)
+        try:
+            executable = _resolve(argv[0], env)
+        except OSError as error:
+            raise SpawnError(error.strerror or str(error)) from None
 
         def enter_cwd() -> None:
             # Via preexec_fn: ptyprocess reports its failure to us; a failed
@@ -169,41 +174,44 @@ class TerminalRunner:
 
         # pexpect splits the command line when there are no arguments; quote it.
         command = executable if argv[1:] else shlex.quote(executable)
-        child: Child = pexpect.spawn(
-            command,
-            argv[1:],
-            env=env,
-            echo=False,
-            preexec_fn=enter_cwd,
-            dimensions=_DIMENSIONS,
-            encoding=None,
-        )
+        try:
+            child: Child = pexpect.spawn(
+                command,
+                argv[1:],
+                env=env,
+                echo=False,
+                preexec_fn=enter_cwd,
+                dimensions=_DIMENSIONS,
+                encoding=None,
+            )
+        except OSError as error:
+            raise SpawnError(error.strerror or str(error)) from None
+        except pexpect.ExceptionPexpect as error:
+            raise SpawnError(str(error)) from None
         # close() must never sleep in the event loop (we reap before closing).
         for target in (child, getattr(child, "ptyproc", child)):
             target.delayafterclose = 0
             target.delayafterterminate = 0
         return child
 
-    async def run(self, text: str, recorder: RunRecorder) -> AgentRunResult:
-        try:
-            child = self._spawn(self._bridge.argv(text))
-        except OSError as error:
-            return self._bridge.spawn_failure(recorder, error.strerror or str(error))
-        except pexpect.ExceptionPexpect as error:
-            return self._bridge.spawn_failure(recorder, str(error))
+    async def run(self, launch: Launch, recorder: RunRecorder) -> int:
+        """Run ``launch``, typing its text when the input is stdin; the output
+        goes to ``recorder``. The exit code (negative: the signal that killed
+        it); raises SpawnError."""
+        child = self._spawn(launch.argv, launch.cwd, launch.env)
         self._running.add(child)
         try:
-            return await self._collect(child, text, recorder)
+            return await self._collect(child, launch.text, recorder)
         finally:
             self._running.discard(child)
             await _end_group(child)
 
-    async def _collect(self, child: Child, text: str, recorder: RunRecorder) -> AgentRunResult:
+    async def _collect(self, child: Child, text: str, recorder: RunRecorder) -> int:
         loop = asyncio.get_running_loop()
         fd: int = child.child_fd
         os.set_blocking(fd, False)
         eof, lnext = _control_chars(fd)
-        keys = typed_input(text, eof, lnext) if self._backend.input == "stdin" else eof
+        keys = typed_input(text, eof, lnext) if self._input == "stdin" else eof
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         cleaner = TerminalText()
         output_ended = loop.create_future()
@@ -241,8 +249,7 @@ class TerminalRunner:
             typist.cancel()
             loop.remove_reader(fd)
         finish_output()
-        # Merged output is the only account of a failure a terminal gives.
-        return self._bridge.exit_result(recorder, code, recorder.output)
+        return code
 
     async def close(self) -> None:
         """Kill every process tree this runner still has running."""
@@ -319,11 +326,7 @@ async def _end_group(child: Child, *, close: bool = True) -> None:
     """SIGTERM the child's process group, then SIGKILL whatever is left; reap
     the child and (with ``close``) close the terminal."""
     # pexpect starts the child in a new session, so its pid is the group id.
-    if signal_group(_pid(child), signal.SIGTERM):
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(_wait_exit(child), TERM_GRACE_S)
-        # The leader may be gone while descendants linger in its group.
-        signal_group(_pid(child), signal.SIGKILL)
+    await terminate_group(_pid(child), lambda: _wait_exit(child))
     await _wait_exit(child)
     if close and not child.closed:
         child.close(force=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from oma_host.core.version import __version__
+
 if TYPE_CHECKING:
     from oma_host.core.abort import AbortSignal
     from oma_host.core.agent import Agent
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
     from oma_host.core.hooks import AfterRunContext, BeforeRunContext
     from oma_host.core.messages import LLMMessage
     from oma_host.orchestration.one_off import OpenMultiAgent
-
-__version__ = "0.1.0"
 
 _EXPORTS = {
     "Agent": "oma_host.core.agent",
@@ -53,6 +53,7 @@ __all__ = [
     "LLMMessage",
     "OmaError",
     "OpenMultiAgent",
+    "__version__",
 ]
 
 

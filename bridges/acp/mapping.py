@@ -45,7 +45,7 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
-from oma_host.core.agent import PermissionHandler
+from oma_host.core.backends import PermissionHandler
 from oma_host.core.results import RunRecorder, ToolCallRecord
 
 PermissionMode = Literal["auto-approve", "reject", "ask-client"]

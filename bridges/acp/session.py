@@ -41,16 +41,31 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from bridges import compose_prompt
 from bridges.acp.mapping import BridgeClient, Turn
-from bridges.acp.transport import LINE_LIMIT, SHOWN_LINE, NdjsonPipe, StderrTail
-from bridges.process import end_process_group, signal_name
-from oma_host import __version__
-from oma_host.core.agent import PermissionHandler
+from bridges.acp.transport import LINE_LIMIT, SHOWN_LINE, NdjsonPipe
+from bridges.common import (
+    StderrTail,
+    compose_prompt,
+    could_not_start,
+    empty_prompt,
+    failed,
+    replied,
+    working_directory,
+)
+from bridges.procgroup import (
+    GroupProcess,
+    SpawnError,
+    describe_exit,
+    end_process_group,
+    spawn_group,
+    wait_for_exit,
+)
+from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import AcpBackend, AgentConfig
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
 from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.core.version import __version__
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -82,7 +97,7 @@ class _Fault(Exception):
 class _Live:
     """One agent process with its connection and session."""
 
-    process: asyncio.subprocess.Process
+    process: GroupProcess
     pipe: NdjsonPipe
     conn: Any  # acp.client.connection.ClientSideConnection
     client: BridgeClient
@@ -129,8 +144,6 @@ class _Live:
 class AcpBridge:
     """Runs prompts on one ACP agent session; see the module docstring."""
 
-    external = True
-
     def __init__(
         self,
         config: AgentConfig,
@@ -160,8 +173,7 @@ class AcpBridge:
     ) -> AgentRunResult:
         del messages, streaming  # text only; updates are recorded either way
         if not prompt.strip():
-            message = f"agent {self._config.name!r}: the prompt is empty; nothing to send"
-            return recorder.result("error", message, output=message, error_kind="input")
+            return empty_prompt(self._config, recorder)
         async with self._lock:
             live = self._live
             try:
@@ -170,8 +182,7 @@ class AcpBridge:
             except _Fault as fault:
                 if fault.fatal:
                     await self._discard(live)
-                message = self._redactor.redact(str(fault))
-                return recorder.result("error", message, output=message, error_kind=fault.kind)
+                return failed(recorder, self._redactor, fault.kind, str(fault))
 
     async def close(self) -> None:
         """End the session's process group (``agent/dispose``, host shutdown)."""
@@ -194,24 +205,20 @@ class AcpBridge:
         return self._live
 
     def _cwd(self) -> str:
-        return os.path.abspath(self._backend.cwd or self._config.cwd or os.getcwd())
+        # session/new wants an absolute path, so the host's own is named.
+        return os.path.abspath(working_directory(self._config, self._backend) or os.getcwd())
 
     async def _start(self) -> _Live:
         cwd = self._cwd()
         try:
-            process = await asyncio.create_subprocess_exec(
-                self._command,
-                *self._backend.args,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+            process = await spawn_group(
+                [self._command, *self._backend.args],
                 cwd=cwd,
-                env={**os.environ, **self._backend.env},
-                start_new_session=True,
+                env=self._backend.environment(),
                 limit=LINE_LIMIT,
             )
-        except OSError as error:
-            raise _Fault("spawn", _spawn_failure(self._who(), cwd, error)) from None
+        except SpawnError as error:
+            raise _Fault("spawn", could_not_start(self._who(), str(error))) from None
         hooks = self._config.hooks
         client = BridgeClient(
             self._config.name,
@@ -356,34 +363,20 @@ class AcpBridge:
                 "protocol",
                 f"{self._who(live)} broke the protocol during {what}: {live.pipe.fault}",
             )
-        code: int | None = None
+        how = "closed its stdout"
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_EXIT_WAIT_S):
-                code = await live.process.wait()
+                how = describe_exit(await wait_for_exit(live.process))
         await live.stderr.settle()
-        if code is None:
-            how = "closed its stdout"
-        elif code >= 0:
-            how = f"exited with code {code}"
-        else:
-            how = f"was killed by {signal_name(-code)}"
         tail = live.stderr.text()
         message = f"{self._who(live)} {how} during {what}"
         return _Fault("process", message + (f": {tail}" if tail else ""))
 
 
-def _spawn_failure(who: str, cwd: str, error: OSError) -> str:
-    where = "" if os.path.isdir(cwd) else f" (its cwd {cwd} is not a directory)"
-    return f"could not start {who}: {error.strerror or error}{where}"
-
-
 def _result(stop_reason: str, recorder: RunRecorder) -> AgentRunResult:
     """The AgentRunResult for a turn that ended with ``stop_reason``."""
     if stop_reason == "end_turn":
-        recorder.messages.append(
-            {"role": "assistant", "content": [{"type": "text", "text": recorder.output}]}
-        )
-        return recorder.result()
+        return replied(recorder)
     if stop_reason in ("max_tokens", "max_turn_requests"):
         return recorder.result(
             "budget_exhausted", f"the ACP agent stopped the turn early (stopReason {stop_reason})"

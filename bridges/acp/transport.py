@@ -1,5 +1,6 @@
 """The byte side of an ACP connection: newline-delimited JSON-RPC over an
-agent process's stdin and stdout, and the drain of its stderr.
+agent process's stdin and stdout (its stderr is drained by
+:class:`bridges.common.StderrTail`).
 
 ``NdjsonPipe`` is the message transport the ``agent-client-protocol``
 library's ``Connection`` accepts. It is ours rather than the library's stdio
@@ -18,8 +19,6 @@ from collections.abc import Callable
 from typing import Any, get_args
 
 from acp.schema import SessionNotification
-
-from bridges.process import STDERR_LIMIT
 
 LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line; images make lines long
 SHOWN_LINE = 200  # how much of a garbage line a failure message quotes
@@ -99,26 +98,3 @@ class NdjsonPipe:
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             self._stdin.close()
-
-
-class StderrTail:
-    """Drains the agent's stderr (a full pipe would block it) and keeps the end."""
-
-    def __init__(self, stream: asyncio.StreamReader) -> None:
-        self._data = bytearray()
-        self._task = asyncio.ensure_future(self._read(stream))
-
-    async def _read(self, stream: asyncio.StreamReader) -> None:
-        while chunk := await stream.read(65536):
-            self._data += chunk
-            del self._data[:-STDERR_LIMIT]
-
-    async def settle(self) -> None:
-        """Give the last words of an exiting agent a moment to arrive."""
-        await asyncio.wait({self._task}, timeout=0.5)
-
-    def text(self) -> str:
-        return self._data.decode(errors="replace").strip()
-
-    def cancel(self) -> None:
-        self._task.cancel()

@@ -143,10 +143,6 @@ def _run(args: argparse.Namespace) -> int:
 
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())
-    # pygls logs whole message bodies at INFO; keep them out of stderr unless debugging.
-    logging.getLogger("pygls").setLevel(
-        logging.DEBUG if args.log_level == "DEBUG" else logging.CRITICAL
-    )
     if args.command == "demo":
         from oma_host.cli.demo import run_demo
 

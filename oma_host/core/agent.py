@@ -15,9 +15,16 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import suppress
-from typing import Any, Literal, Protocol, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from oma_host.core.abort import AbortSignal
+from oma_host.core.backends import (
+    Backend,
+    BackendContext,
+    BackendEntry,
+    PermissionHandler,
+    backend_entry,
+)
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.core.errors import InvalidMessageError
 from oma_host.core.hooks import (
@@ -40,7 +47,7 @@ from oma_host.core.messages import (
     guard_run_input,
     latest_user_prompt,
 )
-from oma_host.core.redact import Redactor, config_secrets
+from oma_host.core.redact import Redactor
 from oma_host.core.results import (
     AgentRunResult,
     EmitFn,
@@ -55,9 +62,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 AgentStatus = Literal["idle", "running", "completed", "error"]
-# Answers an ACP agent's permission request for ``permission: "ask-client"``:
-# receives ``{agentName, title, kind, optionKinds}``, returns ``{approve: bool}``.
-PermissionHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 # Persists a completed prompt turn (the user message and the reply) before the
 # history changes; if it raises, the turn fails and the history stays as it was.
 TurnSink = Callable[[list[LLMMessage]], Awaitable[None] | None]
@@ -69,18 +73,6 @@ _closing: set[asyncio.Task[None]] = set()
 
 def new_run_id() -> str:
     return f"run_{uuid.uuid4().hex}"
-
-
-class Backend(Protocol):
-    """What runs a validated conversation: the LLM loop or an external bridge."""
-
-    external: bool
-
-    async def execute(
-        self, messages: list[LLMMessage], prompt: str, recorder: RunRecorder, *, streaming: bool
-    ) -> AgentRunResult: ...
-
-    async def close(self) -> None: ...
 
 
 class _Aborted(Exception):
@@ -131,28 +123,17 @@ async def _acquire_unless_aborted(lock: asyncio.Lock, abort: AbortSignal | None)
         raise
 
 
-def _make_backend(config: AgentConfig, permission_handler: PermissionHandler | None) -> Backend:
-    if config.backend is not None:
-        from bridges import make_external_backend
-
-        return make_external_backend(config, permission_handler=permission_handler)
-    from oma_host.llm.loop import LLMBackend
-
-    return LLMBackend(config)
-
-
-def _check_llm_config(config: AgentConfig) -> None:
-    """What can be refused at construction for an LLM-backed agent: an
-    unknown provider or tool, an invalid outputSchema."""
-    from oma_host.llm.tools import ToolRegistry
-    from oma_host.providers import check_provider
-
-    check_provider(config.provider)
-    ToolRegistry(config.tools, config.cwd)
-    if config.output_schema is not None:
-        from oma_host.llm.loop import check_output_schema
-
-        check_output_schema(config.output_schema)
+def check_agent_config(config: AgentConfig) -> list[LLMMessage]:
+    """Everything an Agent refuses at construction, checked without building
+    one: ``config.history`` must pass the guard (the agent's private copy is
+    returned), and the backend's entry refuses a config it could never run
+    (for an LLM agent: an unknown provider or tool, an invalid outputSchema)."""
+    history = config.history
+    guarded = [] if history is None or history == [] else guard_messages(history, "config.history")
+    entry = backend_entry(config)
+    if entry.check_config is not None:
+        entry.check_config(config)
+    return guarded
 
 
 class Agent:
@@ -169,12 +150,8 @@ class Agent:
         on_turn: TurnSink | None = None,
     ) -> None:
         self.config = parse_agent_config(config, defaults)
-        history = self.config.history
-        self._history: list[LLMMessage] = (
-            [] if history is None or history == [] else guard_messages(history, "config.history")
-        )
-        if self.config.backend is None:
-            _check_llm_config(self.config)
+        self._history: list[LLMMessage] = check_agent_config(self.config)
+        self._entry: BackendEntry = backend_entry(self.config)
         self._before_run = before_run
         self._after_run = after_run
         self._permission_handler = permission_handler
@@ -187,17 +164,13 @@ class Agent:
         self._generation = 0  # bumped by reset()
         self._closed = False
         # The agent's own secret values, kept out of results and events.
-        self._secrets = Redactor(config_secrets(self.config), patterns=False)
+        self._secrets = Redactor(self.config.secrets, patterns=False)
 
     # -- inspection -----------------------------------------------------
 
     @property
     def name(self) -> str:
         return self.config.name
-
-    @property
-    def is_external(self) -> bool:
-        return self.config.backend is not None
 
     @property
     def state(self) -> dict[str, Any]:
@@ -208,14 +181,14 @@ class Agent:
         return clone_messages(self._history)
 
     def reset(self) -> None:
-        """Clear the history and return to ``idle``. An ACP agent also loses
-        its session (the agent's own memory of the conversation): the next run
-        opens a fresh one."""
+        """Clear the history and return to ``idle``. A backend that keeps a
+        session of its own (an ACP agent's memory of the conversation) loses
+        it too: the next run opens a fresh one."""
         self._history = []
         self._generation += 1  # a turn still running will not be kept
         self._status = "idle"
         self._usage = zero_usage()
-        if self._backend is not None and self._backend_kind == "acp":
+        if self._backend is not None and self._entry.keeps_session:
             backend, self._backend = self._backend, None
             try:
                 closing = asyncio.get_running_loop().create_task(backend.close())
@@ -235,10 +208,9 @@ class Agent:
     # -- validation (always first) ----------------------------------------
 
     def _string_only(self, path: str) -> InvalidMessageError:
-        kind = self.config.backend.kind if self.config.backend else "external"
         return InvalidMessageError(
-            f"{path}: agent {self.name!r} has a {kind} backend, which accepts string prompts "
-            "only; send a string instead of a message list or content blocks",
+            f"{path}: agent {self.name!r} has a {self._entry.kind} backend, which accepts "
+            "string prompts only; send a string instead of a message list or content blocks",
             path,
         )
 
@@ -248,7 +220,7 @@ class Agent:
         """The guard for RunInput, then the string-only boundary. ``owned``:
         see :func:`oma_host.core.messages.guard_messages`."""
         messages = guard_run_input(value, path, owned=owned)
-        if self.is_external and not isinstance(value, str):
+        if not self._entry.accepts_structured and not isinstance(value, str):
             raise self._string_only(path)
         return messages
 
@@ -257,7 +229,7 @@ class Agent:
     ) -> LLMMessage:
         """The guard for PromptInput, then the string-only boundary."""
         turn = guard_prompt_input(value, path, owned=owned)
-        if self.is_external and not isinstance(value, str):
+        if not self._entry.accepts_structured and not isinstance(value, str):
             raise self._string_only(path)
         return turn
 
@@ -304,7 +276,8 @@ class Agent:
                 message = f"agent {self.name!r} was disposed while this prompt waited"
                 return failed_result(run_id, "disposed", message)
             generation = self._generation
-            context = [turn] if self.is_external else [*self._history, turn]
+            # A string-only backend is sent the turn alone; it keeps its own context.
+            context = [*self._history, turn] if self._entry.accepts_structured else [turn]
             result = await self.execute(context, run_id=run_id, abort=abort)
             if result["success"] and generation == self._generation:
                 # The caller's turn as sent, not as a beforeRun hook rewrote it.
@@ -407,11 +380,11 @@ class Agent:
                 outcome = apply_before_run_answer(answer, messages, sent_prompt)
             except HookError as error:
                 return failed_result(recorder.run_id, "callback", str(error))
-            if self.is_external and outcome.messages_replaced:
+            if not self._entry.accepts_structured and outcome.messages_replaced:
                 return failed_result(
                     recorder.run_id,
                     "callback",
-                    f"{LOSSY_MESSAGES}: agent {self.name!r} has a {self._backend_kind} backend, "
+                    f"{LOSSY_MESSAGES}: agent {self.name!r} has a {self._entry.kind} backend, "
                     "which takes a string prompt; return only a prompt rewrite",
                 )
             messages = outcome.messages
@@ -432,15 +405,12 @@ class Agent:
         sink = emit
         return lambda event: sink(self._secrets.redact_tree(event))
 
-    @property
-    def _backend_kind(self) -> str:
-        return self.config.backend.kind if self.config.backend else "llm"
-
     async def _run_backend(
         self, messages: list[LLMMessage], recorder: RunRecorder, streaming: bool
     ) -> AgentRunResult:
         if self._backend is None:
-            self._backend = _make_backend(self.config, self._permission_handler)
+            context = BackendContext(permission_handler=self._permission_handler)
+            self._backend = self._entry.build(self.config, context)
         backend = self._backend
         prompt = latest_user_prompt(messages)
         timeout_ms = self.config.timeout_ms

@@ -3,19 +3,27 @@
 Wire names are camelCase (``systemPrompt``); Python code may use either the
 wire name or the snake_case attribute. Unknown fields are rejected. ``history``
 is kept raw here and validated by the shape guard in the agent, so its errors
-are InvalidMessageError with a path rather than a pydantic report.
+are InvalidMessageError with a path rather than a pydantic report. A config
+also knows its own secret values (``secrets``), worked out once from it and the
+environment, so every redaction of one agent's runs uses the same set.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from functools import cached_property
+from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from oma_host.core.errors import InvalidParamsError
+from oma_host.core.redact import is_secret_name
 from oma_host.core.validation import describe_validation_error
+
+# Where a provider's key is read from when the config names no ``apiKeyEnv``.
+_STANDARD_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 
 
 class _Model(BaseModel):
@@ -34,26 +42,38 @@ class HooksConfig(_Model):
     timeout_ms: Annotated[int, Field(gt=0)] = 30_000
 
 
-class ProcessBackend(_Model):
-    kind: Literal["process"]
+class _ExternalBackend(_Model):
+    """The fields every external backend has; ``kind`` is narrowed by each."""
+
+    kind: str
     command: Annotated[str, Field(min_length=1)]
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
+
+    def environment(self) -> dict[str, str]:
+        """The environment the command runs with: the host's, ``env`` over it."""
+        return {**os.environ, **self.env}
+
+
+class ProcessBackend(_ExternalBackend):
+    kind: Literal["process"]
     input: Literal["stdin", "argument", "none"] = "stdin"
     terminal: bool = False
 
 
-class AcpBackend(_Model):
+class AcpBackend(_ExternalBackend):
     kind: Literal["acp"]
-    command: Annotated[str, Field(min_length=1)]
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
     permission: Literal["auto-approve", "reject", "ask-client"] = "auto-approve"
 
 
 Backend = Annotated[ProcessBackend | AcpBackend, Field(discriminator="kind")]
+# The tags of that union, which pydantic puts into error locations.
+_BACKEND_KINDS = frozenset(
+    kind
+    for model in (ProcessBackend, AcpBackend)
+    for kind in get_args(model.model_fields["kind"].annotation)
+)
 
 
 class ModelDefaults(_Model):
@@ -62,6 +82,13 @@ class ModelDefaults(_Model):
     model: str | None = None
     provider: str | None = None
     base_url: str | None = Field(default=None, alias="baseURL")
+
+
+def parse_model_defaults(value: ModelDefaults | Mapping[str, Any] | None) -> ModelDefaults | None:
+    """Model defaults given as a model or as their wire mapping."""
+    if value is None or isinstance(value, ModelDefaults):
+        return value
+    return ModelDefaults.model_validate(dict(value))
 
 
 class AgentConfig(_Model):
@@ -85,9 +112,29 @@ class AgentConfig(_Model):
     output_schema: dict[str, Any] | None = None
     backend: Backend | None = None
 
-    @property
-    def is_external(self) -> bool:
-        return self.backend is not None
+    @cached_property
+    def secrets(self) -> tuple[str, ...]:
+        """The secret values a run of this agent can meet, computed once: its
+        key, wherever it comes from (``apiKey``, ``apiKeyEnv``, the provider's
+        standard variable), and, for an external backend, every secret-looking
+        variable of the environment it runs with."""
+        secrets: list[str] = []
+        if self.api_key:
+            secrets.append(self.api_key)
+        if self.backend is None:
+            names = [self.api_key_env] if self.api_key_env else list(_STANDARD_KEYS)
+            secrets.extend(os.environ[name] for name in names if os.environ.get(name))
+        else:
+            environment = self.backend.environment()
+            secrets.extend(value for name, value in environment.items() if is_secret_name(name))
+        return tuple(secrets)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied; its secrets are worked out afresh
+        (pydantic would copy the cached ones of the original)."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("secrets", None)
+        return copied
 
     def public_view(self) -> dict[str, Any]:
         """The config as hooks and listings see it: no hooks, no history, no
@@ -116,7 +163,9 @@ def parse_agent_config(
         try:
             config = AgentConfig.model_validate(dict(value))
         except ValidationError as error:
-            raise InvalidParamsError(describe_validation_error(error, where)) from None
+            raise InvalidParamsError(
+                describe_validation_error(error, where, _BACKEND_KINDS)
+            ) from None
     if config.backend is None and defaults is not None:
         fill = {
             key: getattr(defaults, key)

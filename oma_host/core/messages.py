@@ -94,12 +94,6 @@ class ReasoningBlock(TypedDict):
     redactedData: NotRequired[str]
 
 
-# The TypedDicts above document the known blocks. A block type the guard does
-# not know also passes (PROTOCOL.md 4.5), so code handles blocks as "a dict
-# with a string `type`".
-KnownBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock
-
-
 def schema_ref(name: str) -> WithJsonSchema:
     """Point ``oma-host schema`` at a definition it writes itself. (A plain
     ``$ref`` here would make pydantic look for it; oma_host/cli/schema.py turns
@@ -421,17 +415,3 @@ def rewrite_latest_prompt(messages: Sequence[LLMMessage], prompt: str) -> list[L
         content.insert(0, replacement)
     result[index] = {"role": messages[index]["role"], "content": content}
     return result
-
-
-def is_plain_text_input(messages: Sequence[LLMMessage]) -> bool:
-    """True when the messages are exactly what a string input is shorthand for."""
-    if len(messages) != 1:
-        return False
-    message = messages[0]
-    content = message["content"]
-    return (
-        message["role"] == "user"
-        and len(content) == 1
-        and content[0].get("type") == "text"
-        and set(content[0]) == {"type", "text"}
-    )

@@ -1,16 +1,15 @@
 """The one redaction function: secrets never reach results, progress, logs,
-stderr excerpts or records."""
+stderr excerpts or records.
+
+A leaf of the core: which values are secret is the config's to say
+(``AgentConfig.secrets``); this module only takes them out."""
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from oma_host.core.config import AgentConfig
+from typing import Any, Protocol
 
 REDACTED = "[redacted]"
 
@@ -36,24 +35,19 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
-_STANDARD_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+class HasSecrets(Protocol):
+    """What holds a run's secret values: an AgentConfig (see
+    :attr:`oma_host.core.config.AgentConfig.secrets`)."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]: ...
 
 
-def config_secrets(config: AgentConfig) -> tuple[str, ...]:
-    """The secret values a run of this agent can meet: its key, wherever it
-    comes from (``apiKey``, ``apiKeyEnv``, the provider's standard variable),
-    and, for an external backend, every secret-looking variable of the
-    environment it runs with (the host's merged with ``backend.env``)."""
-    secrets: list[str] = []
-    if config.api_key:
-        secrets.append(config.api_key)
-    if config.backend is None:
-        names = [config.api_key_env] if config.api_key_env else list(_STANDARD_KEYS)
-        secrets.extend(os.environ[name] for name in names if os.environ.get(name))
-    else:
-        environment = {**os.environ, **config.backend.env}
-        secrets.extend(v for k, v in environment.items() if is_secret_name(k))
-    return tuple(secrets)
+def config_secrets(config: HasSecrets) -> tuple[str, ...]:
+    """The secret values a run of this agent can meet, computed once per
+    config (its key wherever it comes from; for an external backend, the
+    secret-looking variables of its environment)."""
+    return config.secrets
 
 
 class Redactor:
@@ -66,8 +60,8 @@ class Redactor:
         self._patterns = patterns
 
     @classmethod
-    def for_config(cls, config: AgentConfig) -> Redactor:
-        return cls(config_secrets(config))
+    def for_config(cls, config: HasSecrets) -> Redactor:
+        return cls(config.secrets)
 
     def redact(self, text: str) -> str:
         for secret in self._secrets:
@@ -87,8 +81,8 @@ class Redactor:
 
 
 class RedactingFilter(logging.Filter):
-    """Applied to the stderr log handler: a log line (pygls logs whole message
-    bodies at DEBUG) never carries a credential-shaped string."""
+    """Applied to the stderr log handler: a log line (``--log-level DEBUG``
+    logs whole message bodies) never carries a credential-shaped string."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -62,8 +62,6 @@ class _SchemaMismatch(Exception):
 class LLMBackend:
     """Runs an agent that has no ``backend`` through its provider adapter."""
 
-    external = False
-
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
         self._adapter = get_adapter(config)

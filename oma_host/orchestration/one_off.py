@@ -12,17 +12,25 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, TypedDict, Unpack
 
 from oma_host.core.abort import AbortSignal
-from oma_host.core.agent import Agent, PermissionHandler, new_run_id
-from oma_host.core.config import AgentConfig, ModelDefaults
+from oma_host.core.agent import Agent, new_run_id
+from oma_host.core.backends import PermissionHandler
+from oma_host.core.config import AgentConfig, ModelDefaults, parse_model_defaults
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.hooks import AfterRunHook, BeforeRunHook
 from oma_host.core.messages import clone, copy_plain
-from oma_host.core.redact import Redactor, config_secrets
+from oma_host.core.redact import Redactor
 from oma_host.core.results import AgentRunResult
+from oma_host.orchestration.evaluation import (
+    EvaluationSample,
+    Evaluator,
+    OnlineEvaluator,
+    check_judges,
+    parse_evaluation_config,
+)
+from oma_host.orchestration.store import MEMORY, Store
 
 log = logging.getLogger(__name__)
 
@@ -30,27 +38,15 @@ ProgressEvent = dict[str, Any]
 ProgressCallback = Callable[[ProgressEvent], None]
 
 
-@dataclass(frozen=True)
-class EvaluationSample:
-    """What the online evaluator receives for one run. ``input`` is the string
-    for a string call and the JSON text of a private copy of the messages for
-    a structured call."""
+class RunOptions(TypedDict, total=False):
+    """The options of one run, for :meth:`OpenMultiAgent.run_agent` and
+    :meth:`OpenMultiAgent.prepare`."""
 
-    run_id: str
-    agent: str
-    input: str
-    output: str
-    result: AgentRunResult
-    metadata: dict[str, Any] = field(default_factory=dict)
-    # The run's known secret values, so stored payloads can leave them out.
-    secrets: tuple[str, ...] = ()
-
-
-class Evaluator(Protocol):
-    """The online evaluator's entry point. ``submit`` must not block or raise
-    into the run: evaluation never changes or delays a result."""
-
-    def submit(self, sample: EvaluationSample) -> None: ...
+    run_id: str | None
+    on_progress: ProgressCallback | None
+    metadata: Mapping[str, Any] | None
+    before_run: BeforeRunHook | None
+    after_run: AfterRunHook | None
 
 
 class OpenMultiAgent:
@@ -69,19 +65,14 @@ class OpenMultiAgent:
         ``initializationOptions.evaluation`` and builds the online evaluator,
         keeping its records in ``state_dir`` (default: in memory); pass
         ``evaluator`` instead to supply your own."""
-        self.defaults = (
-            defaults
-            if defaults is None or isinstance(defaults, ModelDefaults)
-            else ModelDefaults.model_validate(dict(defaults))
-        )
+        self.defaults = parse_model_defaults(defaults)
         self.on_progress = on_progress
         if evaluator is None and evaluation is not None:
-            from oma_host.orchestration.evaluation import OnlineEvaluator, parse_evaluation_config
-            from oma_host.orchestration.store import MEMORY, Store
-
+            parsed = parse_evaluation_config(evaluation)
+            check_judges(parsed, self.defaults)
             self.store = Store(state_dir or MEMORY)
             evaluator = OnlineEvaluator(
-                parse_evaluation_config(evaluation), store_records=self.store.add_records
+                parsed, store_records=self.store.add_records, defaults=self.defaults
             )
         self.evaluator = evaluator
 
@@ -90,23 +81,11 @@ class OpenMultiAgent:
         config: AgentConfig | Mapping[str, Any],
         input: Any,
         *,
-        run_id: str | None = None,
-        on_progress: ProgressCallback | None = None,
-        metadata: Mapping[str, Any] | None = None,
         abort: AbortSignal | None = None,
-        before_run: BeforeRunHook | None = None,
-        after_run: AfterRunHook | None = None,
+        **options: Unpack[RunOptions],
     ) -> AgentRunResult:
-        """Validate, then run a fresh one-off agent."""
-        run = self.prepare(
-            config,
-            input,
-            run_id=run_id,
-            on_progress=on_progress,
-            metadata=metadata,
-            before_run=before_run,
-            after_run=after_run,
-        )
+        """Validate, then run a fresh one-off agent (``options``: see :class:`RunOptions`)."""
+        run = self.prepare(config, input, **options)
         return await run(abort)
 
     def prepare(
@@ -146,7 +125,7 @@ class OpenMultiAgent:
             raise InvalidParamsError(str(error)) from None
 
         # A copy of the payload without the agent's own secret values.
-        hide = Redactor(config_secrets(agent.config), patterns=False).redact_tree
+        hide = Redactor(agent.config.secrets, patterns=False).redact_tree
 
         def report(kind: str, data: Any) -> None:
             if progress is None:
@@ -174,7 +153,7 @@ class OpenMultiAgent:
                     output=result["output"],
                     result=clone(result),
                     metadata=sample_metadata,
-                    secrets=config_secrets(agent.config),
+                    secrets=agent.config.secrets,
                 )
                 try:
                     self.evaluator.submit(sample)

@@ -193,16 +193,6 @@ class Store:
                 trace,
             )
 
-    def runs(self, limit: int = 100) -> list[dict[str, Any]]:
-        with self._lock:
-            cursor = self._db.execute(
-                "SELECT run_id, agent, method, status, input_tokens, output_tokens, started, "
-                "finished, duration_ms, session_id FROM runs ORDER BY started DESC LIMIT ?",
-                (limit,),
-            )
-            names = [column[0] for column in cursor.description]
-            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
     # -- evaluation records ---------------------------------------------------
 
     def add_records(self, records: Sequence[dict[str, Any]]) -> None:
@@ -241,7 +231,3 @@ class Store:
             }
             for row in rows
         ]
-
-    def integrity_ok(self) -> bool:
-        with self._lock:
-            return bool(self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok")

@@ -8,20 +8,22 @@ parallel up to ``maxConcurrency``; a failed task skips its dependents (and
 theirs) while the rest go on; with ``sharedMemory`` a task's prompt carries
 the outputs of the tasks it depends on; ``maxTokenBudget`` caps the team's
 total usage (tasks not yet started when it is spent are skipped). Every task
-runs on a fresh agent, so external (process, ACP) agents can be members.
+runs on a fresh agent, so external (process, ACP) agents can be members. A
+run takes at most ``MAX_TASKS`` (1,000) tasks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from oma_host.core.abort import AbortSignal
-from oma_host.core.agent import Agent, new_run_id
-from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
+from oma_host.core.agent import Agent, check_agent_config, new_run_id
+from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.messages import clone
 from oma_host.core.results import AgentRunResult, TokenUsage, zero_usage
@@ -30,6 +32,8 @@ log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[dict[str, Any]], None]
 DEFAULT_MAX_CONCURRENCY = 3
+# The most tasks one run takes: a bound on the work a single request can queue.
+MAX_TASKS = 1000
 
 
 @dataclass(frozen=True)
@@ -64,62 +68,24 @@ def _text(value: Any, where: str) -> str:
     raise InvalidParamsError(f"{where} must be a string")
 
 
-def _bool(value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidParamsError(f"{where} must be true or false")
-    return value
-
-
-def _int(value: Any, where: str, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise InvalidParamsError(f"{where} must be an integer of at least {minimum}")
-    return value
-
-
-def parse_team(raw: Any, defaults: ModelDefaults | None, where: str = "team") -> Team:
-    if not isinstance(raw, dict):
-        raise InvalidParamsError(f"{where} must be an object")
-    unknown = set(raw) - {
-        "agents",
-        "sharedMemory",
-        "maxConcurrency",
-        "maxTokenBudget",
-        "coordinator",
-    }
-    if unknown:
-        raise InvalidParamsError(f"{where}.{sorted(unknown)[0]}: is not a known field")
-    members = raw.get("agents")
-    if not isinstance(members, list) or not members:
-        raise InvalidParamsError(f"{where}.agents must be a non-empty array of agent configs")
+def check_members(members: list[AgentConfig], where: str = "team.agents") -> dict[str, AgentConfig]:
+    """The team's agents by name: each refused now if an Agent would refuse
+    it, and no name used twice."""
     agents: dict[str, AgentConfig] = {}
-    for index, member in enumerate(members):
-        at = f"{where}.agents[{index}]"
-        config = parse_agent_config(member, defaults, at)
+    for index, config in enumerate(members):
+        at = f"{where}[{index}]"
         _check_member(config, at)
         if config.name in agents:
             raise InvalidParamsError(f"{at}.name {config.name!r} is used twice")
         agents[config.name] = config
-    coordinator = raw.get("coordinator")
-    return Team(
-        agents=agents,
-        shared_memory=_bool(raw.get("sharedMemory", False), f"{where}.sharedMemory"),
-        max_concurrency=_int(
-            raw.get("maxConcurrency", DEFAULT_MAX_CONCURRENCY), f"{where}.maxConcurrency", 1
-        ),
-        max_token_budget=None
-        if raw.get("maxTokenBudget") is None
-        else _int(raw["maxTokenBudget"], f"{where}.maxTokenBudget", 1),
-        coordinator=None
-        if coordinator is None
-        else parse_agent_config(coordinator, defaults, f"{where}.coordinator"),
-    )
+    return agents
 
 
 def _check_member(config: AgentConfig, where: str) -> None:
     """Everything Agent() would refuse (provider, tools, outputSchema,
     history), refused now, before any task starts."""
     try:
-        Agent(config)
+        check_agent_config(config)
     except InvalidParamsError as error:
         raise InvalidParamsError(f"{where}: {error}") from None
     except InvalidMessageError as error:
@@ -157,10 +123,8 @@ def parse_tasks(raw: Any, team: Team, where: str = "tasks") -> list[Task]:
         if not isinstance(task_id, str) or not task_id:
             raise InvalidParamsError(f"{at}.id must be a non-empty string")
         assignee = item.get("assignee", names[index % len(names)])
-        if assignee not in team.agents:
-            raise InvalidParamsError(
-                f"{at}.assignee {assignee!r} is not a team agent (agents: {', '.join(names)})"
-            )
+        if not isinstance(assignee, str):
+            raise InvalidParamsError(f"{at}.assignee must be a string")
         depends = item.get("dependsOn", [])
         if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
             raise InvalidParamsError(f"{at}.dependsOn must be an array of task ids")
@@ -173,36 +137,61 @@ def parse_tasks(raw: Any, team: Team, where: str = "tasks") -> list[Task]:
                 depends_on=tuple(depends),
             )
         )
-    ids = [task.id for task in tasks]
+    check_tasks(tasks, team, where)
+    return tasks
+
+
+def check_tasks(tasks: list[Task], team: Team, where: str = "tasks") -> None:
+    """Assignees are team agents, ids are unique, dependencies name tasks,
+    and ``dependsOn`` forms no cycle."""
+    if len(tasks) > MAX_TASKS:
+        raise InvalidParamsError(
+            f"{where} has {len(tasks)} tasks, over the limit of {MAX_TASKS} tasks per run"
+        )
     for index, task in enumerate(tasks):
-        if ids.count(task.id) > 1:
+        if task.assignee not in team.agents:
+            raise InvalidParamsError(
+                f"{where}[{index}].assignee {task.assignee!r} is not a team agent "
+                f"(agents: {', '.join(team.agents)})"
+            )
+    uses = Counter(task.id for task in tasks)
+    for index, task in enumerate(tasks):
+        if uses[task.id] > 1:
             raise InvalidParamsError(f"{where}[{index}].id {task.id!r} is used twice")
         for dependency in task.depends_on:
-            if dependency not in ids:
+            if dependency not in uses:
                 raise InvalidParamsError(
                     f"{where}[{index}].dependsOn: {dependency!r} is not a task id"
                 )
     _refuse_cycles(tasks, where)
-    return tasks
 
 
 def _refuse_cycles(tasks: list[Task], where: str) -> None:
+    """Depth-first from each task in order, along ``dependsOn`` in order; the
+    first cycle met is named. Iterative: a chain of MAX_TASKS tasks is far
+    deeper than Python's recursion limit."""
     by_id = {task.id: task for task in tasks}
-    state: dict[str, int] = {}  # 1 visiting, 2 done
-
-    def visit(task_id: str, path: list[str]) -> None:
-        if state.get(task_id) == 2:
-            return
-        if state.get(task_id) == 1:
-            cycle = [*path[path.index(task_id) :], task_id]
-            raise InvalidParamsError(f"{where}: dependsOn forms a cycle: {' -> '.join(cycle)}")
-        state[task_id] = 1
-        for dependency in by_id[task_id].depends_on:
-            visit(dependency, [*path, task_id])
-        state[task_id] = 2
-
+    done: set[str] = set()
     for task in tasks:
-        visit(task.id, [])
+        if task.id in done:
+            continue
+        path = [task.id]  # the tasks being visited, outermost first
+        position = {task.id: 0}
+        unvisited = [iter(task.depends_on)]  # per task on the path, its dependencies left
+        while unvisited:
+            dependency = next(unvisited[-1], None)
+            if dependency is None:
+                finished = path.pop()
+                del position[finished]
+                done.add(finished)
+                unvisited.pop()
+            elif dependency in position:
+                cycle = [*path[position[dependency] :], dependency]
+                raise InvalidParamsError(f"{where}: dependsOn forms a cycle: {' -> '.join(cycle)}")
+            elif dependency not in done:
+                position[dependency] = len(path)
+                path.append(dependency)
+                unvisited.append(iter(by_id[dependency].depends_on))
 
 
 # -- running --------------------------------------------------------------------

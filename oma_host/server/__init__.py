@@ -1,8 +1,12 @@
 """The JSON-RPC host over stdio or TCP (PROTOCOL.md sections 1, 2, 5, 6, 7, 11).
 
-``app`` holds the session and pygls protocol, ``handlers`` the method table,
-``framing`` the LSP and ndjson readers (``auto`` picks one from the first
-bytes), ``models`` the params models.
+``app`` serves one connection (lifecycle, requests, cancellation) over
+``rpc`` (JSON-RPC messages) and ``framing`` (LSP and ndjson; ``auto`` picks
+one from the first bytes). ``registry`` declares every method; ``lifecycle``,
+``agent_methods`` and ``orchestration_methods`` implement them over the typed
+per-session ``state`` (agents, store, evaluator, ``callbacks`` to the client,
+one ``supervisor`` for background work); ``models`` and ``outgoing`` are the
+wire types.
 """
 
 from __future__ import annotations
@@ -57,10 +61,9 @@ async def _stdin_reader() -> asyncio.StreamReader:
 
 async def _serve_stdio(options: SessionOptions) -> int:
     from oma_host.server.app import HostSession, stdout_writer
-    from oma_host.server.handlers import METHODS
 
     frames_out = _protect_stdout()
-    session = HostSession(stdout_writer(frames_out), METHODS, options)
+    session = HostSession(stdout_writer(frames_out), options)
     try:
         return await session.serve(await _stdin_reader())
     finally:
@@ -87,12 +90,11 @@ def serve_stdio(options: SessionOptions | None = None) -> int:
 
 async def _serve_tcp(host: str, port: int, options: SessionOptions) -> None:
     from oma_host.server.app import HostSession
-    from oma_host.server.handlers import METHODS
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         log.info("client connected from %s", peer)
-        session = HostSession(writer.write, METHODS, options)
+        session = HostSession(writer.write, options)
         try:
             await session.serve(reader)
         finally:

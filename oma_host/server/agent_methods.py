@@ -1,102 +1,53 @@
-"""Agent and run methods: each handler parses its params into a pydantic
-model, delegates to the core, and shapes the answer. Errors are raised as
-OmaError subclasses and turned into JSON-RPC errors in one place
-(``app._bind``). Imported on the first agent request, not at start-up.
+"""The agent methods (``agent/*``, PROTOCOL.md section 6) and ``oma/runAgent``
+(section 7): each handler takes its parsed params, delegates to the core, and
+shapes the answer. Errors are OmaError subclasses, answered in one place
+(``server/app.py``). Imported on first use, not at start-up.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import cast
 
-from oma_host.core.agent import Agent, PermissionHandler, TurnSink, new_run_id
+from oma_host.core.agent import Agent, TurnSink, new_run_id
 from oma_host.core.config import AgentConfig, parse_agent_config
-from oma_host.core.errors import AgentNotFoundError
-from oma_host.core.hooks import AfterRunContext, BeforeRunContext
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
-from oma_host.core.results import EmitFn, StreamEvent
+from oma_host.core.results import AgentRunResult, EmitFn, StreamEvent
 from oma_host.orchestration.one_off import OpenMultiAgent
 from oma_host.orchestration.store import Store
-from oma_host.server.app import HostSession
+from oma_host.server.context import RequestContext
 from oma_host.server.models import (
     AgentIdParams,
     CreateParams,
-    ListParams,
+    NoParams,
     PromptParams,
     RunAgentParams,
     RunParams,
     StreamParams,
-    parse_params,
 )
-from oma_host.server.services import (
-    evaluator_for,
-    model_defaults,
-    note_secrets,
-    store_for,
-    tracked_run,
+from oma_host.server.outgoing import (
+    AgentListEntry,
+    AgentListResult,
+    AgentStateResult,
+    CreateResult,
+    HistoryResult,
 )
+from oma_host.server.registry import Method, handles
+from oma_host.server.runs import note_secrets, tracked_run
 
-# -- agents -----------------------------------------------------------------
-
-
-def _hooks_for(session: HostSession, config: AgentConfig) -> dict[str, Any]:
-    """Wire a config's ``hooks`` flags to server-to-client requests."""
-    hooks: dict[str, Any] = {}
-    if config.hooks is None:
-        return hooks
-    protocol = session.protocol
-    if config.hooks.before_run:
-
-        async def before_run(context: BeforeRunContext) -> Any:
-            return await protocol.send_request_async(
-                "agent/beforeRun",
-                {
-                    "agentName": context.agent_name,
-                    "runId": context.run_id,
-                    "prompt": context.prompt,
-                    "messages": context.messages,
-                    "agent": context.agent,
-                },
-            )
-
-        hooks["before_run"] = before_run
-    if config.hooks.after_run:
-
-        async def after_run(context: AfterRunContext) -> Any:
-            return await protocol.send_request_async(
-                "agent/afterRun",
-                {
-                    "agentName": context.agent_name,
-                    "runId": context.run_id,
-                    "result": context.result,
-                },
-            )
-
-        hooks["after_run"] = after_run
-    return hooks
+# -- agents -----------------------------------------------------------------------
 
 
-def _permission_handler_for(session: HostSession, config: AgentConfig) -> PermissionHandler | None:
-    """Wire an ACP agent's ``permission: "ask-client"`` to the server-to-client
-    request ``agent/requestPermission``; the bridge bounds it by the hook timeout."""
-    backend = config.backend
-    if backend is None or backend.kind != "acp" or backend.permission != "ask-client":
-        return None
-    protocol = session.protocol
-
-    async def ask(request: dict[str, Any]) -> Any:
-        return await protocol.send_request_async("agent/requestPermission", request)
-
-    return ask
-
-
-async def agent_create(session: HostSession, params: Any) -> Any:
-    parsed = parse_params(CreateParams, params, "agent/create")
-    config = parse_agent_config(parsed.config, model_defaults(session))
-    note_secrets(session, config)
-    session_id = parsed.session_id
-    store = store_for(session) if session_id is not None else None
+@handles(Method.AGENT_CREATE)
+async def agent_create(ctx: RequestContext, params: CreateParams) -> CreateResult:
+    """Validates the config and copies `config.history`; with `sessionId`, the
+    stored conversation is restored (or a new one stored)."""
+    state = ctx.state
+    config = parse_agent_config(params.config, state.defaults, ctx.where("config"))
+    note_secrets(ctx, config)
+    session_id = params.session_id
+    store = None if session_id is None else state.store()
     stored = None
     if store is not None and session_id is not None:
         stored = await asyncio.to_thread(store.load_session, session_id)
@@ -104,10 +55,11 @@ async def agent_create(session: HostSession, params: Any) -> Any:
             config = config.model_copy(update={"history": stored or None})
     agent = Agent(
         config,
-        defaults=model_defaults(session),
-        permission_handler=_permission_handler_for(session, config),
-        on_turn=None if store is None else _turn_sink(store, session_id, config),
-        **_hooks_for(session, config),
+        defaults=state.defaults,
+        on_turn=None
+        if store is None or session_id is None
+        else _turn_sink(store, session_id, config),
+        **state.callbacks.for_agent(config),
     )
     # Only a config that passed every check starts a session.
     if store is not None and session_id is not None and stored is None:
@@ -115,22 +67,11 @@ async def agent_create(session: HostSession, params: Any) -> Any:
         await asyncio.to_thread(
             store.create_session, session_id, config.name, agent.get_history(), redact
         )
-    agent_id = session.new_agent_id()
-    session.agents[agent_id] = agent
-    if session_id is not None:
-        _agent_sessions(session)[agent_id] = session_id
-    return {"agentId": agent_id}
+    return {"agentId": state.agents.add(agent, session_id)}
 
 
-def _agent_sessions(session: HostSession) -> dict[str, str]:
-    """agentId → the persistent sessionId it was created with."""
-    sessions: dict[str, str] = session.extras.setdefault("agent_sessions", {})
-    return sessions
-
-
-def _turn_sink(store: Store, session_id: str | None, config: AgentConfig) -> TurnSink:
+def _turn_sink(store: Store, session_id: str, config: AgentConfig) -> TurnSink:
     """Commits each completed prompt turn, in one transaction, off the event loop."""
-    assert session_id is not None
     redact = Redactor.for_config(config).redact_tree
 
     async def commit(messages: list[LLMMessage]) -> None:
@@ -139,119 +80,111 @@ def _turn_sink(store: Store, session_id: str | None, config: AgentConfig) -> Tur
     return commit
 
 
-def _agent(session: HostSession, agent_id: str) -> Agent:
-    agent = session.agents.get(agent_id)
-    if agent is None:
-        raise AgentNotFoundError(f"no agent with agentId {agent_id!r} (never created, or disposed)")
-    return agent
+@handles(Method.AGENT_HISTORY)
+async def agent_history(ctx: RequestContext, params: AgentIdParams) -> HistoryResult:
+    """A copy of the persistent history."""
+    return {"messages": ctx.state.agents.get(params.agent_id).get_history()}
 
 
-async def agent_history(session: HostSession, params: Any) -> Any:
-    parsed = parse_params(AgentIdParams, params, "agent/history")
-    return {"messages": _agent(session, parsed.agent_id).get_history()}
+@handles(Method.AGENT_STATE)
+async def agent_state(ctx: RequestContext, params: AgentIdParams) -> AgentStateResult:
+    """The agent's status (idle, running, completed, error) and its token usage."""
+    return cast(AgentStateResult, ctx.state.agents.get(params.agent_id).state)
 
 
-async def agent_state(session: HostSession, params: Any) -> Any:
-    parsed = parse_params(AgentIdParams, params, "agent/state")
-    return _agent(session, parsed.agent_id).state
-
-
-async def agent_reset(session: HostSession, params: Any) -> None:
-    parsed = parse_params(AgentIdParams, params, "agent/reset")
-    _agent(session, parsed.agent_id).reset()
-    session_id = _agent_sessions(session).get(parsed.agent_id)
+@handles(Method.AGENT_RESET)
+async def agent_reset(ctx: RequestContext, params: AgentIdParams) -> None:
+    """Clears history and usage, status idle; an ACP agent's session is dropped too."""
+    agents = ctx.state.agents
+    agents.get(params.agent_id).reset()
+    session_id = agents.session_of(params.agent_id)
     if session_id is not None:
-        await asyncio.to_thread(store_for(session).clear_session, session_id)
-    return None
+        await asyncio.to_thread(ctx.state.store().clear_session, session_id)
 
 
-async def agent_dispose(session: HostSession, params: Any) -> None:
-    parsed = parse_params(AgentIdParams, params, "agent/dispose")
-    agent = _agent(session, parsed.agent_id)
-    del session.agents[parsed.agent_id]
-    await agent.close()
-    return None
+@handles(Method.AGENT_DISPOSE)
+async def agent_dispose(ctx: RequestContext, params: AgentIdParams) -> None:
+    """Ends the agent's processes or ACP session; the id is invalid afterwards."""
+    await ctx.state.agents.remove(params.agent_id).close()
 
 
-async def agent_list(session: HostSession, params: Any) -> Any:
-    parse_params(ListParams, params, "agent/list")
-    agents = []
-    for agent_id, agent in session.agents.items():
-        entry: dict[str, Any] = {"agentId": agent_id, "name": agent.name}
+@handles(Method.AGENT_LIST)
+async def agent_list(ctx: RequestContext, params: NoParams) -> AgentListResult:
+    """Every agent of this session."""
+    agents: list[AgentListEntry] = []
+    for agent_id, agent in ctx.state.agents.items():
+        entry: AgentListEntry = {"agentId": agent_id, "name": agent.name}
         if agent.config.backend is not None:
             entry["backend"] = agent.config.backend.kind
         agents.append(entry)
     return {"agents": agents}
 
 
-# -- runs -------------------------------------------------------------------
+# -- runs -------------------------------------------------------------------------
 
 
-def _progress_emitter(session: HostSession, token: int | str) -> EmitFn:
-    def emit(event: StreamEvent) -> None:
-        session.protocol.notify("$/progress", {"token": token, "value": event})
-
-    return emit
-
-
-async def _run_like(session: HostSession, method: str, params: Any) -> Any:
-    parsed = parse_params(StreamParams if method == "agent/stream" else RunParams, params, method)
-    agent = _agent(session, parsed.agent_id)
+async def _run(ctx: RequestContext, params: RunParams, token: int | str | None) -> AgentRunResult:
+    agent = ctx.state.agents.get(params.agent_id)
     # Params were just parsed off the wire: nobody else holds them, so no copy.
-    messages: list[LLMMessage] = agent.validate_run_input(parsed.input, owned=True)
-    token = parsed.partial_result_token if method == "agent/stream" else None
-    emit = _progress_emitter(session, token) if token is not None else None
-    run_id = parsed.run_id or new_run_id()
+    messages: list[LLMMessage] = agent.validate_run_input(params.input, owned=True)
+    emit: EmitFn | None = None
+    if token is not None:
+
+        def emit(event: StreamEvent) -> None:
+            ctx.progress(token, event)
+
+    run_id = params.run_id or new_run_id()
     return await tracked_run(
-        session,
-        method,
+        ctx,
         agent.name,
-        parsed.work_done_token,
+        params.work_done_token,
         lambda abort: agent.execute(messages, run_id=run_id, abort=abort, emit=emit),
     )
 
 
-async def agent_run(session: HostSession, params: Any) -> Any:
-    return await _run_like(session, "agent/run", params)
+@handles(Method.AGENT_RUN)
+async def agent_run(ctx: RequestContext, params: RunParams) -> AgentRunResult:
+    """Runs the input fresh: neither reads nor changes history."""
+    return await _run(ctx, params, None)
 
 
-async def agent_stream(session: HostSession, params: Any) -> Any:
-    return await _run_like(session, "agent/stream", params)
+@handles(Method.AGENT_STREAM)
+async def agent_stream(ctx: RequestContext, params: StreamParams) -> AgentRunResult:
+    """As agent/run; every event but `done` arrives first, in order, as
+    `$/progress {token: partialResultToken, value: StreamEvent}`."""
+    return await _run(ctx, params, params.partial_result_token)
 
 
-async def agent_prompt(session: HostSession, params: Any) -> Any:
-    parsed = parse_params(PromptParams, params, "agent/prompt")
-    agent = _agent(session, parsed.agent_id)
-    turn = agent.validate_prompt_input(parsed.input, owned=True)
+@handles(Method.AGENT_PROMPT)
+async def agent_prompt(ctx: RequestContext, params: PromptParams) -> AgentRunResult:
+    """Appends the user turn and the reply to history (once the turn completes)."""
+    agents = ctx.state.agents
+    agent = agents.get(params.agent_id)
+    turn = agent.validate_prompt_input(params.input, owned=True)
     return await tracked_run(
-        session,
-        "agent/prompt",
+        ctx,
         agent.name,
-        parsed.work_done_token,
-        lambda abort: agent.prompt_turn(turn, run_id=parsed.run_id, abort=abort),
-        _agent_sessions(session).get(parsed.agent_id),
+        params.work_done_token,
+        lambda abort: agent.prompt_turn(turn, run_id=params.run_id, abort=abort),
+        agents.session_of(params.agent_id),
     )
 
 
-async def run_agent(session: HostSession, params: Any) -> Any:
-    parsed = parse_params(RunAgentParams, params, "oma/runAgent")
-    config = parse_agent_config(parsed.config, model_defaults(session))
-    note_secrets(session, config)
-    orchestrator = OpenMultiAgent(
-        defaults=model_defaults(session), evaluator=evaluator_for(session, model_defaults(session))
-    )
-
-    def on_progress(event: dict[str, Any]) -> None:
-        session.protocol.notify("oma/progress", event)
-
+@handles(Method.RUN_AGENT)
+async def run_agent(ctx: RequestContext, params: RunAgentParams) -> AgentRunResult:
+    """Runs a fresh one-off agent with tracing and online evaluation; with
+    `progress: true`, `oma/progress {runId, type, agent, data}` notifications."""
+    state = ctx.state
+    config = parse_agent_config(params.config, state.defaults, ctx.where("config"))
+    note_secrets(ctx, config)
+    orchestrator = OpenMultiAgent(defaults=state.defaults, evaluator=state.evaluator())
     run = orchestrator.prepare(
         config,
-        parsed.input,
-        run_id=parsed.run_id,
-        on_progress=on_progress if parsed.progress else None,
-        metadata=parsed.metadata,
+        params.input,
+        run_id=params.run_id,
+        on_progress=ctx.oma_progress if params.progress else None,
+        metadata=params.metadata,
         input_owned=True,
-        permission_handler=_permission_handler_for(session, config),
-        **_hooks_for(session, config),
+        **state.callbacks.for_agent(config),
     )
-    return await tracked_run(session, "oma/runAgent", config.name, parsed.work_done_token, run)
+    return await tracked_run(ctx, config.name, params.work_done_token, run)

@@ -1,39 +1,142 @@
-"""Wire models for request params, parsed at the edge with pydantic.
+"""The params of every method, as pydantic models: the one way params are
+checked (names in ``server/registry.py``, handlers in the method modules).
 
-Params arrive from pygls as plain JSON; every handler parses them into one of
-these before doing anything. Unknown fields are rejected so a misspelt field
-is an InvalidParams error rather than a silently ignored one. ``input`` stays
-``Any`` here: the shape guard, not pydantic, owns its validation and paths.
+Unknown fields are rejected and types are strict, so a misspelt field or a
+``"3"`` for an integer is an InvalidParams error, never silently taken. Every
+message comes from :func:`oma_host.core.validation.describe_validation_error`
+and names the field, e.g. ``oma/runTasks: params.tasks[2].description must be a
+string``. Some fields are left to their owners, which check them with
+knowledge pydantic does not have: ``input`` (the shape guard: InvalidMessageError
+with a path), agent ``config`` (AgentConfig with the session's model defaults)
+and ``evaluation`` (its scorers); they are ``Any`` or an object here, with a
+schema reference for ``oma-host schema``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
+from collections.abc import Callable
+from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+)
 
+from oma_host.core.config import ModelDefaults
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.messages import schema_ref
+from oma_host.core.validation import describe_validation_error, predicate_error
+from oma_host.orchestration.teams import DEFAULT_MAX_CONCURRENCY
 
 ProgressToken = int | str
 
-# Validation of these is the shape guard's and AgentConfig's, not pydantic's
-# here; the annotations only point ``oma-host schema`` at their definitions.
 RunInputField = Annotated[Any, schema_ref("RunInput")]
 PromptInputField = Annotated[Any, schema_ref("PromptInput")]
 ConfigField = Annotated[dict[str, Any], schema_ref("AgentConfig")]
+EvaluationField = Annotated[dict[str, Any], schema_ref("EvaluationConfig")]
+
+_TEXT_ONLY = (
+    "must be a string: team tasks and goals are text-only, "
+    "so a message list or content blocks cannot be used here"
+)
 
 
-class _Params(BaseModel):
+def _text_only(value: Any) -> Any:
+    if isinstance(value, list):
+        raise predicate_error(_TEXT_ONLY)
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise predicate_error("must be a non-empty string")
+    return value
+
+
+def _non_empty(what: str) -> Callable[[list[Any]], list[Any]]:
+    def check(value: list[Any]) -> list[Any]:
+        if not value:
+            raise predicate_error(f"must be a non-empty array of {what}")
+        return value
+
+    return check
+
+
+TeamText = Annotated[str, BeforeValidator(_text_only)]
+
+
+def require_object(params: Any, method: str) -> dict[str, Any]:
+    """Params as an object (absent params are an empty one)."""
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise InvalidParamsError(f"{method}: params must be an object")
+    return params
+
+
+class Params(BaseModel):
+    """Base of every params model: strict, no unknown fields."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
+    @classmethod
+    def from_wire(cls, params: Any, method: str) -> Self:
+        """Parse params or raise InvalidParamsError saying which field and why."""
+        try:
+            return cls.model_validate(require_object(params, method))
+        except ValidationError as error:
+            raise InvalidParamsError(
+                describe_validation_error(error, f"{method}: params")
+            ) from None
 
-class CreateParams(_Params):
+    @classmethod
+    def wire_model(cls) -> type[BaseModel]:
+        return cls
+
+
+# -- lifecycle ------------------------------------------------------------------
+
+
+class InitializationOptions(Params):
+    defaults: ModelDefaults | None = None
+    evaluation: EvaluationField | None = None
+    state_dir: str | None = Field(default=None, alias="stateDir")
+
+
+# LSP's own fields are the client's business: documented, passed as they are.
+_LspField = Annotated[Any, WithJsonSchema({"description": "as in LSP"})]
+
+
+class LspInitializeParams(Params):
+    """LSP's initialize params, of which ``initializationOptions`` is ours to check."""
+
+    model_config = ConfigDict(extra="allow")
+
+    process_id: _LspField = Field(default=None, alias="processId")
+    capabilities: _LspField = None
+    initialization_options: InitializationOptions | None = Field(
+        default=None, alias="initializationOptions"
+    )
+
+
+# -- agents ---------------------------------------------------------------------
+
+
+class NoParams(Params):
+    """An empty object (or no params at all)."""
+
+
+class CreateParams(Params):
     config: ConfigField
     session_id: str | None = Field(default=None, alias="sessionId")
 
 
-class AgentIdParams(_Params):
+class AgentIdParams(Params):
     agent_id: str = Field(alias="agentId")
 
 
@@ -54,11 +157,7 @@ class PromptParams(AgentIdParams):
     work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")
 
 
-class ListParams(_Params):
-    pass
-
-
-class RunAgentParams(_Params):
+class RunAgentParams(Params):
     config: ConfigField
     input: RunInputField
     progress: bool = False
@@ -67,25 +166,55 @@ class RunAgentParams(_Params):
     work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")
 
 
-class CancelParams(BaseModel):
-    id: int | str
+# -- teams ----------------------------------------------------------------------
 
 
-M = TypeVar("M", bound=BaseModel)
+class TeamParams(Params):
+    agents: Annotated[list[ConfigField], AfterValidator(_non_empty("agent configs"))]
+    shared_memory: bool = Field(default=False, alias="sharedMemory")
+    max_concurrency: Annotated[int, Field(ge=1)] = Field(
+        default=DEFAULT_MAX_CONCURRENCY, alias="maxConcurrency"
+    )
+    max_token_budget: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, alias="maxTokenBudget"
+    )
+    coordinator: ConfigField | None = None
 
 
-def parse_params(model: type[M], params: Any, method: str) -> M:
-    """Parse params or raise InvalidParamsError saying which field and why."""
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise InvalidParamsError(f"{method}: params must be an object")
-    try:
-        return model.model_validate(params)
-    except ValidationError as error:
-        problems = []
-        for item in error.errors():
-            where = ".".join(str(part) for part in item["loc"])
-            message = "is not a known field" if item["type"] == "extra_forbidden" else item["msg"]
-            problems.append(f"params.{where}: {message}" if where else message)
-        raise InvalidParamsError(f"{method}: " + "; ".join(problems)) from None
+class TaskParams(Params):
+    """A task; ``id`` defaults to ``task-N`` (N counting from 1) and
+    ``assignee`` to the team's agents in turn."""
+
+    id: Annotated[str, Field(min_length=1)] | None = None
+    title: TeamText
+    description: TeamText
+    assignee: str | None = None
+    depends_on: list[str] = Field(default_factory=list, alias="dependsOn")
+
+
+class RunTasksParams(Params):
+    team: TeamParams
+    tasks: Annotated[list[TaskParams], AfterValidator(_non_empty("tasks"))]
+    progress: bool = False
+    run_id: str | None = Field(default=None, alias="runId")
+    work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")
+
+
+class RunTeamParams(Params):
+    team: TeamParams
+    goal: Annotated[TeamText, AfterValidator(_not_blank)]
+    progress: bool = False
+    run_id: str | None = Field(default=None, alias="runId")
+    work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")
+
+
+# -- evaluation -----------------------------------------------------------------
+
+
+class FlushParams(Params):
+    timeout_ms: Annotated[float, Field(gt=0)] | None = Field(default=None, alias="timeoutMs")
+
+
+class RecordsParams(Params):
+    run_id: str | None = Field(default=None, alias="runId")
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 100

@@ -1,106 +1,121 @@
 """Team and evaluation methods: ``oma/runTasks``, ``oma/runTeam`` and
 ``oma/evaluation/{stats,flush,records}``. Imported on first use.
 
-Team params are checked by hand in ``oma_host.orchestration.teams`` so the errors name the
-field exactly (``tasks[2].description must be a string``); the evaluation
-methods read the session's evaluator and store.
+The params models check the shapes; the team's semantic checks (members an
+Agent would refuse, names used twice, unknown assignees and dependencies,
+cycles) are ``oma_host.orchestration.teams``'s, over the parsed values.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from oma_host.core.abort import AbortSignal
-from oma_host.core.errors import InvalidParamsError
+from oma_host.core.config import parse_agent_config
 from oma_host.orchestration import teams
-from oma_host.server.app import HostSession
-from oma_host.server.services import (
-    evaluator_for,
-    model_defaults,
-    note_secrets,
-    store_for,
-    tracked_run,
+from oma_host.server.context import RequestContext
+from oma_host.server.models import (
+    FlushParams,
+    NoParams,
+    RecordsParams,
+    RunTasksParams,
+    RunTeamParams,
+    TaskParams,
+    TeamParams,
 )
+from oma_host.server.outgoing import (
+    EvaluationRecord,
+    EvaluationStats,
+    FlushResult,
+    RecordsResult,
+    TeamResult,
+)
+from oma_host.server.registry import Method, handles
+from oma_host.server.runs import note_secrets, tracked_run
 
 
-def _object(params: Any, method: str, allowed: set[str]) -> dict[str, Any]:
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise InvalidParamsError(f"{method}: params must be an object")
-    unknown = set(params) - allowed
-    if unknown:
-        raise InvalidParamsError(f"{method}: params.{sorted(unknown)[0]}: is not a known field")
-    return params
+def _team(ctx: RequestContext, params: TeamParams) -> teams.Team:
+    defaults = ctx.state.defaults
+    members = [
+        parse_agent_config(member, defaults, ctx.where(f"team.agents[{index}]"))
+        for index, member in enumerate(params.agents)
+    ]
+    coordinator = (
+        None
+        if params.coordinator is None
+        else parse_agent_config(params.coordinator, defaults, ctx.where("team.coordinator"))
+    )
+    for config in members if coordinator is None else [*members, coordinator]:
+        note_secrets(ctx, config)
+    return teams.Team(
+        agents=teams.check_members(members, ctx.where("team.agents")),
+        shared_memory=params.shared_memory,
+        max_concurrency=params.max_concurrency,
+        max_token_budget=params.max_token_budget,
+        coordinator=coordinator,
+    )
 
 
-def _optional_str(params: dict[str, Any], key: str, method: str) -> str | None:
-    value = params.get(key)
-    if value is not None and not isinstance(value, str):
-        raise InvalidParamsError(f"{method}: params.{key} must be a string")
-    return value
+def _tasks(ctx: RequestContext, specs: list[TaskParams], team: teams.Team) -> list[teams.Task]:
+    names = list(team.agents)
+    tasks = [
+        teams.Task(
+            id=spec.id or f"task-{index + 1}",
+            title=spec.title,
+            description=spec.description,
+            assignee=spec.assignee or names[index % len(names)],
+            depends_on=tuple(spec.depends_on),
+        )
+        for index, spec in enumerate(specs)
+    ]
+    teams.check_tasks(tasks, team, ctx.where("tasks"))
+    return tasks
 
 
-def _progress(session: HostSession, raw: dict[str, Any], method: str) -> Any:
-    enabled = raw.get("progress", False)
-    if not isinstance(enabled, bool):
-        raise InvalidParamsError(f"{method}: params.progress must be true or false")
-    if not enabled:
-        return None
-
-    def report(event: dict[str, Any]) -> None:
-        session.protocol.notify("oma/progress", event)
-
-    return report
+def _progress(ctx: RequestContext, enabled: bool) -> teams.ProgressCallback | None:
+    return ctx.oma_progress if enabled else None
 
 
-def _token(raw: dict[str, Any], method: str) -> int | str | None:
-    token = raw.get("workDoneToken")
-    if token is not None and (not isinstance(token, int | str) or isinstance(token, bool)):
-        raise InvalidParamsError(f"{method}: params.workDoneToken must be a string or an integer")
-    return token
-
-
-async def run_tasks(session: HostSession, params: Any) -> Any:
-    method = "oma/runTasks"
-    raw = _object(params, method, {"team", "tasks", "progress", "runId", "workDoneToken"})
-    team = teams.parse_team(raw.get("team"), model_defaults(session))
-    for member in team.agents.values():
-        note_secrets(session, member)
-    tasks = teams.parse_tasks(raw.get("tasks"), team)
-    run_id = _optional_str(raw, "runId", method)
-    progress = _progress(session, raw, method)
+@handles(Method.RUN_TASKS)
+async def run_tasks(ctx: RequestContext, params: RunTasksParams) -> TeamResult:
+    """Runs a task DAG: independent tasks in parallel, a failure skips its dependents."""
+    team = _team(ctx, params.team)
+    tasks = _tasks(ctx, params.tasks, team)
 
     async def run(abort: AbortSignal) -> dict[str, Any]:
-        graph = teams.TaskGraphRun(team, tasks, run_id=run_id, progress=progress, abort=abort)
+        graph = teams.TaskGraphRun(
+            team,
+            tasks,
+            run_id=params.run_id,
+            progress=_progress(ctx, params.progress),
+            abort=abort,
+        )
         return await graph.run()
 
-    return await tracked_run(session, method, "team", _token(raw, method), run)
+    return cast(TeamResult, await tracked_run(ctx, "team", params.work_done_token, run))
 
 
-async def run_team(session: HostSession, params: Any) -> Any:
-    method = "oma/runTeam"
-    raw = _object(params, method, {"team", "goal", "progress", "runId", "workDoneToken"})
-    team = teams.parse_team(raw.get("team"), model_defaults(session))
-    for member in [*team.agents.values(), teams.check_coordinator(team)]:
-        note_secrets(session, member)
-    goal = raw.get("goal")
-    if not isinstance(goal, str) or not goal.strip():
-        raise InvalidParamsError(
-            f"{method}: params.goal must be a non-empty string (a team goal is text-only; "
-            "a message list or content blocks cannot be used here)"
-        )
-    run_id = _optional_str(raw, "runId", method)
-    progress = _progress(session, raw, method)
+@handles(Method.RUN_TEAM)
+async def run_team(ctx: RequestContext, params: RunTeamParams) -> TeamResult:
+    """The coordinator plans tasks from the goal, the team runs them, and the
+    coordinator writes the final answer (`output`); the result has the `plan`."""
+    team = _team(ctx, params.team)
+    note_secrets(ctx, teams.check_coordinator(team))
 
     async def run(abort: AbortSignal) -> dict[str, Any]:
-        return await teams.run_team(team, goal, run_id=run_id, progress=progress, abort=abort)
+        return await teams.run_team(
+            team,
+            params.goal,
+            run_id=params.run_id,
+            progress=_progress(ctx, params.progress),
+            abort=abort,
+        )
 
-    return await tracked_run(session, method, "team", _token(raw, method), run)
+    return cast(TeamResult, await tracked_run(ctx, "team", params.work_done_token, run))
 
 
-def _stats(session: HostSession) -> dict[str, int]:
-    evaluator = evaluator_for(session, model_defaults(session))
+def _stats(ctx: RequestContext) -> EvaluationStats:
+    evaluator = ctx.state.evaluator()
     if evaluator is None:
         return {
             "sampled": 0,
@@ -110,34 +125,28 @@ def _stats(session: HostSession) -> dict[str, int]:
             "failed": 0,
             "storeFailed": 0,
         }
-    return evaluator.stats.to_json()
+    return cast(EvaluationStats, evaluator.stats.to_json())
 
 
-async def evaluation_stats(session: HostSession, params: Any) -> Any:
-    _object(params, "oma/evaluation/stats", set())
-    return _stats(session)
+@handles(Method.EVALUATION_STATS)
+async def evaluation_stats(ctx: RequestContext, params: NoParams) -> EvaluationStats:
+    """Counters of online evaluation (all zero when it is off)."""
+    return _stats(ctx)
 
 
-async def evaluation_flush(session: HostSession, params: Any) -> Any:
-    method = "oma/evaluation/flush"
-    raw = _object(params, method, {"timeoutMs"})
-    timeout_ms = raw.get("timeoutMs")
-    if timeout_ms is not None and (
-        not isinstance(timeout_ms, int | float) or isinstance(timeout_ms, bool) or timeout_ms <= 0
-    ):
-        raise InvalidParamsError(f"{method}: params.timeoutMs must be a positive number")
-    evaluator = evaluator_for(session, model_defaults(session))
+@handles(Method.EVALUATION_FLUSH)
+async def evaluation_flush(ctx: RequestContext, params: FlushParams) -> FlushResult:
+    """Settles queued samples (within `timeoutMs`); the stats plus `settled`."""
+    evaluator = ctx.state.evaluator()
     settled = True
     if evaluator is not None:
-        settled = await evaluator.flush(None if timeout_ms is None else timeout_ms / 1000)
-    return {"settled": settled, **_stats(session)}
+        timeout_s = None if params.timeout_ms is None else params.timeout_ms / 1000
+        settled = await evaluator.flush(timeout_s)
+    return {"settled": settled, **_stats(ctx)}
 
 
-async def evaluation_records(session: HostSession, params: Any) -> Any:
-    method = "oma/evaluation/records"
-    raw = _object(params, method, {"runId", "limit"})
-    limit = raw.get("limit", 100)
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
-        raise InvalidParamsError(f"{method}: params.limit must be an integer from 1 to 10000")
-    records = store_for(session).records(_optional_str(raw, "runId", method), limit)
-    return {"records": records}
+@handles(Method.EVALUATION_RECORDS)
+async def evaluation_records(ctx: RequestContext, params: RecordsParams) -> RecordsResult:
+    """Stored evaluation records, oldest first (at most `limit`), of one run or all."""
+    records = ctx.state.store().records(params.run_id, params.limit)
+    return {"records": cast(list[EvaluationRecord], records)}

@@ -44,14 +44,6 @@ def process_config(name: str, script: str, **backend: Any) -> dict[str, Any]:
     }
 
 
-def text_message(text: str, role: str = "user") -> dict[str, Any]:
-    return {"role": role, "content": [{"type": "text", "text": text}]}
-
-
-def image_block(data: str = "aGVsbG8=") -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
-
-
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

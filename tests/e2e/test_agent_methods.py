@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from oma_host.cli.client import HostClient
-from tests.e2e.helpers import create, expect_error, image_block, received, text_message
+from tests.builders import image as image_block
+from tests.builders import text_message
+from tests.e2e.helpers import create, expect_error, received
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
 

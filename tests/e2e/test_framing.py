@@ -101,3 +101,21 @@ async def test_unknown_agent_id_is_agent_not_found(host: HostClient) -> None:
     agent = await create(host, name="a", provider="test", model="echo")
     assert await host.request("agent/dispose", {"agentId": agent}) is None
     await expect_error(host.request("agent/state", {"agentId": agent}), -32001, "AgentNotFound")
+
+
+async def test_a_request_reusing_an_id_in_flight_is_refused_and_the_first_still_answers(
+    host: HostClient,
+) -> None:
+    agent = await create(host, name="slow", provider="test", model="slow-echo")
+    _, first = host.start_request("agent/prompt", {"agentId": agent, "input": "x"}, msg_id="dup")
+    host.send({"jsonrpc": "2.0", "id": "dup", "method": "agent/list", "params": {}})
+    refusal = await asyncio.wait_for(first, 10)  # the refusal comes back first
+    assert refusal["error"]["code"] == -32600
+    assert refusal["error"]["data"]["type"] == "InvalidRequest"
+    assert "already in flight" in refusal["error"]["message"]
+    for _ in range(400):
+        answers = [m for m in host.received if m.get("id") == "dup"]
+        if len(answers) == 2:
+            break
+        await asyncio.sleep(0.025)
+    assert answers[1]["result"]["success"] is True  # the prompt ran to its end

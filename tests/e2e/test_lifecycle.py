@@ -1,12 +1,16 @@
 """Lifecycle over stdio: initialize, the gate before it, shutdown/exit codes,
-and end of input ending every child the host started."""
+end of input ending every child the host started, and a cold start that
+answers initialize without loading the heavy modules."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from pathlib import Path
 
 from oma_host.cli.client import HostClient
+from oma_host.server.framing import encode_frame
 from tests.e2e.helpers import create, expect_error, process_config, wait_dead, wait_for_file
 
 ALL_METHODS = {
@@ -103,3 +107,41 @@ async def test_shutdown_kills_running_children(tmp_path: Path) -> None:
     assert "error" in response or response["result"]["success"] is False
     client.notify("exit")
     assert await client.wait() == 0
+
+
+# The host's own modules that answering initialize may load: the light half
+# of the method registry and the core's dependency-free leaves.
+LIGHT_CORE = {"oma_host.core", "oma_host.core.abort", "oma_host.core.errors"}
+LIGHT_CORE |= {"oma_host.core.redact", "oma_host.core.version"}
+_REPORT_MODULES = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: print('MODULES', *sorted(sys.modules), file=sys.stderr))\n"
+    "from oma_host.cli.main import main\n"
+    "sys.exit(main())\n"
+)
+
+
+async def test_answering_initialize_loads_neither_pydantic_nor_the_agent_core() -> None:
+    """Cold start: a plain initialize, then exit at once (before the warm-up
+    that follows the answer), and the host reports what it had imported."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _REPORT_MODULES,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+    stdin = encode_frame(json.dumps(init).encode())
+    stdin += encode_frame(json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode())
+    stdout, stderr = await asyncio.wait_for(process.communicate(stdin), 30)
+    assert b'"serverInfo"' in stdout
+    report = next(line for line in stderr.decode().splitlines() if line.startswith("MODULES "))
+    modules = set(report.split()[1:])
+    assert "oma_host.server.lifecycle" in modules  # initialize was answered from there
+    assert not {name for name in modules if name.split(".")[0] in ("pydantic", "pydantic_core")}
+    core = {name for name in modules if name.startswith("oma_host.core")}
+    assert core <= LIGHT_CORE, core - LIGHT_CORE
+    heavy = {"oma_host.server.models", "oma_host.server.agent_methods", "oma_host.orchestration"}
+    assert not heavy & modules

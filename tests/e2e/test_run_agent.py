@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from oma_host.cli.client import HostClient
-from tests.e2e.helpers import image_block, text_message
+from tests.builders import image as image_block
+from tests.builders import text_message
 
 CONFIG = {"name": "one-off", "provider": "test", "model": "echo"}
 

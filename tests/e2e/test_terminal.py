@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from oma_host.cli.client import HostClient
+from tests.builders import text_message
 from tests.e2e.helpers import (
     PY,
     create,
     expect_error,
     kill_quietly,
     process_config,
-    text_message,
     wait_dead,
     wait_for_file,
     wait_for_progress,

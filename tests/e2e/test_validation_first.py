@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from oma_host.cli.client import HostClient
-from tests.e2e.helpers import create, expect_error, image_block, process_config, text_message
+from tests.builders import image as image_block
+from tests.builders import text_message
+from tests.e2e.helpers import create, expect_error, process_config
 
 BAD_INPUTS: list[tuple[Any, str]] = [
     ([], "input"),

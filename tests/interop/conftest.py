@@ -9,13 +9,11 @@ skips them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oma_host.cli.client import HostClient
 from tests.interop.helpers import AcpConfig
 from tests.npm_packages import ensure_npm_packages
 
@@ -36,14 +34,6 @@ def gemini_script() -> str:
     """Gemini CLI's entry point, as its npm package installs it."""
     ensure_npm_packages(GEMINI_DIR, "@google/gemini-cli/package.json")
     return str(GEMINI_DIR / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js")
-
-
-@pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn()
-    await client.initialize()
-    yield client
-    await client.close()
 
 
 @pytest.fixture

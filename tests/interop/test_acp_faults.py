@@ -9,14 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from oma_host.cli.client import HostClient
-from tests.e2e.helpers import (
-    create,
-    expect_error,
-    image_block,
-    kill_quietly,
-    text_message,
-    wait_for_progress,
-)
+from tests.builders import image as image_block
+from tests.builders import text_message
+from tests.e2e.helpers import create, expect_error, kill_quietly, wait_for_progress
 from tests.e2e.helpers import wait_dead as wait_dead_sync
 from tests.interop.helpers import AcpConfig, spawned_pids, whoami
 

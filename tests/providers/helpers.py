@@ -6,6 +6,8 @@ from typing import Any
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Simulator
+from tests import builders
+from tests.builders import text
 
 PROVIDERS = ["anthropic", "openai"]
 
@@ -32,11 +34,8 @@ PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAW
 
 
 def image(data: str = PNG) -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"type": "text", "text": value}
+    """An image block holding a real PNG (providers may look at it)."""
+    return builders.image(data)
 
 
 def wire_image(provider: str, data: str = PNG) -> dict[str, Any]:

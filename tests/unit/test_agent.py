@@ -17,25 +17,10 @@ import pytest
 from oma_host import AbortSignal, Agent, InvalidMessageError, OpenMultiAgent
 from oma_host.core.hooks import LOSSY_MESSAGES, AfterRunContext, BeforeRunContext
 from oma_host.testing.recording import shared_recording_adapter
+from tests.builders import assistant, image, text, user
 
 # --------------------------------------------------------------------------
 # helpers
-
-
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-def image(data: str = "aGVsbG8=") -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
-
-
-def user(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "user", "content": list(blocks)}
-
-
-def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": list(blocks)}
 
 
 def llm(name: str = "a", model: str = "echo", **extra: Any) -> dict[str, Any]:

@@ -21,34 +21,15 @@ from oma_host.core.messages import (
     latest_user_prompt,
     rewrite_latest_prompt,
 )
+from tests.builders import assistant, image, text, tool_result, user
 
 # --------------------------------------------------------------------------
 # helpers
 
 
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-def image(data: str = "aGVsbG8=", media_type: str = "image/png") -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
-
-
-def user(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "user", "content": list(blocks)}
-
-
-def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": list(blocks)}
-
-
 def with_block(block: Any) -> list[Any]:
     """A run input whose only block is ``block``: its path is input[0].content[0]."""
-    return [{"role": "user", "content": [block]}]
-
-
-def tool_result(content: Any, **extra: Any) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": "tu_1", "content": content, **extra}
+    return [user(block)]
 
 
 B64 = {"type": "base64", "media_type": "image/png", "data": "AAAA"}

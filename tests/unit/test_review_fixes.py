@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 import pytest
 
 from oma_host import AbortSignal, Agent
+from oma_host.core.config import parse_agent_config
 from oma_host.core.errors import InvalidParamsError
-from oma_host.orchestration.teams import check_coordinator, parse_team
+from oma_host.orchestration.teams import Team, check_coordinator, check_members
 
 SLOW = {"name": "slow", "provider": "test", "model": "slow-echo"}
 
@@ -75,23 +75,19 @@ async def test_cancelling_the_caller_during_cleanup_is_not_swallowed() -> None:
 
 
 def test_team_members_are_checked_before_anything_runs() -> None:
-    team: dict[str, Any] = {
-        "agents": [
-            {"name": "ok", "provider": "test", "model": "echo"},
-            {"name": "bad", "provider": "nope", "model": "m"},
-        ]
-    }
+    members = [
+        parse_agent_config({"name": "ok", "provider": "test", "model": "echo"}),
+        parse_agent_config({"name": "bad", "provider": "nope", "model": "m"}),
+    ]
     with pytest.raises(InvalidParamsError, match=r"team\.agents\[1\].*'nope'"):
-        parse_team(team, None)
+        check_members(members)
 
 
 def test_a_coordinator_must_be_llm_backed() -> None:
-    team = parse_team(
-        {
-            "agents": [{"name": "p", "backend": {"kind": "process", "command": "cat"}}],
-            "coordinator": {"name": "c", "backend": {"kind": "process", "command": "cat"}},
-        },
-        None,
+    process = {"kind": "process", "command": "cat"}
+    team = Team(
+        agents=check_members([parse_agent_config({"name": "p", "backend": process})]),
+        coordinator=parse_agent_config({"name": "c", "backend": process}),
     )
     with pytest.raises(InvalidParamsError, match="LLM-backed"):
         check_coordinator(team)

@@ -1,15 +1,28 @@
-"""``oma-host schema``: the committed document matches the models, and real
-wire data validates against it."""
+"""``oma-host schema`` and the README's method table: both come from the
+method registry and match what is committed; real wire data validates
+against the schema; the registry's light index and its handlers agree."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import typing
 from typing import Any
 
 import jsonschema
+import pytest
+from pydantic import BaseModel
 
-from oma_host import Agent
-from oma_host.cli.schema import SCHEMA_PATH, build_schema, render_schema
+from oma_host import Agent, InvalidParamsError
+from oma_host.cli.schema import (
+    README_PATH,
+    SCHEMA_PATH,
+    build_schema,
+    readme_with_table,
+    render_schema,
+)
+from oma_host.server import registry
+from oma_host.server.context import RequestContext
 
 
 def test_committed_schema_matches_the_models() -> None:
@@ -65,3 +78,43 @@ def test_every_method_and_the_terminal_flag_are_described() -> None:
         "agent/requestPermission",
         "oma/evaluation/score",
     }
+
+
+def test_the_readme_method_table_is_the_registrys() -> None:
+    readme = README_PATH.read_text(encoding="utf-8")
+    assert readme == readme_with_table(readme), (
+        "the README's method table is stale: run `python3 -m oma_host.cli.schema --readme`"
+    )
+
+
+def test_every_method_of_the_index_has_one_declared_handler_in_its_module() -> None:
+    specs = registry.load_all()
+    assert [spec.method for spec in specs] == list(registry.Method)
+    # The light index and the handlers agree: same methods, same modules.
+    assert registry.declared() == dict(registry.IMPLEMENTED_IN)
+    for spec in specs:
+        ctx, _ = inspect.signature(spec.handler).parameters
+        assert typing.get_type_hints(spec.handler)[ctx] is RequestContext, spec.method
+        assert spec.result is not None, spec.method
+        assert spec.summary, f"{spec.method}: its handler has no docstring"
+        if spec.params is None:
+            continue
+        wire = spec.params.wire_model()
+        assert isinstance(wire, type) and issubclass(wire, BaseModel), spec.method
+        if issubclass(spec.params, BaseModel):
+            assert wire is spec.params
+
+
+def test_params_errors_name_the_method_and_the_field() -> None:
+    spec = registry.load(registry.Method.RUN_TASKS)
+    team = {"agents": [{"name": "a", "provider": "test", "model": "echo"}]}
+    tasks = [{"title": "t", "description": "d"}] * 2 + [{"title": "t", "description": [1]}]
+    with pytest.raises(InvalidParamsError) as caught:
+        spec.parse({"team": team, "tasks": tasks})
+    assert str(caught.value).startswith(
+        "oma/runTasks: params.tasks[2].description must be a string: team tasks and goals"
+    )
+    with pytest.raises(InvalidParamsError, match=r"^agent/run: params\.agentId: Field required"):
+        registry.load(registry.Method.AGENT_RUN).parse({"input": "x"})
+    with pytest.raises(InvalidParamsError, match=r"^agent/list: params must be an object$"):
+        registry.load(registry.Method.AGENT_LIST).parse([1])

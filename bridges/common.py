@@ -1,0 +1,94 @@
+"""The rules every external bridge follows (PROTOCOL.md section 9), written
+once for the process bridge (pipe and terminal modes) and the ACP bridge: the
+prompt they send, where their command runs, how a failure reads (redacted,
+the end of stderr kept), and the success result of a text reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from oma_host.core.config import AcpBackend, AgentConfig, ProcessBackend
+from oma_host.core.redact import Redactor
+from oma_host.core.results import AgentRunResult, RunRecorder
+
+STDERR_LIMIT = 16384  # the tail of stderr kept for a failure message
+_READ_SIZE = 65536
+
+
+def compose_prompt(system_prompt: str | None, text: str) -> str:
+    """The role prompt and the user's text, joined by a blank line."""
+    if system_prompt:
+        return f"{system_prompt}\n\n{text}"
+    return text
+
+
+def working_directory(config: AgentConfig, backend: ProcessBackend | AcpBackend) -> str | None:
+    """Where the command runs: ``backend.cwd``, else the agent's ``cwd``
+    (None: the host's own)."""
+    return backend.cwd or config.cwd
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One run of a command: its argv, where and with what environment it
+    runs, and the prompt text it is sent (on stdin, when that is its input)."""
+
+    argv: list[str]
+    cwd: str | None
+    env: dict[str, str]
+    text: str
+
+
+def could_not_start(who: str, reason: str) -> str:
+    return f"could not start {who}: {reason}"
+
+
+def failed(recorder: RunRecorder, redactor: Redactor, kind: str, message: str) -> AgentRunResult:
+    """The failed run, its message (redacted) both status and output."""
+    message = redactor.redact(message)
+    return recorder.result("error", message, output=message, error_kind=kind)
+
+
+def empty_prompt(config: AgentConfig, recorder: RunRecorder) -> AgentRunResult:
+    """The failed run of a prompt with nothing in it to send."""
+    message = f"agent {config.name!r}: the prompt is empty; nothing to send"
+    return recorder.result("error", message, output=message, error_kind="input")
+
+
+def replied(recorder: RunRecorder) -> AgentRunResult:
+    """The successful run: the text received is the output and the one
+    assistant message."""
+    recorder.messages.append(
+        {"role": "assistant", "content": [{"type": "text", "text": recorder.output}]}
+    )
+    return recorder.result()
+
+
+def tail(text: str) -> str:
+    """The end of a command's diagnostics, as a failure message quotes it."""
+    return text[-STDERR_LIMIT:].strip()
+
+
+class StderrTail:
+    """Drains a command's stderr (a full pipe would block it) and keeps the end."""
+
+    def __init__(self, stream: asyncio.StreamReader) -> None:
+        self._data = bytearray()
+        self.task = asyncio.ensure_future(self._read(stream))
+
+    async def _read(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(_READ_SIZE):
+            self._data += chunk
+            del self._data[:-STDERR_LIMIT]
+
+    async def settle(self) -> None:
+        """Give the last words of an exiting command a moment to arrive."""
+        await asyncio.wait({self.task}, timeout=0.5)
+
+    def text(self) -> str:
+        return tail(self._data.decode(errors="replace"))
+
+    def cancel(self) -> None:
+        self.task.cancel()

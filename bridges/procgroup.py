@@ -1,0 +1,142 @@
+"""Process groups for the external bridges: spawn a command in a group of its
+own, hear its exit at once, and end the whole group (the command and every
+descendant) with SIGTERM, then SIGKILL.
+
+A leaf: the process bridge (pipe and terminal modes) and the ACP bridge all
+use it, and it imports none of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+
+TERM_GRACE_S = 1.0  # SIGTERM first; SIGKILL whatever is left after this
+ORPHAN_GRACE_S = 0.2  # after exit, how long descendants may hold stdout open
+_PIPE_LIMIT = 2**16
+
+
+class SpawnError(Exception):
+    """A command that could not be started; the message says why."""
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def describe_exit(code: int) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it)."""
+    return f"exited with code {code}" if code >= 0 else f"was killed by {signal_name(-code)}"
+
+
+def check_directory(cwd: str | None) -> None:
+    """Refuse a working directory that is not there, said plainly: the exec
+    error would blame the command instead."""
+    if cwd is not None and not os.path.isdir(cwd):
+        raise SpawnError(f"the working directory {cwd!r} does not exist")
+
+
+def signal_group(pid: int, sig: signal.Signals) -> bool:
+    """Signal a process group; False when it no longer exists."""
+    try:
+        os.killpg(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The standard protocol, plus a future set the moment the process exits.
+    (On Python 3.11, ``Process.wait()`` also waits for every pipe to close,
+    which a background descendant can hold open for ever.)"""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+class GroupProcess(asyncio.subprocess.Process):
+    """A process :func:`spawn_group` started: the leader of a process group
+    of its own, with a future set the moment it exits."""
+
+    def __init__(
+        self,
+        transport: asyncio.SubprocessTransport,
+        protocol: _ExitAwareProtocol,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        super().__init__(transport, protocol, loop)
+        self.exited = protocol.exited
+
+
+async def spawn_group(
+    argv: Sequence[str],
+    *,
+    cwd: str | None,
+    env: dict[str, str],
+    stdin: int = asyncio.subprocess.PIPE,
+    limit: int = _PIPE_LIMIT,
+) -> GroupProcess:
+    """Start ``argv`` (never through a shell) in a new session, so its pid is
+    the id of a group holding every descendant; stdout and stderr are pipes
+    read with lines of up to ``limit`` bytes. Raises SpawnError."""
+    check_directory(cwd)
+    loop = asyncio.get_running_loop()
+    try:
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ExitAwareProtocol(limit=limit, loop=loop),
+            *argv,
+            stdin=stdin,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as error:
+        raise SpawnError(error.strerror or str(error)) from None
+    except ValueError as error:  # e.g. a NUL byte in an argument or the environment
+        raise SpawnError(str(error)) from None
+    return GroupProcess(transport, protocol, loop)
+
+
+async def wait_for_exit(process: GroupProcess) -> int:
+    """The exit code as soon as the process has exited, even while a
+    descendant still holds its pipes."""
+    # Shielded: a timeout around this wait must not cancel the future itself.
+    await asyncio.shield(process.exited)
+    code = process.returncode
+    assert code is not None  # set before the protocol hears of the exit
+    return code
+
+
+async def terminate_group(pid: int, exited: Callable[[], Awaitable[object]]) -> bool:
+    """SIGTERM group ``pid``, wait up to TERM_GRACE_S for ``exited()``, then
+    SIGKILL whatever is left (the leader may be gone while descendants linger
+    in its group). False when the group no longer existed."""
+    if not signal_group(pid, signal.SIGTERM):
+        return False
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(TERM_GRACE_S):
+            await exited()
+    signal_group(pid, signal.SIGKILL)
+    return True
+
+
+async def end_process_group(process: GroupProcess) -> None:
+    """End ``process`` and its whole group; see :func:`terminate_group`."""
+    if await terminate_group(process.pid, lambda: wait_for_exit(process)):
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(TERM_GRACE_S):
+                await wait_for_exit(process)

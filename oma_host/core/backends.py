@@ -1,0 +1,103 @@
+"""How the core knows backends: the Backend protocol and a kind -> entry registry.
+
+The core never imports a backend. A config's kind is ``config.backend.kind``,
+or ``"llm"`` for a config without a ``backend``; each kind has a
+:class:`BackendEntry` that says what the agent may ask before anything is
+built (capability flags, a config check) and how to build the backend.
+
+Plugins register themselves: importing ``oma_host.llm`` registers ``"llm"``,
+importing ``bridges`` registers ``"process"`` and ``"acp"``, each with
+:func:`register_backend`. The first lookup of a kind nobody has registered
+imports the known plugin packages (``PLUGINS``) by name, once, with
+importlib; a third-party backend registers itself the same way before its
+first agent is built. Registration modules are light on purpose: a factory
+imports the heavy module (the provider stack, the ``acp`` library) only when
+a backend is built, so the flags, and with them the string-only boundary,
+are known without importing it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from oma_host.core.config import AgentConfig
+from oma_host.core.errors import InvalidParamsError
+from oma_host.core.messages import LLMMessage
+from oma_host.core.results import AgentRunResult, RunRecorder
+
+LLM_KIND = "llm"
+# Imported on the first lookup of a kind nobody registered; each registers its kinds.
+PLUGINS = ("oma_host.llm", "bridges")
+
+# Answers a backend's permission request (an ACP agent's, for ``permission:
+# "ask-client"``): receives ``{agentName, title, kind, optionKinds}``, returns
+# ``{approve: bool}``.
+PermissionHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+class Backend(Protocol):
+    """What runs a validated conversation: the LLM loop or an external bridge."""
+
+    async def execute(
+        self, messages: list[LLMMessage], prompt: str, recorder: RunRecorder, *, streaming: bool
+    ) -> AgentRunResult: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What the agent hands a factory besides the config."""
+
+    permission_handler: PermissionHandler | None = None
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """One kind of backend, as the core sees it."""
+
+    kind: str
+    build: Callable[[AgentConfig, BackendContext], Backend]
+    # Takes message lists and content blocks; else string prompts only, and
+    # structured input is refused before anything is built.
+    accepts_structured: bool
+    # Holds a conversation of its own (an ACP session), which ``reset`` ends.
+    keeps_session: bool
+    # Refuses, at construction, a config this backend could never run.
+    check_config: Callable[[AgentConfig], None] | None = None
+
+
+_entries: dict[str, BackendEntry] = {}
+_plugins_loaded = False
+
+
+def register_backend(entry: BackendEntry) -> None:
+    """Make ``entry.kind`` available (a later registration replaces it)."""
+    _entries[entry.kind] = entry
+
+
+def backend_kind(config: AgentConfig) -> str:
+    return config.backend.kind if config.backend is not None else LLM_KIND
+
+
+def backend_entry(config: AgentConfig) -> BackendEntry:
+    """The entry for ``config``'s kind; InvalidParams when no plugin has it."""
+    kind = backend_kind(config)
+    entry = _entries.get(kind)
+    if entry is None:
+        _load_plugins()
+        entry = _entries.get(kind)
+    if entry is None:
+        raise InvalidParamsError(f"backend kind {kind!r} is not available in this build")
+    return entry
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if not _plugins_loaded:
+        for name in PLUGINS:
+            importlib.import_module(name)
+        _plugins_loaded = True

@@ -1,0 +1,125 @@
+"""``initialize`` and ``shutdown`` (PROTOCOL.md section 2).
+
+Editors spawn the host on every window, so this module is light: answering
+a plain ``initialize`` imports neither pydantic nor the agent core. Its
+params are LSP's, of which only ``initializationOptions`` is ours; that part
+is parsed by its pydantic model (``server/models.py``) when it is given, and
+an evaluation config loads the evaluation models too. The handler modules are
+warmed up in a thread shortly after the answer is out, so the import neither
+delays this answer nor, usually, the first agent call.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from typing_extensions import TypedDict
+
+from oma_host.core.version import __version__
+from oma_host.providers import available_providers
+from oma_host.server.context import RequestContext
+from oma_host.server.registry import HANDLER_MODULES, Method, handles
+from oma_host.server.rpc import INVALID_REQUEST, RpcError
+from oma_host.server.state import Settings
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from oma_host.server.models import InitializationOptions
+
+BACKENDS = ["process", "acp"]
+_WARM_UP_DELAY_S = 0.05
+
+
+@dataclass(frozen=True)
+class InitializeParams:
+    """initialize's params as the handler sees them: the checked
+    ``initializationOptions``, or None when there are none."""
+
+    options: InitializationOptions | None = None
+
+    @classmethod
+    def from_wire(cls, params: Any, method: str) -> Self:
+        if params is None or (
+            isinstance(params, dict) and params.get("initializationOptions") in (None, {})
+        ):
+            return cls()  # nothing of ours to check: no pydantic needed
+        from oma_host.server.models import LspInitializeParams
+
+        return cls(LspInitializeParams.from_wire(params, method).initialization_options)
+
+    @classmethod
+    def wire_model(cls) -> type[BaseModel]:
+        from oma_host.server.models import LspInitializeParams
+
+        return LspInitializeParams
+
+
+class AgentCapabilities(TypedDict):
+    methods: list[str]
+    providers: list[str]
+    backends: list[str]
+    structuredInput: Literal[True]
+
+
+class Capabilities(TypedDict):
+    agent: AgentCapabilities
+
+
+class ServerInfo(TypedDict):
+    name: str
+    version: str
+
+
+class InitializeResult(TypedDict):
+    capabilities: Capabilities
+    serverInfo: ServerInfo
+
+
+@handles(Method.INITIALIZE)
+async def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResult:
+    """Settles the session's defaults, evaluation and state directory; answers the capabilities."""
+    if ctx.session.initialized:
+        raise RpcError(
+            INVALID_REQUEST, "initialize: the server is already initialized", "InvalidRequest"
+        )
+    ctx.session.start(_settings(params.options))
+    ctx.state.supervisor.later(_WARM_UP_DELAY_S, "warming the handlers up", _warm_up)
+    return {
+        "capabilities": {
+            "agent": {
+                "methods": sorted(method.value for method in Method),
+                "providers": available_providers(),
+                "backends": BACKENDS,
+                "structuredInput": True,
+            }
+        },
+        "serverInfo": {"name": "oma-host", "version": __version__},
+    }
+
+
+def _settings(options: InitializationOptions | None) -> Settings:
+    """The session's settings; a refused evaluation config refuses initialize
+    (which can then be retried)."""
+    if options is None:
+        return Settings()
+    evaluation = None
+    if options.evaluation:
+        from oma_host.orchestration.evaluation import check_judges, parse_evaluation_config
+
+        evaluation = parse_evaluation_config(options.evaluation)
+        check_judges(evaluation, options.defaults)
+    return Settings(options.defaults, evaluation, options.state_dir)
+
+
+def _warm_up() -> None:
+    for module in HANDLER_MODULES:
+        importlib.import_module(module)
+
+
+@handles(Method.SHUTDOWN)
+async def shutdown(ctx: RequestContext, params: None) -> None:
+    """Cancels in-flight runs, disposes every agent, flushes the stores."""
+    await ctx.session.shutdown()

@@ -1,0 +1,188 @@
+"""What the host sends: the results of its methods, the params of its
+requests to the client and the answers it expects, and the params of its
+notifications, as TypedDicts.
+
+Handlers return these (mypy checks them there), ``server/callbacks.py`` and
+the request context build the client-bound ones, and ``oma-host schema``
+documents them all from :data:`CLIENT_REQUESTS` and :data:`NOTIFICATIONS`
+(the names are the enums of ``server/registry.py``).
+"""
+
+from __future__ import annotations
+
+from typing import (
+    Any,
+    Literal,
+    NotRequired,  # pydantic needs it before 3.12
+)
+
+from typing_extensions import TypedDict
+
+from oma_host.core.messages import LLMMessage
+from oma_host.core.results import AgentRunResult, StreamEvent, TokenUsage
+from oma_host.server.registry import ClientMethod, Notification
+
+# -- method results ---------------------------------------------------------------
+
+
+class CreateResult(TypedDict):
+    agentId: str
+
+
+class HistoryResult(TypedDict):
+    messages: list[LLMMessage]
+
+
+class AgentStateResult(TypedDict):
+    status: Literal["idle", "running", "completed", "error"]
+    tokenUsage: TokenUsage
+
+
+class AgentListEntry(TypedDict):
+    agentId: str
+    name: str
+    backend: NotRequired[str]
+
+
+class AgentListResult(TypedDict):
+    agents: list[AgentListEntry]
+
+
+class TaskOutcome(TypedDict):
+    id: str
+    title: str
+    assignee: str
+    status: Literal["completed", "failed", "skipped"]
+    result: NotRequired[AgentRunResult]
+    reason: NotRequired[str]
+
+
+class PlannedTask(TypedDict):
+    id: str
+    title: str
+    assignee: str
+    dependsOn: list[str]
+
+
+class TeamResult(TypedDict):
+    success: bool
+    output: str
+    tasks: list[TaskOutcome]
+    tokenUsage: TokenUsage
+    identity: dict[Literal["runId"], str]
+    plan: NotRequired[list[PlannedTask]]
+    errorInfo: NotRequired[dict[str, str]]
+
+
+class EvaluationStats(TypedDict):
+    sampled: int
+    enqueued: int
+    completed: int
+    dropped: int
+    failed: int
+    storeFailed: int
+
+
+class FlushResult(EvaluationStats):
+    settled: bool
+
+
+class EvaluationRecord(TypedDict):
+    id: int
+    runId: str
+    agent: str
+    scorer: str
+    score: float | None
+    reason: str | None
+    input: str | None
+    output: str | None
+    createdAt: float
+    metadata: dict[str, Any]
+
+
+class RecordsResult(TypedDict):
+    records: list[EvaluationRecord]
+
+
+# -- requests to the client, and the answers they expect ---------------------------
+
+
+class BeforeRunParams(TypedDict):
+    agentName: str
+    runId: str
+    prompt: str
+    messages: list[LLMMessage]
+    agent: dict[str, Any]
+
+
+class BeforeRunAnswer(TypedDict):
+    prompt: str
+    messages: NotRequired[list[LLMMessage]]
+
+
+class AfterRunParams(TypedDict):
+    agentName: str
+    runId: str
+    result: AgentRunResult
+
+
+class PermissionParams(TypedDict):
+    agentName: str
+    title: str
+    kind: str | None
+    optionKinds: list[str]
+
+
+class PermissionAnswer(TypedDict):
+    approve: bool
+
+
+class ScoreParams(TypedDict):
+    scorer: str
+    runId: str
+    input: str
+    output: str
+
+
+class ScoreAnswer(TypedDict):
+    score: float
+    reason: NotRequired[str]
+
+
+# method -> (params, answer); None: the client may answer null (no change)
+CLIENT_REQUESTS: dict[ClientMethod, tuple[Any, Any]] = {
+    ClientMethod.BEFORE_RUN: (BeforeRunParams, BeforeRunAnswer | None),
+    ClientMethod.AFTER_RUN: (AfterRunParams, AgentRunResult | None),
+    ClientMethod.REQUEST_PERMISSION: (PermissionParams, PermissionAnswer),
+    ClientMethod.EVALUATION_SCORE: (ScoreParams, ScoreAnswer),
+}
+
+
+# -- notifications ------------------------------------------------------------------
+
+
+class ProgressParams(TypedDict):
+    """A stream event for ``partialResultToken``, or LSP work-done progress."""
+
+    token: int | str
+    value: StreamEvent | dict[str, Any]
+
+
+class OmaProgressParams(TypedDict):
+    runId: str
+    type: Literal[
+        "agent_start",
+        "agent_complete",
+        "budget_exceeded",
+        "task_start",
+        "task_complete",
+        "task_skipped",
+    ]
+    agent: str | None
+    data: Any
+
+
+NOTIFICATIONS: dict[Notification, Any] = {
+    Notification.PROGRESS: ProgressParams,
+    Notification.OMA_PROGRESS: OmaProgressParams,
+}

@@ -1,0 +1,207 @@
+"""The method registry: every JSON-RPC method of the host, declared once.
+
+Dispatch, the ``initialize`` capability list (``methods``), ``oma-host schema``
+(``docs/protocol.schema.json``) and the README's method table all read it.
+It has two halves, so that answering ``initialize`` loads nothing heavy:
+
+- **the index** (this module; it imports neither pydantic nor the core): each
+  method's name, as a :class:`Method` member mypy can check, and the module
+  that implements it (:data:`IMPLEMENTED_IN`);
+- **the handlers**, loaded on a method's first use: in that module, an
+  ``async def handler(ctx: RequestContext, params: P) -> R`` marked with
+  :func:`handles`. The params type ``P`` and the result type ``R`` are read
+  from the signature; ``P.from_wire`` parses the params (a pydantic model, see
+  ``server/models.py``, except initialize's light view of LSP's params) and
+  ``P.wire_model()`` is what the schema documents.
+
+A test checks that the two halves agree: every method maps to one handler in
+the module the index names, with a params type and a result type.
+
+The names of what the host sends the other way (server-to-client requests and
+notifications) are here too, so every method name on the wire is an enum member.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any, Protocol, Self, TypeVar
+
+
+class Method(StrEnum):
+    """A request the client may send."""
+
+    INITIALIZE = "initialize"
+    SHUTDOWN = "shutdown"
+    AGENT_CREATE = "agent/create"
+    AGENT_RUN = "agent/run"
+    AGENT_STREAM = "agent/stream"
+    AGENT_PROMPT = "agent/prompt"
+    AGENT_HISTORY = "agent/history"
+    AGENT_STATE = "agent/state"
+    AGENT_RESET = "agent/reset"
+    AGENT_DISPOSE = "agent/dispose"
+    AGENT_LIST = "agent/list"
+    RUN_AGENT = "oma/runAgent"
+    RUN_TASKS = "oma/runTasks"
+    RUN_TEAM = "oma/runTeam"
+    EVALUATION_STATS = "oma/evaluation/stats"
+    EVALUATION_FLUSH = "oma/evaluation/flush"
+    EVALUATION_RECORDS = "oma/evaluation/records"
+
+
+class ClientMethod(StrEnum):
+    """A request the host sends the client (hooks, permission, scoring)."""
+
+    BEFORE_RUN = "agent/beforeRun"
+    AFTER_RUN = "agent/afterRun"
+    REQUEST_PERMISSION = "agent/requestPermission"
+    EVALUATION_SCORE = "oma/evaluation/score"
+
+
+class Notification(StrEnum):
+    """A notification the host sends the client."""
+
+    PROGRESS = "$/progress"
+    OMA_PROGRESS = "oma/progress"
+
+
+_LIFECYCLE = "oma_host.server.lifecycle"
+_AGENTS = "oma_host.server.agent_methods"
+_ORCHESTRATION = "oma_host.server.orchestration_methods"
+
+# Which module implements each method; imported on the method's first use.
+IMPLEMENTED_IN: Mapping[Method, str] = MappingProxyType(
+    {
+        Method.INITIALIZE: _LIFECYCLE,
+        Method.SHUTDOWN: _LIFECYCLE,
+        Method.AGENT_CREATE: _AGENTS,
+        Method.AGENT_RUN: _AGENTS,
+        Method.AGENT_STREAM: _AGENTS,
+        Method.AGENT_PROMPT: _AGENTS,
+        Method.AGENT_HISTORY: _AGENTS,
+        Method.AGENT_STATE: _AGENTS,
+        Method.AGENT_RESET: _AGENTS,
+        Method.AGENT_DISPOSE: _AGENTS,
+        Method.AGENT_LIST: _AGENTS,
+        Method.RUN_AGENT: _AGENTS,
+        Method.RUN_TASKS: _ORCHESTRATION,
+        Method.RUN_TEAM: _ORCHESTRATION,
+        Method.EVALUATION_STATS: _ORCHESTRATION,
+        Method.EVALUATION_FLUSH: _ORCHESTRATION,
+        Method.EVALUATION_RECORDS: _ORCHESTRATION,
+    }
+)
+
+# The modules behind the methods, for warming up after ``initialize``.
+HANDLER_MODULES: tuple[str, ...] = tuple(dict.fromkeys(IMPLEMENTED_IN.values()))
+
+
+def lookup(name: str) -> Method | None:
+    """The method called ``name``, or None for a method the host does not have."""
+    try:
+        return Method(name)
+    except ValueError:
+        return None
+
+
+class WireParams(Protocol):
+    """A params type: it reads itself off the wire and names the model the
+    schema documents. ``from_wire`` raises InvalidParamsError naming the field."""
+
+    @classmethod
+    def from_wire(cls, params: Any, method: str) -> Self: ...
+
+    @classmethod
+    def wire_model(cls) -> type[Any]: ...
+
+
+# ``async def handler(ctx: RequestContext, params: P) -> R``; the context is
+# not named here, as ``server/context.py`` sits above the registry.
+Handler = Callable[[Any, Any], Awaitable[Any]]
+H = TypeVar("H", bound=Handler)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One method, as its handler declares it."""
+
+    method: Method
+    handler: Handler
+    # None for a method without params (shutdown); else a WireParams type.
+    params: type[WireParams] | None
+    result: Any  # the result type, for the schema and the README
+
+    @property
+    def summary(self) -> str:
+        """The first paragraph of the handler's docstring: what the method does."""
+        return " ".join((inspect.getdoc(self.handler) or "").split("\n\n", 1)[0].split())
+
+    @property
+    def wire_params(self) -> type[Any] | None:
+        """What the schema documents as the params (None: no params)."""
+        return None if self.params is None else self.params.wire_model()
+
+    def parse(self, params: Any) -> Any:
+        if self.params is None:
+            return None  # LSP methods without params (shutdown) ignore what is sent
+        return self.params.from_wire(params, self.method)
+
+
+_DECLARED: dict[Method, Handler] = {}
+_SPECS: dict[Method, MethodSpec] = {}
+
+
+def handles(method: Method) -> Callable[[H], H]:
+    """Declare ``handler`` as the implementation of ``method``."""
+
+    def declare(handler: H) -> H:
+        if method in _DECLARED:
+            raise RuntimeError(f"{method} is declared twice")
+        _DECLARED[method] = handler
+        return handler
+
+    return declare
+
+
+def load(method: Method) -> MethodSpec:
+    """The spec of ``method``, importing its module on first use."""
+    spec = _SPECS.get(method)
+    if spec is None:
+        importlib.import_module(IMPLEMENTED_IN[method])
+        handler = _DECLARED.get(method)
+        if handler is None:
+            raise LookupError(f"{IMPLEMENTED_IN[method]} declares no handler for {method}")
+        spec = _SPECS[method] = _describe(method, handler)
+    return spec
+
+
+def load_all() -> list[MethodSpec]:
+    """Every method's spec, in declaration order (imports every handler module)."""
+    return [load(method) for method in Method]
+
+
+def declared() -> dict[Method, str]:
+    """Each method declared so far, with the module its handler lives in."""
+    return {method: handler.__module__ for method, handler in _DECLARED.items()}
+
+
+def _describe(method: Method, handler: Handler) -> MethodSpec:
+    hints = typing.get_type_hints(handler)
+    names = list(inspect.signature(handler).parameters)
+    if len(names) != 2:
+        raise TypeError(f"the handler of {method} must take (ctx, params)")
+    params = hints[names[1]]
+    if params is not type(None) and not callable(getattr(params, "from_wire", None)):
+        raise TypeError(f"the params type of {method} has no from_wire")
+    return MethodSpec(
+        method=method,
+        handler=handler,
+        params=None if params is type(None) else params,
+        result=hints["return"],
+    )

@@ -1,0 +1,221 @@
+"""JSON-RPC 2.0 over one byte stream: the only module that knows the wire's
+message shapes.
+
+It checks each parsed message (an object, ``"jsonrpc": "2.0"``, a string or
+integer id, a string method, object or array params) and answers a bad one
+itself; sends responses, errors and notifications (compact UTF-8 JSON, framed
+by the session's framing, recorded by ``--trace``); and keeps the futures of
+the host's own requests to the client (hooks, permission, scoring), resolving
+each with the client's answer.
+
+Why not pygls: the host used pygls's ``JsonRPCProtocol`` for two things only,
+running handlers and the futures of server-to-client requests, and to do even
+that it overrode pygls's private ``_send_data`` and ``_send_response``, read
+``_request_futures`` and ``fm.features``, and took each request's id from a
+context variable. Everything else was ours already, because pygls drops an
+unparseable frame unanswered, has no size limit and no ndjson, no gate before
+``initialize``, no cancellation that answers with a partial result, answers an
+unknown method without ``error.data``, and keeps client request ids and its
+own in one table. Its public API offers no way in between (a handler gets the
+params alone; responses go out through ``_send_response``), and importing it
+(with lsprotocol and cattrs) took longer than everything else the host does
+before answering ``initialize``. What it did is the ``request``/``_deliver``
+pair here and the request tasks of ``server/app.py``. The bench still measures
+startup against a bare pygls server (``bench/README.md``). With
+``--log-level DEBUG`` every message in and out is logged, through the stderr
+handler's redaction, as pygls logged them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from oma_host.server.framing import Framing, frame_encoder
+
+if TYPE_CHECKING:
+    from oma_host.server.trace import FrameTracer
+
+log = logging.getLogger("oma_host.server")
+
+MsgId = int | str
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INTERNAL_ERROR = -32603
+SERVER_NOT_INITIALIZED = -32002
+REQUEST_CANCELLED = -32800
+
+
+class RpcError(Exception):
+    """A JSON-RPC error answer; ``data.type`` names the kind (PROTOCOL.md section 5)."""
+
+    def __init__(self, code: int, message: str, type_name: str, **data: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data: dict[str, Any] = {"type": type_name, **data}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "data": self.data}
+
+
+class ClientError(Exception):
+    """The client answered one of the host's requests with an error, or with
+    something that is not a JSON-RPC answer."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+        self.data = data
+
+
+@dataclass(frozen=True)
+class Call:
+    """A request (``id`` set) or a notification (``id`` None) that passed the checks."""
+
+    method: str
+    params: Any
+    id: MsgId | None
+
+
+def valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+class Connection:
+    """One client: what goes out to it, and the host's requests awaiting its answers."""
+
+    def __init__(self, write: Callable[[bytes], None], tracer: FrameTracer | None = None) -> None:
+        self._write = write
+        self._tracer = tracer
+        self._frame: Callable[[bytes], bytes] = frame_encoder("lsp")
+        self._waiting: dict[MsgId, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
+
+    def use_framing(self, framing: Framing) -> None:
+        self._frame = frame_encoder(framing)
+
+    # -- out ----------------------------------------------------------------
+
+    def send(self, message: dict[str, Any]) -> None:
+        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        try:
+            body = text.encode()
+        except UnicodeEncodeError:
+            # A lone surrogate ("\ud800" in a client's JSON) has no UTF-8 form:
+            # send the message with \u escapes, which every JSON parser reads.
+            body = json.dumps(message, separators=(",", ":")).encode()
+        if self._tracer is not None:
+            self._tracer.record_body("out", body)
+        if log.isEnabledFor(logging.DEBUG):  # --log-level DEBUG shows the traffic
+            log.debug("sent %s", body.decode(errors="replace"))
+        self._write(self._frame(body))
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def respond(self, msg_id: MsgId, result: Any) -> None:
+        try:
+            self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        except (TypeError, ValueError, RecursionError) as error:  # not JSON: a bug, said so
+            log.exception("the result of request %r is not JSON", msg_id)
+            self.respond_error(
+                msg_id,
+                RpcError(INTERNAL_ERROR, f"the result is not JSON: {error}", "InternalError"),
+            )
+
+    def respond_error(self, msg_id: MsgId | None, error: RpcError) -> None:
+        self.send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_json()})
+
+    async def request(self, method: str, params: Any) -> Any:
+        """Ask the client; its result, or ClientError for an error answer.
+        A request whose awaiting is cancelled (a hook timeout) stops waiting."""
+        msg_id = f"oma-{next(self._ids)}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[msg_id] = future
+        try:
+            self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+            return await future
+        finally:
+            self._waiting.pop(msg_id, None)
+
+    def abandon(self) -> None:
+        """The client reads no more: every request waiting for it fails."""
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(ClientError(INTERNAL_ERROR, "the client is gone"))
+
+    # -- in -----------------------------------------------------------------
+
+    def receive(self, message: Any) -> Call | None:
+        """Check one parsed message: an answer to one of our requests is
+        delivered, a malformed message answered, and a request or notification
+        returned for the session to handle. Never raises."""
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("received %s", json.dumps(message, ensure_ascii=False))
+        if not isinstance(message, dict):
+            kind = "a batch (array)" if isinstance(message, list) else type(message).__name__
+            self._refuse(None, f"a JSON-RPC message must be an object, got {kind}")
+            return None
+        msg_id = message.get("id")
+        has_id = "id" in message
+        if message.get("jsonrpc") != "2.0":
+            self._refuse(
+                msg_id if valid_id(msg_id) else None, 'the message must have "jsonrpc": "2.0"'
+            )
+            return None
+        if has_id and not valid_id(msg_id):
+            self._refuse(None, "the message id must be a string or an integer")
+            return None
+        method = message.get("method")
+        if method is None and has_id:
+            self._deliver(message)
+            return None
+        if not isinstance(method, str):
+            self._refuse(msg_id, "the message has no string method")
+            return None
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict | list):
+            if has_id:
+                self._refuse(msg_id, f"{method}: params must be an object or an array")
+            return None
+        return Call(method, params, msg_id if has_id else None)
+
+    def _refuse(self, msg_id: MsgId | None, message: str) -> None:
+        self.respond_error(msg_id, RpcError(INVALID_REQUEST, message, "InvalidRequest"))
+
+    def _deliver(self, message: dict[str, Any]) -> None:
+        """A client's answer to one of our requests. One of the wrong shape is
+        an error answer: the waiting run fails at once instead of waiting."""
+        msg_id = message["id"]
+        future = self._waiting.get(msg_id)
+        if future is None or future.done():  # unknown, or answered after its timeout
+            log.info("ignoring an answer to %r: no request is waiting for it", msg_id)
+            return
+        if "error" in message:
+            error = message["error"]
+            code = error.get("code") if isinstance(error, dict) else None
+            if isinstance(code, int) and not isinstance(code, bool):
+                assert isinstance(error, dict)
+                future.set_exception(
+                    ClientError(code, str(error.get("message", "")), error.get("data"))
+                )
+            else:
+                future.set_exception(
+                    ClientError(
+                        INTERNAL_ERROR, f"the client sent a malformed error answer: {error!r}"
+                    )
+                )
+        elif "result" in message:
+            future.set_result(message["result"])
+        else:
+            future.set_exception(
+                ClientError(INTERNAL_ERROR, "the client's answer has neither result nor error")
+            )

@@ -1,0 +1,98 @@
+"""What every run method does around its run: the request's abort signal,
+LSP work-done progress, a trace in the store, and the -32800 answer that
+carries a cancelled run's partial result."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from oma_host.core.abort import AbortSignal
+from oma_host.core.config import AgentConfig
+from oma_host.core.redact import config_secrets
+from oma_host.server.context import RequestContext
+from oma_host.server.rpc import REQUEST_CANCELLED, RpcError
+
+log = logging.getLogger("oma_host.server")
+
+R = TypeVar("R", bound=Mapping[str, Any])
+
+
+def note_secrets(ctx: RequestContext, config: AgentConfig) -> None:
+    """Tell the --trace file about an agent's secret values."""
+    if ctx.state.tracer is not None:
+        ctx.state.tracer.add_secrets(config_secrets(config))
+
+
+def _status_code(result: Mapping[str, Any], abort: AbortSignal) -> str:
+    status = result.get("status")
+    if isinstance(status, Mapping):
+        return str(status["code"])
+    if abort.aborted:  # a team result: cancelled when its request was
+        return "cancelled"
+    return "ok" if result["success"] else "error"
+
+
+async def tracked_run(
+    ctx: RequestContext,
+    title: str,
+    work_done_token: int | str | None,
+    run: Callable[[AbortSignal], Awaitable[R]],
+    session_id: str | None = None,
+) -> R:
+    """Run with the request's abort signal, work-done progress (``begin``
+    titled ``title``, ``end`` with the status, sent even when the run raises)
+    and a trace; a cancelled run becomes error -32800 carrying the partial result."""
+    started = time.time()
+    code = "error"
+    if work_done_token is not None:
+        ctx.progress(work_done_token, {"kind": "begin", "title": title})
+    try:
+        result = await run(ctx.abort)
+        code = _status_code(result, ctx.abort)
+        _record_trace(ctx, title, result, started, session_id, code)
+    finally:
+        if work_done_token is not None:
+            ctx.progress(work_done_token, {"kind": "end", "message": code})
+    if ctx.abort.aborted and code == "cancelled":
+        raise RpcError(
+            REQUEST_CANCELLED, "the request was cancelled", "RequestCancelled", partial=result
+        )
+    return result
+
+
+def _record_trace(
+    ctx: RequestContext,
+    agent: str,
+    result: Mapping[str, Any],
+    started: float,
+    session_id: str | None,
+    status: str,
+) -> None:
+    """Write a run trace in the background: traces never delay a response.
+    ``result`` is an AgentRunResult or a team result."""
+    finished = time.time()
+    trace = {
+        "run_id": result["identity"]["runId"],
+        "agent": agent,
+        "method": str(ctx.method),
+        "status": status,
+        "input_tokens": result["tokenUsage"]["input_tokens"],
+        "output_tokens": result["tokenUsage"]["output_tokens"],
+        "started": started,
+        "finished": finished,
+        "duration_ms": round((finished - started) * 1000, 3),
+        "session_id": session_id,
+    }
+    state = ctx.state
+
+    async def write() -> None:
+        try:
+            await asyncio.to_thread(state.store().record_run, trace)
+        except Exception as error:
+            log.warning("could not record the trace of %s: %s", trace["run_id"], error)
+
+    state.supervisor.spawn(f"the trace of {trace['run_id']}", write())

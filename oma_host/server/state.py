@@ -1,0 +1,176 @@
+"""Per-session state, typed, in one object per connection.
+
+:class:`SessionState` holds what ``initialize`` settled (:class:`Settings`:
+model defaults, evaluation config, state directory, parsed once), the agents
+(:class:`AgentRegistry`), the session's one :class:`Supervisor`, the client
+callbacks, and the services built on first use: the store (SQLite in the
+state directory) and the online evaluator. A host that only runs agents opens
+its database on the first run; one without ``initializationOptions.evaluation``
+never builds an evaluator. Creating the state imports nothing heavy, since a
+session exists before ``initialize`` is answered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from oma_host.core.errors import AgentNotFoundError, StoreError
+from oma_host.server.supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from oma_host.core.agent import Agent
+    from oma_host.core.config import AgentConfig, ModelDefaults
+    from oma_host.orchestration.evaluation import EvaluationConfig, OnlineEvaluator
+    from oma_host.orchestration.store import Store
+    from oma_host.server.callbacks import ClientCallbacks
+    from oma_host.server.rpc import Connection
+    from oma_host.server.trace import FrameTracer
+
+_FLUSH_ON_SHUTDOWN_S = 2.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What ``initialize`` settles for the session (``initializationOptions``)."""
+
+    defaults: ModelDefaults | None = None
+    evaluation: EvaluationConfig | None = None
+    state_dir: str | None = None  # --state-dir, unless stateDir overrides it
+
+
+@dataclass
+class AgentRegistry:
+    """The session's agents: agentId -> Agent, and agentId -> the persistent
+    sessionId it was created with."""
+
+    _agents: dict[str, Agent] = field(default_factory=dict)
+    _sessions: dict[str, str] = field(default_factory=dict)
+    _created: int = 0
+
+    def add(self, agent: Agent, session_id: str | None) -> str:
+        self._created += 1
+        agent_id = f"agent-{self._created}"
+        self._agents[agent_id] = agent
+        if session_id is not None:
+            self._sessions[agent_id] = session_id
+        return agent_id
+
+    def get(self, agent_id: str) -> Agent:
+        agent = self._agents.get(agent_id)
+        if agent is None:
+            raise AgentNotFoundError(
+                f"no agent with agentId {agent_id!r} (never created, or disposed)"
+            )
+        return agent
+
+    def session_of(self, agent_id: str) -> str | None:
+        return self._sessions.get(agent_id)
+
+    def remove(self, agent_id: str) -> Agent:
+        agent = self.get(agent_id)
+        del self._agents[agent_id]
+        self._sessions.pop(agent_id, None)
+        return agent
+
+    def items(self) -> list[tuple[str, Agent]]:
+        return list(self._agents.items())
+
+    def take_all(self) -> list[Agent]:
+        """Every agent, forgotten here (shutdown closes them)."""
+        agents = list(self._agents.values())
+        self._agents.clear()
+        self._sessions.clear()
+        return agents
+
+
+class SessionState:
+    """Everything one client's session keeps; see the module docstring."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        supervisor: Supervisor,
+        tracer: FrameTracer | None = None,
+        state_dir: str | None = None,
+    ) -> None:
+        self.connection = connection
+        self.supervisor = supervisor
+        self.tracer = tracer
+        self.settings = Settings(state_dir=state_dir)
+        self.agents = AgentRegistry()
+        self._callbacks: ClientCallbacks | None = None
+        self._store: Store | None = None
+        self._evaluator: OnlineEvaluator | None = None
+
+    def configure(self, settings: Settings) -> None:
+        """Apply what ``initialize`` settled; a stateDir it leaves out keeps --state-dir."""
+        if settings.state_dir is None:
+            settings = Settings(settings.defaults, settings.evaluation, self.settings.state_dir)
+        self.settings = settings
+
+    @property
+    def defaults(self) -> ModelDefaults | None:
+        return self.settings.defaults
+
+    @property
+    def callbacks(self) -> ClientCallbacks:
+        """The client's hooks, permission and scoring, as the core calls them."""
+        if self._callbacks is None:
+            from oma_host.server.callbacks import ClientCallbacks
+
+            self._callbacks = ClientCallbacks(self.connection)
+        return self._callbacks
+
+    def note_secrets(self, config: AgentConfig) -> None:
+        """Tell the --trace file about an agent's secret values."""
+        if self.tracer is not None:
+            self.tracer.add_secrets(config.secrets)
+
+    def store(self) -> Store:
+        """The store, opened on first use."""
+        if self._store is None:
+            import sqlite3
+
+            from oma_host.orchestration.store import Store, default_state_dir
+
+            state_dir = self.settings.state_dir
+            try:
+                store = Store(state_dir)
+            except (OSError, sqlite3.Error) as error:
+                where = state_dir or default_state_dir()
+                raise StoreError(f"the state directory {where} cannot be used: {error}") from None
+            self._store = store
+
+            async def close() -> None:
+                store.close()
+
+            self.supervisor.on_close("the store", close)
+        return self._store
+
+    def evaluator(self) -> OnlineEvaluator | None:
+        """The online evaluator, built on first use; None when evaluation is off."""
+        config = self.settings.evaluation
+        if config is None:
+            return None
+        if self._evaluator is None:
+            from oma_host.orchestration.evaluation import OnlineEvaluator
+
+            # Opened here, on the event loop: the records are written from a
+            # worker thread, which must not race another thread to open the store.
+            store = self.store()
+            evaluator = OnlineEvaluator(
+                config,
+                store_records=store.add_records,
+                client_score=self.callbacks.score,
+                defaults=self.defaults,
+            )
+            self._evaluator = evaluator
+
+            async def settle() -> None:
+                await evaluator.flush(_FLUSH_ON_SHUTDOWN_S)
+                await evaluator.close()
+
+            # Registered after the store's closer, so it runs before it.
+            self.supervisor.on_close("the evaluator", settle)
+        return self._evaluator
