@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.helpers import wait_for_file
+from tests.server.helpers import wait_for_file
 
 # Builds an ACP agent config: acp(name, *, env=None, permission=None, **config fields).
 AcpConfig = Callable[..., dict[str, Any]]

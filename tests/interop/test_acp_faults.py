@@ -11,9 +11,9 @@ from typing import Any
 from oma_host.cli.client import HostClient
 from tests.builders import image as image_block
 from tests.builders import text_message
-from tests.e2e.helpers import create, expect_error, kill_quietly, wait_for_progress
-from tests.e2e.helpers import wait_dead as wait_dead_sync
 from tests.interop.helpers import AcpConfig, spawned_pids, whoami
+from tests.server.helpers import create, expect_error, kill_quietly, wait_for_progress
+from tests.server.helpers import wait_dead as wait_dead_sync
 
 
 async def run(host: HostClient, agent: str, text: str) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from oma_host.cli.client import HostClient
-from tests.e2e.helpers import create
 from tests.interop.helpers import AcpConfig, spawned_pids, whoami
+from tests.server.helpers import create
 
 
 async def run(host: HostClient, agent: str, text: str) -> dict[str, Any]:

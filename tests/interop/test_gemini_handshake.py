@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from oma_host.cli.client import HostClient
-from tests.e2e.helpers import create, wait_dead
+from tests.server.helpers import create, wait_dead
 
 
 async def test_gemini_cli_gets_through_initialize_and_reports_its_own_error(

@@ -11,8 +11,8 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Fault, Reply, Simulator
-from tests.e2e.helpers import wait_for_progress
 from tests.providers.helpers import PROVIDERS, create_llm, text
+from tests.server.helpers import wait_for_progress
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

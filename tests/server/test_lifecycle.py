@@ -11,7 +11,7 @@ from pathlib import Path
 
 from oma_host.cli.client import HostClient
 from oma_host.server.framing import encode_frame
-from tests.e2e.helpers import create, expect_error, process_config, wait_dead, wait_for_file
+from tests.server.helpers import create, expect_error, process_config, wait_dead, wait_for_file
 
 ALL_METHODS = {
     "initialize",

@@ -11,7 +11,7 @@ import pytest
 
 from oma_host.cli.client import HostClient, RpcError, host_argv
 from oma_host.server.framing import encode_frame
-from tests.e2e.helpers import create, expect_error
+from tests.server.helpers import create, expect_error
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
 

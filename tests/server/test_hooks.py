@@ -11,7 +11,7 @@ from typing import Any
 from oma_host.cli.client import HostClient
 from tests.builders import image as image_block
 from tests.builders import text_message
-from tests.e2e.helpers import create, expect_error, process_config, received
+from tests.server.helpers import create, expect_error, process_config, received
 
 SECRET = "sk-test-do-not-leak-0123456789abcdef"
 

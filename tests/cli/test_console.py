@@ -14,7 +14,7 @@ import pexpect
 import pytest
 
 from oma_host.cli.client import host_argv
-from tests.e2e.helpers import kill_quietly, wait_dead
+from tests.server.helpers import kill_quietly, wait_dead
 
 PROMPT = "oma> "
 # A 1x1 PNG.

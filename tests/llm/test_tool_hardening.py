@@ -13,8 +13,8 @@ from typing import Any
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
-from tests.e2e.helpers import wait_for_progress
 from tests.providers.helpers import create_llm
+from tests.server.helpers import wait_for_progress
 
 
 def grep_call(call_id: str, pattern: str, path: str = ".") -> dict[str, Any]:

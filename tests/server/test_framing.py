@@ -7,7 +7,7 @@ import json
 
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.server.framing import encode_frame
-from tests.e2e.helpers import create, expect_error
+from tests.server.helpers import create, expect_error
 
 
 async def _next_error_with_null_id(client: HostClient, seen: int) -> dict:

@@ -14,7 +14,7 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from tests.builders import text_message
-from tests.e2e.helpers import (
+from tests.server.helpers import (
     PY,
     create,
     expect_error,

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from oma_host.cli.client import HostClient
-from tests.e2e.helpers import (
+from tests.server.helpers import (
     PY,
     create,
     expect_error,

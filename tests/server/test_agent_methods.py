@@ -8,7 +8,7 @@ import asyncio
 from oma_host.cli.client import HostClient
 from tests.builders import image as image_block
 from tests.builders import text_message
-from tests.e2e.helpers import create, expect_error, received
+from tests.server.helpers import create, expect_error, received
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
 

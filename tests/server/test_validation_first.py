@@ -11,7 +11,7 @@ import pytest
 from oma_host.cli.client import HostClient
 from tests.builders import image as image_block
 from tests.builders import text_message
-from tests.e2e.helpers import create, expect_error, process_config
+from tests.server.helpers import create, expect_error, process_config
 
 BAD_INPUTS: list[tuple[Any, str]] = [
     ([], "input"),
