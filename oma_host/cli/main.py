@@ -191,6 +191,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.tcp is not None:
         host, port = args.tcp
         return serve_tcp(host, port, options)
+    if sys.stdin.isatty():  # a person, not an editor: say what the silence means
+        print(
+            "oma-host: waiting for JSON-RPC on stdin (one JSON message per line, or LSP "
+            "Content-Length frames); Ctrl-D ends; oma-host --help for more",
+            file=sys.stderr,
+            flush=True,
+        )
     return serve_stdio(options)
 
 
