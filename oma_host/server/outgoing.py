@@ -108,6 +108,11 @@ class RecordsResult(TypedDict):
 
 
 class BeforeRunParams(TypedDict):
+    """Sent after validation and before the backend runs, when the config has
+    ``hooks.beforeRun``: ``messages`` is the complete effective input, ``prompt``
+    the text of the latest user message, ``agent`` the config without hooks or
+    secrets. Answer ``null`` to change nothing."""
+
     agentName: str
     runId: str
     prompt: str
@@ -121,12 +126,17 @@ class BeforeRunAnswer(TypedDict):
 
 
 class AfterRunParams(TypedDict):
+    """Sent when a run finishes (not when it was cancelled), when the config has
+    ``hooks.afterRun``; the answer replaces the result (``null``: unchanged)."""
+
     agentName: str
     runId: str
     result: AgentRunResult
 
 
 class PermissionParams(TypedDict):
+    """An ACP agent with ``permission: "ask-client"`` asks to use a tool."""
+
     agentName: str
     title: str
     kind: str | None
@@ -138,6 +148,9 @@ class PermissionAnswer(TypedDict):
 
 
 class ScoreParams(TypedDict):
+    """A client scorer's turn in online evaluation; ``input`` and ``output`` follow
+    ``storePayloads``."""
+
     scorer: str
     runId: str
     input: str
@@ -169,6 +182,9 @@ class ProgressParams(TypedDict):
 
 
 class OmaProgressParams(TypedDict):
+    """Progress of ``oma/runAgent``, ``oma/runTasks`` and ``oma/runTeam`` with
+    ``progress: true``."""
+
     runId: str
     type: Literal[
         "agent_start",

@@ -1,5 +1,5 @@
-"""``oma-host schema`` and the README's method table: both come from the
-method registry and match what is committed; real wire data validates
+"""``oma-host schema`` comes from the method registry and matches what is
+committed; real wire data validates
 against the schema; the registry's light index and its handlers agree."""
 
 from __future__ import annotations
@@ -14,13 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from oma_host import Agent, InvalidParamsError
-from oma_host.cli.schema import (
-    README_PATH,
-    SCHEMA_PATH,
-    build_schema,
-    readme_with_table,
-    render_schema,
-)
+from oma_host.cli.schema import SCHEMA_PATH, build_schema, render_schema
 from oma_host.server import registry
 from oma_host.server.context import RequestContext
 
@@ -78,13 +72,6 @@ def test_every_method_and_the_terminal_flag_are_described() -> None:
         "agent/requestPermission",
         "oma/evaluation/score",
     }
-
-
-def test_the_readme_method_table_is_the_registrys() -> None:
-    readme = README_PATH.read_text(encoding="utf-8")
-    assert readme == readme_with_table(readme), (
-        "the README's method table is stale: run `python3 -m oma_host.cli.schema --readme`"
-    )
 
 
 def test_every_method_of_the_index_has_one_declared_handler_in_its_module() -> None:
