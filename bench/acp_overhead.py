@@ -23,9 +23,7 @@ medians to the direct turn, and the difference in ms (the overhead).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import sys
 import time
 from pathlib import Path
@@ -37,7 +35,7 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` and ``oma_host`
 import acp
 from acp.schema import ClientCapabilities, FileSystemCapabilities, TextContentBlock
 
-from bench.harness import Comparison, format_comparison, interleave_async
+from bench.harness import Comparison, interleave_async, run_standalone
 from oma_host.cli.client import HostClient, host_argv
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +51,7 @@ RPC_ONLY = "oma-host agent/list round trip"
 TIMEOUT_S = 30.0
 
 
-class _Collector:
+class TextCollector:
     """The smallest ACP client: keeps the text of agent message chunks."""
 
     def __init__(self) -> None:
@@ -65,10 +63,13 @@ class _Collector:
             self.parts.append(content.text)
 
 
-async def _direct_sampler(stack: list[Any]) -> Any:
-    """Spawn the agent, open a session, and return the timed-turn coroutine."""
-    collector = _Collector()
-    spawned = acp.spawn_agent_process(collector, "node", AGENT_SCRIPT)
+async def acp_turn_sampler(
+    stack: list[Any], prompt: str, expected: str, cwd: str, command: str, *args: str
+) -> Any:
+    """Spawn an ACP agent, open a session in ``cwd``, and return the timed
+    turn: ``prompt`` answered by ``expected`` and ``end_turn``."""
+    collector = TextCollector()
+    spawned = acp.spawn_agent_process(collector, command, *args)
     conn, _process = await spawned.__aenter__()
     stack.append(spawned)
     await conn.initialize(
@@ -77,20 +78,20 @@ async def _direct_sampler(stack: list[Any]) -> Any:
             fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False
         ),
     )
-    session = await conn.new_session(cwd=str(REPO_ROOT), mcp_servers=[])
+    session = await conn.new_session(cwd=cwd, mcp_servers=[])
 
-    async def direct_turn() -> float:
+    async def turn() -> float:
         collector.parts.clear()
         start = time.perf_counter()
         response = await asyncio.wait_for(
-            conn.prompt(session_id=session.session_id, prompt=[acp.text_block(INPUT)]), TIMEOUT_S
+            conn.prompt(session_id=session.session_id, prompt=[acp.text_block(prompt)]), TIMEOUT_S
         )
         elapsed = time.perf_counter() - start
-        if response.stop_reason != "end_turn" or "".join(collector.parts) != EXPECTED:
-            raise RuntimeError(f"direct turn: {response.stop_reason}, {collector.parts}")
+        if response.stop_reason != "end_turn" or "".join(collector.parts) != expected:
+            raise RuntimeError(f"ACP turn: {response.stop_reason}, {collector.parts}")
         return elapsed
 
-    return direct_turn
+    return turn
 
 
 async def run_acp_overhead(rounds: int, warmup: int = 5) -> Comparison:
@@ -131,7 +132,9 @@ async def run_acp_overhead(rounds: int, warmup: int = 5) -> Comparison:
             return time.perf_counter() - start
 
         await host_run()  # starts the agent process and its session: not measured
-        direct_turn = await _direct_sampler(stack)
+        direct_turn = await acp_turn_sampler(
+            stack, INPUT, EXPECTED, str(REPO_ROOT), "node", AGENT_SCRIPT
+        )
         samples = await interleave_async(
             {
                 DIRECT: direct_turn,
@@ -160,20 +163,10 @@ async def run_acp_overhead(rounds: int, warmup: int = 5) -> Comparison:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/acp_overhead.py", description=__doc__)
-    parser.add_argument("--rounds", type=int, default=100, help="interleaved rounds (100)")
-    parser.add_argument("--quick", action="store_true", help="10 rounds: a smoke run")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON report path")
-    args = parser.parse_args(argv)
     if not (AGENT_DIR / "node_modules" / "@agentclientprotocol" / "sdk").exists():
         print(f"run `npm ci` in {AGENT_DIR} first", file=sys.stderr)
         return 2
-    comparison = asyncio.run(run_acp_overhead(10 if args.quick else args.rounds))
-    print(format_comparison(comparison))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(comparison.to_json(), indent=2) + "\n")
-    print(f"report: {args.out}", file=sys.stderr)
-    return 0
+    return run_standalone("bench/acp_overhead.py", __doc__, DEFAULT_OUT, run_acp_overhead, argv)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,17 @@ other variant equally often.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import itertools
+import json
 import math
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 SyncSample = Callable[[], float]
@@ -220,3 +225,25 @@ def format_comparison(comparison: Comparison) -> str:
     lines.extend(f"  note: {note}" for note in comparison.notes)
     lines.extend(f"  noisy: {warning}" for warning in comparison.noise_warnings())
     return "\n".join(lines)
+
+
+def run_standalone(
+    prog: str,
+    description: str | None,
+    default_out: Path,
+    run: Callable[[int], Awaitable[Comparison]],
+    argv: list[str] | None = None,
+) -> int:
+    """The command line of a benchmark run on its own: ``--rounds N`` (100),
+    ``--quick`` (10 rounds), ``--out FILE``; prints the table, writes the JSON."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--rounds", type=int, default=100, help="interleaved rounds (100)")
+    parser.add_argument("--quick", action="store_true", help="10 rounds: a smoke run")
+    parser.add_argument("--out", type=Path, default=default_out, help="JSON report path")
+    args = parser.parse_args(argv)
+    comparison = asyncio.run(run(10 if args.quick else args.rounds))
+    print(format_comparison(comparison))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(comparison.to_json(), indent=2) + "\n")
+    print(f"report: {args.out}", file=sys.stderr)
+    return 0

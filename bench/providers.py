@@ -15,6 +15,11 @@ this process in the same run.
   from the simulator writing it to the client receiving it (the simulator runs
   in this process, so both ends read the same clock). The added latency per
   delta is the host's median minus the raw reader's.
+
+The host on its default transport (aiohttp) is the subject of each; a second
+host on httpx's own transport (``initializationOptions.http.transport:
+"httpx"``, what the host ran on before) is measured beside it in the same
+rounds, so the transport's share shows before/after in one run.
 """
 
 from __future__ import annotations
@@ -26,13 +31,15 @@ from typing import Any
 import httpx
 from httpx_sse import aconnect_sse
 
-from bench.harness import Comparison, interleave_async
+from bench.harness import AsyncSample, Comparison, interleave_async
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.testing.simulator import SEND_TIME, Reply, Simulator
 
 HOST_RUN = "oma-host agent/run (anthropic wire)"
+HOST_RUN_HTTPX = "oma-host agent/run, httpx transport"
 RAW_RUN = "raw httpx POST /v1/messages"
 HOST_STREAM = "oma-host agent/stream relay"
+HOST_STREAM_HTTPX = "oma-host agent/stream, httpx transport"
 RAW_STREAM = "raw httpx-sse read"
 KEY = "bench-key-not-secret"
 REQUEST_TIMEOUT_S = 120.0
@@ -51,28 +58,38 @@ def _body(stream: bool) -> dict[str, Any]:
 
 async def run_provider_benchmarks(rounds: int, deltas: int, warmup: int = 2) -> list[Comparison]:
     with Simulator() as sim:
-        client = await HostClient.spawn(host_argv())
+        hosts = {"aiohttp": await HostClient.spawn(host_argv())}
+        hosts["httpx"] = await HostClient.spawn(host_argv())
         http = httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S)
         headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
         url = f"{sim.base_url}/v1/messages"
         try:
-            await client.initialize()
-            config = {
-                "name": "bench",
-                "provider": "anthropic",
-                "model": "sim",
-                "baseURL": sim.base_url,
-                "apiKey": KEY,
-            }
-            agent = (await client.request("agent/create", {"config": config}))["agentId"]
+            agents = {}
+            for transport, client in hosts.items():
+                await client.initialize({"http": {"transport": transport}})
+                config = {
+                    "name": "bench",
+                    "provider": "anthropic",
+                    "model": "sim",
+                    "baseURL": sim.base_url,
+                    "apiKey": KEY,
+                }
+                agents[transport] = (await client.request("agent/create", {"config": config}))[
+                    "agentId"
+                ]
             short = Reply.text("hi there")
             long = Reply.text("x" * deltas, chunk_size=1)
 
-            async def host_run() -> float:
-                sim.script(short)
-                start = time.perf_counter()
-                await client.request("agent/run", {"agentId": agent, "input": "hello"})
-                return time.perf_counter() - start
+            def host_run(transport: str) -> AsyncSample:
+                client, agent = hosts[transport], agents[transport]
+
+                async def sample() -> float:
+                    sim.script(short)
+                    start = time.perf_counter()
+                    await client.request("agent/run", {"agentId": agent, "input": "hello"})
+                    return time.perf_counter() - start
+
+                return sample
 
             async def raw_run() -> float:
                 sim.script(short)
@@ -82,24 +99,35 @@ async def run_provider_benchmarks(rounds: int, deltas: int, warmup: int = 2) -> 
                 return time.perf_counter() - start
 
             run_samples = await interleave_async(
-                {RAW_RUN: raw_run, HOST_RUN: host_run}, rounds, warmup
+                {
+                    RAW_RUN: raw_run,
+                    HOST_RUN: host_run("aiohttp"),
+                    HOST_RUN_HTTPX: host_run("httpx"),
+                },
+                rounds,
+                warmup,
             )
             stream_counter = iter(range(10**9))
 
-            async def host_stream() -> float:
-                sim.script(long)
-                token = f"bench-{next(stream_counter)}"
-                start = time.perf_counter()
-                result = await client.request(
-                    "agent/stream",
-                    {"agentId": agent, "input": "hello", "partialResultToken": token},
-                    timeout=REQUEST_TIMEOUT_S,
-                )
-                elapsed = time.perf_counter() - start
-                if len(result["output"]) != deltas or len(client.progress(token)) != deltas:
-                    raise RuntimeError("the relay lost deltas")
-                client.notifications.clear()
-                return elapsed
+            def host_stream(transport: str) -> AsyncSample:
+                client, agent = hosts[transport], agents[transport]
+
+                async def sample() -> float:
+                    sim.script(long)
+                    token = f"bench-{next(stream_counter)}"
+                    start = time.perf_counter()
+                    result = await client.request(
+                        "agent/stream",
+                        {"agentId": agent, "input": "hello", "partialResultToken": token},
+                        timeout=REQUEST_TIMEOUT_S,
+                    )
+                    elapsed = time.perf_counter() - start
+                    if len(result["output"]) != deltas or len(client.progress(token)) != deltas:
+                        raise RuntimeError("the relay lost deltas")
+                    client.notifications.clear()
+                    return elapsed
+
+                return sample
 
             async def raw_stream() -> float:
                 sim.script(long)
@@ -117,12 +145,19 @@ async def run_provider_benchmarks(rounds: int, deltas: int, warmup: int = 2) -> 
 
             stream_rounds = max(3, rounds // 5)
             stream_samples = await interleave_async(
-                {RAW_STREAM: raw_stream, HOST_STREAM: host_stream}, stream_rounds, 1
+                {
+                    RAW_STREAM: raw_stream,
+                    HOST_STREAM: host_stream("aiohttp"),
+                    HOST_STREAM_HTTPX: host_stream("httpx"),
+                },
+                stream_rounds,
+                1,
             )
-            latency = await _latency(client, agent, sim, http, url, headers, stream_rounds)
+            latency = await _latency(hosts, agents, sim, http, url, headers, stream_rounds)
         finally:
             await http.aclose()
-            await client.close()
+            for client in hosts.values():
+                await client.close()
     per_request = Comparison(
         key="provider_request",
         title="one non-streaming LLM request through the host vs raw httpx, same simulator",
@@ -138,8 +173,9 @@ async def run_provider_benchmarks(rounds: int, deltas: int, warmup: int = 2) -> 
         subject=HOST_STREAM,
         samples=stream_samples,
     )
-    host_ms = relay.median(HOST_STREAM)
-    relay.notes.append(f"{deltas / (host_ms / 1000):,.0f} deltas/s reach the client as $/progress")
+    for name in (HOST_STREAM, HOST_STREAM_HTTPX):
+        per_second = deltas / (relay.median(name) / 1000)
+        relay.notes.append(f"{name}: {per_second:,.0f} deltas/s reach the client as $/progress")
     return [per_request, relay, latency]
 
 
@@ -148,8 +184,8 @@ PACE_S = 0.0005
 
 
 async def _latency(
-    client: HostClient,
-    agent: str,
+    hosts: dict[str, HostClient],
+    agents: dict[str, str],
     sim: Simulator,
     http: httpx.AsyncClient,
     url: str,
@@ -160,16 +196,20 @@ async def _latency(
     of its write (SEND_TIME), read against the time it is received."""
     marker = SEND_TIME + ";"
     paced = Reply.text(marker * PACED_DELTAS, chunk_size=len(marker), event_delay_s=PACE_S)
-    samples: dict[str, list[float]] = {RAW_STREAM: [], HOST_STREAM: []}
+    readers = {RAW_STREAM: "", HOST_STREAM: "aiohttp", HOST_STREAM_HTTPX: "httpx"}
+    samples: dict[str, list[float]] = {name: [] for name in readers}
+    names = list(readers)
 
     def latency_ms(text: str) -> float:
         return (time.perf_counter_ns() - int(text.rstrip(";"))) / 1e6
 
     for round_index in range(rounds):
-        for name in (RAW_STREAM, HOST_STREAM) if round_index % 2 else (HOST_STREAM, RAW_STREAM):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
             sim.script(paced)
             received = samples[name]
-            if name == HOST_STREAM:
+            if readers[name]:
+                client, agent = hosts[readers[name]], agents[readers[name]]
                 token = f"latency-{round_index}"
 
                 def on_progress(
@@ -203,8 +243,9 @@ async def _latency(
         samples=samples,
         unit_note="; each sample is one delta",
     )
-    comparison.notes.append(
-        f"added latency per delta (difference of medians): "
-        f"{comparison.diff_ms(HOST_STREAM) * 1000:.0f} µs"
-    )
+    for name in (HOST_STREAM, HOST_STREAM_HTTPX):
+        comparison.notes.append(
+            f"{name}: added latency per delta (difference of medians): "
+            f"{comparison.diff_ms(name) * 1000:.0f} µs"
+        )
     return comparison

@@ -23,16 +23,23 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the ``bench`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.concurrency import run_concurrency_benchmarks
 from bench.guard_copy import run_guard_copy
 from bench.harness import Comparison, format_comparison, format_ms, format_ratio
 from bench.process_backend import run_process_backend
 from bench.providers import run_provider_benchmarks
 from bench.startup import REPO_ROOT, format_importtime, run_importtime, run_startup
 
-BENCHMARKS = ("startup", "process", "guard", "providers")
+BENCHMARKS = ("startup", "process", "guard", "providers", "concurrency")
 DEFAULT_OUT = REPO_ROOT / "bench" / "results" / "latest.json"
 # Rounds per benchmark: (full run, --quick).
-ROUNDS = {"startup": (20, 3), "process": (50, 10), "guard": (30, 5), "providers": (50, 5)}
+ROUNDS = {
+    "startup": (20, 3),
+    "process": (50, 10),
+    "guard": (30, 5),
+    "providers": (50, 5),
+    "concurrency": (6, 2),
+}
 # Text deltas in the streaming-relay benchmark: (full run, --quick).
 RELAY_DELTAS = (10_000, 1_000)
 
@@ -123,6 +130,12 @@ async def run_all(args: argparse.Namespace) -> dict[str, Any]:
         for comparison in await run_provider_benchmarks(_rounds("providers", args), deltas):
             comparisons.append(comparison)
             _show(comparison)
+    if "concurrency" in selected:
+        _progress("concurrency (asyncio provider)")
+        rounds = _rounds("concurrency", args)
+        for comparison in await run_concurrency_benchmarks(rounds, args.quick):
+            comparisons.append(comparison)
+            _show(comparison)
     report["benchmarks"] = {c.key: c.to_json() for c in comparisons}
     report["environment"]["loadavg_end"] = list(os.getloadavg())
     report["environment"]["duration_s"] = round(time.perf_counter() - started, 1)
@@ -152,7 +165,7 @@ def format_summary(report: dict[str, Any]) -> str:
     env = report["environment"]
     lines = [
         "summary (ratio = median of subject / median of the baseline measured in the same run)",
-        f"  {'benchmark':<20} {'subject ms':>11} {'baseline ms':>12} {'ratio':>7} "
+        f"  {'benchmark':<26} {'subject ms':>11} {'baseline ms':>12} {'ratio':>7} "
         f"{'overhead ms':>12}  target",
     ]
     for row in report["summary"]:
@@ -162,7 +175,7 @@ def format_summary(report: dict[str, Any]) -> str:
             target = f"<= {format_ratio(row['target_ratio'])} {verdict}"
         overhead = ("+" if row["overhead_ms"] >= 0 else "") + format_ms(row["overhead_ms"])
         lines.append(
-            f"  {row['benchmark']:<20} {format_ms(row['median_ms']):>11}"
+            f"  {row['benchmark']:<26} {format_ms(row['median_ms']):>11}"
             f" {format_ms(row['baseline_median_ms']):>12} {format_ratio(row['ratio']):>8}"
             f" {overhead:>12}  {target}"
         )

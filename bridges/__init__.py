@@ -34,4 +34,6 @@ def _acp(config: AgentConfig, context: BackendContext) -> Backend:
 
 # A process agent is fresh every run; an ACP agent keeps its session between runs.
 register_backend(BackendEntry("process", _process, accepts_structured=False, keeps_session=False))
-register_backend(BackendEntry("acp", _acp, accepts_structured=False, keeps_session=True))
+register_backend(
+    BackendEntry("acp", _acp, accepts_structured=False, keeps_session=True, label="an ACP backend")
+)

@@ -1,7 +1,8 @@
 """The rules every external bridge follows (PROTOCOL.md section 9), written
 once for the process bridge (pipe and terminal modes) and the ACP bridge: the
 prompt they send, where their command runs, how a failure reads (redacted,
-the end of stderr kept), and the success result of a text reply.
+the end of stderr kept), the success result of a text reply, and how much
+output a process agent may write (``backend.maxOutputBytes``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,37 @@ def replied(recorder: RunRecorder) -> AgentRunResult:
         {"role": "assistant", "content": [{"type": "text", "text": recorder.output}]}
     )
     return recorder.result()
+
+
+class OutputBudget:
+    """How many bytes of output a command may still write. The bytes past
+    the limit are dropped and ``exceeded`` set: the run then ends the command
+    and fails (:func:`over_limit`), keeping what came before."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.exceeded = False
+        self._room = limit
+
+    def take(self, chunk: bytes) -> bytes:
+        """The part of ``chunk`` that fits."""
+        if len(chunk) > self._room:
+            self.exceeded = True
+            chunk = chunk[: self._room]
+        self._room -= len(chunk)
+        return chunk
+
+
+def over_limit(
+    recorder: RunRecorder, redactor: Redactor, command: str, budget: OutputBudget
+) -> AgentRunResult:
+    """The failed run of a command that wrote more than its budget; the
+    output is the first ``budget.limit`` bytes."""
+    message = redactor.redact(
+        f"{command} wrote more than {budget.limit} bytes of output (backend.maxOutputBytes); "
+        f"it was ended, and the output holds the first {budget.limit} bytes"
+    )
+    return recorder.result("error", message, error_kind="output_limit")
 
 
 def tail(text: str) -> str:

@@ -3,11 +3,15 @@
 The prompt (``systemPrompt`` and the text, joined by a blank line) goes to the
 command on stdin, as its last argument, or not at all. stdout streams as
 ``text`` events and becomes the output; exit 0 is success; a non-zero exit or
-a signal fails the run with the stderr text, secrets redacted. Each run gets
-its own process group, so cancellation, timeouts and ``close`` kill the whole
-tree, not just the direct child. With ``terminal: true`` the command runs
-under a pseudo-terminal (:mod:`bridges.pty`) and this module still owns the
-prompt, spawn-failure and exit-status rules.
+a signal fails the run with the stderr text, secrets redacted. Output past
+``backend.maxOutputBytes`` ends the command and fails the run with
+``errorInfo.kind: "output_limit"``, keeping the first part; of stderr only the
+tail a failure quotes is kept. Each run gets its own process group, so
+cancellation, timeouts and ``close`` kill the whole tree, not just the direct
+child (descendants that left the group too: :mod:`bridges.orphans`). With
+``terminal: true`` the command runs under a pseudo-terminal
+(:mod:`bridges.pty`) and this module still owns the prompt, spawn-failure,
+output-limit and exit-status rules.
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from typing import TYPE_CHECKING
 
 from bridges.common import (
     Launch,
+    OutputBudget,
     StderrTail,
     compose_prompt,
     could_not_start,
     empty_prompt,
     failed,
+    over_limit,
     replied,
     tail,
     working_directory,
@@ -80,19 +86,21 @@ class ProcessBridge:
             self._backend.environment(),
             text,
         )
+        budget = OutputBudget(self._backend.max_output_bytes)
         try:
             if self._backend.terminal:
-                code = await self._terminal_runner().run(launch, recorder)
-                # Merged output is the only account of a failure a terminal gives.
-                detail = recorder.output
+                code = await self._terminal_runner().run(launch, recorder, budget)
+                detail = None  # the merged output, the only account a terminal gives
             else:
-                code, detail = await self._run_piped(launch, recorder)
+                code, detail = await self._run_piped(launch, recorder, budget)
         except SpawnError as error:
             message = could_not_start(repr(self._backend.command), str(error))
             return failed(recorder, self._redactor, "spawn", message)
+        if budget.exceeded:
+            return over_limit(recorder, self._redactor, self._backend.command, budget)
         if code == 0:
             return replied(recorder)
-        detail = tail(detail)
+        detail = tail(recorder.output if detail is None else detail)
         message = f"{self._backend.command} {describe_exit(code)}" + (
             f": {detail}" if detail else ""
         )
@@ -105,14 +113,16 @@ class ProcessBridge:
             self._terminal = TerminalRunner(self._backend.input)
         return self._terminal
 
-    async def _run_piped(self, launch: Launch, recorder: RunRecorder) -> tuple[int, str]:
+    async def _run_piped(
+        self, launch: Launch, recorder: RunRecorder, budget: OutputBudget
+    ) -> tuple[int, str]:
         """Run with pipes; the exit code and the end of stderr."""
         piped = self._backend.input == "stdin"
         stdin = asyncio.subprocess.PIPE if piped else asyncio.subprocess.DEVNULL
         process = await spawn_group(launch.argv, cwd=launch.cwd, env=launch.env, stdin=stdin)
         self._running.add(process)
         try:
-            return await _collect(process, launch.text, recorder)
+            return await _collect(process, launch.text, recorder, budget)
         finally:
             self._running.discard(process)
             await end_process_group(process)
@@ -125,23 +135,26 @@ class ProcessBridge:
         )
 
 
-async def _collect(process: GroupProcess, text: str, recorder: RunRecorder) -> tuple[int, str]:
+async def _collect(
+    process: GroupProcess, text: str, recorder: RunRecorder, budget: OutputBudget
+) -> tuple[int, str]:
     assert process.stdout is not None and process.stderr is not None
     stderr = StderrTail(process.stderr)
-    readers = [
-        asyncio.ensure_future(_feed(process, text)),
-        asyncio.ensure_future(_read_text(process.stdout, recorder.text)),
-        stderr.task,
-    ]
+    stdout = asyncio.ensure_future(_read_text(process.stdout, recorder.text, budget))
+    readers = [asyncio.ensure_future(_feed(process, text)), stdout, stderr.task]
+    exited = asyncio.ensure_future(wait_for_exit(process))
     try:
-        code = await wait_for_exit(process)
+        await asyncio.wait({exited, stdout}, return_when=asyncio.FIRST_COMPLETED)
+        if budget.exceeded:
+            await end_process_group(process)
+        code = await exited
         # Descendants may still hold the pipes; give them a moment, then end the group.
         _, pending = await asyncio.wait(readers, timeout=ORPHAN_GRACE_S)
         if pending:
             await end_process_group(process)
             await asyncio.wait(pending, timeout=TERM_GRACE_S)
     finally:
-        for task in readers:
+        for task in [exited, *readers]:
             task.cancel()
     return code, stderr.text()
 
@@ -159,11 +172,16 @@ async def _feed(process: GroupProcess, text: str) -> None:
         process.stdin.close()
 
 
-async def _read_text(stream: asyncio.StreamReader, sink: Callable[[str], object]) -> None:
-    """Decode a pipe as UTF-8 (bad bytes replaced) and hand each piece to ``sink``."""
+async def _read_text(
+    stream: asyncio.StreamReader, sink: Callable[[str], object], budget: OutputBudget
+) -> None:
+    """Decode a pipe as UTF-8 (bad bytes replaced) and hand each piece to
+    ``sink``, until end of file or the budget is spent."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     while chunk := await stream.read(_READ_SIZE):
-        if text := decoder.decode(chunk):
+        if text := decoder.decode(budget.take(chunk)):
             sink(text)
+        if budget.exceeded:
+            return  # a character cut in two at the limit is left out
     if rest := decoder.decode(b"", final=True):
         sink(rest)

@@ -1,9 +1,10 @@
 """Process groups for the external bridges: spawn a command in a group of its
 own, hear its exit at once, and end the whole group (the command and every
-descendant) with SIGTERM, then SIGKILL.
+descendant) with SIGTERM, then SIGKILL; descendants that left the group are
+ended alongside it (:mod:`bridges.orphans`).
 
-A leaf: the process bridge (pipe and terminal modes) and the ACP bridge all
-use it, and it imports none of them.
+The process bridge (pipe and terminal modes) and the ACP bridge all use it,
+and it imports none of them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ import os
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 
+from bridges.orphans import Spawn, Stray, strays
+
 TERM_GRACE_S = 1.0  # SIGTERM first; SIGKILL whatever is left after this
 ORPHAN_GRACE_S = 0.2  # after exit, how long descendants may hold stdout open
+_KILL_ROUNDS = 3  # SIGKILL sweeps for strays that forked while being ended
 _PIPE_LIMIT = 2**16
 
 
@@ -56,12 +60,19 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     (On Python 3.11, ``Process.wait()`` also waits for every pipe to close,
     which a background descendant can hold open for ever.)"""
 
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop, spawn: Spawn) -> None:
         super().__init__(limit=limit, loop=loop)
         self.exited: asyncio.Future[None] = loop.create_future()
+        self.spawn = spawn
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        self.spawn.started(transport.get_pid())
 
     def process_exited(self) -> None:
-        super().process_exited()
+        super().process_exited()  # asyncio has reaped it
+        self.spawn.reaped()
         if not self.exited.done():
             self.exited.set_result(None)
 
@@ -78,6 +89,7 @@ class GroupProcess(asyncio.subprocess.Process):
     ) -> None:
         super().__init__(transport, protocol, loop)
         self.exited = protocol.exited
+        self.spawn = protocol.spawn
 
 
 async def spawn_group(
@@ -93,17 +105,19 @@ async def spawn_group(
     read with lines of up to ``limit`` bytes. Raises SpawnError."""
     check_directory(cwd)
     loop = asyncio.get_running_loop()
+    spawn = Spawn()
     try:
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _ExitAwareProtocol(limit=limit, loop=loop),
-            *argv,
-            stdin=stdin,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
+        with spawn.starting():
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _ExitAwareProtocol(limit, loop, spawn),
+                *argv,
+                stdin=stdin,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=cwd,
+                env=spawn.environment(env),
+                start_new_session=True,
+            )
     except OSError as error:
         raise SpawnError(error.strerror or str(error)) from None
     except ValueError as error:  # e.g. a NUL byte in an argument or the environment
@@ -121,22 +135,50 @@ async def wait_for_exit(process: GroupProcess) -> int:
     return code
 
 
-async def terminate_group(pid: int, exited: Callable[[], Awaitable[object]]) -> bool:
-    """SIGTERM group ``pid``, wait up to TERM_GRACE_S for ``exited()``, then
-    SIGKILL whatever is left (the leader may be gone while descendants linger
-    in its group). False when the group no longer existed."""
-    if not signal_group(pid, signal.SIGTERM):
-        return False
+async def terminate_group(spawn: Spawn, exited: Callable[[], Awaitable[object]]) -> bool:
+    """SIGTERM the group of ``spawn`` and its strays (descendants that left
+    the group), wait up to TERM_GRACE_S for ``exited()`` and the strays, then
+    SIGKILL whatever is left (the leader may be gone while descendants
+    linger). False when the group no longer existed."""
+    held = strays(spawn)
+    try:
+        running = signal_group(spawn.pid, signal.SIGTERM)
+        for stray in held:
+            stray.signal(signal.SIGTERM)
+        if not running and not held:
+            return False
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(TERM_GRACE_S):
+                await asyncio.gather(
+                    *([exited()] if running else []), *(stray.exited() for stray in held)
+                )
+        signal_group(spawn.pid, signal.SIGKILL)
+        # Strays may have forked, or left the group, while being ended.
+        for _ in range(_KILL_ROUNDS):
+            await _kill(held)
+            if not (held := strays(spawn)):
+                break
+        return running
+    finally:
+        for stray in held:
+            stray.release()
+        spawn.close()
+
+
+async def _kill(held: list[Stray]) -> None:
+    """SIGKILL each stray, wait a moment for the ends, and reap them."""
+    for stray in held:
+        stray.signal(signal.SIGKILL)
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(TERM_GRACE_S):
-            await exited()
-    signal_group(pid, signal.SIGKILL)
-    return True
+            await asyncio.gather(*(stray.exited() for stray in held))
+    for stray in held:
+        stray.release()
 
 
 async def end_process_group(process: GroupProcess) -> None:
     """End ``process`` and its whole group; see :func:`terminate_group`."""
-    if await terminate_group(process.pid, lambda: wait_for_exit(process)):
+    if await terminate_group(process.spawn, lambda: wait_for_exit(process)):
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(TERM_GRACE_S):
                 await wait_for_exit(process)

@@ -14,6 +14,8 @@ line by line as it would for a person. What differs from the pipe mode:
   ANSI escape sequences removed and CRLF normalised to LF (also when a
   sequence or a CR/LF pair is split between two reads).
 - A non-zero exit fails the run with that merged output as the detail.
+- ``backend.maxOutputBytes`` counts the bytes read from the terminal, so
+  stderr is capped with stdout.
 
 Everything else (the empty-prompt error, spawn failures, exit statuses,
 cancellation and timeouts killing the whole process group, redaction) follows
@@ -37,11 +39,13 @@ import shlex
 import shutil
 import termios
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import pexpect
 
-from bridges.common import Launch
+from bridges.common import Launch, OutputBudget
+from bridges.orphans import Spawn, pidfd_ended
 from bridges.procgroup import (
     ORPHAN_GRACE_S,
     TERM_GRACE_S,
@@ -151,15 +155,23 @@ def _control_chars(fd: int) -> tuple[bytes, bytes]:
         return b"\x04", b"\x16"
 
 
+@dataclass(frozen=True, eq=False)
+class _Command:
+    """A command running under a terminal: the pexpect child and its spawn."""
+
+    child: Child
+    spawn: Spawn
+
+
 class TerminalRunner:
     """Runs a command under a pseudo-terminal, once per run; ``input`` is the
     backend's (how the prompt reaches the command)."""
 
     def __init__(self, input: Literal["stdin", "argument", "none"]) -> None:
         self._input = input
-        self._running: set[Child] = set()
+        self._running: set[_Command] = set()
 
-    def _spawn(self, argv: list[str], cwd: str | None, env: dict[str, str]) -> Child:
+    def _spawn(self, argv: list[str], cwd: str | None, env: dict[str, str]) -> _Command:
         check_directory(cwd)
         try:
             executable = _resolve(argv[0], env)
@@ -174,41 +186,47 @@ class TerminalRunner:
 
         # pexpect splits the command line when there are no arguments; quote it.
         command = executable if argv[1:] else shlex.quote(executable)
+        spawn = Spawn()
         try:
-            child: Child = pexpect.spawn(
-                command,
-                argv[1:],
-                env=env,
-                echo=False,
-                preexec_fn=enter_cwd,
-                dimensions=_DIMENSIONS,
-                encoding=None,
-            )
+            with spawn.starting():
+                child: Child = pexpect.spawn(
+                    command,
+                    argv[1:],
+                    env=spawn.environment(env),
+                    echo=False,
+                    preexec_fn=enter_cwd,
+                    dimensions=_DIMENSIONS,
+                    encoding=None,
+                )
         except OSError as error:
             raise SpawnError(error.strerror or str(error)) from None
         except pexpect.ExceptionPexpect as error:
             raise SpawnError(str(error)) from None
+        spawn.started(_pid(child))
         # close() must never sleep in the event loop (we reap before closing).
         for target in (child, getattr(child, "ptyproc", child)):
             target.delayafterclose = 0
             target.delayafterterminate = 0
-        return child
+        return _Command(child, spawn)
 
-    async def run(self, launch: Launch, recorder: RunRecorder) -> int:
+    async def run(self, launch: Launch, recorder: RunRecorder, budget: OutputBudget) -> int:
         """Run ``launch``, typing its text when the input is stdin; the output
-        goes to ``recorder``. The exit code (negative: the signal that killed
-        it); raises SpawnError."""
-        child = self._spawn(launch.argv, launch.cwd, launch.env)
-        self._running.add(child)
+        goes to ``recorder`` until ``budget`` is spent (then the command is
+        ended). The exit code (negative: the signal that killed it); raises
+        SpawnError."""
+        command = self._spawn(launch.argv, launch.cwd, launch.env)
+        self._running.add(command)
         try:
-            return await self._collect(child, launch.text, recorder)
+            return await self._collect(command, launch.text, recorder, budget)
         finally:
-            self._running.discard(child)
-            await _end_group(child)
+            self._running.discard(command)
+            await _end_group(command)
 
-    async def _collect(self, child: Child, text: str, recorder: RunRecorder) -> int:
+    async def _collect(
+        self, command: _Command, text: str, recorder: RunRecorder, budget: OutputBudget
+    ) -> int:
         loop = asyncio.get_running_loop()
-        fd: int = child.child_fd
+        fd: int = command.child.child_fd
         os.set_blocking(fd, False)
         eof, lnext = _control_chars(fd)
         keys = typed_input(text, eof, lnext) if self._input == "stdin" else eof
@@ -231,21 +249,30 @@ class TerminalRunner:
             if not chunk:
                 loop.remove_reader(fd)
                 finish_output()
-            else:
-                recorder.text(cleaner.feed(decoder.decode(chunk)))
+                return
+            recorder.text(cleaner.feed(decoder.decode(budget.take(chunk))))
+            if budget.exceeded:
+                loop.remove_reader(fd)
+                decoder.reset()  # a character cut in two at the limit is left out
+                finish_output()
 
         loop.add_reader(fd, on_readable)
         typist = asyncio.ensure_future(_type(fd, keys))
+        exited = asyncio.ensure_future(_wait_exit(command))
         try:
-            code = await _wait_exit(child)
+            await asyncio.wait({exited, output_ended}, return_when=asyncio.FIRST_COMPLETED)
+            if budget.exceeded:
+                await _end_group(command, close=False)
+            code = await exited
             # Descendants may still hold the terminal; give them a moment, then end the group.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(output_ended), ORPHAN_GRACE_S)
             if not output_ended.done():
-                await _end_group(child, close=False)
+                await _end_group(command, close=False)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(output_ended), TERM_GRACE_S)
         finally:
+            exited.cancel()
             typist.cancel()
             loop.remove_reader(fd)
         finish_output()
@@ -254,7 +281,7 @@ class TerminalRunner:
     async def close(self) -> None:
         """Kill every process tree this runner still has running."""
         # The fds stay open: each run's own cleanup closes them after its reader is removed.
-        await asyncio.gather(*(_end_group(child, close=False) for child in list(self._running)))
+        await asyncio.gather(*(_end_group(run, close=False) for run in list(self._running)))
 
 
 async def _type(fd: int, keys: bytes) -> None:
@@ -297,36 +324,32 @@ def _exit_code(child: Child) -> int:
     return -int(child.signalstatus or 0)
 
 
-async def _wait_exit(child: Child) -> int:
-    """Wait for the child to exit and reap it; returns its exit code."""
+async def _wait_exit(command: _Command) -> int:
+    """Wait for the command to exit and reap it; returns its exit code."""
+    child = command.child
     if not child.terminated:
-        loop = asyncio.get_running_loop()
         try:
             pidfd = os.pidfd_open(_pid(child))
         except (AttributeError, OSError):
             pidfd = None
         if pidfd is not None:
             try:
-                exited = loop.create_future()
-                loop.add_reader(pidfd, _set_once(exited))
-                try:
-                    await exited
-                finally:
-                    loop.remove_reader(pidfd)
+                await pidfd_ended(pidfd)
             finally:
                 os.close(pidfd)
         # isalive() reaps without blocking (WNOHANG); after the pidfd fired it
         # answers at once, and without a pidfd it is polled (no event to await).
         while child.isalive():  # noqa: ASYNC110
             await asyncio.sleep(_POLL_S)
+    command.spawn.reaped()
     return _exit_code(child)
 
 
-async def _end_group(child: Child, *, close: bool = True) -> None:
-    """SIGTERM the child's process group, then SIGKILL whatever is left; reap
-    the child and (with ``close``) close the terminal."""
+async def _end_group(command: _Command, *, close: bool = True) -> None:
+    """SIGTERM the command's process group and strays, then SIGKILL whatever
+    is left; reap the command and (with ``close``) close the terminal."""
     # pexpect starts the child in a new session, so its pid is the group id.
-    await terminate_group(_pid(child), lambda: _wait_exit(child))
-    await _wait_exit(child)
-    if close and not child.closed:
-        child.close(force=True)
+    await terminate_group(command.spawn, lambda: _wait_exit(command))
+    await _wait_exit(command)
+    if close and not command.child.closed:
+        command.child.close(force=True)

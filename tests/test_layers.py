@@ -30,7 +30,10 @@ ALLOWED: dict[str, set[str]] = {
     "oma_host.orchestration": {"oma_host.core"},
     "oma_host.testing": {"oma_host.core", "oma_host.providers"},
     "oma_host.server": {"oma_host.core", "oma_host.orchestration", "oma_host.providers"},
+    # The ACP door: beside the JSON-RPC door, never on it.
+    "oma_host.acp_server": {"oma_host.core", "oma_host.orchestration", "oma_host.providers"},
     "oma_host.cli": {
+        "oma_host.acp_server",
         "oma_host.core",
         "oma_host.orchestration",
         "oma_host.server",

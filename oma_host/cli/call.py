@@ -1,12 +1,17 @@
 """``oma-host call METHOD [JSON|-]``: one request by hand, for debugging.
 
-It spawns a host (or connects to one with ``--connect HOST:PORT``),
+It spawns a host (or connects to one with ``--connect HOST:PORT``, sending
+the token the host keeps for that port, or the one in ``--token-file``),
 initializes it, optionally creates an agent first (``--agent CONFIG``, whose
 ``agentId`` is put into the params), sends the request, prints progress and
 other notifications live on stderr, and prints the result (or the error) as
-pretty JSON on stdout, so ``| jq`` works. The exit code is 0 for a result, 1
-for an error response, 2 for a usage problem, 130 after Ctrl-C (which first
-cancels the request and prints what it returns).
+pretty JSON on stdout, so ``| jq`` works.
+
+The exit code says how it went: 0 for a result (a run's with ``success:
+true``), 1 for a run's result with ``success: false``, 2 for an error answer
+(or a usage problem, or no answer at all), 130 after Ctrl-C. The spawned host
+runs in its own process group so a terminal's Ctrl-C reaches only ``call``,
+which cancels the request and prints the partial result the host answers with.
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from oma_host.cli.client import HostClient, RpcError, host_argv, unwrap
+from oma_host.server.auth import TokenFileError
 
-EXIT_ERROR_RESPONSE = 1
+EXIT_FAILED_RUN = 1
+EXIT_ERROR_RESPONSE = 2
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# JSON-RPC's RequestCancelled: its ``data.partial`` is the run's result so far.
+REQUEST_CANCELLED = -32800
 
 
 class UsageError(Exception):
@@ -43,6 +52,8 @@ def _json_argument(text: str | None, what: str) -> Any:
 
 def _parse_connect(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):  # [::1]:PORT
+        host = host[1:-1]
     try:
         return (host or "127.0.0.1", int(port))
     except ValueError:
@@ -63,6 +74,24 @@ def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
+def _print_response(response: dict[str, Any]) -> int:
+    """Print a response's result (a cancelled run's partial result) or its
+    error; returns the exit code it stands for."""
+    try:
+        result = unwrap(response)
+    except RpcError as error:
+        partial = error.data.get("partial") if isinstance(error.data, dict) else None
+        if error.code == REQUEST_CANCELLED and partial is not None:
+            _print_json(partial)
+            return EXIT_INTERRUPTED
+        _print_json(response["error"])
+        return EXIT_ERROR_RESPONSE
+    _print_json(result)
+    if isinstance(result, dict) and result.get("success") is False:
+        return EXIT_FAILED_RUN
+    return 0
+
+
 async def _call(
     method: str,
     params: Any,
@@ -70,13 +99,16 @@ async def _call(
     agent: Any,
     init: Any,
     connect: str | None,
+    token_file: str | None,
     host_command: Sequence[str] | None,
     timeout: float,
 ) -> int:
     if connect:
-        client = await HostClient.connect(*_parse_connect(connect))
+        client = await HostClient.connect(*_parse_connect(connect), token_file=token_file)
     else:
-        client = await HostClient.spawn(list(host_command) if host_command else host_argv())
+        client = await HostClient.spawn(
+            list(host_command) if host_command else host_argv(), start_new_session=True
+        )
     client.on_notification = lambda n: print(_describe(n), file=sys.stderr, flush=True)
     # Hooks and scorers are answered "no change"; permission requests are refused.
     for name in ("agent/beforeRun", "agent/afterRun"):
@@ -105,12 +137,7 @@ async def _call(
         response = await asyncio.wait_for(pending, timeout)
         with contextlib.suppress(NotImplementedError):
             loop.remove_signal_handler(signal.SIGINT)
-        try:
-            _print_json(unwrap(response))
-            code = 0
-        except RpcError:
-            _print_json(response["error"])
-            code = EXIT_ERROR_RESPONSE
+        code = _print_response(response)
         return EXIT_INTERRUPTED if interrupted else code
     except RpcError as error:  # initialize or agent/create refused
         _print_json({"code": error.code, "message": error.message, "data": error.data})
@@ -126,6 +153,7 @@ def run_call(
     agent_text: str | None = None,
     init_text: str | None = None,
     connect: str | None = None,
+    token_file: str | None = None,
     host_command: Sequence[str] | None = None,
     timeout: float = 600.0,
 ) -> int:
@@ -142,6 +170,7 @@ def run_call(
                 agent=agent,
                 init=init,
                 connect=connect,
+                token_file=token_file,
                 host_command=host_command,
                 timeout=timeout,
             )
@@ -152,6 +181,6 @@ def run_call(
     except TimeoutError:
         print(f"oma-host call: no answer to {method} within {timeout:g} s", file=sys.stderr)
         return EXIT_ERROR_RESPONSE
-    except (ConnectionError, OSError) as error:
+    except (ConnectionError, OSError, TokenFileError) as error:
         print(f"oma-host call: {error}", file=sys.stderr)
         return EXIT_ERROR_RESPONSE

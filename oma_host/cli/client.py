@@ -1,8 +1,10 @@
 """A small asyncio JSON-RPC client for oma-host, used by the demo and the tests.
 
-It spawns ``oma-host`` as an editor would (stdio, LSP framing), sends
-requests, answers server-to-client requests (hooks, permission prompts)
-through registered handlers, and records every notification in arrival order.
+It spawns ``oma-host`` as an editor would (stdio, LSP framing), or connects
+to one serving ``--tcp`` (sending the token the host keeps for that port with
+``initialize``), sends requests, answers server-to-client requests (hooks,
+permission prompts) through registered handlers, and records every
+notification in arrival order.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from oma_host.server.auth import discover_token
 from oma_host.server.framing import encode_frame, read_frames
 
 ServerRequestHandler = Callable[[Any], Any]
@@ -57,6 +60,8 @@ class HostClient:
     _reader_task: asyncio.Task[None] | None = None
     _answering: set[asyncio.Future[None]] = field(default_factory=set)
     _connection: asyncio.StreamWriter | None = None
+    # A TCP host's token, sent as initializationOptions.authToken.
+    auth_token: str | None = None
 
     @classmethod
     async def spawn(
@@ -83,10 +88,15 @@ class HostClient:
         return client
 
     @classmethod
-    async def connect(cls, host: str, port: int) -> Self:
-        """Connect to a host serving ``--tcp``."""
+    async def connect(
+        cls, host: str, port: int, *, token_file: str | os.PathLike[str] | None = None
+    ) -> Self:
+        """Connect to a host serving ``--tcp``. Its token comes from
+        ``token_file``, else from the file the host keeps for ``port``
+        (TokenFileError when there is none)."""
+        token = discover_token(port, token_file)
         reader, writer = await asyncio.open_connection(host, port, limit=2**24)
-        client = cls(reader, writer.write, None, _connection=writer)
+        client = cls(reader, writer.write, None, _connection=writer, auth_token=token)
         client.start()
         return client
 
@@ -133,6 +143,8 @@ class HostClient:
 
     async def initialize(self, options: dict[str, Any] | None = None) -> Any:
         params: dict[str, Any] = {"processId": os.getpid(), "capabilities": {}}
+        if self.auth_token is not None:
+            options = {**(options or {}), "authToken": self.auth_token}
         if options is not None:
             params["initializationOptions"] = options
         return await self.request("initialize", params)

@@ -423,7 +423,13 @@ def _read_image(path_text: str) -> tuple[str, str]:
     media_type = _IMAGE_TYPES.get(path.suffix.lower())
     if media_type is None:
         raise ValueError(f"{path.name}: not an image type I know ({', '.join(_IMAGE_TYPES)})")
-    return media_type, base64.b64encode(path.read_bytes()).decode("ascii")
+    try:
+        data = path.read_bytes()
+    except OSError as error:  # its str() repeats the path after an errno
+        raise ValueError(f"cannot read {path}: {error.strerror or error}") from None
+    if not data:
+        raise ValueError(f"{path} is empty")
+    return media_type, base64.b64encode(data).decode("ascii")
 
 
 def _frame(line: str) -> bytes:

@@ -6,7 +6,16 @@ import argparse
 import logging
 import sys
 
+from oma_host.core.subreaper import enable_subreaper
+from oma_host.server.app import DEFAULT_DRAIN_TIMEOUT_S, SessionOptions
+from oma_host.server.auth import TokenFileError
 from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.server.tcp import (
+    DEFAULT_HANDSHAKE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    TcpOptions,
+    serve_tcp,
+)
 
 
 def _parse_tcp(value: str) -> tuple[str, int]:
@@ -25,6 +34,26 @@ def _parse_tcp(value: str) -> tuple[str, int]:
     if not 0 <= number <= 65535:
         raise argparse.ArgumentTypeError(f"--tcp: port {number} is not between 0 and 65535")
     return (host if sep and host else "127.0.0.1", number)
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"wants a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"wants a positive whole number, got {value!r}")
+    return number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,6 +97,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="message framing: LSP Content-Length headers, or newline-delimited JSON; "
         "auto (the default) picks one from the first bytes the client sends",
     )
+    parser.add_argument(
+        "--drain-timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=DEFAULT_DRAIN_TIMEOUT_S,
+        help="on ndjson, end of input lets the requests in flight finish and be answered "
+        f"for up to this long (default {DEFAULT_DRAIN_TIMEOUT_S:g})",
+    )
+    tcp = parser.add_argument_group("TCP (with --tcp)")
+    tcp.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="the token clients must send (a file only you can read); default: a random one",
+    )
+    tcp.add_argument(
+        "--max-connections",
+        metavar="N",
+        type=_positive_int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        help=f"connections served at once; more are closed (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    tcp.add_argument(
+        "--handshake-timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=DEFAULT_HANDSHAKE_TIMEOUT_S,
+        help="a connection must send its authenticated initialize within this "
+        f"(default {DEFAULT_HANDSHAKE_TIMEOUT_S:g})",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo", help="spawn a host as an editor would and show a readable transcript"
@@ -98,8 +156,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.add_argument("--init", metavar="JSON", help="initializationOptions")
     call.add_argument("--connect", metavar="HOST:PORT", help="use a host serving --tcp")
+    call.add_argument(
+        "--token-file",
+        dest="call_token_file",
+        metavar="FILE",
+        help="with --connect: the host's token file (default: the one it keeps for its port)",
+    )
     call.add_argument("--host-command", nargs="+", help="argv of the host to spawn")
     call.add_argument("--timeout", type=float, default=600.0, help="seconds (default 600)")
+    acp = commands.add_parser(
+        "acp", help="serve the agents as an ACP agent on stdio, for ACP editors (Zed, JetBrains)"
+    )
+    acp.add_argument(
+        "--agents",
+        metavar="FILE",
+        help="a JSON array of agent configs, the first the default "
+        "(default $XDG_CONFIG_HOME/oma-host/agents.json, else one agent for the provider key set)",
+    )
+    # SUPPRESS: given after ``acp`` they win, else the options before it stand.
+    acp.add_argument("--state-dir", metavar="DIR", default=argparse.SUPPRESS)
+    acp.add_argument(
+        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=argparse.SUPPRESS
+    )
     schema = commands.add_parser(
         "schema", help="print the JSON Schema of every method's params and result"
     )
@@ -165,32 +243,60 @@ def _run(args: argparse.Namespace) -> int:
             agent_text=args.agent,
             init_text=args.init,
             connect=args.connect,
+            token_file=args.call_token_file,
             host_command=args.host_command or host_argv(*_forwarded_options(args)),
             timeout=args.timeout,
         )
         return call_exit
+    if args.command == "acp":
+        from oma_host.acp_server.serve import serve_acp
+
+        enable_subreaper()  # a host: what its runs leave behind comes back to it
+        acp_exit: int = serve_acp(args.agents, args.state_dir)
+        return acp_exit
     if args.command == "schema":
         from oma_host.cli.schema import write_schema
 
         write_schema(args.out)
         return 0
-    from oma_host.server import serve_stdio, serve_tcp
-    from oma_host.server.app import SessionOptions
+    return _serve(args)
 
-    tracer = None
-    if args.trace:
-        from oma_host.server.trace import FrameTracer
 
-        tracer = FrameTracer(args.trace)
-    options = SessionOptions(
-        max_message_bytes=args.max_message_bytes,
-        framing=args.framing,
-        state_dir=args.state_dir,
-        tracer=tracer,
-    )
-    if args.tcp is not None:
-        host, port = args.tcp
-        return serve_tcp(host, port, options)
+def _serve(args: argparse.Namespace) -> int:
+    """Serve on stdio or TCP; a --trace or --token-file that cannot be used,
+    or a port that cannot be bound, ends with status 2 and the reason."""
+    from oma_host.server import serve_stdio
+
+    enable_subreaper()  # a host: what its runs leave behind comes back to it
+    if args.token_file and args.tcp is None:
+        print("oma-host: --token-file is for --tcp", file=sys.stderr)
+        return 2
+    try:
+        tracer = None
+        if args.trace:
+            from oma_host.server.trace import FrameTracer
+
+            tracer = FrameTracer(args.trace)
+        options = SessionOptions(
+            max_message_bytes=args.max_message_bytes,
+            framing=args.framing,
+            state_dir=args.state_dir,
+            tracer=tracer,
+            drain_timeout_s=args.drain_timeout,
+        )
+        if args.tcp is not None:
+            host, port = args.tcp
+            tcp = TcpOptions(
+                host,
+                port,
+                token_file=args.token_file,
+                max_connections=args.max_connections,
+                handshake_timeout_s=args.handshake_timeout,
+            )
+            return serve_tcp(tcp, options)
+    except (TokenFileError, OSError) as error:
+        print(f"oma-host: {error}", file=sys.stderr)
+        return 2
     if sys.stdin.isatty():  # a person, not an editor: say what the silence means
         print(
             "oma-host: waiting for JSON-RPC on stdin (one JSON message per line, or LSP "

@@ -1,10 +1,10 @@
 """The Agent: run, stream and prompt with string or structured input.
 
 The order of every call is fixed: validate and copy the input (the shape guard,
-then the string-only boundary for external backends), and only then touch
-state, hooks or the backend. ``run`` and ``stream`` are fresh; ``prompt``
-appends the caller's turn and the reply to the persistent history when, and
-only when, the turn completes.
+then the string-only boundary for external backends) when the method is
+called, and only then touch state, hooks or the backend. ``run`` and
+``stream`` are fresh; ``prompt`` appends the caller's turn and the reply to the
+persistent history when, and only when, the turn completes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import suppress
 from typing import Any, Literal, TypeVar, cast
 
@@ -177,8 +177,9 @@ class Agent:
         return {"status": self._status, "tokenUsage": dict(self._usage)}
 
     def get_history(self) -> list[LLMMessage]:
-        """A copy of the persistent history; changing it changes nothing here."""
-        return clone_messages(self._history)
+        """A copy of the persistent history; changing it changes nothing here.
+        The agent's own secret values are taken out, as from its results."""
+        return cast(list[LLMMessage], self._secrets.redact_tree(self._history))
 
     def reset(self) -> None:
         """Clear the history and return to ``idle``. A backend that keeps a
@@ -209,7 +210,7 @@ class Agent:
 
     def _string_only(self, path: str) -> InvalidMessageError:
         return InvalidMessageError(
-            f"{path}: agent {self.name!r} has a {self._entry.kind} backend, which accepts "
+            f"{path}: agent {self.name!r} has {self._entry.described}, which accepts "
             "string prompts only; send a string instead of a message list or content blocks",
             path,
         )
@@ -235,12 +236,18 @@ class Agent:
 
     # -- the three ways to run ------------------------------------------
 
-    async def run(
+    # run and prompt are plain functions that validate and copy, then return
+    # the run to await: an ``async def`` would do neither until awaited, and
+    # a caller changing its input in between would change the run.
+
+    def run(
         self, input: Any, *, run_id: str | None = None, abort: AbortSignal | None = None
-    ) -> AgentRunResult:
-        """A fresh run: neither reads nor changes the history."""
+    ) -> Coroutine[Any, Any, AgentRunResult]:
+        """A fresh run: neither reads nor changes the history. Validates and
+        copies ``input`` now (InvalidMessageError is raised here, not when
+        awaited); returns the run, to await."""
         messages = self.validate_run_input(input)
-        return await self.execute(messages, run_id=run_id, abort=abort)
+        return self.execute(messages, run_id=run_id, abort=abort)
 
     def stream(
         self, input: Any, *, run_id: str | None = None, abort: AbortSignal | None = None
@@ -252,19 +259,26 @@ class Agent:
         messages = self.validate_run_input(input)
         return self._stream(messages, run_id, abort)
 
-    async def prompt(
+    def prompt(
         self, input: Any, *, run_id: str | None = None, abort: AbortSignal | None = None
-    ) -> AgentRunResult:
+    ) -> Coroutine[Any, Any, AgentRunResult]:
         """Append one user turn and its reply to the history. Concurrent calls
         run one after another in arrival order; a failed or cancelled turn
-        leaves the history as it was."""
+        leaves the history as it was. Validates and copies ``input`` now, as
+        :meth:`run` does."""
         turn = self.validate_prompt_input(input)
-        return await self.prompt_turn(turn, run_id=run_id, abort=abort)
+        return self.prompt_turn(turn, run_id=run_id, abort=abort)
 
     async def prompt_turn(
-        self, turn: LLMMessage, *, run_id: str | None = None, abort: AbortSignal | None = None
+        self,
+        turn: LLMMessage,
+        *,
+        run_id: str | None = None,
+        abort: AbortSignal | None = None,
+        emit: EmitFn | None = None,
     ) -> AgentRunResult:
-        """``prompt`` for a turn that :meth:`validate_prompt_input` returned."""
+        """``prompt`` for a turn that :meth:`validate_prompt_input` returned;
+        with ``emit``, the turn streams its events to it as it runs."""
         run_id = run_id or new_run_id()
         if self._turn_lock is None:
             self._turn_lock = asyncio.Lock()
@@ -276,9 +290,10 @@ class Agent:
                 message = f"agent {self.name!r} was disposed while this prompt waited"
                 return failed_result(run_id, "disposed", message)
             generation = self._generation
-            # A string-only backend is sent the turn alone; it keeps its own context.
-            context = [*self._history, turn] if self._entry.accepts_structured else [turn]
-            result = await self.execute(context, run_id=run_id, abort=abort)
+            # Every backend is given the whole conversation, so a beforeRun hook
+            # sees the same for any agent; a string-only one reads the turn alone.
+            context = [*self._history, turn]
+            result = await self.execute(context, run_id=run_id, abort=abort, emit=emit)
             if result["success"] and generation == self._generation:
                 # The caller's turn as sent, not as a beforeRun hook rewrote it.
                 completed = [turn, *clone_messages(result["messages"])]
@@ -327,9 +342,9 @@ class Agent:
         """Run already-validated messages (the library's private copy).
 
         With ``emit`` the run streams its events to it. Everything that goes
-        wrong while running is a failed result; the only exception raised is
-        InvalidMessageError, for beforeRun messages that fail the guard."""
-        recorder = RunRecorder(run_id or new_run_id(), self._redacting(emit))
+        wrong while running is a failed result, a beforeRun answer whose
+        messages fail the guard included; nothing is raised."""
+        recorder = RunRecorder(run_id or new_run_id(), self._redacting(emit), self._secrets)
         streaming = emit is not None
         previous_status = self._status
         self._active_runs += 1
@@ -342,8 +357,6 @@ class Agent:
                 )
             except _Aborted:
                 finished = recorder.result("cancelled", "the run was cancelled")
-            except InvalidMessageError:
-                raise
             except Exception as error:  # a bug or an unforeseen fault: still a result
                 log.exception("run %s of agent %r failed unexpectedly", recorder.run_id, self.name)
                 message = Redactor.for_config(self.config).redact(
@@ -363,7 +376,7 @@ class Agent:
                 self._usage["input_tokens"] += result["tokenUsage"]["input_tokens"]
                 self._usage["output_tokens"] += result["tokenUsage"]["output_tokens"]
                 if self._active_runs == 0:
-                    self._status = "completed" if result["success"] else "error"
+                    self._status = _status_after(result)
 
     async def _pipeline(
         self, messages: list[LLMMessage], recorder: RunRecorder, streaming: bool
@@ -384,7 +397,7 @@ class Agent:
                 return failed_result(
                     recorder.run_id,
                     "callback",
-                    f"{LOSSY_MESSAGES}: agent {self.name!r} has a {self._entry.kind} backend, "
+                    f"{LOSSY_MESSAGES}: agent {self.name!r} has {self._entry.described}, "
                     "which takes a string prompt; return only a prompt rewrite",
                 )
             messages = outcome.messages
@@ -423,6 +436,14 @@ class Agent:
             return recorder.result(
                 "timeout", f"the run did not finish within timeoutMs={timeout_ms}"
             )
+
+
+def _status_after(result: AgentRunResult) -> AgentStatus:
+    """The agent's status once its last run ended: a cancelled run was
+    stopped by request, not a fault, so the agent is ``idle`` again."""
+    if result["success"]:
+        return "completed"
+    return "idle" if result["status"]["code"] == "cancelled" else "error"
 
 
 def _emit_failure(recorder: RunRecorder, result: AgentRunResult) -> None:

@@ -39,7 +39,11 @@ PermissionHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class Backend(Protocol):
-    """What runs a validated conversation: the LLM loop or an external bridge."""
+    """What runs a validated conversation: the LLM loop or an external bridge.
+
+    ``messages`` is the complete effective input (for ``prompt``, the history
+    and the turn); ``prompt`` is the text of its latest user message, which is
+    all a backend that does not accept structured input reads."""
 
     async def execute(
         self, messages: list[LLMMessage], prompt: str, recorder: RunRecorder, *, streaming: bool
@@ -68,6 +72,13 @@ class BackendEntry:
     keeps_session: bool
     # Refuses, at construction, a config this backend could never run.
     check_config: Callable[[AgentConfig], None] | None = None
+    # How messages name this kind, article included ("an ACP backend").
+    label: str | None = None
+
+    @property
+    def described(self) -> str:
+        """``label``, else ``"a <kind> backend"``."""
+        return self.label or f"a {self.kind} backend"
 
 
 _entries: dict[str, BackendEntry] = {}

@@ -56,10 +56,15 @@ class _ExternalBackend(_Model):
         return {**os.environ, **self.env}
 
 
+# What a process agent's output may hold before the run fails (``output_limit``).
+DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+
+
 class ProcessBackend(_ExternalBackend):
     kind: Literal["process"]
     input: Literal["stdin", "argument", "none"] = "stdin"
     terminal: bool = False
+    max_output_bytes: Annotated[int, Field(gt=0)] = DEFAULT_MAX_OUTPUT_BYTES
 
 
 class AcpBackend(_ExternalBackend):
@@ -94,6 +99,8 @@ def parse_model_defaults(value: ModelDefaults | Mapping[str, Any] | None) -> Mod
 class AgentConfig(_Model):
     name: Annotated[str, Field(min_length=1)]
     model: str | None = None
+    # Other models the agent may be switched to (the ACP door's ``model`` option).
+    models: list[str] | None = None
     provider: str | None = None
     base_url: str | None = Field(default=None, alias="baseURL")
     api_key_env: str | None = None
@@ -164,7 +171,7 @@ def parse_agent_config(
             config = AgentConfig.model_validate(dict(value))
         except ValidationError as error:
             raise InvalidParamsError(
-                describe_validation_error(error, where, _BACKEND_KINDS)
+                describe_validation_error(error, where, _BACKEND_KINDS, AgentConfig)
             ) from None
     if config.backend is None and defaults is not None:
         fill = {

@@ -3,8 +3,8 @@ answers (PROTOCOL.md section 8).
 
 A hook is a Python callable, sync or async; the server wires client requests
 in through the same callables. Answers are read defensively: a malformed
-answer is a :class:`HookError`, which fails the run with
-``errorInfo.kind: "callback"``.
+answer, messages that fail the guard included, is a :class:`HookError`, which
+fails the run with ``errorInfo.kind: "callback"``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from oma_host.core.results import AgentRunResult
 
 T = TypeVar("T")
 
-LOSSY_MESSAGES = "beforeRun.messages cannot be forwarded without loss"
+_MESSAGES = "beforeRun.messages"
+LOSSY_MESSAGES = f"{_MESSAGES} cannot be forwarded without loss"
 
 
 class HookError(Exception):
@@ -97,8 +98,10 @@ def apply_before_run_answer(
     """Rule 1: ``messages`` passes the guard and replaces the input. Rule 2: a
     changed ``prompt`` replaces the latest user message's text blocks.
 
-    Raises InvalidMessageError for messages that fail the guard and HookError
-    for an answer of the wrong shape."""
+    Raises HookError for an answer of the wrong shape, ``messages`` that fail
+    the guard and ``messages: null`` alike: the hook is a callback, so its bad
+    answer fails the run (with the guard's message and path) instead of being
+    a request error. An answer without ``messages`` keeps the messages."""
     if answer is None:
         return BeforeRunOutcome(sent_messages, False)
     if not isinstance(answer, Mapping) and not hasattr(answer, "prompt"):
@@ -111,8 +114,13 @@ def apply_before_run_answer(
     has_messages, new_messages = _field(answer, "messages")
     messages = sent_messages
     replaced = False
-    if has_messages and new_messages is not None:
-        messages = guard_messages(new_messages, "beforeRun.messages")
+    if has_messages:
+        if new_messages is None:
+            raise HookError(f"{_MESSAGES} must be an array, got null")
+        try:
+            messages = guard_messages(new_messages, _MESSAGES)
+        except InvalidMessageError as error:
+            raise HookError(str(error)) from None
         replaced = messages != sent_messages
     if prompt != sent_prompt:
         messages = rewrite_latest_prompt(messages, prompt)

@@ -1,30 +1,129 @@
-"""The one redaction function: secrets never reach results, progress, logs,
-stderr excerpts or records.
+"""The one redaction module: secrets never reach results, progress, logs,
+stderr excerpts, traces, stored sessions or evaluation records.
 
-A leaf of the core: which values are secret is the config's to say
-(``AgentConfig.secrets``); this module only takes them out."""
+Two kinds of secret are taken out. An agent's own secret values (its key,
+wherever it came from: ``AgentConfig.secrets``) are replaced wherever they
+appear, always. Credential-shaped strings are replaced unless a caller keeps
+the payload as given (evaluation's ``storePayloads: "full"``):
+
+- PEM private key blocks (also one cut before its END line);
+- ``Authorization:`` header values, whatever the scheme (``Basic``, ``Bearer``,
+  ``token``...), and ``Bearer`` tokens anywhere;
+- the values of secret-looking names (``password``, ``passwd``, ``secret``,
+  ``token``, ``api_key``, ``private_key``, ``access_key``, ``credentials``, also
+  ending a longer name such as ``client_secret`` or ``GITHUB_TOKEN``) in the
+  forms ``name=value``, ``name: value`` and ``"name": "value"``;
+- Anthropic / OpenAI keys (``sk-...``), GitHub tokens (``ghp_``, ``gho_``,
+  ``ghs_``, ``ghu_``, ``ghr_``, ``github_pat_``), AWS access key ids (``AKIA...``,
+  ``ASIA...``), Slack tokens (``xoxb-``...) and JWTs (``eyJ...``, three
+  dot-separated parts).
+
+A leaf of the core: which values are secret is the config's to say; this
+module only takes them out."""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 REDACTED = "[redacted]"
 
-# Shapes of credentials worth hiding even when we were never told the value.
-# Only the ``secret`` group is replaced, so ``"apiKey": "..."`` stays valid JSON.
+_START = r"(?<![A-Za-z0-9_\-])"  # a token starts here, not inside a longer word
+# A value after ``name=``, ``name: `` or ``"name": ``: up to its closing quote
+# (also an escaped one: JSON inside JSON), else up to a delimiter. It never
+# starts with ``[``, so ``[redacted]`` is not redacted again.
+_VALUE = (
+    r"(?:(?<=\")(?:[^\"\\\n]|\\[^\"\n])+"
+    r"|(?<=')[^'\n]+"
+    r"|[^\s\"'`,;&()<>{}\[\]\\]+)"
+)
+_ASSIGN = r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
+_SCHEME = r"(?i:basic|bearer|digest|token)[ \t]+"
+# Each rule replaces only its group ``s``, so ``"password": "..."`` stays
+# valid JSON. Every rule's match starts with one of _ANCHORS (case aside).
+_RULES = (
+    r"(?P<s>-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
+    r"(?s:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*))",
+    r"(?i:authorization)" + _ASSIGN + r"(?!(?:" + _SCHEME + r")?\[)(?:" + _SCHEME + ")?"
+    r"(?P<s>" + _VALUE + ")",
+    r"(?i:\bbearer)[ \t]+(?P<s>[A-Za-z0-9._~+/=\-]{16,})",
+    r"(?i:passw(?:or)?d|secret|token|api[_\-]?key|private[_\-]?key|access[_\-]?key"
+    r"|credentials?)" + _ASSIGN + r"(?P<s>" + _VALUE + ")",
+    r"(?<![A-Za-z0-9])(?P<s>sk-(?:ant-)?[A-Za-z0-9_\-]{16,})",
+    _START + r"(?P<s>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
+    r"(?<![A-Za-z0-9])(?P<s>(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Za-z0-9])",
+    _START + r"(?P<s>xox[a-z]-[A-Za-z0-9\-]{10,})",
+    _START + r"(?P<s>eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+)",
+)
+_ANCHORS = (
+    "-----begin ",
+    "authorization",
+    "bearer",
+    "passw",
+    "secret",
+    "token",
+    "api",
+    "private",
+    "access",
+    "credential",
+    "sk-",
+    "gh",
+    "github_pat_",
+    "akia",
+    "asia",
+    "xox",
+    "eyj",
+)
+# All rules in one pattern: rule i is group ``r{i}`` holding its secret as
+# ``s{i}``. ASCII case folding only, as for the anchors.
 _PATTERNS = re.compile(
-    r"(?P<a>)(?P<secret_a>sk-(?:ant-)?[A-Za-z0-9_\-]{16,})"  # Anthropic / OpenAI style keys
-    r"|(?P<b>(?i:bearer)\s+)(?P<secret_b>[A-Za-z0-9._\-]{16,})"  # Authorization headers
-    r"|(?P<c>(?i:x-api-key|api[_-]?key)[\"']?\s*[:=]\s*[\"']?)(?P<secret_c>[A-Za-z0-9._\-+/=]{8,})"
+    "|".join(
+        f"(?P<r{index}>{rule.replace('(?P<s>', f'(?P<s{index}>')})"
+        for index, rule in enumerate(_RULES)
+    ),
+    re.ASCII,
 )
 
 
-def _keep_prefix(match: re.Match[str]) -> str:
-    prefix = match.group("a") or match.group("b") or match.group("c") or ""
-    return prefix + REDACTED
+def _replace(match: re.Match[str]) -> str:
+    # The rule's own group closes last, so it is the match's last group.
+    secret = "s" + str(match.lastgroup)[1:]
+    text, (start, end) = match.string, match.span()
+    return text[start : match.start(secret)] + REDACTED + text[match.end(secret) : end]
+
+
+def _anchor_positions(lowered: str) -> Iterator[int]:
+    for anchor in _ANCHORS:
+        position = lowered.find(anchor)
+        while position != -1:
+            yield position
+            position = lowered.find(anchor, position + 1)
+
+
+def redact_patterns(text: str) -> str:
+    """``text`` with every credential-shaped string replaced.
+
+    The same as ``_PATTERNS.sub``, only fast: the pattern is tried only where
+    an anchor occurs (found by ``str.find``), not at every position, which
+    matters for a 20 MB base64 image in a stored session or a trace."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few letters lower to two characters
+        return _PATTERNS.sub(_replace, text)
+    pieces: list[str] = []
+    done = 0
+    for start in sorted(set(_anchor_positions(lowered))):
+        if start < done:
+            continue
+        match = _PATTERNS.match(text, start)
+        if match is not None:
+            pieces += (text[done:start], _replace(match))
+            done = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -63,10 +162,15 @@ class Redactor:
     def for_config(cls, config: HasSecrets) -> Redactor:
         return cls(config.secrets)
 
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The secret values it replaces, longest first."""
+        return tuple(self._secrets)
+
     def redact(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
-        return _PATTERNS.sub(_keep_prefix, text) if self._patterns else text
+        return redact_patterns(text) if self._patterns else text
 
     def redact_tree(self, value: Any) -> Any:
         """A copy of JSON data with every string redacted (keys kept), so the

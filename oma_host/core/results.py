@@ -4,6 +4,10 @@ Results are plain dicts shaped exactly as PROTOCOL.md section 3 writes them, so
 the Python API and the wire return the same thing. A :class:`RunRecorder` is
 the running tally of one run (text, messages, usage, tool calls); when a run is
 cancelled or times out, the partial result is built from it.
+
+The recorder also keeps an agent's own secret values out of its text streams
+(``text`` and ``reasoning`` deltas) with a :class:`StreamRedaction` per stream:
+a key sent in pieces is redacted as the stream, not piece by piece.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import (
 from typing_extensions import TypedDict
 
 from oma_host.core.messages import LLMMessage, clone
+from oma_host.core.redact import Redactor
 
 StatusCode = Literal["ok", "error", "cancelled", "timeout", "budget_exhausted"]
 
@@ -67,32 +72,106 @@ class StreamEvent(TypedDict):
 
 EmitFn = Callable[[StreamEvent], None]
 
+# The events whose string data are deltas of one text, redacted as a stream.
+_STREAMED_KINDS = ("text", "reasoning")
+
 
 def zero_usage() -> TokenUsage:
     return {"input_tokens": 0, "output_tokens": 0}
 
 
+class StreamRedaction:
+    """Takes a redactor's secret values out of a text that arrives in deltas.
+
+    Redacting each delta alone misses a secret split between two of them, so
+    the end of the text that could be the start of a secret (shorter than the
+    longest secret, unless secrets overlap there) is held back until the next
+    delta shows whether it is, or until :meth:`finish`. The pieces given out,
+    joined, are the whole text redacted."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._secrets = redactor.values
+        self._reach = max((len(secret) for secret in self._secrets), default=1) - 1
+        self._held = ""
+
+    def feed(self, delta: str) -> str:
+        """The part of the text so far that can be given out, redacted."""
+        if not self._secrets:
+            return delta
+        text = self._held + delta
+        cut = self._safe_end(text)
+        self._held = text[cut:]
+        return self._redactor.redact(text[:cut])
+
+    def finish(self) -> str:
+        """What is still held (the stream has ended), redacted."""
+        held, self._held = self._held, ""
+        return self._redactor.redact(held)
+
+    def _safe_end(self, text: str) -> int:
+        """Where ``text`` can be cut: before any end of it that begins a
+        secret, and never through a secret that is whole in it."""
+        cut = len(text)
+        for start in range(max(0, len(text) - self._reach), len(text)):
+            if any(secret.startswith(text[start:]) for secret in self._secrets):
+                cut = start
+                break
+        moved = True
+        while moved:
+            moved = False
+            for secret in self._secrets:
+                found = text.find(secret, max(0, cut - len(secret) + 1), cut + len(secret) - 1)
+                if found != -1 and found < cut:
+                    cut, moved = found, True
+        return cut
+
+
 @dataclass
 class RunRecorder:
-    """The running tally of one run; backends append, the agent reads."""
+    """The running tally of one run; backends append, the agent reads.
+
+    With a ``redactor``, text and reasoning deltas are streamed through a
+    :class:`StreamRedaction` each; what is held back is sent when the result
+    is built (:meth:`result`), the end of the run's streams."""
 
     run_id: str
     emit: EmitFn = field(default=lambda event: None, repr=False)
+    redactor: Redactor | None = field(default=None, repr=False)
     text_parts: list[str] = field(default_factory=list)
     messages: list[LLMMessage] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=zero_usage)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    _streams: dict[str, StreamRedaction] = field(default_factory=dict, init=False, repr=False)
 
     def text(self, chunk: str) -> None:
         """Record a chunk of output text and stream it."""
         if chunk:
             self.text_parts.append(chunk)
-            self.emit({"type": "text", "data": chunk})
+            self._stream("text", chunk)
 
     def event(self, kind: str, data: Any) -> None:
         """Stream an event other than text; ``data`` is copied for the consumer."""
-        self.emit({"type": kind, "data": clone(data)})
+        if kind in _STREAMED_KINDS and isinstance(data, str):
+            self._stream(kind, data)
+        else:
+            self.emit({"type": kind, "data": clone(data)})
+
+    def _stream(self, kind: str, delta: str) -> None:
+        if self.redactor is not None:
+            stream = self._streams.get(kind)
+            if stream is None:
+                stream = self._streams[kind] = StreamRedaction(self.redactor)
+            delta = stream.feed(delta)
+        if delta:
+            self.emit({"type": kind, "data": delta})
+
+    def end_streams(self) -> None:
+        """Send what each text stream still holds back."""
+        for kind, stream in self._streams.items():
+            if rest := stream.finish():
+                self.emit({"type": kind, "data": rest})
 
     def add_usage(self, input_tokens: int = 0, output_tokens: int = 0) -> None:
         self.usage["input_tokens"] += input_tokens
@@ -111,7 +190,9 @@ class RunRecorder:
         error_kind: str | None = None,
         **extra: Any,
     ) -> AgentRunResult:
-        """Build the AgentRunResult from what was recorded so far."""
+        """Build the AgentRunResult from what was recorded so far; the run's
+        text streams end here."""
+        self.end_streams()
         return make_result(
             self.run_id,
             code,

@@ -13,6 +13,7 @@ import json
 import time
 from typing import Any
 
+from oma_host.core.activity import report_activity
 from oma_host.core.config import AgentConfig
 from oma_host.core.messages import ContentBlock, LLMMessage
 from oma_host.core.redact import Redactor
@@ -71,7 +72,10 @@ class LLMBackend:
             instruction = _SCHEMA_INSTRUCTION + json.dumps(config.output_schema)
             system = f"{system}\n\n{instruction}" if system else instruction
         self._options = dataclasses.replace(
-            ChatOptions.from_config(config), system_prompt=system, tools=self._tools.specs
+            ChatOptions.from_config(config),
+            system_prompt=system,
+            tools=self._tools.specs,
+            guarded=True,  # the agent guarded the input; the loop adds only its own blocks
         )
         self._redactor = Redactor.for_config(config)
 
@@ -93,7 +97,9 @@ class LLMBackend:
         max_turns = self._config.max_turns or DEFAULT_MAX_TURNS
         budget = self._config.max_token_budget
         output = ""
-        for _ in range(max_turns):
+        for turn in range(1, max_turns + 1):
+            waiting = f"waiting for {self._config.model}"
+            report_activity(waiting if turn == 1 else f"turn {turn} of {max_turns}: {waiting}")
             response = await self._turn(conversation, recorder, streaming)
             output = _text_of(response.content)
             used = recorder.usage["input_tokens"] + recorder.usage["output_tokens"]
@@ -144,6 +150,7 @@ class LLMBackend:
     ) -> None:
         results: list[ContentBlock] = []
         for call in calls:
+            report_activity(f"calling tool {call['name']}")
             started = time.monotonic()
             output, is_error = await self._tools.call(call["name"], call["input"])
             recorder.tool_calls.append(

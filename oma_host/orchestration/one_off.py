@@ -9,9 +9,8 @@ what a callback does to them cannot reach the run.
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypedDict, Unpack
 
 from oma_host.core.abort import AbortSignal
@@ -20,7 +19,7 @@ from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_model_defaults
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.hooks import AfterRunHook, BeforeRunHook
-from oma_host.core.messages import clone, copy_plain
+from oma_host.core.messages import LLMMessage, clone, copy_plain
 from oma_host.core.redact import Redactor
 from oma_host.core.results import AgentRunResult
 from oma_host.orchestration.evaluation import (
@@ -76,17 +75,20 @@ class OpenMultiAgent:
             )
         self.evaluator = evaluator
 
-    async def run_agent(
+    def run_agent(
         self,
         config: AgentConfig | Mapping[str, Any],
         input: Any,
         *,
         abort: AbortSignal | None = None,
         **options: Unpack[RunOptions],
-    ) -> AgentRunResult:
-        """Validate, then run a fresh one-off agent (``options``: see :class:`RunOptions`)."""
-        run = self.prepare(config, input, **options)
-        return await run(abort)
+    ) -> Coroutine[Any, Any, AgentRunResult]:
+        """Run a fresh one-off agent (``options``: see :class:`RunOptions`).
+
+        A plain function, like :meth:`Agent.run`: config and input are
+        validated and copied now (raising InvalidParamsError or
+        InvalidMessageError here), and the run is returned, to await."""
+        return self.prepare(config, input, **options)(abort)
 
     def prepare(
         self,
@@ -100,7 +102,7 @@ class OpenMultiAgent:
         after_run: AfterRunHook | None = None,
         input_owned: bool = False,
         permission_handler: PermissionHandler | None = None,
-    ) -> Callable[[AbortSignal | None], Awaitable[AgentRunResult]]:
+    ) -> Callable[[AbortSignal | None], Coroutine[Any, Any, AgentRunResult]]:
         """Validate config and input now (raising InvalidParamsError or
         InvalidMessageError) and return the run, not yet started.
         ``input_owned``: see :func:`oma_host.core.messages.guard_messages`."""
@@ -115,10 +117,9 @@ class OpenMultiAgent:
         run_id = run_id or new_run_id()
         progress = on_progress or self.on_progress
         structured = not isinstance(input, str)
-        # Serialised only for an evaluator: a 20 MB image is not dumped for nothing.
-        evaluation_input = (
-            "" if self.evaluator is None else (json.dumps(messages) if structured else str(input))
-        )
+        # The evaluator's own copy: the private one, which the run never changes
+        # and nothing else holds once the run is over.
+        evaluation_input: str | list[LLMMessage] = messages if structured else str(input)
         try:
             sample_metadata = copy_plain(dict(metadata or {}), "metadata")
         except InvalidMessageError as error:  # not plain data, or nested too deeply

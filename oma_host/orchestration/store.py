@@ -9,6 +9,12 @@ response is sent, with ``synchronous=FULL``, so a host killed mid-turn loses
 only the turn in flight. Secrets are never written: configs are not stored,
 and stored messages pass through the agent's redactor first (string by
 string, so what is stored stays valid JSON).
+
+Several hosts may share one state directory (on one machine: WAL needs
+shared memory): a write waits up to ``BUSY_TIMEOUT_S`` for another host's to
+finish, two hosts opening a new database at once both succeed, and a session
+two hosts create at once is created once (the second gets the first's
+history).
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from oma_host.core.messages import LLMMessage
 
 DB_NAME = "oma-host.sqlite3"
 MEMORY = ":memory:"
+# How long a write waits for another connection's (another host's) to end.
+BUSY_TIMEOUT_S = 30.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -66,6 +74,12 @@ CREATE TABLE IF NOT EXISTS evaluation_records (
     metadata TEXT
 );
 CREATE INDEX IF NOT EXISTS evaluation_records_run ON evaluation_records(run_id);
+CREATE TABLE IF NOT EXISTS session_info (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
+    cwd TEXT NOT NULL,
+    title TEXT,
+    settings TEXT NOT NULL
+);
 """
 
 
@@ -75,6 +89,31 @@ Redact = Callable[[Any], Any]
 
 def _unchanged(value: Any) -> Any:
     return value
+
+
+def _switch_to_wal(db: sqlite3.Connection) -> None:
+    """Put the database in WAL mode. Two connections doing this to a new
+    database at once can deadlock, and SQLite then answers "database is
+    locked" at once, without waiting: so wait here, and try again."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _history(db: sqlite3.Connection, session_id: str) -> list[LLMMessage] | None:
+    """A session's stored messages, or None if it was never created."""
+    if db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone() is None:
+        return None
+    rows = db.execute(
+        "SELECT message FROM session_messages WHERE session_id = ? ORDER BY seq", (session_id,)
+    ).fetchall()
+    return [json.loads(row[0]) for row in rows]
 
 
 def default_state_dir() -> Path:
@@ -90,15 +129,23 @@ class Store:
             self.path = MEMORY
         else:
             directory = Path(state_dir) if state_dir else default_state_dir()
-            directory.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.path = str(directory / DB_NAME)
+            # Made 0600 before SQLite opens it: its -wal and -shm files take its mode.
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S
+        )
         self._db.execute("PRAGMA foreign_keys = ON")
         if self.path != MEMORY:
-            self._db.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(self._db)
             self._db.execute("PRAGMA synchronous = FULL")
-        self._db.executescript(_SCHEMA)
+        # In a write transaction from the start: reading the schema, then
+        # writing it, fails at once if another host wrote in between.
+        with self._transaction() as db:
+            for statement in filter(str.strip, _SCHEMA.split(";")):  # none holds a ";"
+                db.execute(statement)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -120,16 +167,7 @@ class Store:
     def load_session(self, session_id: str) -> list[LLMMessage] | None:
         """The stored history of a session, or None if it was never created."""
         with self._lock:
-            known = self._db.execute(
-                "SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            if known is None:
-                return None
-            rows = self._db.execute(
-                "SELECT message FROM session_messages WHERE session_id = ? ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-        return [json.loads(row[0]) for row in rows]
+            return _history(self._db, session_id)
 
     def create_session(
         self,
@@ -137,15 +175,21 @@ class Store:
         agent_name: str,
         messages: Sequence[LLMMessage],
         redact: Redact = _unchanged,
-    ) -> None:
+    ) -> list[LLMMessage] | None:
+        """Store a new session holding ``messages``; None. If it exists
+        already (another host created it a moment ago), nothing is written
+        and its stored history is returned."""
         now = time.time()
         with self._transaction() as db:
-            db.execute(
+            created = db.execute(
                 "INSERT INTO sessions (session_id, agent_name, created, updated) "
-                "VALUES (?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO NOTHING",
                 (session_id, agent_name, now, now),
-            )
+            ).rowcount
+            if not created:
+                return _history(db, session_id)
             self._append(db, session_id, messages, redact, start=0)
+            return None
 
     def append_turn(
         self, session_id: str, messages: Sequence[LLMMessage], redact: Redact = _unchanged
@@ -180,6 +224,43 @@ class Store:
                 for offset, message in enumerate(messages)
             ],
         )
+
+    # -- session info (the ACP door's: cwd, title, chosen agent and model) ----
+
+    def put_session_info(
+        self, session_id: str, cwd: str, settings: dict[str, Any], title: str | None = None
+    ) -> None:
+        """Record a session's cwd and settings; a title, once set, is kept."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO session_info (session_id, cwd, title, settings) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(session_id) DO UPDATE SET cwd = excluded.cwd, settings = "
+                "excluded.settings, title = COALESCE(session_info.title, excluded.title)",
+                (session_id, cwd, title, json.dumps(settings)),
+            )
+
+    def session_infos(
+        self, session_id: str | None = None, cwd: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Sessions that have info (one, or those in ``cwd``, or all), the most
+        recently updated first: ``{sessionId, cwd, title, settings, updated}``."""
+        query = (
+            "SELECT i.session_id, i.cwd, i.title, i.settings, s.updated FROM session_info i "
+            "JOIN sessions s ON s.session_id = i.session_id WHERE (? IS NULL OR i.session_id = ?) "
+            "AND (? IS NULL OR i.cwd = ?) ORDER BY s.updated DESC"
+        )
+        with self._lock:
+            rows = self._db.execute(query, (session_id, session_id, cwd, cwd)).fetchall()
+        return [
+            {
+                "sessionId": row[0],
+                "cwd": row[1],
+                "title": row[2],
+                "settings": json.loads(row[3]),
+                "updated": row[4],
+            }
+            for row in rows
+        ]
 
     # -- run traces -----------------------------------------------------------
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent, check_agent_config, new_run_id
+from oma_host.core.backends import backend_entry
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.messages import clone
@@ -100,7 +101,7 @@ def check_coordinator(team: Team) -> AgentConfig:
     if config.backend is not None:
         raise InvalidParamsError(
             "team.coordinator must be an LLM-backed agent (it plans with structured output); "
-            f"it has a {config.backend.kind} backend"
+            f"it has {backend_entry(config).described}"
         )
     _check_member(config, "team.coordinator")
     return config

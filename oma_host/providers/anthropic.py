@@ -18,6 +18,7 @@ from oma_host.providers.base import (
     ChatOptions,
     LLMResponse,
     ProviderError,
+    checked_messages,
     malformed_reply,
     missing_key_error,
     resolve_api_key,
@@ -154,7 +155,7 @@ class AnthropicAdapter:
         body: dict[str, Any] = {
             "model": options.model,
             "max_tokens": options.max_tokens or DEFAULT_MAX_TOKENS,
-            "messages": to_wire_messages(messages),
+            "messages": to_wire_messages(checked_messages(messages, options)),
         }
         if options.system_prompt:
             body["system"] = options.system_prompt

@@ -4,7 +4,9 @@ An adapter turns the library's LLMMessage list into one provider request and
 the reply back into content blocks. ``chat`` returns the whole reply;
 ``stream`` yields StreamEvents (``text``, ``reasoning``, ``tool_use``) and ends
 with one ``{"type": "done", "data": LLMResponse}``. An adapter that cannot
-represent a block raises :class:`ProviderError`; it never drops one.
+represent a block raises :class:`ProviderError`; it never drops one. Both
+entry points put the messages through the shape guard first
+(:func:`checked_messages`) unless the caller says it has.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ class ChatOptions:
     base_url: str | None = None
     tools: tuple[ToolSpec, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    # The messages sent with these options have passed the shape guard already
+    # (the agent loop's have), so the adapter does not check them again.
+    guarded: bool = False
 
     @classmethod
     def from_config(cls, config: AgentConfig) -> ChatOptions:
@@ -67,6 +72,20 @@ class LLMResponse:
     content: list[ContentBlock]
     usage: TokenUsage
     stop_reason: str = "end_turn"
+
+
+def checked_messages(messages: list[LLMMessage], options: ChatOptions) -> list[LLMMessage]:
+    """What an adapter's entry points send: ``messages`` after the one shape
+    guard (PROTOCOL.md section 4), so an adapter called directly with a
+    malformed message raises InvalidMessageError naming its path, not an
+    AttributeError from deep inside the mapping. Skipped for ``guarded`` options."""
+    if options.guarded:
+        return messages
+    # Imported here: the registry imports this module to answer initialize,
+    # which must not load pydantic (the message types need it).
+    from oma_host.core.messages import guard_messages
+
+    return guard_messages(messages, "messages")
 
 
 @contextmanager

@@ -1,16 +1,21 @@
 """The host's one HTTP client, and the retry policy every provider shares.
 
-One ``httpx.AsyncClient`` per host process pools connections to each provider.
+One client per host process (``providers/http_client.py``; per event loop
+for the Python API) pools connections to each provider; it is built on the
+first provider request, with the settings ``initialize`` settled
+(``providers/http_settings.py``).
 :func:`open_response` POSTs JSON and retries, with exponential backoff and
 jitter, on connection failures and on 408, 409, 429 and 5xx (honouring
 ``retry-after``), never on other 4xx. An error answer becomes a
-:class:`ProviderError` carrying the provider's own message and status code.
+:class:`ProviderError` carrying the provider's own message and status code; a
+timeout says which one fired (connect, pool, write, read) and its value.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import random
 import time
@@ -21,23 +26,39 @@ from typing import Any
 import httpx
 
 from oma_host.providers.base import ProviderError
+from oma_host.providers.http_client import build_client
+from oma_host.providers.http_settings import settle_http_settings
 
 MAX_RETRIES = 2
 _BACKOFF_BASE_S = 0.5
 _BACKOFF_CAP_S = 8.0
 _RETRY_AFTER_CAP_S = 60.0
-_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=60.0, pool=30.0)
-_LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=16)
 
 _client: httpx.AsyncClient | None = None
+_client_loop: asyncio.AbstractEventLoop | None = None
+_closer: AsyncIterator[None] | None = None
 
 
-def shared_client() -> httpx.AsyncClient:
-    """The host-wide client, created on first use."""
-    global _client
-    if _client is None or _client.is_closed:
-        _client = httpx.AsyncClient(timeout=_TIMEOUT, limits=_LIMITS)
+async def shared_client() -> httpx.AsyncClient:
+    """The host-wide client, created on first use in each event loop (its
+    connections belong to the loop: the Python API may run one loop after
+    another, each ``asyncio.run`` its own)."""
+    global _client, _client_loop, _closer
+    loop = asyncio.get_running_loop()
+    if _client is None or _client.is_closed or _client_loop is not loop:
+        _client, _client_loop = build_client(settle_http_settings()), loop
+        # asyncio.run finalizes the async generators left open before it closes
+        # its loop; finalizing this one closes the client while the loop runs.
+        _closer = _close_with_the_loop(_client)
+        await anext(_closer)
     return _client
+
+
+async def _close_with_the_loop(client: httpx.AsyncClient) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await client.aclose()
 
 
 async def close_shared_client() -> None:
@@ -45,6 +66,34 @@ async def close_shared_client() -> None:
     if _client is not None:
         client, _client = _client, None
         await client.aclose()
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(url: str) -> httpx.URL:
+    """Parsing costs about 5% of a request, and the adapters send to few URLs."""
+    return httpx.URL(url)
+
+
+def _host_port(url: httpx.URL) -> str:
+    port = url.port or (443 if url.scheme == "https" else 80)
+    return f"{url.host}:{port}"
+
+
+def _timeout_message(error: httpx.TimeoutException, timeout: httpx.Timeout) -> str:
+    """Which timeout fired, its value, and the option that sets it."""
+    if isinstance(error, httpx.ConnectTimeout):
+        which, option, seconds = "connect", "connectTimeoutMs", timeout.connect
+        what = "no connection could be made"
+    elif isinstance(error, httpx.PoolTimeout):
+        which, option, seconds = "pool", "poolTimeoutMs", timeout.pool
+        what = "every connection stayed busy (http.maxConnections)"
+    elif isinstance(error, httpx.WriteTimeout):
+        which, option, seconds = "write (upload)", "writeTimeoutMs", timeout.write
+        what = "the provider took none of the request body"
+    else:
+        which, option, seconds = "read", "readTimeoutMs", timeout.read
+        what = "the provider sent nothing"
+    return f"the {which} timeout of {seconds:g} s (http.{option}) fired: {what} for {seconds:g} s"
 
 
 def _retryable(status: int) -> bool:
@@ -93,25 +142,33 @@ async def open_response(
     url: str, headers: dict[str, str], body: dict[str, Any], *, provider: str
 ) -> AsyncIterator[httpx.Response]:
     """POST ``body`` and yield a 2xx response whose body is not read yet."""
-    client = shared_client()
+    client = await shared_client()
     attempt = 0
     while True:
         try:
-            request = client.build_request("POST", url, headers=headers, json=body)
+            request = client.build_request("POST", _parsed(url), headers=headers, json=body)
             response = await client.send(request, stream=True)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as error:
             if attempt < MAX_RETRIES:
                 await asyncio.sleep(_backoff(attempt))
                 attempt += 1
                 continue
+            where = _host_port(request.url)
+            if isinstance(error, httpx.ConnectTimeout):
+                raise ProviderError(
+                    f"{provider}: could not reach {where} in {attempt + 1} attempts: "
+                    + _timeout_message(error, client.timeout),
+                    kind="timeout",
+                ) from None
             raise ProviderError(
-                f"{provider}: could not reach {request.url.host}:{request.url.port}: "
-                f"{type(error).__name__}: {error}",
+                f"{provider}: could not reach {where}: {type(error).__name__}: {error}",
                 kind="connection",
             ) from None
         except httpx.TimeoutException as error:
             raise ProviderError(
-                f"{provider}: the request timed out ({error})", kind="timeout"
+                f"{provider}: the request to {_host_port(request.url)} timed out: "
+                + _timeout_message(error, client.timeout),
+                kind="timeout",
             ) from None
         except (httpx.HTTPError, httpx.InvalidURL) as error:  # a bad baseURL or scheme
             raise ProviderError(
@@ -131,7 +188,10 @@ async def open_response(
     try:
         yield response
     except httpx.TimeoutException as error:
-        raise ProviderError(f"{provider}: the response stalled ({error})", kind="timeout") from None
+        raise ProviderError(
+            f"{provider}: the response stalled: " + _timeout_message(error, client.timeout),
+            kind="timeout",
+        ) from None
     except httpx.HTTPError as error:
         raise ProviderError(
             f"{provider}: the response was cut off: {type(error).__name__}: {error}", kind="stream"

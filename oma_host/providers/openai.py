@@ -22,6 +22,7 @@ from oma_host.providers.base import (
     ChatOptions,
     LLMResponse,
     ProviderError,
+    checked_messages,
     malformed_reply,
     missing_key_error,
     resolve_api_key,
@@ -161,7 +162,9 @@ class OpenAIAdapter:
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": options.model,
-            "messages": to_wire_messages(messages, options.system_prompt),
+            "messages": to_wire_messages(
+                checked_messages(messages, options), options.system_prompt
+            ),
         }
         if options.max_tokens is not None:
             body["max_tokens"] = options.max_tokens

@@ -1,4 +1,6 @@
-"""The JSON-RPC host over stdio or TCP (PROTOCOL.md sections 1, 2, 5, 6, 7, 11).
+"""The JSON-RPC host (PROTOCOL.md sections 1, 2, 5, 6, 7, 11), served over
+stdio here and over TCP by ``tcp``, where ``auth``'s token guards every
+connection.
 
 ``app`` serves one connection (lifecycle, requests, cancellation) over
 ``rpc`` (JSON-RPC messages) and ``framing`` (LSP and ndjson; ``auto`` picks
@@ -17,7 +19,7 @@ import os
 import stat
 import sys
 import threading
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from oma_host.server.app import SessionOptions
@@ -25,10 +27,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("oma_host.server")
 
 
-def _protect_stdout() -> BinaryIO:
-    """Take fd 1 for protocol frames and point fd 1 at stderr, so a stray
-    ``print`` (ours, a hook's, a library's) can never corrupt the stream."""
-    frames = os.fdopen(os.dup(1), "wb", buffering=0)
+def _protect_stdout() -> int:
+    """Take fd 1 for protocol frames (the descriptor returned) and point fd 1
+    at stderr, so a stray ``print`` (ours, a hook's, a library's) can never
+    corrupt the stream."""
+    frames = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return frames
@@ -67,10 +70,10 @@ async def _serve_stdio(options: SessionOptions) -> int:
     try:
         return await session.serve(await _stdin_reader())
     finally:
-        await _close_http_client()
+        await close_http_client()
 
 
-async def _close_http_client() -> None:
+async def close_http_client() -> None:
     """Close the providers' shared HTTP client, if a provider ever loaded it."""
     http = sys.modules.get("oma_host.providers.http")
     if http is not None:
@@ -86,42 +89,3 @@ def _default_options() -> SessionOptions:
 def serve_stdio(options: SessionOptions | None = None) -> int:
     """Serve one client on stdin/stdout; returns the process exit code."""
     return asyncio.run(_serve_stdio(options or _default_options()))
-
-
-async def _serve_tcp(host: str, port: int, options: SessionOptions) -> None:
-    from oma_host.server.app import HostSession
-
-    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername")
-        log.info("client connected from %s", peer)
-        session = HostSession(writer.write, options)
-        try:
-            await session.serve(reader)
-        finally:
-            writer.close()
-            log.info("client %s disconnected", peer)
-
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        # Anyone who can connect can run commands as this user (process agents).
-        log.warning(
-            "serving on %s, not loopback: every client that can reach it can run agents, "
-            "including process agents, as this user; there is no authentication",
-            host,
-        )
-    server = await asyncio.start_server(connection, host, port, limit=2**16)
-    for sock in server.sockets:
-        # The one line a launcher may parse to learn the port (``--tcp 0``).
-        print(
-            f"oma-host listening on {sock.getsockname()[0]}:{sock.getsockname()[1]}",
-            file=sys.stderr,
-            flush=True,
-        )
-    async with server:
-        await server.serve_forever()
-
-
-def serve_tcp(host: str, port: int, options: SessionOptions | None = None) -> int:
-    """Serve clients over TCP, one session per connection, until interrupted
-    (Ctrl-C raises KeyboardInterrupt to the command line, which exits 130)."""
-    asyncio.run(_serve_tcp(host, port, options or _default_options()))
-    return 0

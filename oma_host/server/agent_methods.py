@@ -53,7 +53,26 @@ async def agent_create(ctx: RequestContext, params: CreateParams) -> CreateResul
         stored = await asyncio.to_thread(store.load_session, session_id)
         if stored is not None:  # a known session: its history wins over config.history
             config = config.model_copy(update={"history": stored or None})
-    agent = Agent(
+    agent = _build_agent(ctx, config, store, session_id)
+    # Only a config that passed every check starts a session. Another host on
+    # the same state directory may start it at this very moment: then that
+    # host's history wins, as if the session had been found stored.
+    if store is not None and session_id is not None and stored is None:
+        redact = Redactor.for_config(config).redact_tree
+        stored = await asyncio.to_thread(
+            store.create_session, session_id, config.name, agent.get_history(), redact
+        )
+        if stored is not None:
+            config = config.model_copy(update={"history": stored or None})
+            agent = _build_agent(ctx, config, store, session_id)
+    return {"agentId": state.agents.add(agent, session_id)}
+
+
+def _build_agent(
+    ctx: RequestContext, config: AgentConfig, store: Store | None, session_id: str | None
+) -> Agent:
+    state = ctx.state
+    return Agent(
         config,
         defaults=state.defaults,
         on_turn=None
@@ -61,13 +80,6 @@ async def agent_create(ctx: RequestContext, params: CreateParams) -> CreateResul
         else _turn_sink(store, session_id, config),
         **state.callbacks.for_agent(config),
     )
-    # Only a config that passed every check starts a session.
-    if store is not None and session_id is not None and stored is None:
-        redact = Redactor.for_config(config).redact_tree
-        await asyncio.to_thread(
-            store.create_session, session_id, config.name, agent.get_history(), redact
-        )
-    return {"agentId": state.agents.add(agent, session_id)}
 
 
 def _turn_sink(store: Store, session_id: str, config: AgentConfig) -> TurnSink:

@@ -7,23 +7,34 @@ with its own abort signal and :class:`RequestContext`, ``$/cancelRequest``
 (the run stops and answers -32800 with its partial result), and
 ``shutdown``/``exit`` (PROTOCOL.md sections 1, 2, 5 and 11). Methods come from
 the registry: a handler's module is imported on the method's first use.
+
+Also the session's side of the door's rules: a guarded (TCP) connection must
+open with an ``initialize`` carrying the token, and one that opens like HTTP
+is closed unread; params holding a lone surrogate are -32602 at its path;
+end of input on ndjson lets the requests in flight finish (``serve``); and
+frames are written whole (``stdout_writer``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import os
+import select
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.errors import OmaError
+from oma_host.core.validation import did_you_mean
+from oma_host.server.auth import looks_like_http, token_matches
 from oma_host.server.context import RequestContext
 from oma_host.server.framing import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Frame,
+    Framing,
     FramingChoice,
     detect_framing,
     frame_reader,
@@ -31,6 +42,7 @@ from oma_host.server.framing import (
 from oma_host.server.registry import Method, load, lookup
 from oma_host.server.rpc import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
@@ -39,6 +51,7 @@ from oma_host.server.rpc import (
     Connection,
     MsgId,
     RpcError,
+    surrogate_problem,
     valid_id,
 )
 from oma_host.server.state import SessionState, Settings
@@ -50,6 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("oma_host.server")
 
 _SHUTDOWN_WAIT_S = 5.0  # how long shutdown waits for aborted runs to clean up
+DEFAULT_DRAIN_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -60,16 +74,32 @@ class SessionOptions:
     framing: FramingChoice = "lsp"
     state_dir: str | None = None  # --state-dir
     tracer: FrameTracer | None = None  # --trace
+    # Set for a network (TCP) connection: its first request must be an initialize
+    # carrying this token, and one that opens like HTTP is closed unread.
+    auth_token: str | None = None
+    # ndjson end of input: how long the requests in flight may take to finish.
+    drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
 
 
 class HostSession:
     """One connection: lifecycle flags, in-flight requests, and its state."""
 
     def __init__(
-        self, write: Callable[[bytes], None], options: SessionOptions | None = None
+        self,
+        write: Callable[[bytes], None],
+        options: SessionOptions | None = None,
+        *,
+        ready_to_read: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        """``write`` sends bytes to the client (raising OSError once it is
+        gone); ``ready_to_read`` is awaited before each next frame is read
+        (TCP backpressure: it waits while too many replies are unsent)."""
         self.options = options or SessionOptions()
-        self.connection = Connection(write, self.options.tracer)
+        self.connection = Connection(
+            write, self.options.tracer, self.options.max_message_bytes, self._client_gone
+        )
+        self._ready_to_read = ready_to_read
+        self.authenticated = self.options.auth_token is None
         self.supervisor = Supervisor()
         self.state = SessionState(
             self.connection, self.supervisor, self.options.tracer, self.options.state_dir
@@ -83,6 +113,8 @@ class HostSession:
         # Every handler task (notifications too), for shutdown to wait on.
         self._tasks: set[asyncio.Task[None]] = set()
         self._exit_event = asyncio.Event()
+        self._gone = asyncio.Event()  # the client reads no more
+        self._framing: Framing = "lsp"
 
     # -- the lifecycle (context.Session) --------------------------------------
 
@@ -117,54 +149,136 @@ class HostSession:
     # -- serving ------------------------------------------------------------------
 
     async def serve(self, reader: asyncio.StreamReader) -> int:
-        """Read frames until ``exit`` or end of input; returns the exit code."""
+        """Read frames until ``exit`` or end of input; returns the exit code.
+
+        End of input on ndjson means "no more requests": those in flight
+        finish and are answered (within ``drain_timeout_s``) before the
+        shutdown. On LSP framing the client is gone, and so are its runs."""
         frames = asyncio.ensure_future(self._read_loop(reader))
         exit_wait = asyncio.ensure_future(self._exit_event.wait())
-        await asyncio.wait({frames, exit_wait}, return_when=asyncio.FIRST_COMPLETED)
+        gone_wait = asyncio.ensure_future(self._gone.wait())
+        await asyncio.wait({frames, exit_wait, gone_wait}, return_when=asyncio.FIRST_COMPLETED)
         exit_wait.cancel()
+        gone_wait.cancel()
         if not frames.done():
             frames.cancel()
             with suppress(asyncio.CancelledError):
                 await frames
+        input_ended = (
+            not frames.cancelled() and frames.exception() is None and not self._gone.is_set()
+        )
+        if not frames.cancelled() and frames.exception() is not None:
+            log.warning("reading from the client failed: %s", frames.exception())
         # No answer can arrive any more: the host's own requests fail now
         # rather than at their timeouts.
         self.connection.abandon()
         if not self.exited:  # end of input: shutdown + exit
             self.exit_code = 0
+            if input_ended and self._framing == "ndjson":
+                await self._finish_requests()
         await self.shutdown()
         return self.exit_code
+
+    async def _finish_requests(self) -> None:
+        """Wait for the requests in flight to be answered, within the drain timeout."""
+        running = [task for task in self._tasks if not task.done()]
+        if not running:
+            return
+        log.info("end of input: finishing %d request(s) in flight", len(running))
+        gone_wait = asyncio.ensure_future(self._gone.wait())
+        all_done = asyncio.ensure_future(asyncio.wait(running))
+        await asyncio.wait(
+            {all_done, gone_wait},
+            timeout=self.options.drain_timeout_s,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        gone_wait.cancel()
+        all_done.cancel()
+        if any(not task.done() for task in running):
+            log.warning("requests still in flight at the end of the drain are cancelled")
+
+    def _client_gone(self) -> None:
+        """The client reads no more: nothing can be answered, so stop."""
+        self.connection.abandon()
+        self._gone.set()
 
     async def _read_loop(self, reader: asyncio.StreamReader) -> None:
         prefix = b""
         framing = self.options.framing
-        if framing == "auto":
-            framing, prefix = await detect_framing(reader)
-            log.info("framing: %s", framing)
+        guarded = self.options.auth_token is not None
+        if framing == "auto" or guarded:
+            detected, prefix = await detect_framing(reader)
+            if guarded and looks_like_http(prefix):
+                log.warning("closed a connection that speaks HTTP (it began %r)", prefix)
+                return
+            if framing == "auto":
+                framing = detected
+                log.info("framing: %s", framing)
+        self._framing = framing
         self.connection.use_framing(framing)
         max_bytes = self.options.max_message_bytes
         async for frame in frame_reader(framing, reader, max_bytes, prefix):
-            self._handle_frame(frame)
+            if not self._handle_frame(frame):
+                return
             await asyncio.sleep(0)  # let handlers start in arrival order
+            if self._ready_to_read is not None:
+                await self._ready_to_read()
 
-    def _handle_frame(self, frame: Frame) -> None:
+    def _handle_frame(self, frame: Frame) -> bool:
+        """Handle one frame; False when the connection must close (it failed
+        to authenticate)."""
+        given_token = _take_auth_token(frame.message)
         if self.options.tracer is not None:
             self.options.tracer.record("in", frame.message, frame.error)
+        if not self.authenticated and not self._authenticate(frame, given_token):
+            return False
         if frame.error is not None and frame.is_response:
             log.warning("dropped an oversized response from the client: %s", frame.error)
-            return
+            return True
         if frame.error is not None:
             log.warning("bad frame: %s", frame.error)
             type_name = "ParseError" if frame.error_code == PARSE_ERROR else "InvalidRequest"
             self.connection.respond_error(
                 frame.recovered_id, RpcError(frame.error_code, frame.error, type_name)
             )
-            return
+            return True
         try:
-            call = self.connection.receive(frame.message)
+            call = self.connection.receive(frame.message, frame.maybe_surrogates)
             if call is not None:
                 self._handle_call(call)
         except Exception:  # the loop must survive anything a frame can do
             log.exception("failed to handle a message")
+        return True
+
+    def _authenticate(self, frame: Frame, given_token: Any) -> bool:
+        """The first frame of a guarded connection: an initialize request with
+        the right token passes; anything else closes the connection."""
+        assert self.options.auth_token is not None
+        message = frame.message
+        is_initialize = (
+            isinstance(message, dict)
+            and message.get("jsonrpc") == "2.0"
+            and message.get("method") == Method.INITIALIZE
+            and valid_id(message.get("id"))
+        )
+        if is_initialize and token_matches(self.options.auth_token, given_token):
+            self.authenticated = True
+            return True
+        log.warning(
+            "closed a connection whose first message was not an initialize with the "
+            "right initializationOptions.authToken"
+        )
+        if is_initialize:  # a client of ours with a wrong or stale token: say so
+            self.connection.respond_error(
+                message["id"],
+                RpcError(
+                    INVALID_REQUEST,
+                    "initialize: initializationOptions.authToken is missing or wrong; "
+                    "this host serves TCP to holders of its token file only",
+                    "InvalidRequest",
+                ),
+            )
+        return False
 
     def _handle_call(self, call: Call) -> None:
         if call.id is None:
@@ -180,7 +294,17 @@ class HostSession:
         if method is None:
             self.connection.respond_error(
                 call.id,
-                RpcError(METHOD_NOT_FOUND, f"{call.method}: no such method", "MethodNotFound"),
+                RpcError(
+                    METHOD_NOT_FOUND,
+                    f"{call.method}: no such method{did_you_mean(call.method, Method)}",
+                    "MethodNotFound",
+                ),
+            )
+            return
+        if call.surrogate_at is not None:
+            message, path = surrogate_problem(f"{method}: params", call.surrogate_at)
+            self.connection.respond_error(
+                call.id, RpcError(INVALID_PARAMS, message, "InvalidParams", path=path)
             )
             return
         self._start(method, call.params, call.id)
@@ -214,6 +338,8 @@ class HostSession:
                 self._cancel(params["id"])
         elif not self.initialized or self.shutdown_requested or self.exited:
             log.debug("dropping notification %s", call.method)
+        elif call.surrogate_at is not None:
+            log.warning("dropping notification %s: its params hold a lone surrogate", call.method)
         elif (method := lookup(call.method)) is not None:
             self._start(method, call.params, None)  # run, answered to nobody
         else:
@@ -267,9 +393,28 @@ def _internal_error(method: str, error: Exception) -> RpcError:
     return RpcError(INTERNAL_ERROR, message, "InternalError")
 
 
-def stdout_writer(stream: BinaryIO) -> Callable[[bytes], None]:
+def _take_auth_token(message: Any) -> Any:
+    """Remove ``initializationOptions.authToken`` from an initialize message
+    and return it, so no trace, log or handler ever holds the token."""
+    if not isinstance(message, dict) or message.get("method") != Method.INITIALIZE:
+        return None
+    params = message.get("params")
+    options = params.get("initializationOptions") if isinstance(params, dict) else None
+    return options.pop("authToken", None) if isinstance(options, dict) else None
+
+
+def stdout_writer(fd: int) -> Callable[[bytes], None]:
+    """Write whole frames to ``fd``: one write may take only part of them
+    (Linux moves at most 2 GiB per call, and a non-blocking pipe what fits)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+
     def write(data: bytes) -> None:
-        stream.write(data)
-        stream.flush()
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                poller.poll()  # a non-blocking stdout: wait until it takes more
 
     return write

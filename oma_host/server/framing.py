@@ -25,6 +25,13 @@ _DISCARD_CHUNK = 1 << 20
 # A header name (an HTTP token) followed by a colon: how an LSP client starts.
 _HEADER_START = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+:")
 _HEADER_NAME_MAX = 64
+# A Content-Length longer than this is no size anyone sends (15 digits is
+# nearly a petabyte); refusing it early also keeps ``int()`` off a number with
+# thousands of digits, which it refuses by raising.
+_LENGTH_DIGITS_MAX = 15
+# Where a lone surrogate can hide: a JSON ``\u`` escape in D800-DFFF (raw
+# UTF-8 cannot carry one; the decoder refuses it).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 Framing = Literal["lsp", "ndjson"]
 FramingChoice = Literal["lsp", "ndjson", "auto"]
@@ -41,6 +48,9 @@ class Frame:
     recovered_id: int | str | None = None
     # An oversized frame that was a response to one of our requests: never answered.
     is_response: bool = False
+    # The JSON escapes a surrogate, so a string in it may hold a lone one
+    # (see ``server/rpc.py``'s lone_surrogate_path); False rules it out cheaply.
+    maybe_surrogates: bool = False
 
 
 def _top_level_members(head: bytes) -> dict[str, bytes]:
@@ -127,7 +137,7 @@ def _no_constants(name: str) -> Any:
 def parse_json(body: bytes, what: str = "frame") -> Frame:
     try:
         # NaN and Infinity are not JSON; accepting them would put them on stdout.
-        return Frame(message=json.loads(body, parse_constant=_no_constants))
+        message = json.loads(body, parse_constant=_no_constants)
     except UnicodeDecodeError as error:
         return Frame(error=f"the {what} is not valid UTF-8: {error.reason} at byte {error.start}")
     except json.JSONDecodeError as error:
@@ -136,6 +146,9 @@ def parse_json(body: bytes, what: str = "frame") -> Frame:
         return Frame(error=f"the {what}'s JSON is nested too deeply to parse")
     except ValueError as error:  # NaN/Infinity, an integer beyond Python's digit limit
         return Frame(error=f"the {what} is not valid JSON: {error}")
+    # A backslash is found at memchr speed; only then is the escape searched for.
+    maybe_surrogates = b"\\" in body and _SURROGATE_ESCAPE.search(body) is not None
+    return Frame(message=message, maybe_surrogates=maybe_surrogates)
 
 
 async def _read_headers(
@@ -171,11 +184,14 @@ async def _read_headers(
             problem = problem or f"malformed header line {stripped[:80]!r}"
         elif name.strip().lower() == b"content-length":
             text = value.strip()
-            if text.isdigit():
+            if text.isdigit() and len(text) <= _LENGTH_DIGITS_MAX:
                 length = int(text)
             else:
                 length = None
-                problem = problem or f"Content-Length {text[:40]!r} is not a non-negative number"
+                problem = problem or (
+                    f"Content-Length {text[:40]!r} is not a length "
+                    f"(a decimal number of at most {_LENGTH_DIGITS_MAX} digits)"
+                )
 
 
 async def read_frames(

@@ -19,6 +19,7 @@ from typing_extensions import TypedDict
 
 from oma_host.core.version import __version__
 from oma_host.providers import available_providers
+from oma_host.providers.http_settings import configure_http
 from oma_host.server.context import RequestContext
 from oma_host.server.registry import HANDLER_MODULES, Method, handles
 from oma_host.server.rpc import INVALID_REQUEST, RpcError
@@ -101,8 +102,9 @@ async def initialize(ctx: RequestContext, params: InitializeParams) -> Initializ
 
 
 def _settings(options: InitializationOptions | None) -> Settings:
-    """The session's settings; a refused evaluation config refuses initialize
-    (which can then be retried)."""
+    """The session's settings, and the host's HTTP settings; a refused
+    evaluation config or HTTP settings refuse initialize (which can then be
+    retried)."""
     if options is None:
         return Settings()
     evaluation = None
@@ -111,6 +113,8 @@ def _settings(options: InitializationOptions | None) -> Settings:
 
         evaluation = parse_evaluation_config(options.evaluation)
         check_judges(evaluation, options.defaults)
+    if options.http is not None:
+        configure_http(options.http.settings())
     return Settings(options.defaults, evaluation, options.state_dir)
 
 

@@ -32,6 +32,7 @@ from oma_host.core.errors import InvalidParamsError
 from oma_host.core.messages import schema_ref
 from oma_host.core.validation import describe_validation_error, predicate_error
 from oma_host.orchestration.teams import DEFAULT_MAX_CONCURRENCY
+from oma_host.providers.http_settings import HttpSettings, Transport
 
 ProgressToken = int | str
 
@@ -91,7 +92,7 @@ class Params(BaseModel):
             return cls.model_validate(require_object(params, method))
         except ValidationError as error:
             raise InvalidParamsError(
-                describe_validation_error(error, f"{method}: params")
+                describe_validation_error(error, f"{method}: params", model=cls)
             ) from None
 
     @classmethod
@@ -102,10 +103,60 @@ class Params(BaseModel):
 # -- lifecycle ------------------------------------------------------------------
 
 
+def _http_field(alias: str, what: str, default: int, minimum: int = 1) -> Any:
+    return Field(default=None, alias=alias, ge=minimum, description=f"{what} (default {default})")
+
+
+_HTTP = HttpSettings()
+
+
+class HttpOptions(Params):
+    """The providers' HTTP client; it is shared by every session of the host
+    process (``providers/http_settings.py``). A field left out keeps its default."""
+
+    transport: Transport | None = Field(
+        default=None, description='"aiohttp" (default), or "httpx" for its own transport'
+    )
+    max_connections: int | None = _http_field(
+        "maxConnections", "connections open at once", _HTTP.max_connections
+    )
+    max_keep_alive_connections: int | None = _http_field(
+        "maxKeepAliveConnections",
+        "idle connections kept (httpx transport)",
+        _HTTP.max_keep_alive_connections,
+        minimum=0,
+    )
+    connect_timeout_ms: int | None = _http_field(
+        "connectTimeoutMs", "connecting, TLS included", _HTTP.connect_timeout_ms
+    )
+    read_timeout_ms: int | None = _http_field(
+        "readTimeoutMs", "longest wait for response bytes", _HTTP.read_timeout_ms
+    )
+    write_timeout_ms: int | None = _http_field(
+        "writeTimeoutMs",
+        "longest wait for the provider to take request bytes",
+        _HTTP.write_timeout_ms,
+    )
+    pool_timeout_ms: int | None = _http_field(
+        "poolTimeoutMs", "longest wait for a free connection", _HTTP.pool_timeout_ms
+    )
+
+    def settings(self) -> HttpSettings:
+        return HttpSettings(**self.model_dump(exclude_none=True))
+
+
 class InitializationOptions(Params):
     defaults: ModelDefaults | None = None
+    http: HttpOptions | None = None
     evaluation: EvaluationField | None = None
     state_dir: str | None = Field(default=None, alias="stateDir")
+    # Checked, and taken out, by the connection before initialize runs
+    # (server/app.py); declared so the schema documents it.
+    auth_token: str | None = Field(
+        default=None,
+        alias="authToken",
+        description="over TCP: the token from the host's token file (ignored on stdio)",
+    )
 
 
 # LSP's own fields are the client's business: documented, passed as they are.

@@ -3,10 +3,12 @@ message shapes.
 
 It checks each parsed message (an object, ``"jsonrpc": "2.0"``, a string or
 integer id, a string method, object or array params) and answers a bad one
-itself; sends responses, errors and notifications (compact UTF-8 JSON, framed
-by the session's framing, recorded by ``--trace``); and keeps the futures of
-the host's own requests to the client (hooks, permission, scoring), resolving
-each with the client's answer.
+itself, and finds where params or an answer hold a lone surrogate (which the
+session refuses); sends responses, errors and notifications (compact UTF-8
+JSON, framed by the session's framing, recorded by ``--trace``, none above
+``--max-message-bytes``); and keeps the futures of the host's own requests to
+the client (hooks, permission, scoring), resolving each with the client's
+answer.
 
 Why not pygls: the host used pygls's ``JsonRPCProtocol`` for two things only,
 running handlers and the futures of server-to-client requests, and to do even
@@ -32,11 +34,12 @@ import asyncio
 import itertools
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from oma_host.server.framing import Framing, frame_encoder
+from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES, Framing, frame_encoder
 
 if TYPE_CHECKING:
     from oma_host.server.trace import FrameTracer
@@ -44,10 +47,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("oma_host.server")
 
 MsgId = int | str
+# A place in JSON data: object keys and array indexes from the top.
+Location = tuple[int | str, ...]
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
 REQUEST_CANCELLED = -32800
@@ -83,6 +89,8 @@ class Call:
     method: str
     params: Any
     id: MsgId | None
+    # Where the params hold a lone surrogate, if they do.
+    surrogate_at: Location | None = None
 
 
 def valid_id(value: Any) -> bool:
@@ -90,11 +98,26 @@ def valid_id(value: Any) -> bool:
 
 
 class Connection:
-    """One client: what goes out to it, and the host's requests awaiting its answers."""
+    """One client: what goes out to it, and the host's requests awaiting its answers.
 
-    def __init__(self, write: Callable[[bytes], None], tracer: FrameTracer | None = None) -> None:
+    No frame above ``max_message_bytes`` is ever built for the client: an
+    answer that would be is replaced by a -32603 ``ResponseTooLarge`` error, a
+    request to the client fails at once, and a notification is left out (and
+    logged). ``write`` raising OSError means the client reads no more:
+    ``on_lost`` is called once and nothing more is written."""
+
+    def __init__(
+        self,
+        write: Callable[[bytes], None],
+        tracer: FrameTracer | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        on_lost: Callable[[], None] | None = None,
+    ) -> None:
         self._write = write
         self._tracer = tracer
+        self._limit = max_message_bytes
+        self._on_lost = on_lost
+        self.lost = False
         self._frame: Callable[[bytes], bytes] = frame_encoder("lsp")
         self._waiting: dict[MsgId, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
@@ -104,44 +127,95 @@ class Connection:
 
     # -- out ----------------------------------------------------------------
 
-    def send(self, message: dict[str, Any]) -> None:
+    @staticmethod
+    def _encode(message: dict[str, Any]) -> bytes:
         text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
         try:
-            body = text.encode()
+            return text.encode()
         except UnicodeEncodeError:
             # A lone surrogate ("\ud800" in a client's JSON) has no UTF-8 form:
             # send the message with \u escapes, which every JSON parser reads.
-            body = json.dumps(message, separators=(",", ":")).encode()
+            return json.dumps(message, separators=(",", ":")).encode()
+
+    def _too_large(self, body: bytes) -> str | None:
+        """Why ``body`` may not be sent, if it may not."""
+        if len(body) <= self._limit:
+            return None
+        return f"{len(body)} bytes, over the limit of {self._limit} (--max-message-bytes)"
+
+    def _emit(self, body: bytes) -> None:
+        if self.lost:
+            return
         if self._tracer is not None:
             self._tracer.record_body("out", body)
         if log.isEnabledFor(logging.DEBUG):  # --log-level DEBUG shows the traffic
             log.debug("sent %s", body.decode(errors="replace"))
-        self._write(self._frame(body))
+        try:
+            self._write(self._frame(body))
+        except OSError as error:
+            self.lost = True
+            log.warning("the client reads no more (%s); nothing more is sent to it", error)
+            if self._on_lost is not None:
+                self._on_lost()
 
     def notify(self, method: str, params: Any) -> None:
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+        if self.lost:
+            return
+        body = self._encode({"jsonrpc": "2.0", "method": method, "params": params})
+        problem = self._too_large(body)
+        if problem is not None:
+            log.warning("a %s notification was not sent: it is %s", method, problem)
+            return
+        self._emit(body)
 
     def respond(self, msg_id: MsgId, result: Any) -> None:
         try:
-            self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            body = self._encode({"jsonrpc": "2.0", "id": msg_id, "result": result})
         except (TypeError, ValueError, RecursionError) as error:  # not JSON: a bug, said so
             log.exception("the result of request %r is not JSON", msg_id)
             self.respond_error(
                 msg_id,
                 RpcError(INTERNAL_ERROR, f"the result is not JSON: {error}", "InternalError"),
             )
+            return
+        self._answer(msg_id, body)
 
     def respond_error(self, msg_id: MsgId | None, error: RpcError) -> None:
-        self.send({"jsonrpc": "2.0", "id": msg_id, "error": error.to_json()})
+        body = self._encode({"jsonrpc": "2.0", "id": msg_id, "error": error.to_json()})
+        self._answer(msg_id, body)
+
+    def _answer(self, msg_id: MsgId | None, body: bytes) -> None:
+        """Send an answer, or the small error that says it was too large."""
+        if self.lost:
+            return
+        problem = self._too_large(body)
+        if problem is not None:
+            log.warning("the answer to request %r was not sent: it is %s", msg_id, problem)
+            error = RpcError(
+                INTERNAL_ERROR,
+                f"the answer is {problem}; it was not sent",
+                "ResponseTooLarge",
+                size=len(body),
+                limit=self._limit,
+            )
+            body = self._encode({"jsonrpc": "2.0", "id": msg_id, "error": error.to_json()})
+        self._emit(body)
 
     async def request(self, method: str, params: Any) -> Any:
-        """Ask the client; its result, or ClientError for an error answer.
-        A request whose awaiting is cancelled (a hook timeout) stops waiting."""
+        """Ask the client; its result, or ClientError for an error answer (or a
+        request too large to send). A request whose awaiting is cancelled (a
+        hook timeout) stops waiting."""
         msg_id = f"oma-{next(self._ids)}"
+        body = self._encode({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        problem = self._too_large(body)
+        if problem is not None:
+            raise ClientError(INTERNAL_ERROR, f"the {method} request was not sent: it is {problem}")
+        if self.lost:
+            raise ClientError(INTERNAL_ERROR, "the client is gone")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[msg_id] = future
         try:
-            self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+            self._emit(body)
             return await future
         finally:
             self._waiting.pop(msg_id, None)
@@ -154,10 +228,11 @@ class Connection:
 
     # -- in -----------------------------------------------------------------
 
-    def receive(self, message: Any) -> Call | None:
+    def receive(self, message: Any, maybe_surrogates: bool = False) -> Call | None:
         """Check one parsed message: an answer to one of our requests is
         delivered, a malformed message answered, and a request or notification
-        returned for the session to handle. Never raises."""
+        returned for the session to handle. ``maybe_surrogates``: the frame
+        may hold a lone surrogate (see :func:`lone_surrogate_at`). Never raises."""
         if log.isEnabledFor(logging.DEBUG):
             log.debug("received %s", json.dumps(message, ensure_ascii=False))
         if not isinstance(message, dict):
@@ -176,7 +251,7 @@ class Connection:
             return None
         method = message.get("method")
         if method is None and has_id:
-            self._deliver(message)
+            self._deliver(message, maybe_surrogates)
             return None
         if not isinstance(method, str):
             self._refuse(msg_id, "the message has no string method")
@@ -186,14 +261,16 @@ class Connection:
             if has_id:
                 self._refuse(msg_id, f"{method}: params must be an object or an array")
             return None
-        return Call(method, params, msg_id if has_id else None)
+        surrogate_at = lone_surrogate_at(params) if maybe_surrogates else None
+        return Call(method, params, msg_id if has_id else None, surrogate_at)
 
     def _refuse(self, msg_id: MsgId | None, message: str) -> None:
         self.respond_error(msg_id, RpcError(INVALID_REQUEST, message, "InvalidRequest"))
 
-    def _deliver(self, message: dict[str, Any]) -> None:
-        """A client's answer to one of our requests. One of the wrong shape is
-        an error answer: the waiting run fails at once instead of waiting."""
+    def _deliver(self, message: dict[str, Any], maybe_surrogates: bool) -> None:
+        """A client's answer to one of our requests. One of the wrong shape, or
+        holding a lone surrogate, is an error answer: the waiting run fails at
+        once instead of waiting."""
         msg_id = message["id"]
         future = self._waiting.get(msg_id)
         if future is None or future.done():  # unknown, or answered after its timeout
@@ -214,8 +291,51 @@ class Connection:
                     )
                 )
         elif "result" in message:
-            future.set_result(message["result"])
+            result = message["result"]
+            where = lone_surrogate_at(result) if maybe_surrogates else None
+            if where is None:
+                future.set_result(result)
+            else:
+                problem, _ = surrogate_problem("the client's result", where)
+                future.set_exception(ClientError(INVALID_PARAMS, problem))
         else:
             future.set_exception(
                 ClientError(INTERNAL_ERROR, "the client's answer has neither result nor error")
             )
+
+
+def lone_surrogate_at(value: Any) -> Location | None:
+    """Where in ``value`` the first string (or object key) holding a lone
+    UTF-16 surrogate is, or None. JSON can write one (``"\\ud800"``) but no
+    UTF-8 text holds it, so it could be sent nowhere (a provider, a process,
+    the store): the door refuses it where params and answers are read."""
+    stack: list[tuple[Any, Location]] = [(value, ())]
+    while stack:  # iterative: params may nest as deep as the parser allows
+        item, location = stack.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                return location
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                if _LONE_SURROGATE.search(key):
+                    return location
+                stack.append((child, (*location, key)))
+        elif isinstance(item, list):
+            stack.extend((item[index], (*location, index)) for index in reversed(range(len(item))))
+    return None
+
+
+# A surrogate pair in JSON decodes to one character, so any surrogate left is lone.
+_LONE_SURROGATE = re.compile("[\\ud800-\\udfff]")
+
+
+def surrogate_problem(where: str, location: Location) -> tuple[str, str]:
+    """The message saying a lone surrogate is at ``location`` under ``where``
+    (``agent/run: params``), and the location as a JSON path."""
+    from oma_host.core.validation import json_path  # loads pydantic: only on this rare path
+
+    return (
+        f"{json_path(where, location)} holds a lone UTF-16 surrogate, "
+        "which no UTF-8 text can carry",
+        json_path("", location),
+    )

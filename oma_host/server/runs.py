@@ -1,16 +1,19 @@
 """What every run method does around its run: the request's abort signal,
-LSP work-done progress, a trace in the store, and the -32800 answer that
-carries a cancelled run's partial result."""
+LSP work-done progress (``begin``, a ``report`` for each step the run takes
+and every second while it waits, ``end``), a trace in the store, and the
+-32800 answer that carries a cancelled run's partial result."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from oma_host.core.abort import AbortSignal
+from oma_host.core.activity import watching
 from oma_host.core.config import AgentConfig
 from oma_host.core.redact import config_secrets
 from oma_host.server.context import RequestContext
@@ -19,6 +22,9 @@ from oma_host.server.rpc import REQUEST_CANCELLED, RpcError
 log = logging.getLogger("oma_host.server")
 
 R = TypeVar("R", bound=Mapping[str, Any])
+
+# How often a run's latest step is re-sent while it waits.
+REPORT_INTERVAL_S = 1.0
 
 
 def note_secrets(ctx: RequestContext, config: AgentConfig) -> None:
@@ -44,24 +50,59 @@ async def tracked_run(
     session_id: str | None = None,
 ) -> R:
     """Run with the request's abort signal, work-done progress (``begin``
-    titled ``title``, ``end`` with the status, sent even when the run raises)
-    and a trace; a cancelled run becomes error -32800 carrying the partial result."""
+    titled ``title``, a ``report`` per step, ``end`` with the status, sent
+    even when the run raises) and a trace; a cancelled run becomes error
+    -32800 carrying the partial result."""
     started = time.time()
     code = "error"
-    if work_done_token is not None:
-        ctx.progress(work_done_token, {"kind": "begin", "title": title})
+    reporter = None if work_done_token is None else _Reporter(ctx, work_done_token, title)
     try:
-        result = await run(ctx.abort)
+        with watching(reporter.report) if reporter else contextlib.nullcontext():
+            result = await run(ctx.abort)
         code = _status_code(result, ctx.abort)
         _record_trace(ctx, title, result, started, session_id, code)
     finally:
-        if work_done_token is not None:
-            ctx.progress(work_done_token, {"kind": "end", "message": code})
+        if reporter is not None:
+            reporter.end(code)
     if ctx.abort.aborted and code == "cancelled":
         raise RpcError(
             REQUEST_CANCELLED, "the request was cancelled", "RequestCancelled", partial=result
         )
     return result
+
+
+class _Reporter:
+    """One run's work-done progress: ``begin`` titled with the agent, then
+    ``report`` messages (the run's latest step with the time since it
+    started, sent at each step and re-sent every second so a client sees a
+    long wait still counting), then ``end`` with the status."""
+
+    def __init__(self, ctx: RequestContext, token: int | str, title: str) -> None:
+        self._ctx = ctx
+        self._token = token
+        self._started = time.monotonic()
+        self._message = "running"
+        ctx.progress(token, {"kind": "begin", "title": title})
+        self._ticker = asyncio.ensure_future(self._tick())
+
+    def report(self, message: str) -> None:
+        self._message = message
+        self._send()
+
+    def end(self, code: str) -> None:
+        self._ticker.cancel()
+        self._ctx.progress(self._token, {"kind": "end", "message": code})
+
+    def _send(self) -> None:
+        elapsed = int(time.monotonic() - self._started)
+        self._ctx.progress(
+            self._token, {"kind": "report", "message": f"{self._message} ({elapsed} s)"}
+        )
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(REPORT_INTERVAL_S)
+            self._send()
 
 
 def _record_trace(

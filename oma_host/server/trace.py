@@ -1,63 +1,131 @@
 """``oma-host --trace FILE``: every frame in and out, with a timestamp, one
 JSON object per line, for bug reports.
 
-Keys never reach the file: values of ``apiKey`` fields and of secret-looking
-names in ``env`` objects are replaced before writing, and the line then goes
-through the credential patterns of :mod:`oma_host.core.redact`, string by string
-(so every line stays valid JSON).
+Keys never reach the file. Values of ``apiKey`` and ``authToken`` fields and
+of secret-looking names in ``env`` objects are replaced before writing; the
+values they hold, the variable an ``apiKeyEnv`` names, and every
+secret-looking variable of the host's environment (where the providers'
+standard keys and an external agent's inherited ones live) are secrets from
+then on, so they are replaced wherever they appear, also in the same frame's
+input: a frame is traced before its config is parsed. The line then goes
+through the credential patterns of :mod:`oma_host.core.redact`, string by
+string (so every line stays valid JSON).
+
+The file is created 0600, and one that belongs to another user is refused.
+Nothing the tracer meets ends the host: a lone surrogate is written as its
+JSON escape, and a frame that cannot be traced is logged instead.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any
 
 from oma_host.core.redact import REDACTED, Redactor, is_secret_name
 
-_PATTERNS = Redactor()
-# Fields that carry a key (AgentConfig accepts both spellings).
-_KEY_FIELDS = {"apiKey", "api_key"}
+log = logging.getLogger("oma_host.server")
+
+# Fields that carry a key or the TCP token (AgentConfig accepts both spellings).
+_KEY_FIELDS = {"apiKey", "api_key", "authToken"}
+# Fields that name the environment variable holding an agent's key.
+_KEY_ENV_FIELDS = {"apiKeyEnv", "api_key_env"}
 
 
-def _scrub(value: Any) -> Any:
-    if isinstance(value, dict):
-        clean: dict[str, Any] = {}
-        for key, item in value.items():
-            if key in _KEY_FIELDS and isinstance(item, str):
-                clean[key] = REDACTED
-            elif key == "env" and isinstance(item, dict):
-                clean[key] = {
-                    name: REDACTED if is_secret_name(str(name)) else _scrub(val)
-                    for name, val in item.items()
-                }
-            else:
-                clean[key] = _scrub(item)
-        return clean
-    if isinstance(value, list):
-        return [_scrub(item) for item in value]
-    return value
+class TraceFileError(PermissionError):
+    """A --trace file that belongs to another user."""
+
+
+def _scrub(value: Any, found: set[str]) -> Any:
+    """A copy of ``value`` with key fields replaced; the secret values seen
+    are added to ``found``. Iterative: frames nest as deep as JSON parses."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        item, parent, slot = stack.pop()
+        if isinstance(item, dict):
+            clean: dict[str, Any] = {}
+            for key, child in item.items():
+                if key in _KEY_FIELDS and isinstance(child, str):
+                    found.add(child)
+                    clean[key] = REDACTED
+                elif key in _KEY_ENV_FIELDS and isinstance(child, str):
+                    found.add(os.environ.get(child, ""))
+                    clean[key] = child
+                elif key == "env" and isinstance(child, dict):
+                    clean[key] = {}
+                    for name, val in child.items():
+                        if is_secret_name(str(name)):
+                            if isinstance(val, str):
+                                found.add(val)
+                            clean[key][name] = REDACTED
+                        else:
+                            clean[key][name] = None  # a place, so the order is kept
+                            stack.append((val, clean[key], name))
+                else:
+                    clean[key] = None
+                    stack.append((child, clean, key))
+            parent[slot] = clean
+        elif isinstance(item, list):
+            items: list[Any] = [None] * len(item)
+            stack.extend((child, items, index) for index, child in enumerate(item))
+            parent[slot] = items
+        else:
+            parent[slot] = item
+    return root[0]
+
+
+def _open_own(path: str) -> int:
+    """Open ``path`` for appending (created 0600); refused unless this user owns it."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    owner = os.fstat(fd).st_uid
+    if owner != os.getuid():
+        os.close(fd)
+        raise TraceFileError(
+            f"--trace {path}: the file belongs to another user (uid {owner}); refusing to write it"
+        )
+    return fd
 
 
 class FrameTracer:
     """Appends trace lines to a file; safe to share between sessions."""
 
     def __init__(self, path: str) -> None:
-        self._file: TextIO = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        # backslashreplace: a lone surrogate (valid in JSON, not in UTF-8) can
+        # only stand inside a JSON string, where its escape is what it means.
+        self._file = os.fdopen(
+            _open_own(path), "a", encoding="utf-8", errors="backslashreplace", buffering=1
+        )
         self._lock = threading.Lock()
         self._secrets: set[str] = set()
-        self._redactor = _PATTERNS
+        self._redactor = Redactor()
+        self.add_secrets(value for name, value in os.environ.items() if is_secret_name(name))
 
     def add_secrets(self, secrets: Iterable[str]) -> None:
         """Values to hide from now on (an agent's key, wherever it appears)."""
-        new = set(secrets) - self._secrets
+        new = {secret for secret in secrets if secret} - self._secrets
         if new:
             self._secrets |= new
             self._redactor = Redactor(self._secrets)
 
     def record(self, direction: str, message: Any = None, error: str | None = None) -> None:
+        """Trace one frame; never raises."""
+        try:
+            line = self._line(direction, message, error)
+        except Exception as failure:  # RecursionError, a value json cannot write
+            log.warning("--trace: a frame could not be traced: %r", failure)
+            line = self._line(direction, error=f"this frame could not be traced: {failure!r}")
+        try:
+            with self._lock:
+                self._file.write(line + "\n")
+        except (OSError, ValueError) as failure:  # a full disk, a closed file
+            log.warning("--trace: writing the trace failed: %s", failure)
+
+    def _line(self, direction: str, message: Any = None, error: str | None = None) -> str:
         entry: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "direction": direction,
@@ -65,16 +133,18 @@ class FrameTracer:
         if error is not None:
             entry["error"] = error
         else:
-            entry["message"] = _scrub(message)
-        line = json.dumps(self._redactor.redact_tree(entry), ensure_ascii=False)
-        with self._lock:
-            self._file.write(line + "\n")
+            found: set[str] = set()
+            entry["message"] = _scrub(message, found)
+            self.add_secrets(found)
+        return json.dumps(self._redactor.redact_tree(entry), ensure_ascii=False)
 
     def record_body(self, direction: str, body: bytes) -> None:
         try:
-            self.record(direction, json.loads(body))
+            message = json.loads(body)
         except ValueError:
             self.record(direction, error=body[:2000].decode(errors="replace"))
+            return
+        self.record(direction, message)
 
     def close(self) -> None:
         with self._lock:

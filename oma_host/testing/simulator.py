@@ -9,7 +9,8 @@ with a description of the latest user message, so an unscripted run still
 shows what the provider was sent.
 
 It runs in a background thread (``with Simulator() as sim: sim.base_url``) or
-alone: ``python -m oma_host.testing.simulator --port 8765``.
+alone: ``python -m oma_host.testing.simulator --port 8765``; given an SSL
+context (``tls``), it serves HTTPS.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import contextlib
 import json
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -45,6 +47,7 @@ class Reply:
     first_byte_delay_s: float = 0.0  # pause before the status line
     cut_after_events: int | None = None  # close the stream mid-event after this many events
     malformed: bool = False  # send a body (or an SSE event) that is not JSON
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
 
     @classmethod
     def text(cls, text: str, **options: Any) -> Reply:
@@ -284,19 +287,27 @@ def openai_chunks(
 class Simulator:
     """The scripted provider; see the module docstring."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None
+    ) -> None:
         self._queue: deque[Reply | Fault] = deque()
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
         self._server = ThreadingHTTPServer((host, port), _handler_for(self))
         self._server.daemon_threads = True
+        self._scheme = "http"
+        if tls is not None:  # HTTPS; the handshake happens in each request's thread
+            self._server.socket = tls.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
+            self._scheme = "https"
         self._thread: threading.Thread | None = None
         self._count = 0
 
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
 
     def script(self, *items: Reply | Fault) -> None:
         """Queue answers; each request takes the next one."""
@@ -390,7 +401,7 @@ class _SimulatorHandler(BaseHTTPRequestHandler):
                 if wire == "anthropic"
                 else openai_completion(item, model, number)
             )
-            self._json(200, payload)
+            self._json(200, payload, item.headers)
         else:
             self._stream(wire, item, model, number, body)
 
@@ -429,6 +440,8 @@ class _SimulatorHandler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
         self.send_header("cache-control", "no-cache")
+        for key, value in reply.headers.items():
+            self.send_header(key, value)
         self.end_headers()
         if wire == "anthropic":
             frames = [

@@ -38,11 +38,18 @@ def test_call_reads_params_from_stdin_and_fails_with_the_error_response() -> Non
     params = {"config": {"name": "p", "backend": {"kind": "process", "command": "cat"}}}
     params["input"] = [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
     failed = call("oma/runAgent", "-", stdin=json.dumps(params))
-    assert failed.returncode == 1
+    assert failed.returncode == 2
     error = json.loads(failed.stdout)
     assert error["code"] == -32602 and error["data"]["type"] == "InvalidMessageError"
     assert "accepts string prompts only" in error["message"]
     assert call("agent/list", "{not json").returncode == 2
+
+
+def test_call_exits_1_for_a_run_that_failed() -> None:
+    config = {"name": "p", "backend": {"kind": "process", "command": "sh", "args": ["-c", "exit 3"]}}
+    failed = call("oma/runAgent", json.dumps({"config": config, "input": "go"}))
+    assert failed.returncode == 1, failed.stderr
+    assert json.loads(failed.stdout)["success"] is False
 
 
 def test_trace_records_every_frame_with_keys_redacted(tmp_path: Path) -> None:

@@ -121,6 +121,8 @@ def test_errors_are_one_readable_line_with_the_json_path(console: pexpect.spawn)
     console.expect(r'"id": null, "error": \{"code": -32700')
     console.sendline("fly away")
     console.expect_exact("error: unknown command 'fly'; type help")
+    console.sendline("image cat nothere.png what is this")
+    console.expect_exact("error: cannot read nothere.png: No such file or directory\r\n")
     assert _quit(console) == 0
 
 

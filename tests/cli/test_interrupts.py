@@ -115,3 +115,36 @@ def test_ctrl_c_in_a_long_running_command_exits_130_without_a_traceback(
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_ctrl_c_in_call_cancels_the_run_and_prints_its_partial_result() -> None:
+    script = "echo partial; exec sleep 60"
+    config = {
+        "name": "slow",
+        "backend": {"kind": "process", "command": "sh", "args": ["-c", script], "input": "none"},
+    }
+    process = subprocess.Popen(
+        [
+            *[sys.executable, "-m", "oma_host", "call", "agent/stream"],
+            *[json.dumps({"input": "go"}), "--agent", json.dumps(config)],
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+    )
+    try:
+        assert process.stderr is not None
+        seen = b""
+        while b"partial" not in seen:  # the run has streamed its first output
+            line = process.stderr.readline()
+            assert line, f"call ended before the run streamed: {seen.decode()}"
+            seen += line
+        stdout, stderr = _ctrl_c(process)
+        assert process.returncode == INTERRUPTED, (seen + stderr).decode()
+        partial = json.loads(stdout)
+        assert partial["success"] is False and "partial" in partial["output"]
+        assert b"Traceback" not in stderr, stderr.decode()
+    finally:
+        if process.poll() is None:
+            process.kill()

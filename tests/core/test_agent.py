@@ -577,32 +577,53 @@ async def test_hook_timeout_in_stream_sends_error_event_with_callback_kind():
     assert events[1]["data"]["errorInfo"]["kind"] == "callback"
 
 
-@pytest.mark.parametrize("method", ["run", "prompt"])
+@pytest.mark.parametrize("method", ["run", "prompt", "stream"])
 @pytest.mark.parametrize(
-    ("messages", "path"),
+    ("messages", "message"),
     [
-        ([user(text(7))], "beforeRun.messages[0].content[0].text"),  # type: ignore[arg-type]
-        ([], "beforeRun.messages"),
+        (
+            [user(text(7))],  # type: ignore[arg-type]
+            "beforeRun.messages[0].content[0].text must be a string",
+        ),
+        (
+            [{"role": "user", "content": "not blocks"}],
+            "beforeRun.messages[0].content must be an array",
+        ),
+        ([], "beforeRun.messages must not be an empty array"),
+        (None, "beforeRun.messages must be an array, got null"),
         (
             [user({"type": "tool_use", "id": "t", "name": "n", "input": {"f": print}})],
-            "beforeRun.messages[0].content[0].input.f",
+            "beforeRun.messages[0].content[0].input.f is a function",
         ),
     ],
 )
-async def test_hook_returning_invalid_messages_raises_invalid_message_error(
-    method: str, messages: Any, path: str
+async def test_hook_returning_invalid_messages_fails_the_run_as_callback(
+    method: str, messages: Any, message: str
 ):
+    # The hook is a callback: its bad answer is a failed run, not an exception.
     agent = Agent(
         llm(history=HISTORY), before_run=lambda ctx: {"prompt": ctx.prompt, "messages": messages}
     )
     before = calls()
-    with pytest.raises(InvalidMessageError) as info:
-        await getattr(agent, method)("x")
-    assert info.value.path == path
-    assert info.value.path.startswith("beforeRun.messages")
-    assert calls() == before
+    if method == "stream":
+        events = await collect(agent.stream("x"))
+        assert [event["type"] for event in events] == ["error", "done"]
+        assert events[0]["data"]["kind"] == "callback"
+        result = events[-1]["data"]
+    else:
+        result = await getattr(agent, method)("x")
+    assert result["success"] is False
+    assert result["status"]["code"] == "error"
+    assert result["errorInfo"]["kind"] == "callback"
+    assert result["status"]["message"].startswith(message)
+    assert calls() == before  # the backend was never called
     assert agent.get_history() == HISTORY
-    assert agent.state["status"] == "idle"
+    assert agent.state["status"] == "error"
+
+
+async def test_hook_answer_without_messages_keeps_them():
+    agent = Agent(llm(), before_run=lambda ctx: {"prompt": ctx.prompt})
+    assert echoed(await agent.run(STRUCTURED)) == STRUCTURED
 
 
 async def test_after_run_returning_a_modified_result_is_used():
@@ -729,6 +750,51 @@ async def test_hook_returning_the_same_messages_for_process_agent_is_allowed(tmp
     result = await agent.run("same")
     assert result["success"], result
     assert result["output"] == "same"
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("backend", ["llm", "process"])
+async def test_prompt_hook_sees_the_history_and_the_turn_for_any_backend(backend: str):
+    seen: list[list[dict[str, Any]]] = []
+    config = llm() if backend == "llm" else process("cat")
+    agent = Agent({**config, "history": HISTORY}, before_run=lambda ctx: seen.append(ctx.messages))
+    await agent.prompt("first")
+    await agent.prompt("second")
+    assert seen[0] == [*HISTORY, user(text("first"))]
+    assert seen[1] == agent.get_history()[:-1]  # all but the reply to "second"
+    assert seen[1][-1] == user(text("second")) and len(seen[1]) == len(HISTORY) + 3
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda messages: messages[-1:], id="trim-history"),
+        pytest.param(lambda messages: [*messages, user(text("more"))], id="append"),
+    ],
+)
+async def test_external_prompt_hook_changing_its_messages_fails_without_spawn(
+    tmp_path: Path, change: Any
+):
+    marker = tmp_path / "MARKER"
+    agent = Agent(
+        {**marker_process(marker), "history": HISTORY},
+        before_run=lambda ctx: {"prompt": ctx.prompt, "messages": change(ctx.messages)},
+    )
+    result = await agent.prompt("hello")
+    assert result["success"] is False
+    assert LOSSY_MESSAGES in result["output"]
+    assert not marker.exists()
+    assert agent.get_history() == HISTORY
+
+
+async def test_external_prompt_hook_returning_its_messages_unchanged_runs(tmp_path: Path):
+    marker = tmp_path / "MARKER"
+    agent = Agent(
+        {**marker_process(marker), "history": HISTORY},
+        before_run=lambda ctx: {"prompt": ctx.prompt, "messages": ctx.messages},
+    )
+    result = await agent.prompt("hello")
+    assert result["output"] == "hello"  # the process gets the turn alone
     assert marker.exists()
 
 
@@ -924,7 +990,7 @@ async def test_mutating_progress_payloads_does_not_reach_the_run_or_the_sample()
     assert echoed(result) == STRUCTURED
     assert result["status"]["code"] == "ok"
     [sample] = evaluator.samples
-    assert json.loads(sample.input) == STRUCTURED
+    assert sample.input == STRUCTURED
     assert sample.output == result["output"]
     assert sample.result == result
     assert sample.result is not result
@@ -944,15 +1010,15 @@ async def test_evaluator_gets_the_string_for_a_string_call():
     assert sample.metadata == {"k": ["v"]}
 
 
-async def test_evaluator_gets_json_text_of_a_copy_for_a_structured_call():
+async def test_evaluator_gets_its_own_copy_of_the_messages_for_a_structured_call():
     evaluator = FakeEvaluator()
     oma = OpenMultiAgent(evaluator=evaluator)
     messages = copy.deepcopy(STRUCTURED)
     result = await oma.run_agent(llm(), messages)
     messages[0]["content"][0]["text"] = "changed after the call"
     [sample] = evaluator.samples
-    assert isinstance(sample.input, str)
-    assert json.loads(sample.input) == STRUCTURED
+    assert sample.input == STRUCTURED
+    assert sample.input is not messages
     assert sample.output == result["output"]
 
 

@@ -37,6 +37,20 @@ def test_each_kind_declares_what_it_accepts_and_keeps(
     )
 
 
+@pytest.mark.parametrize(
+    ("raw", "named"),
+    [(PROCESS, "has a process backend, which"), (ACP, "has an ACP backend, which")],
+)
+def test_the_string_only_refusal_names_the_backend_in_english(
+    raw: dict[str, object], named: str
+) -> None:
+    from oma_host import Agent
+
+    with pytest.raises(InvalidMessageError) as caught:
+        Agent(raw).run([{"role": "user", "content": [{"type": "text", "text": "x"}]}])
+    assert named in str(caught.value)
+
+
 def test_the_string_only_boundary_imports_no_bridge() -> None:
     """Structured input to an ACP agent is refused from the flags alone: the
     bridge modules and the acp library stay unimported."""

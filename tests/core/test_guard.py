@@ -4,6 +4,7 @@ latest_user_prompt and rewrite_latest_prompt."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import socket
 from enum import Enum
@@ -101,7 +102,8 @@ INVALID_RUN_INPUTS: list[tuple[str, Any, str, str]] = [
         "content is a string",
         [{"role": "user", "content": "hello"}],
         "input[0].content",
-        "must be an array",
+        'must be an array of blocks; for text use [{"type": "text", "text": ...}] or pass a '
+        "string as input",
     ),
     ("content missing", [{"role": "user"}], "input[0].content", "must be an array"),
     (
@@ -197,7 +199,7 @@ INVALID_RUN_INPUTS: list[tuple[str, Any, str, str]] = [
             }
         ),
         "input[0].content[0].source.data",
-        "builtins.bytes object, which cannot be copied",
+        "builtins.bytes object; messages must contain cloneable structured data",
     ),
     # tool_use
     (
@@ -719,7 +721,7 @@ def test_uncopyable_tool_input_value_is_rejected_with_path_and_kind(value: Any, 
     error = expect_invalid(
         lambda: guard_run_input(with_block(block)),
         "input[0].content[0].input.cb",
-        "cannot be copied as plain data",
+        "messages must contain cloneable structured data",
     )
     assert description in str(error)
 
@@ -730,7 +732,7 @@ def test_socket_in_tool_input_is_rejected_naming_the_socket():
         error = expect_invalid(
             lambda: guard_run_input(with_block(block)),
             "input[0].content[0].input.conn",
-            "cannot be copied",
+            "cloneable structured data",
         )
     assert "socket.socket" in str(error)
 
@@ -918,7 +920,11 @@ json_values = st.recursive(
 )
 
 b64_sources = st.fixed_dictionaries(
-    {"type": st.just("base64"), "media_type": st.text(max_size=10), "data": st.text(max_size=20)}
+    {
+        "type": st.just("base64"),
+        "media_type": st.text(max_size=10),
+        "data": st.binary(min_size=1, max_size=15).map(lambda raw: base64.b64encode(raw).decode()),
+    }
 )
 url_sources = st.fixed_dictionaries(
     {"type": st.just("url"), "media_type": st.text(max_size=10), "url": st.text(max_size=20)}
@@ -1214,3 +1220,30 @@ def test_rewrite_with_empty_string_still_leaves_one_text_block():
 def test_rewrite_without_a_user_message_appends_a_user_turn():
     rewritten = rewrite_latest_prompt([assistant(text("a"))], "p")
     assert rewritten == [assistant(text("a")), user(text("p"))]
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ("", "must not be empty"),
+        ("not base64!", "must be base64"),
+        ("aGVs\nbG8=", "must be base64"),
+        ("aGVs=bG8", "must be base64"),
+        ("aGVsbG8===", "must be base64"),
+        ("aGVsbG8é", "must be base64"),
+    ],
+)
+def test_image_data_must_be_nonempty_base64_at_its_path(data: str, fragment: str):
+    block = image(data)
+    with pytest.raises(InvalidMessageError) as caught:
+        guard_run_input(with_block(block))
+    assert caught.value.path == "input[0].content[0].source.data"
+    assert fragment in str(caught.value)
+    part = {"type": "image", "source": {**B64, "data": data}}
+    with pytest.raises(InvalidMessageError, match=fragment):
+        guard_run_input(with_block(tool_result([part])))
+
+
+@pytest.mark.parametrize("data", ["aGVsbG8=", "aGk=", "YQ==", "AAAA", "a+/9"])
+def test_base64_image_data_passes(data: str):
+    assert guard_run_input(with_block(image(data)))[0]["content"][0]["source"]["data"] == data

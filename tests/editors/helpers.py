@@ -5,6 +5,8 @@ A missing Node.js or a failed install fails the test; it never skips it.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -23,11 +25,34 @@ def ensure_acp_agent() -> None:
     ensure_npm_packages(ACP_AGENT_DIR, "@agentclientprotocol/sdk/package.json")
 
 
+def run_in_own_group(
+    argv: list[str], cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run a client's test command; past ``timeout`` its whole process group is
+    killed (npm, node and the hosts they started) and the test fails."""
+    with subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            pytest.fail(
+                f"{argv[0]} did not finish within {timeout} s:\n{stdout[-8000:]}\n{stderr[-4000:]}"
+            )
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
 def run_client_tests(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str:
     """Run an editor's own test runner; returns its stdout, fails with its tail."""
-    done = subprocess.run(
-        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    done = run_in_own_group(argv, cwd, env, timeout)
     report = f"{done.stdout[-12000:]}\n{done.stderr[-4000:]}"
     if done.returncode != 0:
         pytest.fail(f"{argv[0]} exited with {done.returncode}:\n{report}")

@@ -8,9 +8,11 @@ Debian 12's Neovim (0.7.2) is the target; ``.ci/run`` installs it. A missing
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -47,3 +49,25 @@ def test_nvim_plugin_against_the_real_host(tmp_path: Path) -> None:
     assert summary, report
     assert summary.group(2) == "0", report
     assert int(summary.group(1)) >= 10, report
+
+
+def test_an_image_that_cannot_be_read_is_named_once(tmp_path: Path) -> None:
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        pytest.fail("nvim is not installed: apt-get install -y neovim (see .ci/run)")
+    script = tmp_path / "read.lua"
+    script.write_text(
+        f"vim.opt.runtimepath:prepend({json.dumps(str(NVIM_DIR))})\n"
+        "local _, why = pcall(require('oma.input').image_block, 'nothere.png')\n"
+        "io.stdout:write(tostring(why) .. '\\n')\n"
+        "vim.cmd('qa!')\n"
+    )
+    done = subprocess.run(
+        [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"luafile {script}"],
+        cwd=tmp_path,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip() == "cannot read nothere.png: No such file or directory", done

@@ -109,35 +109,73 @@ async def test_invalid_external_structured_input_leaves_sampled_at_zero() -> Non
         await client.close()
 
 
+MARKER = "\n[truncated at 8192 characters]"
+GITHUB = "ghp_" + "A" * 36
+
+
 @pytest.mark.parametrize("mode", ["none", "redacted", "full"])
-async def test_store_payloads_modes(mode: str) -> None:
+async def test_a_client_scorer_is_given_what_store_payloads_allows(mode: str) -> None:
+    """What the client scorer receives is exactly what the record keeps: a
+    content-free description (none), or compact JSON with non-ASCII kept,
+    bounded to 8,192 characters with the marker inside the bound, redacted
+    (redacted) or not (full); the agent's own key never."""
     client = await spawn(
-        {
-            "sample": 1,
-            "storePayloads": mode,
-            "scorers": [{"kind": "client", "name": "verbose"}],
-        }
+        {"sample": 1, "storePayloads": mode, "scorers": [{"kind": "client", "name": "spy"}]}
     )
-    client.handlers["oma/evaluation/score"] = lambda params: {"score": 0.5, "reason": "é" * 3000}
+    seen: list[dict[str, Any]] = []
+
+    def spy(params: dict[str, Any]) -> dict[str, Any]:
+        seen.append(params)
+        return {"score": 0.5, "reason": "é" * 3000}
+
+    client.handlers["oma/evaluation/score"] = spy
     try:
-        token = "sk-proj-" + "A" * 30
-        long_input = f"key {KEY} and token {token} " + "ü" * 20000
+        messages = [
+            {"role": "user", "content": [{"type": "text", "text": f"{KEY} password=hunter2"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": f"café {GITHUB}"}]},
+            {"role": "user", "content": [{"type": "text", "text": "いろは" * 5000}]},
+        ]
         config = {**ECHO, "apiKey": KEY}
-        run = await client.request("oma/runAgent", {"config": config, "input": long_input})
+        run = await client.request("oma/runAgent", {"config": config, "input": messages})
         await flush(client)
+        (params,) = seen
+        assert params["scorer"] == "spy" and params["runId"] == run["identity"]["runId"]
         (record,) = await records(client, run["identity"]["runId"])
+        assert (record["input"], record["output"]) == (params["input"], params["output"])
         assert record["score"] == 0.5
-        assert len(record["reason"].encode()) <= 1024
-        assert record["reason"].startswith("éé")
+        assert len(record["reason"].encode()) <= 1024 and record["reason"].startswith("éé")
         if mode == "none":
-            assert record["input"] is None and record["output"] is None
+            assert params["input"] == "[array input omitted; 3 items]"
+            output = f"[string output omitted; {len(run['output'])} characters]"
+            assert params["output"] == output
         else:
-            assert len(record["input"].encode()) <= 8192
-            assert len(record["output"].encode()) <= 8192
-            assert record["input"].startswith("key [redacted] and token ")
-            assert (token in record["input"]) is (mode == "full")
-        everything = json.dumps(await records(client))
-        assert KEY not in everything
+            for payload in (params["input"], params["output"]):
+                assert len(payload) == 8192 and payload.endswith(MARKER)
+            secret, token = (
+                ("[redacted]", "[redacted]") if mode == "redacted" else ("hunter2", GITHUB)
+            )
+            assert params["input"].startswith(
+                '[{"role":"user","content":[{"type":"text",'
+                f'"text":"[redacted] password={secret}"}}]}},'
+                '{"role":"assistant","content":[{"type":"text",'
+                f'"text":"café {token}"}}]}},'
+                '{"role":"user","content":[{"type":"text","text":"いろはいろは'
+            )
+        assert KEY not in json.dumps(await records(client)) + json.dumps(seen)
+    finally:
+        await client.close()
+
+
+async def test_a_string_input_is_given_as_it_is_and_its_description_counts_characters() -> None:
+    client = await spawn(
+        {"sample": 1, "storePayloads": "none", "scorers": [{"kind": "client", "name": "spy"}]}
+    )
+    seen: list[dict[str, Any]] = []
+    client.handlers["oma/evaluation/score"] = lambda params: seen.append(params) or {"score": 1}
+    try:
+        await client.request("oma/runAgent", {"config": ECHO, "input": "hello there"})
+        await flush(client)
+        assert seen[0]["input"] == "[string input omitted; 11 characters]"
     finally:
         await client.close()
 
@@ -184,6 +222,7 @@ async def test_scorer_errors_and_timeouts_are_counted_not_raised() -> None:
         {
             "sample": 1,
             "timeoutMs": 300,
+            "storePayloads": "full",  # the regex and json scorers read the real output
             "scorers": [
                 {"kind": "client", "name": "broken"},
                 {"kind": "regex", "pattern": "messages"},
@@ -234,7 +273,9 @@ async def test_judge_scorer_runs_an_llm_agent() -> None:
             (record,) = await records(client, run["identity"]["runId"])
             assert record["score"] == 0.8 and record["reason"] == "polite enough"
             prompt = sim.requests[0].body["messages"][0]["content"][0]["text"]
-            assert "polite" in prompt and "please" in prompt
+            # storePayloads "none" (the default) holds for judges too: no content.
+            assert "polite" in prompt and "[string input omitted; 6 characters]" in prompt
+            assert "please" not in prompt
         finally:
             await client.close()
 

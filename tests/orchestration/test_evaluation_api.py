@@ -56,7 +56,9 @@ async def test_a_judge_scorer_scores_a_run_with_the_model_defaults() -> None:
         (request,) = sim.requests
         assert request.body["model"] == "judge-model"
         prompt = request.body["messages"][0]["content"][0]["text"]
-        assert "polite" in prompt and "please" in prompt
+        # storePayloads "none" (the default) holds for judges too: no content.
+        assert "polite" in prompt and "[string input omitted; 6 characters]" in prompt
+        assert "please" not in prompt
 
 
 def test_a_judge_config_that_cannot_run_is_refused_when_built() -> None:
@@ -66,3 +68,38 @@ def test_a_judge_config_that_cannot_run_is_refused_when_built() -> None:
         OpenMultiAgent(evaluation={"sample": 1, "scorers": [scorer]})
     assert str(caught.value).startswith("initializationOptions.evaluation.scorers[0].config")
     assert "no-such-provider" in str(caught.value)
+
+
+@pytest.mark.parametrize(("mode", "score"), [("none", 0.0), ("redacted", 1.0), ("full", 1.0)])
+async def test_built_in_scorers_are_given_what_store_payloads_allows(
+    mode: str, score: float
+) -> None:
+    """A ``contains`` scorer reads the output as the mode gives it: under
+    ``none``, only the description, so the text it looks for is not there."""
+    oma = OpenMultiAgent(
+        evaluation={
+            "sample": 1,
+            "storePayloads": mode,
+            "scorers": [{"kind": "contains", "text": "needle"}],
+        }
+    )
+    result = await oma.run_agent(ECHO, "a needle in a haystack")
+    assert isinstance(oma.evaluator, OnlineEvaluator)
+    assert await oma.evaluator.flush(10)
+    (record,) = oma.store.records(result["identity"]["runId"])
+    assert record["score"] == score
+    if mode == "none":
+        assert record["output"] == f"[string output omitted; {len(result['output'])} characters]"
+
+
+async def test_a_lone_surrogate_is_stored_escaped_not_lost() -> None:
+    # The wire refuses a lone surrogate; Python callers can still pass one.
+    oma = OpenMultiAgent(
+        evaluation={"sample": 1, "storePayloads": "full", "scorers": [{"kind": "length"}]}
+    )
+    result = await oma.run_agent(ECHO, [user(text("a\ud800b"))])
+    assert isinstance(oma.evaluator, OnlineEvaluator)
+    assert await oma.evaluator.flush(10)
+    assert oma.evaluator.stats.store_failed == 0
+    (record,) = oma.store.records(result["identity"]["runId"])
+    assert record["input"] == '[{"role":"user","content":[{"type":"text","text":"a\\ud800b"}]}]'

@@ -117,6 +117,34 @@ async def test_run_traces_are_recorded_without_secrets(tmp_path: Path) -> None:
     database.close()
 
 
+async def test_one_redaction_serves_stored_sessions_traces_and_logs(tmp_path: Path) -> None:
+    """Credential shapes beyond API keys (a GitHub token, an AWS key id, a
+    password assignment, a PEM private key) are taken out of the stored
+    session, the --trace file and the debug log alike."""
+    state, trace = tmp_path / "state", tmp_path / "trace.jsonl"
+    argv = ("--state-dir", str(state), "--trace", str(trace), "--log-level", "DEBUG")
+    client = await HostClient.spawn(host_argv(*argv))
+    await client.initialize()
+    secrets = ("ghp_" + "Z" * 36, "AKIA" + "Q" * 16, "hunter2-horse", "MIIEvQIBADANBgkq")
+    turn = (
+        f"token ghp_{'Z' * 36}, key id AKIA{'Q' * 16}, password=hunter2-horse\n"
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+    )
+    created = await client.request(
+        "agent/create",
+        {"config": {"name": "t", "provider": "test", "model": "echo"}, "sessionId": "shapes"},
+    )
+    result = await client.request("agent/prompt", {"agentId": created["agentId"], "input": turn})
+    assert result["success"], result
+    assert await client.close() == 0
+    database = sqlite3.connect(state / DB_NAME)
+    stored = "\n".join(database.iterdump())
+    database.close()
+    for where in (stored, trace.read_text(), await client.stderr_text()):
+        assert "key id [redacted], password=[redacted]" in where  # the turn, redacted
+        assert not [secret for secret in secrets if secret in where]
+
+
 async def test_an_unusable_state_dir_is_a_clear_error_and_the_host_keeps_serving(
     tmp_path: Path,
 ) -> None:

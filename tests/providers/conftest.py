@@ -1,6 +1,6 @@
 """Fixtures for the provider tests: a real provider simulator on 127.0.0.1
 (in this process, in a thread) and a real ``oma-host`` spawned over stdio
-with a known API key in its environment."""
+with a known API key in its environment, once per HTTP transport."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Simulator
+from tests.providers.helpers import TRANSPORTS
 
 ANTHROPIC_KEY = "sk-ant-api03-test-key-DO-NOT-LEAK-1234567890"
 OPENAI_KEY = "sk-proj-test-key-DO-NOT-LEAK-0987654321"
@@ -21,11 +22,12 @@ def sim() -> Iterator[Simulator]:
         yield simulator
 
 
-@pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
+@pytest.fixture(params=TRANSPORTS)
+async def host(request: pytest.FixtureRequest) -> AsyncIterator[HostClient]:
+    """A host on each HTTP transport in turn: every provider test runs on both."""
     client = await HostClient.spawn(
         env={"ANTHROPIC_API_KEY": ANTHROPIC_KEY, "OPENAI_API_KEY": OPENAI_KEY}
     )
-    await client.initialize()
+    await client.initialize({"http": {"transport": request.param}})
     yield client
     await client.close()

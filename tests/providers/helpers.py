@@ -10,6 +10,7 @@ from tests import builders
 from tests.builders import text
 
 PROVIDERS = ["anthropic", "openai"]
+TRANSPORTS = ["aiohttp", "httpx"]  # initializationOptions.http.transport
 
 
 def llm_config(sim: Simulator, provider: str, **extra: Any) -> dict[str, Any]:

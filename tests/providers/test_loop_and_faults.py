@@ -170,6 +170,10 @@ async def test_max_turns_stops_a_model_that_keeps_calling_tools(
 async def test_timeout_aborts_a_slow_provider_and_the_host_keeps_serving(
     host: HostClient, sim: Simulator, provider: str
 ) -> None:
+    # The first provider request also loads the HTTP client, which under load can
+    # take longer than 400 ms: warm it up so that the slow reply is what gets timed.
+    warm = await create_llm(host, sim, provider)
+    assert (await host.request("agent/run", {"agentId": warm, "input": "x"}))["success"]
     agent = await create_llm(host, sim, provider, timeoutMs=400)
     sim.script(Reply.text("too late", first_byte_delay_s=3), Reply.text("on time"))
     result = await host.request("agent/run", {"agentId": agent, "input": "x"})

@@ -93,3 +93,92 @@ async def wait_for_progress(client: HostClient, token: Any, count: int = 1) -> N
             return
         await asyncio.sleep(0.025)
     raise AssertionError(f"fewer than {count} progress events for {token!r} arrived")
+
+
+class TcpHost:
+    """A real ``oma-host --tcp 0`` keeping its token under ``runtime_dir``
+    (its ``XDG_RUNTIME_DIR``); its stderr is collected in ``log``."""
+
+    def __init__(self, process: asyncio.subprocess.Process, port: int, token_file: Path) -> None:
+        self.process = process
+        self.port = port
+        self.token_file = token_file
+        self.log: list[str] = []
+        self._drain = asyncio.ensure_future(self._collect())
+
+    @classmethod
+    async def start(cls, runtime_dir: Path, *flags: str, listen: str = "0") -> TcpHost:
+        process = await asyncio.create_subprocess_exec(
+            PY,
+            "-m",
+            "oma_host",
+            "--tcp",
+            listen,
+            *flags,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime_dir)},
+        )
+        assert process.stderr is not None
+        try:
+            banner = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
+            port = int(banner.rsplit(":", 1)[1])
+            line = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
+            assert line.startswith("oma-host token file: "), line
+        except BaseException:
+            process.kill()  # a host that did not start as expected is not left behind
+            await process.wait()
+            raise
+        return cls(process, port, Path(line.split(": ", 1)[1].strip()))
+
+    async def _collect(self) -> None:
+        assert self.process.stderr is not None
+        async for line in self.process.stderr:
+            self.log.append(line.decode(errors="replace"))
+
+    @property
+    def token(self) -> str:
+        return self.token_file.read_text().strip()
+
+    async def open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection("127.0.0.1", self.port, limit=2**24)
+
+    async def client(self) -> HostClient:
+        """A HostClient connected and initialized with the token."""
+        client = await HostClient.connect("127.0.0.1", self.port, token_file=self.token_file)
+        await client.initialize()
+        return client
+
+    async def stop(self) -> int:
+        """SIGTERM, as a service manager stops it; its exit code."""
+        if self.process.returncode is None:
+            self.process.terminate()
+        try:
+            code = await asyncio.wait_for(self.process.wait(), 30)
+        except TimeoutError:
+            self.process.kill()
+            code = await self.process.wait()
+        await self._drain
+        return code
+
+
+async def read_until_closed(reader: asyncio.StreamReader, timeout: float = 30) -> bytes:
+    """Everything the host sends before it closes the connection (a reset counts)."""
+    data = b""
+    with contextlib.suppress(ConnectionError):
+        while chunk := await asyncio.wait_for(reader.read(65536), timeout):
+            data += chunk
+    return data
+
+
+# As deep as a frame may nest and still parse (the JSON parser's recursion limit).
+PARSEABLE_DEPTH = 600
+
+
+def nested_object(depth: int = PARSEABLE_DEPTH) -> dict[str, Any]:
+    """``{"a": {"a": ...}}``, ``depth`` objects deep."""
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(depth):
+        node["a"] = {}
+        node = node["a"]
+    return deep

@@ -4,11 +4,18 @@ provider (model ``echo`` answers with the JSON of what it received)."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from oma_host.cli.client import HostClient
 from tests.builders import image as image_block
 from tests.builders import text_message
-from tests.server.helpers import create, expect_error, received
+from tests.server.helpers import (
+    create,
+    expect_error,
+    process_config,
+    received,
+    wait_for_file,
+)
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
 
@@ -140,6 +147,20 @@ async def test_reset_list_and_dispose(host: HostClient) -> None:
     assert await host.request("agent/dispose", {"agentId": worker}) is None
     remaining = (await host.request("agent/list", {}))["agents"]
     assert [entry["agentId"] for entry in remaining] == [agent]
+
+
+async def test_a_cancelled_run_leaves_the_agent_idle(host: HostClient, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    agent = await create(
+        host, **process_config("slow", f"echo go > {started}; exec sleep 60", input="none")
+    )
+    msg_id, pending = host.start_request("agent/run", {"agentId": agent, "input": "x"})
+    await wait_for_file(started)
+    assert (await host.request("agent/state", {"agentId": agent}))["status"] == "running"
+    host.cancel(msg_id)
+    answer = await asyncio.wait_for(pending, 30)
+    assert answer["error"]["code"] == -32800
+    assert (await host.request("agent/state", {"agentId": agent}))["status"] == "idle"
 
 
 async def test_defaults_from_initialization_options_fill_the_model() -> None:

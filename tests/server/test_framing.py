@@ -66,6 +66,27 @@ async def test_unknown_method_is_method_not_found(host: HostClient) -> None:
     assert await host.request("agent/list", {}) == {"agents": []}
 
 
+async def test_a_typo_is_answered_with_the_nearest_known_name(host: HostClient) -> None:
+    error = await expect_error(host.request("agent/rum", {}), -32601, "MethodNotFound")
+    assert error.message == "agent/rum: no such method; did you mean agent/run?"
+    config = {"name": "a", "model": "echo", "provider": "test", "systemPromt": "be brief"}
+    error = await expect_error(
+        host.request("agent/create", {"config": config}), -32602, "InvalidParams"
+    )
+    assert error.message.endswith(
+        "config.systemPromt: is not a known field; did you mean systemPrompt?"
+    ), error.message
+    error = await expect_error(
+        host.request("agent/history", {"agentID": "x"}), -32602, "InvalidParams"
+    )
+    assert "agentID: is not a known field; did you mean agentId?" in error.message
+    config = {"name": "p", "backend": {"kind": "process", "command": "cat", "agrs": []}}
+    error = await expect_error(
+        host.request("agent/create", {"config": config}), -32602, "InvalidParams"
+    )
+    assert error.message.endswith("did you mean args?"), error.message
+
+
 async def test_bad_params_are_invalid_params_naming_the_field(host: HostClient) -> None:
     error = await expect_error(host.request("agent/run", {"input": "x"}), -32602, "InvalidParams")
     assert "agentId" in error.message
@@ -103,6 +124,16 @@ async def test_unknown_agent_id_is_agent_not_found(host: HostClient) -> None:
     await expect_error(host.request("agent/state", {"agentId": agent}), -32001, "AgentNotFound")
 
 
+async def _two_answers(host: HostClient, msg_id: int | str) -> list[dict]:
+    """The two answers to requests sent with the same id, in arrival order."""
+    for _ in range(400):
+        answers = [m for m in host.received if m.get("id") == msg_id]
+        if len(answers) == 2:
+            return answers
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"fewer than two answers with id {msg_id!r} arrived")
+
+
 async def test_a_request_reusing_an_id_in_flight_is_refused_and_the_first_still_answers(
     host: HostClient,
 ) -> None:
@@ -113,9 +144,23 @@ async def test_a_request_reusing_an_id_in_flight_is_refused_and_the_first_still_
     assert refusal["error"]["code"] == -32600
     assert refusal["error"]["data"]["type"] == "InvalidRequest"
     assert "already in flight" in refusal["error"]["message"]
-    for _ in range(400):
-        answers = [m for m in host.received if m.get("id") == "dup"]
-        if len(answers) == 2:
-            break
-        await asyncio.sleep(0.025)
+    answers = await _two_answers(host, "dup")
     assert answers[1]["result"]["success"] is True  # the prompt ran to its end
+
+
+async def test_a_cancel_after_a_refused_duplicate_id_still_reaches_the_first(
+    host: HostClient,
+) -> None:
+    agent = await create(
+        host,
+        name="sleeper",
+        backend={"kind": "process", "command": "sleep", "args": ["30"], "input": "none"},
+    )
+    host.start_request("agent/run", {"agentId": agent, "input": "x"}, msg_id=7)
+    await asyncio.sleep(0.2)
+    _, second = host.start_request("agent/run", {"agentId": agent, "input": "y"}, msg_id=7)
+    refusal = await asyncio.wait_for(second, 10)  # one future per id: this is the refusal
+    assert refusal["error"]["code"] == -32600
+    host.cancel(7)
+    answers = await _two_answers(host, 7)
+    assert answers[1]["error"]["code"] == -32800  # the first run, cancelled

@@ -11,7 +11,7 @@ from typing import Any
 from oma_host.cli.client import HostClient
 from tests.builders import image as image_block
 from tests.builders import text_message
-from tests.server.helpers import create, expect_error, process_config, received
+from tests.server.helpers import create, process_config, received
 
 SECRET = "sk-test-do-not-leak-0123456789abcdef"
 
@@ -148,16 +148,67 @@ async def test_hook_failures_fail_the_run_with_callback_kind(host: HostClient) -
         assert fragment in result["errorInfo"]["message"]
 
 
-async def test_hook_messages_failing_the_guard_are_invalid_message_errors(host: HostClient) -> None:
-    host.handlers["agent/beforeRun"] = lambda params: {
-        "prompt": params["prompt"],
-        "messages": [{"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "n"}]}],
-    }
-    agent = await create(host, **hooked())
-    error = await expect_error(
-        host.request("agent/run", {"agentId": agent, "input": "x"}), -32602, "InvalidMessageError"
+async def test_hook_messages_failing_the_guard_fail_the_run_as_a_callback(
+    host: HostClient,
+) -> None:
+    # The hook is a callback: its bad answer is a failed run, not a -32602.
+    agent = await create(host, **hooked(history=[text_message("kept")]))
+    for messages, message in (
+        (
+            [{"role": "user", "content": "not blocks"}],
+            'beforeRun.messages[0].content must be an array of blocks; for text use [{"type": '
+            '"text", "text": ...}]',
+        ),
+        (
+            [{"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "n"}]}],
+            "beforeRun.messages[0].content[0].input must be an object",
+        ),
+        (None, "beforeRun.messages must be an array, got null"),
+    ):
+        host.handlers["agent/beforeRun"] = lambda params, m=messages: {
+            "prompt": params["prompt"],
+            "messages": m,
+        }
+        for method in ("agent/run", "agent/prompt"):
+            result = await host.request(method, {"agentId": agent, "input": "x"})
+            assert result["success"] is False
+            assert result["status"] == {"code": "error", "message": message}
+            assert result["errorInfo"] == {"kind": "callback", "message": message}
+            assert result["output"] == message  # the echo model was never called
+        token = f"t-{len(host.received)}"
+        result = await host.request(
+            "agent/stream", {"agentId": agent, "input": "x", "partialResultToken": token}
+        )
+        assert result["errorInfo"]["kind"] == "callback"
+        assert [event["type"] for event in host.progress(token)] == ["error"]
+    history = await host.request("agent/history", {"agentId": agent})
+    assert history == {"messages": [text_message("kept")]}
+
+
+async def test_external_prompt_hook_sees_the_history_and_may_not_trim_it(
+    host: HostClient, tmp_path: Path
+) -> None:
+    marker = tmp_path / "spawned"
+    history = [text_message("before"), text_message("reply", "assistant")]
+    agent = await create(
+        host,
+        **process_config("ext", f"touch {marker}; cat"),
+        history=history,
+        hooks={"beforeRun": True},
     )
-    assert error.data["path"] == "beforeRun.messages[0].content[0].input"
+    seen: list[Any] = []
+
+    def trim(params: Any) -> Any:
+        seen.append(params["messages"])
+        return {"prompt": params["prompt"], "messages": params["messages"][-1:]}
+
+    host.handlers["agent/beforeRun"] = trim
+    result = await host.request("agent/prompt", {"agentId": agent, "input": "now"})
+    assert seen == [[*history, text_message("now")]]
+    assert result["success"] is False
+    assert "beforeRun.messages cannot be forwarded without loss" in result["output"]
+    assert not marker.exists()
+    assert await host.request("agent/history", {"agentId": agent}) == {"messages": history}
 
 
 async def test_external_agent_takes_prompt_rewrites_but_not_message_changes(

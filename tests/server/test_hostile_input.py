@@ -11,7 +11,7 @@ import pytest
 
 from oma_host.cli.client import HostClient, RpcError, host_argv
 from oma_host.server.framing import encode_frame
-from tests.server.helpers import create, expect_error
+from tests.server.helpers import create, expect_error, nested_object
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
 
@@ -191,24 +191,55 @@ def _raw_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(HostClient, "_answer", answer)
 
 
-async def test_a_lone_surrogate_is_answered_not_hung(host: HostClient) -> None:
-    worker = await create(host, name="cat", backend={"kind": "process", "command": "cat"})
-    result = await asyncio.wait_for(
-        host.request("agent/run", {"agentId": worker, "input": "a\ud800b"}), 15
-    )
-    assert result["success"] is True and result["output"] == "a?b"
-    agent = await create(host, **ECHO)
-    await host.request("agent/prompt", {"agentId": agent, "input": "x\ud800"})
-    history = await host.request("agent/history", {"agentId": agent})
-    assert history["messages"][0]["content"][0]["text"] == "x\ud800"
+@pytest.mark.parametrize(
+    ("method", "params", "path"),
+    [
+        ("agent/run", {"agentId": "agent-1", "input": "a\ud800b"}, "input"),
+        ("agent/prompt", {"agentId": "agent-2", "input": "x\udfff"}, "input"),
+        (
+            "agent/run",
+            {
+                "agentId": "agent-2",
+                "input": [{"role": "user", "content": [{"type": "text", "text": "\udc00"}]}],
+            },
+            "input[0].content[0].text",
+        ),
+        ("agent/create", {"config": ECHO, "sessionId": "s\ud800"}, "sessionId"),
+        ("oma/runAgent", {"config": ECHO, "input": "x", "runId": "r\ud800"}, "runId"),
+        ("oma/runAgent", {"config": ECHO, "input": "x", "metadata": {"\ud800": 1}}, "metadata"),
+        ("agent/create", {"config": {**ECHO, "systemPrompt": "\ud800"}}, "config.systemPrompt"),
+    ],
+)
+async def test_a_lone_surrogate_in_params_is_invalid_params_at_its_path(
+    host: HostClient, method: str, params: dict[str, Any], path: str
+) -> None:
+    """No UTF-8 text holds a lone surrogate, so no provider, process or store
+    could take it: it is refused where the params are read, for every method."""
+    await create(host, name="cat", backend={"kind": "process", "command": "cat"})
+    await create(host, **ECHO)
+    error = await expect_error(host.request(method, params), -32602, "InvalidParams")
+    assert error.data["path"] == path
+    assert f"{method}: params.{path} holds a lone UTF-16 surrogate" in error.message
+    assert (await host.request("agent/history", {"agentId": "agent-2"}))["messages"] == []
+    assert len((await host.request("agent/list", {}))["agents"]) == 2
+
+
+async def test_a_surrogate_pair_is_a_character_like_any_other(host: HostClient) -> None:
+    agent = await create(host, name="cat", backend={"kind": "process", "command": "cat"})
+    result = await host.request("agent/run", {"agentId": agent, "input": "\ud83d\ude00"})
+    assert result["output"] == "\U0001f600"
+
+
+async def test_a_hook_answer_with_a_lone_surrogate_fails_the_run(host: HostClient) -> None:
+    host.handlers["agent/beforeRun"] = lambda params: {"prompt": "\ud800"}
+    agent = await create(host, **ECHO, hooks={"beforeRun": True})
+    result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+    assert result["success"] is False and result["errorInfo"]["kind"] == "callback"
+    assert "lone UTF-16 surrogate" in result["output"]
 
 
 async def test_deeply_nested_metadata_is_not_an_internal_error(host: HostClient) -> None:
-    deep: dict[str, Any] = {}
-    node = deep
-    for _ in range(600):  # as deep as a frame may be and still parse
-        node["a"] = {}
-        node = node["a"]
+    deep = nested_object()
     result = await host.request("oma/runAgent", {"config": ECHO, "input": "x", "metadata": deep})
     assert result["success"] is True
 

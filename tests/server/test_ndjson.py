@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
+from pathlib import Path
 from typing import Any
 
 import pexpect
 
 from oma_host.cli.client import host_argv
+from tests.server.helpers import TcpHost, wait_dead
 
 INIT = {
     "jsonrpc": "2.0",
@@ -135,7 +136,7 @@ class Pipe:
 
 
 async def test_long_and_oversized_lines_and_crlf() -> None:
-    host = await Pipe.spawn("--framing", "ndjson", "--max-message-bytes", "300000")
+    host = await Pipe.spawn("--framing", "ndjson", "--max-message-bytes", "600000")
     # Leading blank lines and a CRLF ending are fine; the lifecycle gate applies as in LSP.
     early = await host.answer(b'\n\n{"jsonrpc":"2.0","id":9,"method":"agent/list"}\r\n')
     assert early["error"]["code"] == -32002 and early["id"] == 9
@@ -153,10 +154,10 @@ async def test_long_and_oversized_lines_and_crlf() -> None:
     )
     assert result["id"] == 3 and result["result"]["output"] == text
     # Over the limit: discarded, answered -32600 with its id, and the next line still works.
-    big = {"jsonrpc": "2.0", "id": 77, "method": "agent/list", "params": {"pad": "x" * 400_000}}
+    big = {"jsonrpc": "2.0", "id": 77, "method": "agent/list", "params": {"pad": "x" * 700_000}}
     error = await host.answer(_line(big).encode() + b"\n")
     assert error["id"] == 77 and error["error"]["code"] == -32600
-    assert "300000" in error["error"]["message"]
+    assert "600000" in error["error"]["message"]
     listed = await host.answer(b'{"jsonrpc":"2.0","id":4,"method":"agent/list"}\n')
     assert listed["result"]["agents"][0]["name"] == "cat"
     # End of input behaves like shutdown + exit.
@@ -171,19 +172,68 @@ async def test_framing_flag_forces_lsp_even_for_a_json_first_byte() -> None:
     assert await host.close() == 0
 
 
-async def test_tcp_connections_detect_ndjson_too() -> None:
-    process = await asyncio.create_subprocess_exec(
-        *host_argv("--tcp", "0"), stderr=asyncio.subprocess.PIPE
-    )
+async def test_tcp_connections_detect_ndjson_too(tmp_path: Path) -> None:
+    host = await TcpHost.start(tmp_path)
     try:
-        assert process.stderr is not None
-        banner = (await asyncio.wait_for(process.stderr.readline(), 20)).decode()
-        port = int(re.search(r":(\d+)\s*$", banner).group(1))  # type: ignore[union-attr]
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(_line(INIT).encode() + b"\n")
+        reader, writer = await host.open()
+        init = {**INIT, "params": {"initializationOptions": {"authToken": host.token}}}
+        writer.write(_line(init).encode() + b"\n")
         answer = json.loads(await asyncio.wait_for(reader.readline(), 20))
         assert answer["result"]["serverInfo"]["name"] == "oma-host"
         writer.close()
     finally:
-        process.terminate()
-        await process.wait()
+        await host.stop()
+
+
+def _session_file(tmp_path: Path, script: str) -> Path:
+    """The README's piped session: initialize, a process agent, a stream; no shutdown."""
+    config = {
+        "name": "slow",
+        "backend": {"kind": "process", "command": "sh", "args": ["-c", script], "input": "none"},
+    }
+    stream = {"agentId": "agent-1", "input": "go", "partialResultToken": "s"}
+    session = tmp_path / "session.ndjson"
+    session.write_text(
+        "\n".join(
+            _line(message)
+            for message in (
+                INIT,
+                {"jsonrpc": "2.0", "id": 2, "method": "agent/create", "params": {"config": config}},
+                {"jsonrpc": "2.0", "id": 3, "method": "agent/stream", "params": stream},
+            )
+        )
+        + "\n"
+    )
+    return session
+
+
+async def _pipe_in(session: Path, *flags: str) -> tuple[int, list[dict[str, Any]]]:
+    with session.open("rb") as stdin:
+        process = await asyncio.create_subprocess_exec(
+            *host_argv(*flags),
+            stdin=stdin,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        out, _ = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, [json.loads(line) for line in out.splitlines()]
+
+
+async def test_end_of_piped_ndjson_input_lets_the_requests_in_flight_finish(
+    tmp_path: Path,
+) -> None:
+    code, answers = await _pipe_in(_session_file(tmp_path, "sleep 1; echo done"))
+    assert code == 0
+    assert [answer.get("id") for answer in answers] == [1, 2, None, 3]
+    assert answers[2]["params"] == {"token": "s", "value": {"type": "text", "data": "done\n"}}
+    assert answers[3]["result"]["success"] is True and answers[3]["result"]["output"] == "done\n"
+
+
+async def test_the_drain_after_end_of_input_is_bounded(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    session = _session_file(tmp_path, f"echo $$ > {pid_file}; exec sleep 60")
+    code, answers = await _pipe_in(session, "--drain-timeout", "1")
+    assert code == 0
+    assert answers[-1]["id"] == 3 and answers[-1]["error"]["code"] == -32800
+    assert wait_dead(int(pid_file.read_text()))

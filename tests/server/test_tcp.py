@@ -1,95 +1,332 @@
-"""``oma-host --tcp``: the same framing and methods over a loopback socket."""
+"""``oma-host --tcp``: the same framing and methods over a loopback socket,
+for holders of the token only, within bounds (connections, first message,
+unsent replies)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
+import os
+import socket
+import stat
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from oma_host.cli.client import HostClient
 from oma_host.server.framing import encode_frame, read_frames
+from tests.server.helpers import TcpHost, process_config, read_until_closed
 
 
-async def _exchange(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, message: dict[str, Any]
-) -> dict[str, Any]:
-    writer.write(encode_frame(json.dumps(message).encode()))
-    await writer.drain()
-    async for frame in read_frames(reader):
-        if isinstance(frame.message, dict) and frame.message.get("id") == message["id"]:
-            return frame.message
-    raise AssertionError("connection closed before the response")
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message).encode() + b"\n"
 
 
-async def test_tcp_listens_on_loopback_and_serves_a_session() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "oma_host", "--tcp", "0", stderr=asyncio.subprocess.PIPE
-    )
+def _initialize(token: str | None = None, msg_id: int = 1) -> dict[str, Any]:
+    options = {} if token is None else {"authToken": token}
+    return {
+        "jsonrpc": "2.0",
+        "id": msg_id,
+        "method": "initialize",
+        "params": {"capabilities": {}, "initializationOptions": options},
+    }
+
+
+def _touch(marker: Path, msg_id: int = 2) -> dict[str, Any]:
+    """A request that, if it ever ran, would leave ``marker`` behind."""
+    return {
+        "jsonrpc": "2.0",
+        "id": msg_id,
+        "method": "oma/runAgent",
+        "params": {"config": process_config("p", f"touch {marker}"), "input": "x"},
+    }
+
+
+async def test_a_session_with_the_token_runs_and_the_token_file_is_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = await TcpHost.start(tmp_path)
     try:
-        assert process.stderr is not None
-        line = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
-        match = re.search(r"listening on ([\d.]+):(\d+)", line)
-        assert match, line
-        assert match.group(1) == "127.0.0.1"
-        reader, writer = await asyncio.open_connection("127.0.0.1", int(match.group(2)))
-        init = await _exchange(
-            reader, writer, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        assert host.token_file.parent == tmp_path / "oma-host"
+        assert stat.S_IMODE(host.token_file.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(host.token_file.stat().st_mode) == 0o600
+        # HostClient finds the token by the port, in the same runtime directory.
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+        client = await HostClient.connect("127.0.0.1", host.port)
+        init = await client.initialize()
+        assert init["serverInfo"]["name"] == "oma-host"
+        created = await client.request(
+            "agent/create",
+            {"config": {"name": "c", "backend": {"kind": "process", "command": "cat"}}},
         )
-        assert init["result"]["serverInfo"]["name"] == "oma-host"
-        create = await _exchange(
-            reader,
-            writer,
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "agent/create",
-                "params": {
-                    "config": {"name": "c", "backend": {"kind": "process", "command": "cat"}}
-                },
-            },
+        run = await client.request("agent/run", {"agentId": created["agentId"], "input": "tcp"})
+        assert run["output"] == "tcp"
+        await client.close()
+    finally:
+        assert await host.stop() == 0
+    assert not host.token_file.exists()  # removed when the server stops
+
+
+@pytest.mark.parametrize("framing", [[], ["--framing", "ndjson"], ["--framing", "lsp"]])
+@pytest.mark.parametrize(
+    "request_line",
+    [b"POST / HTTP/1.1\r\n", b"GET /?q=1 HTTP/1.1\r\n", b"OPTIONS * HTTP/1.1\r\n"],
+)
+async def test_a_browser_request_is_closed_unread_and_runs_nothing(
+    tmp_path: Path, framing: list[str], request_line: bytes
+) -> None:
+    """What a web page's ``fetch("http://127.0.0.1:PORT", {method: "POST",
+    body})`` sends: its body holds a whole ndjson session."""
+    marker = tmp_path / "ran"
+    host = await TcpHost.start(tmp_path, *framing)
+    try:
+        reader, writer = await host.open()
+        body = _line(_initialize()) + _line(_touch(marker))
+        writer.write(
+            request_line
+            + f"Host: 127.0.0.1:{host.port}\r\nContent-Type: text/plain\r\n".encode()
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
         )
-        agent_id = create["result"]["agentId"]
-        run = await _exchange(
-            reader,
-            writer,
-            {
-                "jsonrpc": "2.0",
-                "id": 3,
-                "method": "agent/run",
-                "params": {"agentId": agent_id, "input": "tcp"},
-            },
-        )
-        assert run["result"]["output"] == "tcp"
+        assert await read_until_closed(reader) == b""
+        writer.close()
+        await asyncio.sleep(0.5)  # a run started anyway would have touched the marker by now
+        assert not marker.exists()
+        assert any("speaks HTTP" in line for line in host.log), host.log
+    finally:
+        await host.stop()
+
+
+@pytest.mark.parametrize("first", ["no token", "wrong token", "not initialize", "garbage"])
+async def test_a_connection_without_the_token_runs_nothing(tmp_path: Path, first: str) -> None:
+    marker = tmp_path / "ran"
+    host = await TcpHost.start(tmp_path)
+    try:
+        reader, writer = await host.open()
+        opening = {
+            "no token": _line(_initialize()),
+            "wrong token": _line(_initialize("x" * 43)),
+            "not initialize": _line(_touch(marker, msg_id=1)),
+            "garbage": b"{nope\n",
+        }[first]
+        writer.write(opening + _line(_initialize(host.token, 3)) + _line(_touch(marker)))
+        answers = [json.loads(line) for line in (await read_until_closed(reader)).splitlines()]
+        writer.close()
+        # At most one answer, the refusal of the initialize that lacked the token.
+        assert all(a.get("id") == 1 and a["error"]["code"] == -32600 for a in answers), answers
+        await asyncio.sleep(0.5)
+        assert not marker.exists()
+        # The server goes on serving holders of the token.
+        client = await host.client()
+        assert await client.request("agent/list", {}) == {"agents": []}
+        await client.close()
+    finally:
+        await host.stop()
+
+
+async def test_lsp_framing_with_the_token_works(tmp_path: Path) -> None:
+    host = await TcpHost.start(tmp_path)
+    try:
+        reader, writer = await host.open()
+        writer.write(encode_frame(json.dumps(_initialize(host.token)).encode()))
+        async for frame in read_frames(reader):
+            assert frame.message["result"]["serverInfo"]["name"] == "oma-host"
+            break
         writer.close()
     finally:
-        process.terminate()
-        await process.wait()
+        await host.stop()
 
 
-async def test_tcp_takes_a_bracketed_ipv6_address() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "oma_host", "--tcp", "[::1]:0", stderr=asyncio.subprocess.PIPE
-    )
+async def test_a_connection_silent_past_the_handshake_timeout_is_closed(tmp_path: Path) -> None:
+    host = await TcpHost.start(tmp_path, "--handshake-timeout", "0.5")
     try:
-        assert process.stderr is not None
-        line = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
-        match = re.search(r"listening on (::1):(\d+)", line)
-        assert match, line
-        reader, writer = await asyncio.open_connection("::1", int(match.group(2)))
-        init = await _exchange(
-            reader, writer, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
-        )
-        assert init["result"]["serverInfo"]["name"] == "oma-host"
+        reader, writer = await host.open()
+        writer.write(b"Content-Length: 100\r\n")  # a header, and then nothing
+        assert await read_until_closed(reader) == b""
+        writer.close()
+        # An authenticated connection is not timed out.
+        client = await host.client()
+        await asyncio.sleep(1)
+        assert await client.request("agent/list", {}) == {"agents": []}
+        await client.close()
+    finally:
+        await host.stop()
+
+
+async def test_connections_over_the_limit_are_closed(tmp_path: Path) -> None:
+    host = await TcpHost.start(tmp_path, "--max-connections", "2")
+    try:
+        first = await host.client()
+        second = await host.client()
+        reader, writer = await host.open()
+        writer.write(_line(_initialize(host.token)))
+        assert await read_until_closed(reader) == b""
+        writer.close()
+        await first.close()
+        for _ in range(100):  # the first connection's session ends after its exit
+            await asyncio.sleep(0.05)
+            try:
+                third = await host.client()
+                break
+            except (ConnectionError, asyncio.IncompleteReadError):
+                continue
+        assert await third.request("agent/list", {}) == {"agents": []}
+        await second.close()
+        await third.close()
+    finally:
+        await host.stop()
+
+
+def _rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) * 1024
+
+
+async def test_a_client_that_does_not_read_is_not_read_either(tmp_path: Path) -> None:
+    """Backpressure: 3,000 small requests, each answered with 90 KB the client
+    does not read. A host that kept reading would hold 270 MB of answers; it
+    stops reading once more than --max-message-bytes are unsent."""
+    host = await TcpHost.start(tmp_path, "--max-message-bytes", "100000")
+    try:
+        reader, writer = await host.open()
+        writer.write(_line(_initialize(host.token)))
+        await reader.readline()
+        history = [{"role": "user", "content": [{"type": "text", "text": "h" * 90_000}]}]
+        config = {"name": "e", "provider": "test", "model": "echo", "history": history}
+        create = {"jsonrpc": "2.0", "id": 2, "method": "agent/create", "params": {"config": config}}
+        writer.write(_line(create))
+        await reader.readline()
+        before = _rss_bytes(host.process.pid)
+        for index in range(3000):
+            params = {"agentId": "agent-1"}
+            writer.write(
+                _line(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 10 + index,
+                        "method": "agent/history",
+                        "params": params,
+                    }
+                )
+            )
+        peak = before
+        for _ in range(60):  # three seconds for a host that reads regardless to balloon
+            await asyncio.sleep(0.05)
+            peak = max(peak, _rss_bytes(host.process.pid))
+        assert peak - before < 100_000_000, (before, peak)
+        # Once the client reads, everything is answered.
+        seen = 0
+        while seen < 3000:
+            message = json.loads(await asyncio.wait_for(reader.readline(), 60))
+            seen += message["id"] >= 10
         writer.close()
     finally:
-        process.kill()
-        await process.wait()
+        await host.stop()
+
+
+async def test_a_client_leaving_too_much_unread_is_dropped(tmp_path: Path) -> None:
+    """Runs go on producing output while reading is paused; past four times
+    --max-message-bytes unsent, the connection is dropped, not buffered."""
+    host = await TcpHost.start(tmp_path, "--max-message-bytes", "100000")
+    try:
+        # A small receive buffer, so the host's own buffer is what fills up.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", host.port))
+        reader, writer = await asyncio.open_connection(sock=sock, limit=2**17)
+        writer.write(_line(_initialize(host.token)))
+        await reader.readline()
+        create = {"config": process_config("flood", "head -c 12000000 /dev/zero | tr '\\0' x")}
+        writer.write(_line({"jsonrpc": "2.0", "id": 2, "method": "agent/create", "params": create}))
+        await reader.readline()
+        stream = {"agentId": "agent-1", "input": "x", "partialResultToken": "t"}
+        writer.write(_line({"jsonrpc": "2.0", "id": 3, "method": "agent/stream", "params": stream}))
+        for _ in range(1200):
+            if any("unread" in line for line in host.log):
+                break
+            await asyncio.sleep(0.05)
+        received = await read_until_closed(reader, 60)
+        ids = {json.loads(line).get("id") for line in received.splitlines() if line.endswith(b"}")}
+        assert 3 not in ids, "the run was answered: the connection was not dropped"
+        writer.close()
+        client = await host.client()  # the host still serves others
+        assert await client.request("agent/list", {}) == {"agents": []}
+        await client.close()
+    finally:
+        await host.stop()
+
+
+async def _oma_host(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "oma_host",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_call_connect_finds_the_token_and_a_token_file_can_be_given(tmp_path: Path) -> None:
+    token_file = tmp_path / "my.token"
+    token_file.write_text("a-token-of-my-own\n")
+    token_file.chmod(0o600)
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    host = await TcpHost.start(runtime, "--token-file", str(token_file))
+    try:
+        assert host.token == "a-token-of-my-own"
+        env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
+        call = ["call", "--connect", f"127.0.0.1:{host.port}"]
+        code, out, err = await _oma_host(env, *call, "agent/list")
+        assert code == 0, err
+        assert json.loads(out) == {"agents": []}
+        env["XDG_RUNTIME_DIR"] = str(tmp_path / "elsewhere")
+        code, out, err = await _oma_host(env, *call, "--token-file", str(token_file), "agent/list")
+        assert code == 0, err
+        code, out, err = await _oma_host(env, *call, "agent/list")
+        assert code == 2 and "no token file" in err
+    finally:
+        await host.stop()
+    assert token_file.read_text() == "a-token-of-my-own\n"  # the user's file stays
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    token_file = tmp_path / "open.token"
+    token_file.write_text("secret\n")
+    token_file.chmod(0o644)
+    done = subprocess.run(
+        [sys.executable, "-m", "oma_host", "--tcp", "0", "--token-file", str(token_file)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
+    )
+    assert done.returncode == 2
+    assert "open to other users" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_tcp_takes_a_bracketed_ipv6_address(tmp_path: Path) -> None:
+    host = await TcpHost.start(tmp_path, listen="[::1]:0")
+    try:
+        reader, writer = await asyncio.open_connection("::1", host.port)
+        writer.write(_line(_initialize(host.token)))
+        answer = json.loads(await asyncio.wait_for(reader.readline(), 20))
+        assert answer["result"]["serverInfo"]["name"] == "oma-host"
+        writer.close()
+    finally:
+        await host.stop()
 
 
 def test_an_unbracketed_ipv6_address_is_refused_with_a_hint() -> None:
-    import subprocess
-
     done = subprocess.run(
         [sys.executable, "-m", "oma_host", "--tcp", "::1:0"],
         capture_output=True,

@@ -98,6 +98,16 @@ async def test_invalid_prompt_blocks_change_nothing(host: HostClient) -> None:
     assert len(host.server_requests) == calls
 
 
+async def test_structured_input_to_an_acp_agent_names_it_an_acp_backend(host: HostClient) -> None:
+    agent = await create(host, name="coder", backend={"kind": "acp", "command": "never-run"})
+    error = await expect_error(
+        host.request("agent/run", {"agentId": agent, "input": [text_message("hi")]}),
+        -32602,
+        "InvalidMessageError",
+    )
+    assert "agent 'coder' has an ACP backend, which accepts string prompts only" in error.message
+
+
 async def test_structured_input_never_spawns_an_external_agent(
     host: HostClient, tmp_path: Path
 ) -> None:

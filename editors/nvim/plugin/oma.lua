@@ -84,3 +84,19 @@ end, { desc = "Clear the agent's conversation" })
 command('OmaCancel', function()
   require('oma').cancel()
 end, { desc = 'Cancel every run in flight' })
+
+command('OmaAgent', function(opts)
+  if opts.args == '' then
+    require('oma').pick_agent()
+  else
+    require('oma').use_agent(opts.args)
+  end
+end, {
+  nargs = '?',
+  complete = function(lead)
+    return vim.tbl_filter(function(name)
+      return name:sub(1, #lead) == lead
+    end, require('oma').agent_names())
+  end,
+  desc = 'Pick the agent the next command asks: :OmaAgent {name}, or a list without one',
+})

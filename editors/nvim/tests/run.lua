@@ -373,6 +373,126 @@ tests[#tests + 1] = { 'a host command that cannot start is reported, and a fixed
   equal(finished().outcome, 'done', 'after setup{cmd} is fixed')
 end }
 
+tests[#tests + 1] = { 'a missing API key: one error line in the reply buffer, one message', function()
+  local variable = 'OMA_NVIM_TEST_UNSET_KEY'
+  vim.env[variable] = nil
+  local needle = 'the environment variable ' .. variable .. ' (apiKeyEnv) is not set'
+  local function count()
+    local in_buffer, in_notes = 0, 0
+    for _, line in ipairs(lines()) do
+      in_buffer = in_buffer + (line:find(needle, 1, true) and 1 or 0)
+    end
+    for _, note in ipairs(notes) do
+      in_notes = in_notes + (note.message:find(needle, 1, true) and 1 or 0)
+    end
+    return in_buffer, in_notes
+  end
+  for _, command in ipairs({ 'OmaAsk hello', 'OmaChat hello' }) do
+    use({ name = 'claude', provider = 'anthropic', model = 'm', apiKeyEnv = variable })
+    vim.cmd(command)
+    local run = finished()
+    equal(run.result.success, false, command .. ': success')
+    local in_buffer, in_notes = count()
+    equal({ in_buffer, in_notes }, { 1, 1 }, command .. ': lines carrying the error (buffer, messages)\n' .. text())
+    equal(notes[1].level, vim.log.levels.WARN, command .. ': shown as a warning')
+  end
+  -- A failure with output of its own: the output, then the error once.
+  use(process_agent('p', 'echo partial; echo broke >&2; exit 3'))
+  vim.cmd('OmaAsk go')
+  equal(finished().result.success, false, 'the process failed')
+  equal(vim.list_slice(lines(), 5), { 'partial', '[error] sh exited with code 3: broke', '' }, 'reply')
+end }
+
+tests[#tests + 1] = { ':OmaAgent switches the agent of the next ask; without a name it offers the list', function()
+  local a = echo_agent('a')
+  local b = process_agent('b', 'echo from b')
+  use(nil, { agents = { a, b } })
+  vim.cmd('OmaChat first')
+  local first = finished()
+  equal({ first.agent, first.outcome }, { 'a', 'done' }, 'agents without agent: the first is asked')
+  equal(vim.fn.getcompletion('OmaAgent ', 'cmdline'), { 'a', 'b' }, 'names complete')
+  vim.cmd('OmaAgent b')
+  vim.cmd('OmaAsk hello')
+  local second = finished()
+  equal({ second.agent, second.result.output }, { 'b', 'from b\n' }, 'after :OmaAgent b')
+  equal(notes[1], { message = 'oma: asking b (process: sh)', level = vim.log.levels.INFO }, 'said')
+
+  local offered, prompt, shown = nil, nil, nil
+  local select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    offered, prompt = items, opts.prompt
+    shown = vim.tbl_map(opts.format_item, items)
+    on_choice('a', 1)
+  end
+  local ok, err = pcall(vim.cmd, 'OmaAgent')
+  vim.ui.select = select
+  check(ok, tostring(err))
+  equal(offered, { 'a', 'b' }, 'vim.ui.select items')
+  equal(prompt, 'Agent to ask:', 'prompt')
+  equal(shown, { 'a (test echo)', 'b (process: sh) [current]' }, 'how the items are shown')
+  vim.cmd('OmaChat second')
+  local third = finished()
+  equal(third.agent, 'a', 'after picking a')
+  equal(#vim.json.decode(third.result.output).messages, 3, "back on a: a's conversation goes on")
+
+  notes = {}
+  vim.cmd('OmaAgent nobody')
+  equal(notes, { {
+    message = "oma: no agent called 'nobody'; the agents are: a, b",
+    level = vim.log.levels.ERROR,
+  } }, 'an unknown name')
+  equal(oma.config.agent.name, 'a', 'the agent is unchanged')
+
+  use(nil, { agents = { a, b }, agent = 'b' })
+  equal(oma.config.agent, b, 'setup{agent = name} picks one of agents')
+  local bad = {
+    [{ agent = 'nobody' }] = "oma.setup: agent 'nobody' is not one of agents (a, b)",
+    [{ agnet = a }] = "oma.setup: unknown option 'agnet' (see :help oma-options)",
+    [{ agents = { a, a } }] = "oma.setup: two agents are called 'a'",
+    [{ agents = { { model = 'x' } } }] = 'oma.setup: agents[1].name must be a string',
+    [{ open = 'float' }] = 'oma.setup: open must be one of vsplit, split, tab, none',
+  }
+  for opts, expected in pairs(bad) do
+    local done, why = pcall(oma.setup, opts)
+    equal({ done, why }, { false, expected }, 'setup' .. vim.inspect(opts))
+  end
+  equal(oma.config.agent, b, 'a refused setup changes nothing')
+  use(echo_agent(), { agents = {} })
+  equal(oma.agent_names(), { 'echo' }, 'without agents, the one agent is offered')
+end }
+
+tests[#tests + 1] = { ':help oma covers the setup, every command, option and Lua function', function()
+  local runtime = tmp .. '/runtime'
+  vim.fn.mkdir(runtime .. '/doc', 'p')
+  vim.fn.writefile(vim.fn.readfile(root .. '/editors/nvim/doc/oma.txt'), runtime .. '/doc/oma.txt')
+  vim.cmd('helptags ' .. vim.fn.fnameescape(runtime .. '/doc'))
+  check(vim.fn.filereadable(runtime .. '/doc/tags') == 1, 'helptags wrote doc/tags')
+  vim.opt.runtimepath:prepend(runtime)
+  local function lands(tag)
+    local ok, err = pcall(vim.cmd, 'help ' .. tag)
+    check(ok, ':help ' .. tag .. ': ' .. tostring(err))
+    equal(vim.fn.expand('%:t'), 'oma.txt', ':help ' .. tag .. ' opens')
+    contains(vim.api.nvim_get_current_line(), '*' .. tag .. '*', ':help ' .. tag .. ' lands on its tag')
+  end
+  lands('oma')
+  lands('oma-setup')
+  for name in pairs(vim.api.nvim_get_commands({})) do
+    if name:match('^Oma') then
+      lands(':' .. name)
+    end
+  end
+  for option in pairs(require('oma.options').types) do
+    lands('oma-option-' .. option)
+  end
+  local doc = table.concat(vim.fn.readfile(runtime .. '/doc/oma.txt'), '\n')
+  for name, value in pairs(oma) do
+    if type(value) == 'function' then
+      contains(doc, '\n' .. name .. '(', 'the Lua function ' .. name .. ' in oma.txt')
+    end
+  end
+  vim.cmd('helpclose')
+end }
+
 tests[#tests + 1] = { 'base64 matches coreutils for every tail length', function()
   local base64 = require('oma.input').base64
   for _, sample in ipairs({ '', 'a', 'ab', 'abc', 'abcd', '\0\255\128' }) do

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { describeError, errorPath, errorType } from '../src/core/errors';
+import { describeError, describeFailure, errorPath, errorType } from '../src/core/errors';
 import { readImageBlock } from '../src/core/input';
 import { echoAgent, PNG_FIXTURE, processAgent, useHostSession } from './helpers';
 
@@ -97,4 +97,19 @@ test('a provider failure is a failed result, not an error', async () => {
   assert.ok(outcome.kind === 'done');
   assert.equal(outcome.result.success, false);
   assert.match(rendered, /\[error\] test adapter: model 'fail' always fails/);
+});
+
+test('a missing API key is one line in the reply, for an ask and a conversation turn', async () => {
+  const variable = 'OMA_VSCODE_TEST_UNSET_KEY';
+  assert.equal(process.env[variable], undefined, `${variable} must not be set for this test`);
+  const agent = { name: 'claude', provider: 'anthropic', model: 'm', apiKeyEnv: variable };
+  const error = `anthropic: no API key: the environment variable ${variable} (apiKeyEnv) is not set`;
+  for (const run of [ctx.session.ask.bind(ctx.session), ctx.session.chat.bind(ctx.session)]) {
+    let rendered = '';
+    const outcome = await run(agent, { question: 'hi' }, { onText: (d) => (rendered += d) }).outcome;
+    assert.ok(outcome.kind === 'done' && !outcome.result.success, JSON.stringify(outcome));
+    const carrying = rendered.split('\n').filter((line) => line.includes(error));
+    assert.equal(carrying.length, 1, rendered);
+    assert.equal(describeFailure(outcome.result), `error (auth): ${error}`, 'the one notification');
+  }
 });

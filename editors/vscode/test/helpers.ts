@@ -45,25 +45,86 @@ function hostCommand(): [string, string[]] {
   return [PYTHON, ['-m', 'oma_host']];
 }
 
-/** Spawn the host, connect, and initialize it. */
+/** The host command as a person would type it, and where it came from. */
+export function hostCommandLine(): string {
+  const [command, args] = hostCommand();
+  const from = process.env.OMA_HOST_COMMAND?.trim()
+    ? 'OMA_HOST_COMMAND'
+    : 'the default; set OMA_HOST_COMMAND';
+  return `\`${[command, ...args].join(' ')}\` (${from})`;
+}
+
+/** Generous: the host answers initialize in about a second, even on a loaded machine. */
+const START_TIMEOUT_MS = 60_000;
+
+/**
+ * A promise that fails, saying why, when `child` cannot be spawned, exits, or
+ * stays silent past START_TIMEOUT_MS; `settle()` ends the watch once the
+ * host has answered.
+ */
+function startFailure(
+  child: ChildProcess,
+  stderr: () => string,
+): { failed: Promise<never>; settle(): void } {
+  const shown = hostCommandLine();
+  const tail = (): string => {
+    const text = stderr().trim();
+    return text === '' ? 'it wrote nothing on stderr' : `its stderr ends:\n${text.slice(-2000)}`;
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const failed = new Promise<never>((_, fail) => {
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      const why = error.code === 'ENOENT' ? 'no such command' : error.message;
+      fail(new Error(`the host could not be started with ${shown}: ${why}`));
+    });
+    child.once('close', (code, signal) =>
+      fail(new Error(`the host ${shown} exited (${code ?? signal}) before answering initialize; ${tail()}`)),
+    );
+    const seconds = START_TIMEOUT_MS / 1000;
+    timer = setTimeout(
+      () => fail(new Error(`the host ${shown} did not answer initialize within ${seconds} s; ${tail()}`)),
+      START_TIMEOUT_MS,
+    );
+  });
+  failed.catch(() => undefined); // a host that exits after it started is close()'s business
+  return { failed, settle: () => clearTimeout(timer) };
+}
+
+/** Spawn the host, connect, and initialize it; fails naming the command when the host cannot start. */
 export async function startHost(options: InitializationOptions = {}): Promise<Host> {
   const [command, args] = hostCommand();
   const child = spawn(command, args, { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const start = startFailure(child, () => stderr);
   const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
   const connection = createMessageConnection(
     new StreamMessageReader(child.stdout!),
     new StreamMessageWriter(child.stdin!),
   );
   connection.listen();
-  const initializeResult = await connection.sendRequest<InitializeResult>('initialize', {
-    processId: process.pid,
-    clientInfo: { name: 'oma-vscode-tests' },
-    rootUri: null,
-    capabilities: {},
-    initializationOptions: options,
-  });
+  const answered = connection
+    .sendRequest<InitializeResult>('initialize', {
+      processId: process.pid,
+      clientInfo: { name: 'oma-vscode-tests' },
+      rootUri: null,
+      capabilities: {},
+      initializationOptions: options,
+    })
+    .catch((error: unknown) => {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new Error(`the host ${hostCommandLine()} answered initialize with an error: ${why}`);
+    });
+  let initializeResult: InitializeResult;
+  try {
+    initializeResult = await Promise.race([answered, start.failed]);
+  } catch (error) {
+    child.kill('SIGKILL');
+    connection.dispose();
+    throw error;
+  } finally {
+    start.settle();
+  }
   await connection.sendNotification('initialized', {});
   return {
     connection,
@@ -107,7 +168,10 @@ export async function startSimulator(): Promise<Simulator> {
   });
   const lines = createInterface({ input: child.stdout! });
   const baseURL = await new Promise<string>((done, fail) => {
-    const timer = setTimeout(() => fail(new Error('the simulator did not start within 30 s')), 30_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      fail(new Error('the simulator did not start within 30 s'));
+    }, 30_000);
     lines.on('line', (line) => {
       const match = /listening on (http:\/\/\S+)/.exec(line);
       if (match) {
@@ -155,8 +219,10 @@ export function useHostSession(): { host: Host; session: OmaSession } {
     context.session = new OmaSession(context.host.connection, { clientName: 'test' });
   });
   after(async () => {
-    context.session.dispose();
-    assert.equal(await context.host.close(), 0, context.host.stderr());
+    context.session?.dispose();
+    if (context.host !== undefined) {
+      assert.equal(await context.host.close(), 0, context.host.stderr());
+    }
   });
   return context;
 }

@@ -18,14 +18,18 @@ let session: OmaSession;
 let simulator: Simulator;
 
 before(async () => {
-  [host, simulator] = await Promise.all([startHost(), startSimulator()]);
+  // One after the other, so that `after` can stop whichever started.
+  simulator = await startSimulator();
+  host = await startHost();
   session = new OmaSession(host.connection, { clientName: 'test' });
 });
 
 after(async () => {
-  session.dispose();
-  simulator.close();
-  assert.equal(await host.close(), 0, host.stderr());
+  session?.dispose();
+  simulator?.close();
+  if (host !== undefined) {
+    assert.equal(await host.close(), 0, host.stderr());
+  }
 });
 
 const PNG_BASE64 = readFileSync(PNG_FIXTURE).toString('base64');

@@ -110,8 +110,10 @@ before(async () => {
 });
 
 after(async () => {
-  session.dispose();
-  assert.equal(await host.close(), 0, host.stderr());
+  session?.dispose();
+  if (host !== undefined) {
+    assert.equal(await host.close(), 0, host.stderr());
+  }
 });
 
 test('an ACP permission request reaches the person and their choice reaches the agent', async () => {

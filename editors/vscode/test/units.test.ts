@@ -68,9 +68,24 @@ test('a reply that was not streamed is written when the result arrives; failures
   b.push({ type: 'error', data: { message: 'stream cut', kind: 'stream' } });
   assert.equal(
     b.finish(result({ success: false, output: 'half', status: { code: 'error', message: 'stream cut' } })),
-    '[error: stream cut]\n',
+    '',
+    'the streamed error is the status: not shown again',
   );
-  assert.equal(b.rendered, 'half\n[error] stream cut\n[error: stream cut]\n');
+  assert.equal(b.rendered, 'half\n[error] stream cut\n');
+  const failed = result({ success: false, output: 'no key', status: { code: 'error', message: 'no key' } });
+  const streamed = new ReplyAssembler();
+  streamed.push({ type: 'error', data: { message: 'no key', kind: 'auth' } });
+  streamed.finish(failed);
+  assert.equal(streamed.rendered, '[error] no key\n', 'an error in the event, output and status: once');
+  assert.equal(new ReplyAssembler().finish(failed), '[error: no key]\n', 'in the output and status: once');
+  const timeout = new ReplyAssembler();
+  timeout.push({ type: 'text', data: 'so far' });
+  const late = result({
+    success: false,
+    output: 'so far',
+    status: { code: 'timeout', message: 'after 5 s' },
+  });
+  assert.equal(timeout.finish(late), '\n[timeout: after 5 s]\n', 'a status not streamed as an error');
   const c = new ReplyAssembler();
   assert.equal(
     c.cancelled(result({ output: 'so far', status: { code: 'cancelled' } })),

@@ -14,6 +14,7 @@ from oma_host.core.config import ModelDefaults, parse_agent_config, parse_model_
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.patterns import Pattern, PatternError
 from oma_host.core.validation import describe_validation_error
+from oma_host.orchestration.evaluation.payloads import StorePayloads
 
 WHERE = "initializationOptions.evaluation"
 
@@ -77,9 +78,7 @@ _SCORER_KINDS = frozenset(
 class EvaluationConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
     sample: Annotated[float, Field(ge=0, le=1)] = 0
-    store_payloads: Literal["none", "redacted", "full"] = Field(
-        default="none", alias="storePayloads"
-    )
+    store_payloads: StorePayloads = Field(default="none", alias="storePayloads")
     scorers: list[Scorer] = Field(default_factory=list)
     max_concurrent: Annotated[int, Field(ge=1)] = Field(default=1, alias="maxConcurrent")
     max_queue_length: Annotated[int, Field(ge=0)] = Field(default=100, alias="maxQueueLength")
@@ -90,7 +89,7 @@ def parse_evaluation_config(raw: Any) -> EvaluationConfig:
     try:
         return EvaluationConfig.model_validate(raw)
     except ValidationError as error:
-        raise InvalidParamsError(describe_validation_error(error, WHERE, _SCORER_KINDS)) from None
+        raise InvalidParamsError(describe_validation_error(error, WHERE, _SCORER_KINDS, EvaluationConfig)) from None
 
 
 def check_judges(

@@ -2,7 +2,10 @@
 record per scorer.
 
 A sampled run's :class:`EvaluationSample` goes on a bounded in-process queue;
-``maxConcurrent`` workers score it with every configured scorer. Nothing here
+``maxConcurrent`` workers score it with every configured scorer. Every scorer
+(a built-in one, a judge, the client's) is given the input and output that
+``storePayloads`` allows, and the records keep exactly that (see
+:mod:`oma_host.orchestration.evaluation.payloads`). Nothing here
 can change or delay a run's result: ``submit`` never blocks or raises,
 overflow is dropped and counted, and scorer errors, timeouts and store
 failures are counted in the stats (``sampled``, ``enqueued``, ``completed``,
@@ -31,12 +34,12 @@ from oma_host.orchestration.evaluation.config import (
     scorer_name,
 )
 from oma_host.orchestration.evaluation.judge import JudgeRun, judge_prompt, judge_runner
+from oma_host.orchestration.evaluation.payloads import Payloads, sample_payloads
 from oma_host.orchestration.evaluation.sample import EvaluationSample
 from oma_host.orchestration.evaluation.scorers import Score, read_score, score_locally
 
 log = logging.getLogger(__name__)
 
-PAYLOAD_LIMIT_BYTES = 8 * 1024
 REASON_LIMIT_BYTES = 1024
 
 # Asks the client to score a sample (``oma/evaluation/score``); its answer.
@@ -147,10 +150,11 @@ class OnlineEvaluator:
     async def _evaluate(self, sample: EvaluationSample) -> None:
         records: list[dict[str, Any]] = []
         failed = False
+        payloads = sample_payloads(sample, self.config.store_payloads)
         for scorer in self.config.scorers:
             try:
                 async with asyncio.timeout(self.config.timeout_ms / 1000):
-                    score = await self._score(scorer, sample)
+                    score = await self._score(scorer, sample.run_id, payloads)
             except TimeoutError:
                 log.warning("scorer %s timed out on %s", scorer_name(scorer), sample.run_id)
                 failed = True
@@ -159,7 +163,7 @@ class OnlineEvaluator:
                 log.warning("scorer %s failed on %s: %s", scorer_name(scorer), sample.run_id, error)
                 failed = True
                 continue
-            records.append(self._record(sample, scorer, score))
+            records.append(self._record(sample, scorer, score, payloads))
         if records:
             try:
                 await asyncio.to_thread(self.store_records, records)
@@ -171,47 +175,37 @@ class OnlineEvaluator:
         else:
             self.stats.completed += 1
 
-    async def _score(self, scorer: Scorer, sample: EvaluationSample) -> Score:
+    async def _score(self, scorer: Scorer, run_id: str, payloads: Payloads) -> Score:
         if isinstance(scorer, ClientScorer):
             if self.client_score is None:
                 raise RuntimeError("no client is connected to answer oma/evaluation/score")
             answer = await self.client_score(
                 {
                     "scorer": scorer.name,
-                    "runId": sample.run_id,
-                    "input": sample.input,
-                    "output": sample.output,
+                    "runId": run_id,
+                    "input": payloads.input,
+                    "output": payloads.output,
                 }
             )
             return read_score(answer, f"client scorer {scorer.name!r}")
         if isinstance(scorer, JudgeScorer):
-            prompt = judge_prompt(scorer.criteria, sample.input, sample.output)
+            prompt = judge_prompt(scorer.criteria, payloads.input, payloads.output)
             return read_score(await self._judge(scorer.config, prompt), "the judge")
         # Off the event loop, so timeoutMs holds and the host keeps answering
         # while a long output is matched or validated.
-        return await asyncio.to_thread(score_locally, scorer, sample.output)
+        return await asyncio.to_thread(score_locally, scorer, payloads.output)
 
-    def _record(self, sample: EvaluationSample, scorer: Scorer, score: Score) -> dict[str, Any]:
-        mode = self.config.store_payloads
-        redactor = Redactor(sample.secrets)
-        # "full" keeps payloads as they were, except the agent's own keys,
-        # which are never stored anywhere.
-        keys_only = Redactor(sample.secrets, patterns=False)
-
-        def payload(text: str) -> str | None:
-            if mode == "none":
-                return None
-            cleaned = redactor.redact(text) if mode == "redacted" else keys_only.redact(text)
-            return cut_utf8(cleaned, PAYLOAD_LIMIT_BYTES)
-
+    def _record(
+        self, sample: EvaluationSample, scorer: Scorer, score: Score, payloads: Payloads
+    ) -> dict[str, Any]:
         return {
             "runId": sample.run_id,
             "agent": sample.agent,
             "scorer": scorer_name(scorer),
             "score": score.score,
-            "reason": cut_utf8(redactor.redact(score.reason), REASON_LIMIT_BYTES),
-            "input": payload(sample.input),
-            "output": payload(sample.output),
+            "reason": cut_utf8(Redactor(sample.secrets).redact(score.reason), REASON_LIMIT_BYTES),
+            "input": payloads.input,
+            "output": payloads.output,
             "createdAt": time.time(),
             "metadata": sample.metadata,
         }

@@ -7,18 +7,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from oma_host.core.messages import LLMMessage
 from oma_host.core.results import AgentRunResult
 
 
 @dataclass(frozen=True)
 class EvaluationSample:
     """What the online evaluator receives for one run. ``input`` is the string
-    for a string call and the JSON text of a private copy of the messages for
-    a structured call."""
+    for a string call and the evaluator's own copy of the messages for a
+    structured call; what scorers are given of it depends on
+    ``storePayloads`` (see :mod:`oma_host.orchestration.evaluation.payloads`)."""
 
     run_id: str
     agent: str
-    input: str
+    input: str | list[LLMMessage]
     output: str
     result: AgentRunResult
     metadata: dict[str, Any] = field(default_factory=dict)

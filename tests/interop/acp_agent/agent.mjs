@@ -23,6 +23,8 @@
 //   [slow]             stream a chunk, wait 300 ms, stream another, then end_turn
 //   [caps]             reply with the JSON of the clientCapabilities sent at initialize
 //   [child]            start `sleep 60` (same process group) and reply "child=<pid>"
+//   [daemon]           start `sleep 60` detached (setsid: a session of its own), reply "daemon=<pid>"
+//   [secret]           stream "key: <$AGENT_API_TOKEN> end", the value split over two chunks
 //   [future]           a session/update of a kind no schema knows, before the reply
 // While opening a session it announces an available_commands_update (before any turn).
 // Environment: ACP_AGENT_MARKER=path appends "pid" lines on start;
@@ -224,6 +226,19 @@ async function prompt({ params, client }) {
   if (has("[child]")) {
     const child = spawn("sleep", ["60"], { stdio: "ignore" });
     await say(client, sessionId, `child=${child.pid}`);
+    return { stopReason: "end_turn" };
+  }
+  if (has("[daemon]")) {
+    const daemon = spawn("sleep", ["60"], { stdio: "ignore", detached: true });
+    daemon.unref();
+    await say(client, sessionId, `daemon=${daemon.pid}`);
+    return { stopReason: "end_turn" };
+  }
+  if (has("[secret]")) {
+    const value = process.env.AGENT_API_TOKEN ?? "";
+    const half = Math.floor(value.length / 2);
+    await say(client, sessionId, `key: ${value.slice(0, half)}`);
+    await say(client, sessionId, `${value.slice(half)} end`);
     return { stopReason: "end_turn" };
   }
   if (has("[whoami]")) {

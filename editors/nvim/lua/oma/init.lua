@@ -1,12 +1,5 @@
 -- oma.nvim: ask oma-host agents from Neovim (0.7+), through the built-in LSP client.
---
---   require('oma').setup{
---     cmd = { 'oma-host' },            -- how to start the host
---     agent = { name = 'claude', provider = 'anthropic', model = '...', apiKeyEnv = 'ANTHROPIC_API_KEY' },
---     state_dir = nil,                 -- initializationOptions.stateDir
---     permission = nil,                -- function(request) -> true to approve (default: a confirm() dialog)
---     open = 'vsplit',                 -- how the reply buffer is shown: vsplit, split, tab, none
---   }
+-- The setup and every command and option are in doc/oma.txt (:help oma).
 --
 -- Which method serves which command:
 --   :OmaAsk, :OmaImage  one-off asks, agent/stream: the reply streams into the
@@ -17,36 +10,23 @@
 --   :OmaRun             the selected lines through oma/runAgent (a fresh agent).
 --   :OmaHistory, :OmaReset  the conversation of :OmaChat.
 --   :OmaCancel          `$/cancelRequest` for every run in flight.
+--   :OmaAgent           which of `setup{agents}` the next command asks.
 
+local agents = require('oma.agents')
 local client = require('oma.client')
 local input = require('oma.input')
+local options = require('oma.options')
 local permission = require('oma.permission')
 local reply = require('oma.reply')
 
 local M = {}
 
-local defaults = {
-  cmd = { 'oma-host' },
-  cmd_cwd = nil,
-  cmd_env = nil,
-  state_dir = nil,
-  agent = {
-    name = 'claude',
-    provider = 'anthropic',
-    model = 'claude-sonnet-4-5',
-    apiKeyEnv = 'ANTHROPIC_API_KEY',
-  },
-  permission = nil,
-  open = 'vsplit',
-}
-
-M.config = vim.deepcopy(defaults)
+M.config = options.defaults()
 
 local runs = {} -- run number -> run
 local by_token = {} -- progress token -> run
 local counter = 0
 local last_run = nil
-local agent_state = { id = nil, waiting = nil }
 
 -- -- errors -------------------------------------------------------------------
 
@@ -127,38 +107,6 @@ local function on_response(run, err, result)
   end
 end
 
---- The agentId of the configured agent, created on first use; `done(err, agent_id)`.
-local function ensure_agent(done)
-  if agent_state.id then
-    done(nil, agent_state.id)
-    return
-  end
-  if agent_state.waiting then
-    table.insert(agent_state.waiting, done)
-    return
-  end
-  agent_state.waiting = { done }
-  client.request(M.config, 'agent/create', { config = M.config.agent }, function(err, result)
-    local waiting = agent_state.waiting or {}
-    agent_state.waiting = nil
-    if not err then
-      agent_state.id = result.agentId
-    end
-    for _, callback in ipairs(waiting) do
-      callback(err, result and result.agentId)
-    end
-  end)
-end
-
-local function forget_agent(dispose)
-  local id = agent_state.id
-  agent_state.id = nil
-  agent_state.waiting = nil
-  if dispose and id and client.get() then
-    client.request(M.config, 'agent/dispose', { agentId = id }, function() end)
-  end
-end
-
 --- Start a run: write the heading, then send `method` with `params(agent_id, run)`.
 local function start_run(kind, method, ask, build_params, needs_agent)
   local agent = M.config.agent
@@ -178,6 +126,7 @@ local function start_run(kind, method, ask, build_params, needs_agent)
     work_token = prefix .. '-work',
     run_id = prefix .. '-' .. tostring(os.time()),
     progress = {},
+    errors_shown = {}, -- error messages in the reply buffer, each shown once
     done = false,
   }
   runs[run.n] = run
@@ -196,8 +145,8 @@ local function start_run(kind, method, ask, build_params, needs_agent)
     client.request(M.config, method, params, function(err, result)
       if type(err) == 'table' and err.code == -32001 and needs_agent and not retried then
         -- The host no longer knows the agent (it was restarted): create it again.
-        forget_agent(false)
-        ensure_agent(function(create_err, new_id)
+        agents.forget(agent)
+        agents.ensure(M.config, agent, function(create_err, new_id)
           if create_err then
             fail(run, create_err)
           else
@@ -216,7 +165,7 @@ local function start_run(kind, method, ask, build_params, needs_agent)
   end
 
   if needs_agent then
-    ensure_agent(function(err, agent_id)
+    agents.ensure(M.config, agent, function(err, agent_id)
       if run.done then
         return
       elseif err then
@@ -270,7 +219,7 @@ client.handlers['agent/requestPermission'] = function(_, params)
 end
 
 client.on_exit = function(code, signal)
-  forget_agent(false)
+  agents.forget_all(M.config, false)
   for _, run in pairs(runs) do
     fail(run, string.format('oma-host exited (code %s, signal %s)', tostring(code), tostring(signal)))
   end
@@ -280,32 +229,52 @@ end
 
 function M.setup(opts)
   opts = opts or {}
-  vim.validate({
-    cmd = { opts.cmd, 'table', true },
-    agent = { opts.agent, 'table', true },
-    permission = { opts.permission, 'function', true },
-    open = { opts.open, 'string', true },
-  })
-  if opts.agent and type(opts.agent.name) ~= 'string' then
-    error('oma.setup: agent.name must be a string', 2)
-  end
-  local restart = false
-  for _, key in ipairs({ 'cmd', 'cmd_cwd', 'cmd_env', 'state_dir' }) do
-    if opts[key] ~= nil and not vim.deep_equal(opts[key], M.config[key]) then
-      restart = true
-    end
-  end
-  -- Shallow on purpose: a new `agent` replaces the old one whole.
-  for key, value in pairs(opts) do
-    M.config[key] = value
-  end
-  forget_agent(not restart)
+  local config = options.merge(M.config, opts)
+  local restart = options.restarts_host(M.config, config)
+  agents.forget_all(M.config, not restart)
+  M.config = config
   if restart then
     for _, run in pairs(runs) do
       fail(run, 'the host was restarted by setup()')
     end
     client.stop()
   end
+end
+
+--- Ask the configured agent called `name` from now on (:OmaAgent {name}).
+--- Each agent keeps its own conversation. Returns false for an unknown name.
+function M.use_agent(name)
+  local agent = agents.find(M.config, name)
+  if agent == nil then
+    local names = table.concat(agents.names(M.config), ', ')
+    local message = string.format("oma: no agent called '%s'; the agents are: %s", tostring(name), names)
+    vim.notify(message, vim.log.levels.ERROR)
+    return false
+  end
+  M.config.agent = agent
+  vim.notify('oma: asking ' .. agents.describe(agent), vim.log.levels.INFO)
+  return true
+end
+
+--- Offer the configured agents through vim.ui.select (:OmaAgent without a name).
+function M.pick_agent()
+  local current = M.config.agent.name
+  vim.ui.select(agents.names(M.config), {
+    prompt = 'Agent to ask:',
+    format_item = function(name)
+      local line = agents.describe(agents.find(M.config, name))
+      return name == current and (line .. ' [current]') or line
+    end,
+  }, function(name)
+    if name ~= nil then
+      M.use_agent(name)
+    end
+  end)
+end
+
+--- The names `:OmaAgent` completes.
+function M.agent_names()
+  return agents.names(M.config)
 end
 
 local function stream_params(agent, agent_id, run, ask)
@@ -362,20 +331,21 @@ end
 
 --- Show the conversation (agent/history) in the `oma://history` buffer.
 function M.history(done)
-  local name = M.config.agent.name
+  local agent = M.config.agent
   local function show(messages)
-    reply.history(name, messages, M.config.open)
+    reply.history(agent.name, messages, M.config.open)
     if done then
       done(messages)
     end
   end
-  if agent_state.id == nil then
+  local agent_id = agents.id(agent)
+  if agent_id == nil then
     show({}) -- no turn yet: nothing to ask the host for
     return
   end
-  client.request(M.config, 'agent/history', { agentId = agent_state.id }, function(err, result)
+  client.request(M.config, 'agent/history', { agentId = agent_id }, function(err, result)
     if type(err) == 'table' and err.code == -32001 then
-      forget_agent(false)
+      agents.forget(agent)
       show({})
     elseif err then
       vim.notify('oma: ' .. M.describe_error(err), vim.log.levels.ERROR)
@@ -387,17 +357,19 @@ end
 
 --- Clear the conversation (agent/reset).
 function M.reset(done)
+  local agent = M.config.agent
   local function said()
-    vim.notify('oma: the conversation with ' .. M.config.agent.name .. ' was reset', vim.log.levels.INFO)
+    vim.notify('oma: the conversation with ' .. agent.name .. ' was reset', vim.log.levels.INFO)
     if done then
       done()
     end
   end
-  if agent_state.id == nil then
+  local agent_id = agents.id(agent)
+  if agent_id == nil then
     said()
     return
   end
-  client.request(M.config, 'agent/reset', { agentId = agent_state.id }, function(err)
+  client.request(M.config, 'agent/reset', { agentId = agent_id }, function(err)
     if err and not (type(err) == 'table' and err.code == -32001) then
       vim.notify('oma: ' .. M.describe_error(err), vim.log.levels.ERROR)
     else
@@ -431,7 +403,7 @@ end
 
 --- Stop the host; the next command starts a new one.
 function M.stop()
-  forget_agent(false)
+  agents.forget_all(M.config, false)
   client.stop()
 end
 

@@ -64,7 +64,7 @@ function M.image_block(path)
   end
   local file, why = io.open(vim.fn.expand(path), 'rb')
   if not file then
-    error(string.format('cannot read %s: %s', path, why), 0)
+    error('cannot read ' .. why, 0) -- io.open's reason starts with the path
   end
   local bytes = file:read('*a')
   file:close()

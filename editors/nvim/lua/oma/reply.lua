@@ -142,23 +142,31 @@ function M.event(buf, run, event)
   elseif event.type == 'permission' then
     M.line(buf, string.format('[permission] %s: %s', tostring(field('title')), tostring(field('decision'))))
   elseif event.type == 'error' then
-    M.line(buf, '[error] ' .. tostring(field('message')))
+    local message = tostring(field('message'))
+    run.errors_shown[message] = true
+    M.line(buf, '[error] ' .. message)
   end
   -- acp_update and unknown kinds are not shown.
 end
 
 --- The run's result arrived: the output if nothing streamed, then the status if not ok.
+--- A failed run's output and status often repeat an error already streamed
+--- (a missing API key says so in all three): each error is shown once.
 function M.finish(buf, run, result)
   if run.in_reasoning then
     run.in_reasoning = false
     M.append(buf, '\n')
   end
-  if run.text == '' and type(result.output) == 'string' and result.output ~= '' then
-    run.text = result.output
-    M.append(buf, result.output)
-  end
   local status = result.status or {}
-  if status.code ~= 'ok' then
+  local failed = status.code ~= 'ok'
+  local shown = run.errors_shown
+  local output = result.output
+  local repeats = failed and (output == status.message or shown[output])
+  if run.text == '' and type(output) == 'string' and output ~= '' and not repeats then
+    run.text = output
+    M.append(buf, output)
+  end
+  if failed and not (status.message and shown[status.message]) then
     local message = status.message and (': ' .. status.message) or ''
     M.line(buf, '[' .. tostring(status.code) .. message .. ']')
   elseif last_line(buf) ~= '' then

@@ -26,6 +26,8 @@ export class ReplyAssembler {
   /** Everything rendered so far: what the reply document holds. */
   rendered = '';
   private inReasoning = false;
+  /** Error messages already in the document: each is shown once. */
+  private readonly errorsShown = new Set<string>();
 
   /** Take one event; returns what to append to the document (may be empty). */
   push(event: StreamEvent): string {
@@ -64,9 +66,12 @@ export class ReplyAssembler {
           delta,
         );
         break;
-      case 'error':
-        delta += this.lineBreak(`[error] ${String(field('message'))}\n`, delta);
+      case 'error': {
+        const message = String(field('message'));
+        this.errorsShown.add(message);
+        delta += this.lineBreak(`[error] ${message}\n`, delta);
         break;
+      }
       default:
         // acp_update and kinds this client does not know: kept in `events`, not shown.
         break;
@@ -77,18 +82,23 @@ export class ReplyAssembler {
   /**
    * The run is over: returns the closing text. When nothing was streamed (an
    * agent/prompt turn, or a backend that did not stream) the output is shown
-   * here; a run that did not succeed ends with its status.
+   * here; a run that did not succeed ends with its status. A failed run's
+   * output and status often repeat an error already streamed (a missing API
+   * key says so in all three): each error is shown once.
    */
   finish(result: AgentRunResult): string {
     let delta = this.inReasoning ? '\n' : '';
     this.inReasoning = false;
-    if (this.text === '' && result.output) {
+    const { code, message: statusMessage } = result.status;
+    const failed = code !== 'ok';
+    const repeats = failed && (result.output === statusMessage || this.errorsShown.has(result.output));
+    if (this.text === '' && result.output && !repeats) {
       this.text = result.output;
       delta += result.output;
     }
-    if (result.status.code !== 'ok') {
-      const message = result.status.message ? `: ${result.status.message}` : '';
-      delta += this.lineBreak(`[${result.status.code}${message}]\n`, delta);
+    if (failed && !(statusMessage !== undefined && this.errorsShown.has(statusMessage))) {
+      const message = statusMessage ? `: ${statusMessage}` : '';
+      delta += this.lineBreak(`[${code}${message}]\n`, delta);
     } else if (!(this.rendered + delta).endsWith('\n')) {
       delta += '\n';
     }

@@ -1,0 +1,245 @@
+"""Benchmark 5: many concurrent ``agent/run`` calls on one agent, against a
+provider that answers each request after a fixed latency, read against
+aiohttp sending the same POSTs to the same server from this process.
+
+The provider is ``bench/asyncio_provider.py`` in its own process: an asyncio
+server, so hundreds of concurrent requests cost it next to nothing and the
+figure is the client's. One sample is the makespan of one burst: from sending
+the first of N requests to holding the last answer. Variants:
+
+- **aiohttp** (baseline): N concurrent POSTs on one ``aiohttp.ClientSession``
+  with a 1,000-connection limit;
+- **oma-host** (subject): N concurrent ``agent/run`` through a host on its
+  default HTTP settings (the aiohttp transport, 1,000 connections);
+- **oma-host, httpx 64 connections**: the settings the host had before
+  (httpx's own transport, 64 connections, 16 kept alive), for before/after in
+  the same run;
+- **oma-host, httpx 1,000 connections**: httpx's own transport given the new
+  limits, to show what the transport itself costs.
+
+Every run must succeed; failures are counted per variant and reported with
+the first failure's message. A failed run of the subject is an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench.harness import AsyncSample, Comparison, interleave_async
+from oma_host.cli.client import HostClient, host_argv
+
+AIOHTTP = "aiohttp, limit 1000"
+HOST = "oma-host agent/run (default: aiohttp transport)"
+HOST_OLD = "oma-host, httpx 64 connections (before)"
+HOST_HTTPX = "oma-host, httpx 1000 connections"
+HOSTS: dict[str, dict[str, Any]] = {
+    HOST: {},
+    HOST_OLD: {"transport": "httpx", "maxConnections": 64, "maxKeepAliveConnections": 16},
+    HOST_HTTPX: {"transport": "httpx"},
+}
+TARGET = 1.3
+KEY = "bench-key-not-secret"
+PROVIDER = Path(__file__).resolve().parent / "asyncio_provider.py"
+_BODY = {
+    "model": "bench",
+    "max_tokens": 4096,
+    "messages": [{"role": "user", "content": [{"type": "text", "text": "hello"}]}],
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """N concurrent runs at a provider latency, in ``rounds`` rounds without
+    warm-up, or else the run's round count after one warm-up round."""
+
+    concurrency: int
+    latency_ms: int
+    rounds: int | None = None
+    variants: tuple[str, ...] = (AIOHTTP, HOST, HOST_OLD, HOST_HTTPX)
+
+    @property
+    def key(self) -> str:
+        return f"concurrency_{self.concurrency}_at_{self.latency_ms}ms"
+
+
+FULL = (
+    Case(200, 100),
+    # httpx's own pool needs ~20 s a round here: measured at 200 runs only.
+    Case(1000, 100, variants=(AIOHTTP, HOST, HOST_OLD)),
+    Case(500, 6000, rounds=1),
+)
+QUICK = (
+    Case(200, 100),
+    Case(1000, 100),
+    Case(500, 6000, rounds=1, variants=(AIOHTTP, HOST)),
+)
+
+
+@dataclass
+class Failures:
+    """Failed runs per variant (warm-up rounds included), and the first
+    message of each."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    first: dict[str, str] = field(default_factory=dict)
+
+    def add(self, variant: str, message: str) -> None:
+        self.counts[variant] = self.counts.get(variant, 0) + 1
+        self.first.setdefault(variant, message)
+
+
+@contextlib.asynccontextmanager
+async def provider(latency_ms: int) -> AsyncIterator[str]:
+    """The asyncio provider in its own process; yields its base URL."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(PROVIDER),
+        "--latency-ms",
+        str(latency_ms),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        line = await asyncio.wait_for(process.stdout.readline(), 30)
+        yield f"http://127.0.0.1:{int(line.split()[-1])}"
+    finally:
+        process.kill()
+        await process.wait()
+
+
+async def _drain(stream: asyncio.StreamReader | None) -> None:
+    """Read a host's stderr so that its logging never blocks on a full pipe."""
+    if stream is not None:
+        while await stream.read(65536):
+            pass
+
+
+@contextlib.asynccontextmanager
+async def hosts(names: set[str]) -> AsyncIterator[dict[str, HostClient]]:
+    """One initialized host per host variant."""
+    clients: dict[str, HostClient] = {}
+    drains: list[asyncio.Task[None]] = []
+    try:
+        for name in names & set(HOSTS):
+            client = await HostClient.spawn(host_argv())
+            assert client.process is not None
+            drains.append(asyncio.ensure_future(_drain(client.process.stderr)))
+            await client.initialize({"http": HOSTS[name]})
+            clients[name] = client
+        yield clients
+    finally:
+        for client in clients.values():
+            await client.close()
+        for drain in drains:
+            drain.cancel()
+
+
+async def _host_burst(
+    client: HostClient, agent: str, n: int, variant: str, failures: Failures, limit_s: float
+) -> float:
+    start = time.perf_counter()
+    futures = [
+        client.start_request("agent/run", {"agentId": agent, "input": "hello"})[1] for _ in range(n)
+    ]
+    answers = await asyncio.wait_for(asyncio.gather(*futures), limit_s)
+    elapsed = time.perf_counter() - start
+    for answer in answers:
+        result = answer.get("result")
+        if result is None or not result.get("success"):
+            detail = (result or {}).get("errorInfo") or answer.get("error")
+            failures.add(variant, json.dumps(detail))
+    return elapsed
+
+
+async def _aiohttp_burst(
+    session: aiohttp.ClientSession, url: str, n: int, failures: Failures
+) -> float:
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+
+    async def one() -> None:
+        try:
+            async with session.post(url, json=_BODY, headers=headers) as response:
+                body = await response.read()
+                if response.status != 200:
+                    failures.add(AIOHTTP, f"HTTP {response.status}")
+                json.loads(body)
+        except aiohttp.ClientError as error:
+            failures.add(AIOHTTP, f"{type(error).__name__}: {error}")
+
+    start = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n)))
+    return time.perf_counter() - start
+
+
+async def run_case(
+    case: Case,
+    base_url: str,
+    clients: dict[str, HostClient],
+    session: aiohttp.ClientSession,
+    rounds: int,
+) -> Comparison:
+    failures = Failures()
+    config = {"name": "c", "provider": "anthropic", "model": "bench", "baseURL": base_url}
+    config["apiKey"] = KEY
+    limit_s = 120.0 + case.latency_ms / 1000 * case.concurrency / 32
+    variants: dict[str, AsyncSample] = {}
+    for name in case.variants:
+        if name == AIOHTTP:
+            url = f"{base_url}/v1/messages"
+            variants[name] = functools.partial(
+                _aiohttp_burst, session, url, case.concurrency, failures
+            )
+        else:
+            client = clients[name]
+            agent = (await client.request("agent/create", {"config": config}))["agentId"]
+            variants[name] = functools.partial(
+                _host_burst, client, agent, case.concurrency, name, failures, limit_s
+            )
+    own_rounds = case.rounds or rounds
+    warmup = 0 if case.rounds else 1
+    samples = await interleave_async(variants, own_rounds, warmup)
+    comparison = Comparison(
+        key=case.key,
+        title=(
+            f"{case.concurrency} concurrent agent/run, provider latency {case.latency_ms} ms "
+            "(makespan of the burst)"
+        ),
+        baseline=AIOHTTP,
+        subject=HOST,
+        samples=samples,
+        target=TARGET if case.latency_ms <= 1000 else None,
+    )
+    total = case.concurrency * (own_rounds + warmup)
+    for name in case.variants:
+        count = failures.counts.get(name, 0)
+        note = f"{name}: {count} of {total} runs failed"
+        if count:
+            note += f" (first: {failures.first[name][:300]})"
+        comparison.notes.append(note)
+    if failures.counts.get(HOST):
+        raise RuntimeError(f"{case.key}: runs failed through the host: {failures.first[HOST]}")
+    return comparison
+
+
+async def run_concurrency_benchmarks(rounds: int, quick: bool) -> list[Comparison]:
+    cases = QUICK if quick else FULL
+    comparisons = []
+    names = {name for case in cases for name in case.variants}
+    connector = aiohttp.TCPConnector(limit=1000)
+    async with hosts(names) as clients, aiohttp.ClientSession(connector=connector) as session:
+        for case in cases:
+            print(f"  concurrency: {case.key}", file=sys.stderr, flush=True)
+            async with provider(case.latency_ms) as base_url:
+                comparisons.append(await run_case(case, base_url, clients, session, rounds))
+    return comparisons

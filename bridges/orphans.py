@@ -1,0 +1,253 @@
+"""The descendants of a spawned command that left its process group: found,
+so they end with it, and reaped.
+
+Ending a command's process group misses a descendant that called
+``setsid()`` or ``setpgid()`` (a daemon's double fork, ``setsid cmd &``).
+When the host is a child subreaper (:mod:`oma_host.core.subreaper`), every
+descendant of the commands it starts stays in its process tree: below the
+command while its chain of parents holds, else reparented to the host. So when
+a spawn ends, the host's tree is read from ``/proc`` (every ``stat``, one
+pass) and each process is put down to the spawn it came from:
+
+- below a spawned command, by its chain of parents: that spawn;
+- an orphan (a child of the host that the host did not start), and all
+  below it: the spawn whose session or process group it is in, else the one
+  named by the marker variable in its environment (``OMA_HOST_SPAWN``, given
+  to every command the host starts and inherited by its descendants unless
+  they clear their environment). A marker of a spawn that has ended already
+  counts as that spawn's; an orphan with no marker of ours belongs to no one
+  and is ended with the last spawn still open, since one of them started it.
+
+Processes are signalled through pidfds, checked against the start time read
+with the pid, so a pid reused in between is never hit. Orphans that are the
+host's children are reaped when they end, and any zombie orphan met on the
+way too (the host started none of them, so no one else waits for them).
+
+Every process the host starts is a :class:`Spawn` (:mod:`bridges.procgroup`
+and :mod:`bridges.pty` see to it): a child started any other way would be
+taken for an orphan.
+
+Cheap when nothing escaped: if the host has no children at all when a spawn
+ends (one ``waitid``), nothing is read. Without the subreaper (the library in
+someone else's process, or not Linux) this does nothing, and ending the
+process group is all there is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import signal
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from oma_host.core.subreaper import subreaper_enabled
+
+MARKER = "OMA_HOST_SPAWN"
+_numbers = itertools.count(1)
+# Spawns started and not yet ended, by marker.
+_open: dict[str, Spawn] = {}
+# The pids of commands the host started and has not yet reaped itself
+# (asyncio or pexpect waits for them): never reaped here.
+_unreaped: set[int] = set()
+
+
+class Spawn:
+    """One command the host starts, from before it is started until its
+    process tree has been ended."""
+
+    def __init__(self) -> None:
+        self.marker = f"{os.getpid()}-{next(_numbers)}"
+        self.pid = 0
+        _open[self.marker] = self
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` with this spawn's marker, when orphans are tracked."""
+        return {**env, MARKER: self.marker} if subreaper_enabled() else env
+
+    @contextlib.contextmanager
+    def starting(self) -> Iterator[None]:
+        """Around starting the command: if that fails, the spawn is closed."""
+        try:
+            yield
+        except BaseException:
+            self.close()
+            raise
+
+    def started(self, pid: int) -> None:
+        self.pid = pid
+        _unreaped.add(pid)
+
+    def reaped(self) -> None:
+        """The command's exit status has been collected by its owner."""
+        _unreaped.discard(self.pid)
+
+    def close(self) -> None:
+        """Its tree has been ended: its orphans are anyone's to end now."""
+        _open.pop(self.marker, None)
+
+
+class _Proc(NamedTuple):  # a tuple: a scan makes hundreds of them
+    pid: int
+    ppid: int
+    pgrp: int
+    sid: int
+    zombie: bool
+    start: int  # clock ticks after boot: with the pid, one process
+
+
+def _read(path: str) -> bytes | None:
+    """A /proc file's bytes; None when it is gone or not ours to read.
+    (``os.open`` rather than ``open``: a scan reads hundreds of them.)"""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    pieces: list[bytes] = []
+    try:
+        while piece := os.read(fd, 65536):
+            pieces.append(piece)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(pieces)
+
+
+def _read_stat(pid: int | str) -> _Proc | None:
+    data = _read(f"/proc/{pid}/stat")
+    if data is None:
+        return None
+    # The command name is in parentheses and may hold anything, so split after it.
+    fields = data[data.rfind(b")") + 2 :].split()
+    ppid, pgrp, sid, start = (int(fields[i]) for i in (1, 2, 3, 19))
+    return _Proc(int(pid), ppid, pgrp, sid, fields[0] == b"Z", start)
+
+
+def _scan() -> dict[int, list[_Proc]]:
+    """Every process we can read, by parent."""
+    children: dict[int, list[_Proc]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and (proc := _read_stat(entry.name)) is not None:
+            children.setdefault(proc.ppid, []).append(proc)
+    return children
+
+
+def _has_children() -> bool:
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def _marker(pid: int) -> str | None:
+    environ = _read(f"/proc/{pid}/environ")
+    if environ is None:
+        return None
+    prefix = f"{MARKER}=".encode()
+    for entry in environ.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
+
+
+async def pidfd_ended(pidfd: int) -> None:
+    """Wait until the process of ``pidfd`` has ended (the pidfd turns readable)."""
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    loop.add_reader(pidfd, readable)
+    try:
+        await ended
+    finally:
+        loop.remove_reader(pidfd)
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+class Stray:
+    """A process of a spawn's tree outside its process group, held by a pidfd."""
+
+    def __init__(self, proc: _Proc, fd: int) -> None:
+        self.pid = proc.pid
+        self._fd = fd
+        self._ours = proc.ppid == os.getpid()
+
+    def signal(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self._fd, sig)
+
+    async def exited(self) -> None:
+        await pidfd_ended(self._fd)
+
+    def release(self) -> None:
+        """Reap it if it is the host's child and has ended; close the pidfd.
+        (Once: later calls do nothing.)"""
+        if self._fd < 0:
+            return
+        if self._ours:
+            _reap(self.pid)
+        os.close(self._fd)
+        self._fd = -1
+
+
+def _hold(proc: _Proc) -> Stray | None:
+    """A pidfd on ``proc``, if it is still the process that was read."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except OSError:  # gone already
+        return None
+    again = _read_stat(proc.pid)
+    if again is None or again.start != proc.start:
+        os.close(fd)
+        return None
+    return Stray(proc, fd)
+
+
+def _claims(spawn: Spawn, orphan: _Proc) -> bool:
+    """Whether an orphan is ``spawn``'s to end (see the module docstring)."""
+    marker = next(
+        (other.marker for other in _open.values() if other.pid in (orphan.sid, orphan.pgrp)),
+        None,
+    ) or _marker(orphan.pid)
+    if marker == spawn.marker:
+        return True
+    if marker is not None and marker.startswith(f"{os.getpid()}-"):
+        return marker not in _open  # a spawn of ours that has ended
+    return all(other is spawn for other in _open.values())  # no one's: the last spawn's
+
+
+def strays(spawn: Spawn) -> list[Stray]:
+    """The processes of ``spawn``'s tree outside its process group, and the
+    orphans it must end with them (see the module docstring), each held by a
+    pidfd; zombie orphans found on the way are reaped."""
+    if not subreaper_enabled() or not _has_children():
+        return []
+    children = _scan()
+    leaders = {other.pid: other for other in _open.values()}
+    stack: list[_Proc] = []
+    for top in children.get(os.getpid(), []):
+        if top.pid in _unreaped:  # a command the host started: this one, or one that ended
+            if leaders.get(top.pid, spawn) is spawn:
+                stack.extend(children.get(top.pid, []))
+        elif top.zombie:
+            _reap(top.pid)
+        elif _claims(spawn, top):
+            stack.append(top)
+    found: list[Stray] = []
+    while stack:
+        proc = stack.pop()
+        stack.extend(children.get(proc.pid, []))
+        if proc.pgrp != spawn.pid and (stray := _hold(proc)) is not None:
+            found.append(stray)  # (the group is signalled as one)
+    return found

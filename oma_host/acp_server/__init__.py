@@ -1,0 +1,19 @@
+"""The ACP door: ``oma-host acp`` serves the host's agents as an ACP agent
+(Agent Client Protocol, version 1, newline-delimited JSON on stdio) to ACP
+editors such as Zed, the JetBrains IDEs, Neovim, Emacs and ``acpx``.
+
+It sits beside the JSON-RPC door (``oma_host.server``), on the same core,
+store and agents, and imports neither that door nor the command line:
+
+- :mod:`.agents`: the agents file (or the default agent) read and checked
+  before any ACP traffic;
+- :mod:`.content`: ACP content blocks to the core's blocks, and stored turns
+  back to ACP updates for ``session/load``;
+- :mod:`.updates`: a turn's StreamEvents to ``session/update`` notifications,
+  and its result to a stop reason;
+- :mod:`.sessions`: the door's sessions (agent, model, cwd) and their storage;
+- :mod:`.door`: the ACP ``Agent`` itself, one method per ACP request;
+- :mod:`.serve`: the entry point the ``acp`` subcommand calls.
+
+Nothing here is imported by the JSON-RPC door, so its cold start is unchanged.
+"""

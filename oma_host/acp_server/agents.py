@@ -1,0 +1,99 @@
+"""Which agents the ACP door serves: the agents file, else the user's
+``$XDG_CONFIG_HOME/oma-host/agents.json``, else one default LLM agent for
+whichever provider key is set.
+
+The file is a JSON array of AgentConfig (the shape of ``agent/create``'s
+``config``); the first is the default agent of a new session. Every config
+is checked as an Agent would check it at construction, so a bad file is a
+:class:`AgentsFileError` naming the file and the JSON path before any ACP
+traffic, never a failure in the middle of a session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from oma_host.core.agent import check_agent_config
+from oma_host.core.config import AgentConfig, parse_agent_config
+from oma_host.core.errors import OmaError
+
+# Provider, the variable its key is read from, and the default agent's model,
+# in the order the variables are looked at.
+DEFAULT_AGENTS: tuple[tuple[str, str, str], ...] = (
+    ("anthropic", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
+    ("openai", "OPENAI_API_KEY", "gpt-4o-mini"),
+)
+
+
+class AgentsFileError(Exception):
+    """The agents file cannot be read, is not JSON, or holds an invalid config."""
+
+
+def user_agents_file() -> Path:
+    """``$XDG_CONFIG_HOME/oma-host/agents.json`` (``~/.config`` by default)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "oma-host" / "agents.json"
+
+
+def default_agent() -> AgentConfig:
+    """One LLM agent for the first provider whose key is set (Anthropic when
+    none is: ``authenticate`` and the first prompt then name the variable)."""
+    provider, _, model = next(
+        (entry for entry in DEFAULT_AGENTS if os.environ.get(entry[1])), DEFAULT_AGENTS[0]
+    )
+    return parse_agent_config({"name": provider, "provider": provider, "model": model})
+
+
+def load_agents(path: str | None) -> list[AgentConfig]:
+    """The agents to serve; see the module docstring for where they come from."""
+    if path is None:
+        found = user_agents_file()
+        if not found.is_file():
+            return [default_agent()]
+        path = str(found)
+    return parse_agents_file(path)
+
+
+def parse_agents_file(path: str) -> list[AgentConfig]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise AgentsFileError(f"{path}: cannot be read: {error}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise AgentsFileError(
+            f"{path}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+    if not isinstance(value, list) or not value:
+        raise AgentsFileError(f"{path}: $ must be a non-empty array of agent configs")
+    configs: list[AgentConfig] = []
+    names: set[str] = set()
+    for index, item in enumerate(value):
+        where = f"$[{index}]"
+        try:
+            config = _checked(item, where)
+        except (OmaError, AgentsFileError) as error:
+            raise AgentsFileError(f"{path}: {error}") from None
+        if config.name in names:
+            raise AgentsFileError(f"{path}: {where}.name: {config.name!r} is used twice")
+        names.add(config.name)
+        configs.append(config)
+    return configs
+
+
+def _checked(item: object, where: str) -> AgentConfig:
+    if not isinstance(item, Mapping):
+        raise AgentsFileError(f"{where} must be an object")
+    config = parse_agent_config(item, None, where)
+    hooks = config.hooks
+    if hooks is not None and (hooks.before_run or hooks.after_run):
+        # Hooks are answered by a JSON-RPC client; an ACP editor has no such method.
+        raise AgentsFileError(
+            f"{where}.hooks: hooks need a JSON-RPC client and cannot run behind the ACP door"
+        )
+    check_agent_config(config)
+    return config

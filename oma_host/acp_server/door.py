@@ -1,0 +1,248 @@
+"""The ACP agent oma-host presents to an editor: one method per ACP request,
+each a few lines over :mod:`.sessions`, :mod:`.content` and :mod:`.updates`.
+
+A prompt is one ``Agent.prompt`` turn, with every rule of the structured-input
+contract (one guard, copies, history committed when the turn completes). For
+an agent whose backend takes strings only, a prompt of text blocks is sent as
+one string (the blocks joined by newlines) and anything else is answered
+-32602 ``InvalidMessageError`` before a process is spawned or an inner
+session opened. ``session/cancel`` aborts the turn in flight: it answers
+``cancelled``, its partial reply is in the updates already sent, and the
+history does not keep it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    AllowedOutcome,
+    AuthEnvVar,
+    ClientCapabilities,
+    EnvVarAuthMethod,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PermissionOption,
+    PromptCapabilities,
+    PromptResponse,
+    SessionCapabilities,
+    SessionListCapabilities,
+    SetSessionConfigOptionResponse,
+    ToolCallUpdate,
+    Usage,
+)
+
+from oma_host.acp_server.agents import DEFAULT_AGENTS
+from oma_host.acp_server.content import AcpBlock, prompt_blocks, prompt_text, replay_updates
+from oma_host.acp_server.sessions import SessionBook
+from oma_host.acp_server.updates import UpdateSender, stop_reason, usage_update
+from oma_host.core.abort import AbortSignal
+from oma_host.core.backends import PermissionHandler, backend_entry
+from oma_host.core.config import AgentConfig
+from oma_host.core.errors import InvalidMessageError, OmaError
+from oma_host.core.messages import LLMMessage
+from oma_host.core.version import __version__
+
+log = logging.getLogger(__name__)
+
+_OPTION_NAMES = {
+    "allow_once": "Allow once",
+    "allow_always": "Always allow",
+    "reject_once": "Reject",
+    "reject_always": "Always reject",
+}
+
+
+def _error(error: OmaError) -> RequestError:
+    """An ACP error for an OmaError: its code, its message, its ``data``."""
+    return RequestError(error.code, str(error), error.error_data())
+
+
+def _key_variable(config: AgentConfig) -> str:
+    """The variable an LLM agent's key is read from."""
+    if config.api_key_env:
+        return config.api_key_env
+    provider = config.provider or DEFAULT_AGENTS[0][0]
+    return next((name for p, name, _ in DEFAULT_AGENTS if p == provider), "ANTHROPIC_API_KEY")
+
+
+class OmaAcpAgent:
+    """The ``acp.interfaces.Agent`` behind ``oma-host acp``."""
+
+    def __init__(self, configs: list[AgentConfig], state_dir: str | None) -> None:
+        self._configs = configs
+        self._sessions = SessionBook(configs, state_dir, self._permission_handler)
+        self._client: Client | None = None
+        self._client_capabilities = ClientCapabilities()
+        self._request_ids = itertools.count(1)
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+
+    @property
+    def client(self) -> Client:
+        assert self._client is not None, "on_connect runs before any request"
+        return self._client
+
+    async def close(self) -> None:
+        await self._sessions.close()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def _key_variables(self) -> list[str]:
+        names = {_key_variable(c) for c in self._configs if c.backend is None and not c.api_key}
+        return sorted(names)
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **_: Any,
+    ) -> InitializeResponse:
+        self._client_capabilities = client_capabilities or ClientCapabilities()
+        methods = [
+            EnvVarAuthMethod(
+                type="env_var",
+                id=f"env:{name}",
+                name=name,
+                description=f"oma-host reads the provider key from ${name}",
+                vars=[AuthEnvVar(name=name, secret=True)],
+            )
+            for name in self._key_variables()
+        ]
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(
+                    image=True, audio=False, embedded_context=True
+                ),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            auth_methods=methods,  # type: ignore[arg-type]
+            agent_info=Implementation(name="oma-host", title="oma-host", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **_: Any) -> None:
+        """Succeeds when the method's variable holds a key; the key is
+        read from the environment the editor started oma-host with."""
+        name = method_id.removeprefix("env:")
+        if name not in self._key_variables():
+            raise RequestError.invalid_params({"message": f"unknown auth method {method_id!r}"})
+        if not os.environ.get(name):
+            raise RequestError.auth_required(
+                {"message": f"set {name} in the environment the editor starts oma-host with"}
+            )
+
+    # -- sessions ---------------------------------------------------------------------
+
+    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
+        session = await self._sessions.open(cwd)
+        return NewSessionResponse(
+            session_id=session.session_id,
+            config_options=self._sessions.config_options(session),  # type: ignore[arg-type]
+        )
+
+    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+        session, history = await self._sessions.load(session_id, cwd)
+        sender = UpdateSender(self.client, session_id, cwd)
+        for update in replay_updates(history, cwd):
+            sender.send(update)
+        await sender.close()
+        return LoadSessionResponse(
+            config_options=self._sessions.config_options(session)  # type: ignore[arg-type]
+        )
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> ListSessionsResponse:
+        return ListSessionsResponse(sessions=await self._sessions.list(cwd))
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_: Any
+    ) -> SetSessionConfigOptionResponse:
+        session = self._sessions.get(session_id)
+        await self._sessions.set_option(session, config_id, str(value))
+        return SetSessionConfigOptionResponse(
+            config_options=self._sessions.config_options(session)  # type: ignore[arg-type]
+        )
+
+    # -- prompts ----------------------------------------------------------------------
+
+    def _turn(self, agent_config: AgentConfig, blocks: list[Any], agent: Any) -> LLMMessage:
+        """The validated user turn: the blocks, or their text as one string
+        for a string-only backend (which refuses anything but text)."""
+        value: object = blocks
+        text = prompt_text(blocks)
+        if text is not None and not backend_entry(agent_config).accepts_structured:
+            value = text
+        turn: LLMMessage = agent.validate_prompt_input(value, "prompt", owned=True)
+        return turn
+
+    async def prompt(self, prompt: list[AcpBlock], session_id: str, **_: Any) -> PromptResponse:
+        session = self._sessions.get(session_id)
+        agent = session.agent
+        try:
+            blocks = prompt_blocks(prompt, session.cwd)
+            turn = self._turn(agent.config, blocks, agent)
+        except InvalidMessageError as error:
+            raise _error(error) from None
+        abort = AbortSignal()
+        session.abort = abort
+        sender = UpdateSender(self.client, session_id, session.cwd)
+        try:
+            result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
+            sender.send(usage_update(result, agent.config.max_token_budget))
+        finally:
+            session.abort = None
+            await sender.close()
+        reason = stop_reason(result)
+        usage = result["tokenUsage"]
+        return PromptResponse(
+            stop_reason=reason,
+            usage=Usage(
+                input_tokens=usage["input_tokens"],
+                output_tokens=usage["output_tokens"],
+                total_tokens=usage["input_tokens"] + usage["output_tokens"],
+            ),
+        )
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        session = self._sessions.get(session_id)
+        if session.abort is not None:
+            session.abort.abort()
+
+    # -- the editor's answers -------------------------------------------------------
+
+    def _permission_handler(self, session_id: str) -> PermissionHandler:
+        """For a wrapped ACP agent with ``permission: "ask-client"``: the inner
+        agent's options go to the editor, and its choice goes back."""
+
+        async def ask(request: dict[str, Any]) -> dict[str, bool]:
+            options = [
+                PermissionOption(option_id=kind, name=_OPTION_NAMES.get(kind, kind), kind=kind)
+                for kind in request["optionKinds"]
+            ]
+            tool_call = ToolCallUpdate(
+                tool_call_id=f"permission_{next(self._request_ids)}",
+                title=request["title"] or request["agentName"],
+                kind=request.get("kind"),
+            )
+            answer = await self.client.request_permission(
+                session_id=session_id, tool_call=tool_call, options=options
+            )
+            outcome = answer.outcome
+            chosen = outcome.option_id if isinstance(outcome, AllowedOutcome) else ""
+            return {"approve": chosen.startswith("allow")}
+
+        return ask

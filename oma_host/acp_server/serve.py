@@ -1,0 +1,41 @@
+"""``oma-host acp``: check the agents, then serve ACP on stdio until the
+editor closes it. A bad agents file is one line on stderr and exit status 2,
+before any ACP traffic."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import cast
+
+from oma_host.acp_server.agents import AgentsFileError, load_agents
+from oma_host.core.config import AgentConfig
+
+# The exit status of a usage error, as argparse gives it.
+USAGE_ERROR = 2
+
+
+def serve_acp(agents_file: str | None, state_dir: str | None) -> int:
+    """Serve the agents of ``agents_file`` (see :mod:`.agents`) on stdio."""
+    try:
+        configs = load_agents(agents_file)
+    except AgentsFileError as error:
+        print(f"oma-host acp: {error}", file=sys.stderr, flush=True)
+        return USAGE_ERROR
+    asyncio.run(_serve(configs, state_dir))
+    return 0
+
+
+async def _serve(configs: list[AgentConfig], state_dir: str | None) -> None:
+    from acp import run_agent
+    from acp.interfaces import Agent
+
+    from oma_host.acp_server.door import OmaAcpAgent
+
+    agent = OmaAcpAgent(configs, state_dir)
+    try:
+        # The library routes each request to the method of that name and
+        # answers method-not-found for those a door does not have (fork, resume).
+        await run_agent(cast(Agent, agent))
+    finally:
+        await agent.close()

@@ -1,0 +1,253 @@
+"""The ACP door's sessions: which agent and model each runs, in which
+``cwd``, and how they are stored.
+
+A session is stored like a JSON-RPC session (``Store.create_session``, each
+completed turn committed by ``append_turn`` before the prompt is answered),
+plus its ``cwd``, a title (the first prompt's text) and its settings (the
+chosen agent and model) in ``session_info``, so ``session/load`` in a new
+process restores it and ``session/list`` can show it. Switching the agent or
+the model builds a new core Agent on the same history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from acp import RequestError
+from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption, SessionInfo
+
+from oma_host.core.abort import AbortSignal
+from oma_host.core.agent import Agent, TurnSink
+from oma_host.core.backends import PermissionHandler
+from oma_host.core.config import AgentConfig
+from oma_host.core.messages import LLMMessage
+from oma_host.core.redact import Redactor
+from oma_host.orchestration.store import Store
+
+TITLE_CHARS = 80
+# Builds the permission handler of one session (it asks that session's editor).
+PermissionFactory = Callable[[str], PermissionHandler]
+
+
+@dataclass
+class DoorSession:
+    """One ACP session: its agent (rebuilt on a switch) and the turn in flight."""
+
+    session_id: str
+    cwd: str
+    config: AgentConfig  # the chosen agent's config as the agents file has it
+    model: str | None
+    titled: bool
+    agent: Agent = field(init=False)
+    abort: AbortSignal | None = None  # set while a turn runs
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return {"agent": self.config.name, "model": self.model}
+
+
+def _title(turn: LLMMessage) -> str | None:
+    text = " ".join(
+        block["text"] for block in turn["content"] if block.get("type") == "text"
+    ).split()
+    joined = " ".join(text)
+    if not joined:
+        return None
+    return joined if len(joined) <= TITLE_CHARS else joined[: TITLE_CHARS - 1] + "…"
+
+
+def unknown_session(session_id: str) -> RequestError:
+    return RequestError.invalid_params({"type": "SessionNotFound", "sessionId": session_id})
+
+
+class SessionBook:
+    """Every session of this process, and the store behind them."""
+
+    def __init__(
+        self, configs: list[AgentConfig], state_dir: str | None, permission: PermissionFactory
+    ) -> None:
+        self.configs = {config.name: config for config in configs}
+        self.default = configs[0]
+        self._state_dir = state_dir
+        self._permission = permission
+        self._store: Store | None = None
+        self._sessions: dict[str, DoorSession] = {}
+
+    async def store(self) -> Store:
+        if self._store is None:
+            self._store = await asyncio.to_thread(Store, self._state_dir)
+        return self._store
+
+    def get(self, session_id: str) -> DoorSession:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise unknown_session(session_id)
+        return session
+
+    # -- opening ------------------------------------------------------------------
+
+    async def open(self, cwd: str) -> DoorSession:
+        session_id = f"sess_{uuid.uuid4().hex}"
+        config = self.default
+        session = self._build(session_id, cwd, config, config.model, [], titled=False)
+        store = await self.store()
+        redact = Redactor.for_config(config).redact_tree
+        await asyncio.to_thread(store.create_session, session_id, config.name, [], redact)
+        await self._save_settings(session)
+        self._sessions[session_id] = session
+        return session
+
+    async def load(self, session_id: str, cwd: str) -> tuple[DoorSession, list[LLMMessage]]:
+        """The stored session, in ``cwd``, and its history (to replay)."""
+        store = await self.store()
+        history = await asyncio.to_thread(store.load_session, session_id)
+        infos = await asyncio.to_thread(store.session_infos, session_id)
+        if history is None or not infos:
+            raise unknown_session(session_id)
+        settings = infos[0]["settings"]
+        # An agent no longer in the agents file: the session goes on with the default.
+        config = self.configs.get(settings.get("agent"), self.default)
+        model = settings.get("model") if config.name == settings.get("agent") else config.model
+        previous = self._sessions.pop(session_id, None)
+        if previous is not None:
+            await previous.agent.close()
+        titled = infos[0]["title"] is not None
+        session = self._build(session_id, cwd, config, model, history, titled=titled)
+        await self._save_settings(session)
+        self._sessions[session_id] = session
+        return session, history
+
+    def _build(
+        self,
+        session_id: str,
+        cwd: str,
+        config: AgentConfig,
+        model: str | None,
+        history: list[LLMMessage],
+        *,
+        titled: bool,
+    ) -> DoorSession:
+        session = DoorSession(session_id, cwd, config, model, titled)
+        session.agent = self._agent(session, history)
+        return session
+
+    def _agent(self, session: DoorSession, history: list[LLMMessage]) -> Agent:
+        update: dict[str, Any] = {"cwd": session.cwd, "history": history or None}
+        if session.model is not None:
+            update["model"] = session.model
+        config = session.config.model_copy(update=update)
+        return Agent(
+            config,
+            on_turn=self._turn_sink(session, config),
+            permission_handler=self._permission(session.session_id),
+        )
+
+    def _turn_sink(self, session: DoorSession, config: AgentConfig) -> TurnSink:
+        redact = Redactor.for_config(config).redact_tree
+
+        async def commit(messages: list[LLMMessage]) -> None:
+            store = await self.store()
+            await asyncio.to_thread(store.append_turn, session.session_id, messages, redact)
+            if not session.titled:
+                title = _title(messages[0])
+                await asyncio.to_thread(
+                    store.put_session_info, session.session_id, session.cwd, session.settings, title
+                )
+                session.titled = title is not None
+
+        return commit
+
+    async def _save_settings(self, session: DoorSession) -> None:
+        store = await self.store()
+        await asyncio.to_thread(
+            store.put_session_info, session.session_id, session.cwd, session.settings
+        )
+
+    # -- config options -------------------------------------------------------------
+
+    def config_options(self, session: DoorSession) -> list[SessionConfigOptionSelect]:
+        """A select ``agent`` (every agent's name) and, when the agent lists
+        ``models``, a select ``model``."""
+        options = [
+            SessionConfigOptionSelect(
+                type="select",
+                id="agent",
+                name="Agent",
+                category="mode",
+                current_value=session.config.name,
+                options=[SessionConfigSelectOption(value=name, name=name) for name in self.configs],
+            )
+        ]
+        models = list(session.config.models or [])
+        if models:
+            if session.model is not None and session.model not in models:
+                models.insert(0, session.model)
+            options.append(
+                SessionConfigOptionSelect(
+                    type="select",
+                    id="model",
+                    name="Model",
+                    category="model",
+                    current_value=session.model or models[0],
+                    options=[SessionConfigSelectOption(value=name, name=name) for name in models],
+                )
+            )
+        return options
+
+    async def set_option(self, session: DoorSession, config_id: str, value: str) -> None:
+        """Switch the agent or the model for the next turn; the history stays."""
+        if session.abort is not None:
+            raise RequestError.invalid_params(
+                {"type": "InvalidParams", "message": "a turn is running; switch after it ends"}
+            )
+        if config_id == "agent":
+            config = self.configs.get(value)
+            if config is None:
+                raise _bad_value(config_id, value, list(self.configs))
+            session.config, session.model = config, config.model
+        elif config_id == "model":
+            models = [*(session.config.models or []), *filter(None, [session.model])]
+            if value not in models:
+                raise _bad_value(config_id, value, models)
+            session.model = value
+        else:
+            raise _bad_value("configId", config_id, ["agent", "model"])
+        previous = session.agent
+        session.agent = self._agent(session, previous.get_history())
+        await previous.close()
+        await self._save_settings(session)
+
+    # -- listing and closing ----------------------------------------------------------
+
+    async def list(self, cwd: str | None) -> list[SessionInfo]:
+        store = await self.store()
+        rows = await asyncio.to_thread(store.session_infos, None, cwd)
+        return [
+            SessionInfo(
+                session_id=row["sessionId"],
+                cwd=row["cwd"],
+                title=row["title"],
+                updated_at=datetime.fromtimestamp(row["updated"], UTC).isoformat(),
+            )
+            for row in rows
+        ]
+
+    async def close(self) -> None:
+        for session in self._sessions.values():
+            if session.abort is not None:
+                session.abort.abort()
+        await asyncio.gather(*(s.agent.close() for s in self._sessions.values()))
+        self._sessions.clear()
+        if self._store is not None:
+            await asyncio.to_thread(self._store.close)
+
+
+def _bad_value(field: str, value: str, allowed: list[str]) -> RequestError:
+    return RequestError.invalid_params(
+        {"type": "InvalidParams", "message": f"{field}: {value!r} is not one of {allowed}"}
+    )

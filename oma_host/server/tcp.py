@@ -1,0 +1,147 @@
+"""``oma-host --tcp``: the host over TCP, one session per connection.
+
+A port is open to every local user and to every web page the user visits, so
+each connection is a guarded :class:`HostSession`: it must open with an
+``initialize`` carrying the token (``server/auth.py``), and one that opens
+like HTTP is closed unread. TCP also needs bounds that stdio does not:
+
+- at most ``max_connections`` connections at once (more are closed at once);
+- a connection that has not completed its authenticated first message within
+  ``handshake_timeout_s`` is closed;
+- backpressure: a connection is not read while more than
+  ``--max-message-bytes`` of replies to it are unsent (beyond what the
+  kernel's socket buffers hold), and one that leaves four times that unread
+  is dropped: its runs go on producing output while it is not read, and a
+  client that reads nothing would have the host buffer that output forever.
+
+SIGTERM (and Ctrl-C) stop the server: sessions are ended as by ``exit`` and
+the token file is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from oma_host.server import close_http_client
+from oma_host.server.app import HostSession, SessionOptions
+from oma_host.server.auth import new_token, read_token_file, remove_token_file, write_token_file
+
+log = logging.getLogger("oma_host.server")
+
+DEFAULT_MAX_CONNECTIONS = 64
+DEFAULT_HANDSHAKE_TIMEOUT_S = 30.0
+_STOP_WAIT_S = 10.0
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass(frozen=True)
+class TcpOptions:
+    """Where and how to serve TCP: the command line's choices."""
+
+    host: str
+    port: int
+    token_file: str | None = None  # --token-file: the token to use, else a random one
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S
+
+
+def _session(writer: asyncio.StreamWriter, options: SessionOptions) -> HostSession:
+    """A session writing to ``writer`` within the bounds of the module docstring."""
+    transport = writer.transport
+    limit = options.max_message_bytes
+    transport.set_write_buffer_limits(high=limit)  # drain() waits above it
+    drop_at = 4 * limit
+
+    def write(data: bytes) -> None:
+        if transport.is_closing():
+            raise ConnectionResetError("the connection is closed")
+        if transport.get_write_buffer_size() + len(data) > drop_at:
+            transport.abort()
+            raise ConnectionResetError(f"the client left over {drop_at} bytes of replies unread")
+        writer.write(data)
+
+    return HostSession(write, options, ready_to_read=writer.drain)
+
+
+async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
+    token = read_token_file(Path(tcp.token_file)) if tcp.token_file else new_token()
+    guarded = replace(options, auth_token=token)
+    loop = asyncio.get_running_loop()
+    sessions: dict[HostSession, asyncio.Task[None]] = {}
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        if len(sessions) >= tcp.max_connections:
+            log.warning(
+                "closed a connection from %s: %d are open, the most --max-connections allows",
+                peer,
+                len(sessions),
+            )
+            writer.transport.abort()
+            return
+        log.info("client connected from %s", peer)
+        session = _session(writer, guarded)
+        task = asyncio.current_task()
+        assert task is not None
+        sessions[session] = task
+
+        def expire() -> None:
+            if not session.authenticated:
+                log.warning(
+                    "closed the connection from %s: no authenticated initialize within %g s",
+                    peer,
+                    tcp.handshake_timeout_s,
+                )
+                writer.transport.abort()
+
+        timer = loop.call_later(tcp.handshake_timeout_s, expire)
+        try:
+            await session.serve(reader)
+        finally:
+            timer.cancel()
+            del sessions[session]
+            writer.close()
+            log.info("client %s disconnected", peer)
+
+    if tcp.host not in _LOOPBACK:
+        log.warning(
+            "serving on %s, not loopback: whoever can reach it and learns the token "
+            "(it travels in clear text) can run agents, process agents included, as this user",
+            tcp.host,
+        )
+    server = await asyncio.start_server(connection, tcp.host, tcp.port, limit=2**16)
+    token_files: list[Path] = []
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    try:
+        for sock in server.sockets:
+            # The line a launcher may parse to learn the port (``--tcp 0``).
+            host, port = sock.getsockname()[:2]
+            print(f"oma-host listening on {host}:{port}", file=sys.stderr, flush=True)
+        for port in dict.fromkeys(sock.getsockname()[1] for sock in server.sockets):
+            token_files.append(write_token_file(port, token))
+            print(f"oma-host token file: {token_files[-1]}", file=sys.stderr, flush=True)
+        await stop.wait()
+        log.info("stopping: ending %d session(s)", len(sessions))
+        server.close()
+        for session in list(sessions):
+            session.request_exit()
+        if sessions:
+            await asyncio.wait(set(sessions.values()), timeout=_STOP_WAIT_S)
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        for path in token_files:
+            remove_token_file(path)
+        await close_http_client()
+
+
+def serve_tcp(tcp: TcpOptions, options: SessionOptions | None = None) -> int:
+    """Serve clients over TCP until SIGTERM (returns 0) or Ctrl-C (which
+    raises KeyboardInterrupt to the command line, which exits 130)."""
+    asyncio.run(_serve_tcp(tcp, options or SessionOptions(framing="auto")))
+    return 0

@@ -1,0 +1,101 @@
+// A scripted ACP client built on the official TypeScript SDK (@agentclientprotocol/sdk),
+// the independent peer for the tests of `oma-host acp`.
+//
+// Usage: node client.mjs SCRIPT.json -- COMMAND [ARGS...]
+// It spawns COMMAND as the ACP agent, sends each step of SCRIPT in order, and prints
+// one JSON document on stdout: {steps: [{method, result | error, updates}], stderr}.
+//
+// SCRIPT: {permission?: optionKind, steps: [{method, params, cancelAfterChunks?}]}
+//   - the string "$session" anywhere in params is the sessionId of the latest
+//     session/new answer;
+//   - cancelAfterChunks: n sends session/cancel once n agent_message_chunk updates
+//     of this step have arrived;
+//   - updates: the session/update notifications that arrived during the step;
+//   - permission requests are answered with the option of kind `permission`
+//     (cancelled when absent) and recorded in the step's updates as
+//     {permissionRequest: params}.
+
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const M = acp.methods;
+const [scriptPath, separator, command, ...args] = process.argv.slice(2);
+if (separator !== "--" || !command) {
+  console.error("usage: node client.mjs SCRIPT.json -- COMMAND [ARGS...]");
+  process.exit(2);
+}
+const script = JSON.parse(readFileSync(scriptPath, "utf8"));
+
+const child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
+let stderr = "";
+child.stderr.on("data", (chunk) => {
+  stderr += chunk;
+});
+
+let current = null; // {updates, chunks, onChunk}
+
+const app = acp
+  .client({ name: "oma-host-acp-door-test" })
+  .onNotification(M.client.session.update, async ({ params }) => {
+    if (current === null) return;
+    current.updates.push(params.update);
+    if (params.update.sessionUpdate === "agent_message_chunk") {
+      current.chunks += 1;
+      if (current.onChunk) current.onChunk(current.chunks);
+    }
+  })
+  .onRequest(M.client.session.requestPermission, async ({ params }) => {
+    if (current !== null) current.updates.push({ permissionRequest: params });
+    const option = params.options.find((o) => o.kind === script.permission);
+    if (!option) return { outcome: { outcome: "cancelled" } };
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
+  });
+
+function substitute(value, sessionId) {
+  if (value === "$session") return sessionId;
+  if (Array.isArray(value)) return value.map((item) => substitute(item, sessionId));
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, substitute(item, sessionId)]),
+    );
+  }
+  return value;
+}
+
+const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+const steps = [];
+try {
+  await app.connectWith(stream, async (ctx) => {
+    let sessionId = null;
+    for (const step of script.steps) {
+      const params = substitute(step.params ?? {}, sessionId);
+      current = { updates: [], chunks: 0, onChunk: null };
+      if (step.cancelAfterChunks !== undefined) {
+        current.onChunk = (count) => {
+          if (count === step.cancelAfterChunks) {
+            ctx.notify(M.agent.session.cancel, { sessionId: params.sessionId });
+          }
+        };
+      }
+      const record = { method: step.method };
+      try {
+        record.result = await ctx.request(step.method, params);
+        if (step.method === M.agent.session.new) sessionId = record.result.sessionId;
+      } catch (error) {
+        record.error = { code: error.code, message: error.message, data: error.data };
+      }
+      record.updates = current.updates;
+      current = null;
+      steps.push(record);
+    }
+  });
+} finally {
+  child.stdin.end();
+  await new Promise((resolve) => {
+    if (child.exitCode !== null) resolve();
+    else child.on("exit", resolve);
+  });
+  process.stdout.write(JSON.stringify({ steps, stderr, exitCode: child.exitCode }));
+}

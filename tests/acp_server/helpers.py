@@ -1,0 +1,143 @@
+"""Drives ``oma-host acp`` with the scripted TypeScript SDK client and with acpx."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from oma_host.testing.simulator import Simulator
+
+TIMEOUT_S = 90
+# A 1x1 PNG.
+IMAGE = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwAD"
+    "hgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def image(data: str = IMAGE, mime_type: str = "image/png") -> dict[str, Any]:
+    return {"type": "image", "data": data, "mimeType": mime_type}
+
+
+def step(method: str, **params: Any) -> dict[str, Any]:
+    return {"method": method, "params": params}
+
+
+def initialize(**capabilities: Any) -> dict[str, Any]:
+    return step("initialize", protocolVersion=1, clientCapabilities=capabilities)
+
+
+def new_session(cwd: Path) -> dict[str, Any]:
+    return step("session/new", cwd=str(cwd), mcpServers=[])
+
+
+def prompt(*blocks: dict[str, Any], session: str = "$session") -> dict[str, Any]:
+    return step("session/prompt", sessionId=session, prompt=list(blocks))
+
+
+def reply_text(updates: list[dict[str, Any]]) -> str:
+    return "".join(
+        update["content"]["text"]
+        for update in updates
+        if update.get("sessionUpdate") == "agent_message_chunk"
+        and update["content"]["type"] == "text"
+    )
+
+
+def kinds(updates: list[dict[str, Any]]) -> list[str]:
+    return [update.get("sessionUpdate", "permission") for update in updates]
+
+
+class Door:
+    """One test's agents file, state directory and clients."""
+
+    def __init__(self, client_dir: Path, sim: Simulator, tmp_path: Path) -> None:
+        self.client_dir = client_dir
+        self.sim = sim
+        self.tmp = tmp_path
+        self.cwd = tmp_path / "project"
+        self.cwd.mkdir()
+        self.state = tmp_path / "state"
+        self.agents_file = tmp_path / "agents.json"
+        self.env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key"}
+        self.write_agents()
+
+    def llm(self, name: str = "claude", **fields: Any) -> dict[str, Any]:
+        return {
+            "name": name,
+            "provider": "anthropic",
+            "model": "model-one",
+            "baseURL": self.sim.base_url,
+            **fields,
+        }
+
+    def write_agents(self, *extra: dict[str, Any], first: dict[str, Any] | None = None) -> None:
+        agents = [first or self.llm(), *extra]
+        self.agents_file.write_text(json.dumps(agents))
+
+    def argv(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "oma_host",
+            "acp",
+            "--agents",
+            str(self.agents_file),
+            "--state-dir",
+            str(self.state),
+        ]
+
+    def run(self, *steps: dict[str, Any], permission: str | None = None) -> list[dict[str, Any]]:
+        """Run ``steps`` in one ``oma-host acp`` through the SDK client; each
+        step's ``{method, result | error, updates}``."""
+        script = self.tmp / "script.json"
+        script.write_text(json.dumps({"steps": list(steps), "permission": permission}))
+        done = subprocess.run(
+            ["node", str(self.client_dir / "client.mjs"), str(script), "--", *self.argv()],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        output = json.loads(done.stdout)
+        assert output["exitCode"] == 0, output["stderr"]
+        steps_done: list[dict[str, Any]] = output["steps"]
+        return steps_done
+
+    def acpx(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run acpx with ``oma-host acp`` as its custom agent, in the project."""
+        command = " ".join(self.argv())
+        home = self.tmp / "home"  # acpx keeps its sessions under ~/.acpx
+        home.mkdir(exist_ok=True)
+        return subprocess.run(
+            [
+                "node",
+                str(self.client_dir / "node_modules" / "acpx" / "dist" / "cli.js"),
+                "--cwd",
+                str(self.cwd),
+                "--agent",
+                command,
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            env={**self.env, "HOME": str(home)},
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+
+    def user_content(self, request: int = -1) -> list[dict[str, Any]]:
+        """The latest user message's content in a request the simulator got."""
+        messages = self.sim.requests[request].body["messages"]
+        content: list[dict[str, Any]] = messages[-1]["content"]
+        return content
