@@ -4,7 +4,8 @@ It spawns a host (or connects to one with ``--connect HOST:PORT``, sending
 the token the host keeps for that port, or the one in ``--token-file``),
 initializes it, optionally creates an agent first (``--agent CONFIG``, whose
 ``agentId`` is put into the params), sends the request, prints progress and
-other notifications live on stderr, and prints the result (or the error) as
+other notifications live on stderr (on a terminal, a run's work-done
+reports as a status line), and prints the result (or the error) as
 pretty JSON on stdout, so ``| jq`` works.
 
 The exit code says how it went: 0 for a result (a run's with ``success:
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import signal
 import sys
@@ -31,6 +33,9 @@ EXIT_FAILED_RUN = 1
 EXIT_ERROR_RESPONSE = 2
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# The runs whose work-done reports are shown as a status line on a terminal.
+REPORTING_METHODS = frozenset({"agent/run", "agent/prompt", "oma/runAgent"})
+WORK_DONE_TOKEN = "call-work"
 # JSON-RPC's RequestCancelled: its ``data.partial`` is the run's result so far.
 REQUEST_CANCELLED = -32800
 
@@ -68,6 +73,41 @@ def _describe(notification: dict[str, Any]) -> str:
             return f"progress {params.get('token')}: text {value.get('data')!r}"
         return f"progress {params.get('token')}: {json.dumps(value, ensure_ascii=False)}"
     return f"{notification.get('method')}: {json.dumps(params, ensure_ascii=False)}"
+
+
+class _Stderr:
+    """Notifications on stderr, one line each. On a terminal, the run's
+    work-done reports ("waiting for claude-sonnet-4-5 (3 s)") are one status
+    line instead, redrawn in place behind a spinner and cleared at the end."""
+
+    def __init__(self, terminal: bool) -> None:
+        self.terminal = terminal
+        self._frames = itertools.cycle("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+        self._status_shown = False
+
+    def notification(self, notification: dict[str, Any]) -> None:
+        params = notification.get("params") or {}
+        if (
+            self.terminal
+            and notification.get("method") == "$/progress"
+            and params.get("token") == WORK_DONE_TOKEN
+        ):
+            value = params.get("value") or {}
+            self._status(value.get("message") if value.get("kind") == "report" else None)
+            return
+        self.line(_describe(notification))
+
+    def line(self, text: str) -> None:
+        self._status(None)
+        print(text, file=sys.stderr, flush=True)
+
+    def _status(self, message: str | None) -> None:
+        if message is not None:
+            sys.stderr.write(f"\r\x1b[K{next(self._frames)} {message}")
+        elif self._status_shown:
+            sys.stderr.write("\r\x1b[K")
+        self._status_shown = message is not None
+        sys.stderr.flush()
 
 
 def _print_json(value: Any) -> None:
@@ -109,7 +149,8 @@ async def _call(
         client = await HostClient.spawn(
             list(host_command) if host_command else host_argv(), start_new_session=True
         )
-    client.on_notification = lambda n: print(_describe(n), file=sys.stderr, flush=True)
+    stderr = _Stderr(sys.stderr.isatty())
+    client.on_notification = stderr.notification
     # Hooks and scorers are answered "no change"; permission requests are refused.
     for name in ("agent/beforeRun", "agent/afterRun"):
         client.handlers[name] = lambda params: None
@@ -119,9 +160,11 @@ async def _call(
         if agent is not None:
             created = await client.request("agent/create", {"config": agent})
             params = {**(params or {}), "agentId": created["agentId"]}
-            print(f"created agent {created['agentId']}", file=sys.stderr)
+            stderr.line(f"created agent {created['agentId']}")
         if method == "agent/stream" and isinstance(params, dict):
             params.setdefault("partialResultToken", "call")
+        if stderr.terminal and method in REPORTING_METHODS and isinstance(params, dict):
+            params.setdefault("workDoneToken", WORK_DONE_TOKEN)
         msg_id, pending = client.start_request(method, params)
         loop = asyncio.get_running_loop()
         interrupted = False
@@ -129,7 +172,7 @@ async def _call(
         def interrupt() -> None:
             nonlocal interrupted
             interrupted = True
-            print("cancelling…", file=sys.stderr, flush=True)
+            stderr.line("cancelling…")
             client.cancel(msg_id)
 
         with contextlib.suppress(NotImplementedError):

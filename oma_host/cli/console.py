@@ -12,13 +12,17 @@ written above the prompt (the prompt is cleared, the output written, the prompt
 and what was typed so far redrawn). Ctrl-C cancels every run in flight
 (``$/cancelRequest``), never the console; Ctrl-D or ``quit`` shuts the host
 down. With stdin not a terminal (a script piped in) there is no prompt and each
-command finishes before the next is read.
+command finishes before the next is read. While runs that do not stream are
+in flight, a status line above the prompt shows what each is doing (the
+host's work-done reports: ``eye: waiting for claude-sonnet-4-5 (3 s)``)
+behind a spinner; it goes when they end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import signal
 import sys
@@ -46,6 +50,10 @@ class Screen:
         self._reading = False  # the main thread is inside input()
         self._prompt_shown = False
         self._mid_line = False  # the last output did not end with a newline
+        self._statuses: dict[str, str] = {}  # run key -> what it is doing now
+        self._status_drawn = False  # a status line stands above the prompt
+        self._frames = itertools.cycle("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+        self._frame = next(self._frames)
 
     def _write(self, text: str) -> None:
         sys.stdout.write(text)
@@ -56,20 +64,46 @@ class Screen:
             if self._mid_line:
                 self._write("\n")
                 self._mid_line = False
+            self._draw_status()  # input() writes the prompt below it
             self._reading = self._prompt_shown = True
 
     def after_input(self) -> None:
         with self._lock:
+            if self._status_drawn:  # take it out from above the line just entered
+                self._write("\x1b[2A\r\x1b[M\x1b[1B")
+                self._status_drawn = False
             self._reading = self._prompt_shown = False
+
+    def status(self, key: str, text: str | None) -> None:
+        """Set (or, with None, end) what the run ``key`` is doing now."""
+        with self._lock:
+            if text is None and key not in self._statuses:
+                return
+            self._hide_prompt()
+            if text is None:
+                del self._statuses[key]
+            else:
+                self._statuses[key] = text
+                self._frame = next(self._frames)
+            self._show_prompt()
+
+    def _draw_status(self) -> None:
+        if self.interactive and self._statuses and not self._mid_line:
+            self._write(f"{self._frame} {' · '.join(self._statuses.values())}\n")
+            self._status_drawn = True
 
     def _hide_prompt(self) -> None:
         if self.interactive and self._reading and self._prompt_shown:
             self._write("\r\x1b[K")
+            if self._status_drawn:
+                self._write("\x1b[1A\r\x1b[K")
+                self._status_drawn = False
             self._prompt_shown = False
 
     def _show_prompt(self) -> None:
         if self.interactive and self._reading and not self._prompt_shown:
             typed = self.readline.get_line_buffer() if self.readline else ""
+            self._draw_status()
             self._write(PROMPT + typed)
             self._prompt_shown = True
 

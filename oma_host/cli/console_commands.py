@@ -54,6 +54,8 @@ class Output(Protocol):
 
     def stream(self, text: str) -> None: ...
 
+    def status(self, key: str, text: str | None) -> None: ...
+
 
 def _one_line(text: str, limit: int = 400) -> str:
     text = " ".join(text.split())
@@ -149,6 +151,7 @@ class Console:
         self.agents: dict[str, str] = {}  # console name -> agentId
         self.runs: dict[Any, str] = {}  # request id -> what it is, while in flight
         self._streams: dict[str, str] = {}  # partialResultToken -> agent name
+        self._reporting: dict[str, str] = {}  # workDoneToken -> agent name
         self._tasks: set[asyncio.Future[Any]] = set()
         self._tokens = itertools.count(1)
         self.closing = False
@@ -195,7 +198,12 @@ class Console:
         params = message.get("params")
         if message.get("method") == "$/progress" and isinstance(params, dict):
             value = params.get("value")
-            if params.get("token") in self._streams and isinstance(value, dict):
+            token = params.get("token")
+            if token in self._reporting and isinstance(value, dict):
+                if value.get("kind") == "report":
+                    self.screen.status(token, f"{self._reporting[token]}: {value.get('message')}")
+                return
+            if token in self._streams and isinstance(value, dict):
                 kind, data = value.get("type"), value.get("data")
                 if kind in ("text", "reasoning") and isinstance(data, str):
                     self.screen.stream(data)
@@ -286,21 +294,22 @@ class Console:
     async def _run(self, command: str, name: str, run_input: Any, background: bool) -> None:
         assert self.client is not None
         params: dict[str, Any] = {"agentId": self._agent_id(name), "input": run_input}
+        token = f"console-{next(self._tokens)}"
         if command == "stream":
-            token = f"console-{next(self._tokens)}"
             params["partialResultToken"] = token
             self._streams[token] = name
+        else:  # its steps show in the status line above the prompt
+            params["workDoneToken"] = token
+            self._reporting[token] = name
         method = "agent/prompt" if command == "prompt" else f"agent/{command}"
         msg_id, pending = self.client.start_request(method, params)
         self.runs[msg_id] = f"{command} {name} (#{msg_id})"
-        finished = self._spawn_task(
-            self._report_run(command, name, msg_id, pending, params.get("partialResultToken"))
-        )
+        finished = self._spawn_task(self._report_run(command, name, msg_id, pending, token))
         if not background:
             await finished
 
     async def _report_run(
-        self, command: str, name: str, msg_id: Any, pending: Any, token: str | None
+        self, command: str, name: str, msg_id: Any, pending: Any, token: str
     ) -> None:
         started = time.monotonic()
         try:
@@ -311,8 +320,9 @@ class Console:
             return
         finally:
             self.runs.pop(msg_id, None)
-            if token is not None:
-                self._streams.pop(token, None)
+            self._streams.pop(token, None)
+            if self._reporting.pop(token, None) is not None:
+                self.screen.status(token, None)
         elapsed = time.monotonic() - started
         error = response.get("error")
         if isinstance(error, dict):

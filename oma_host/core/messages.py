@@ -337,8 +337,7 @@ def _check_message(message: object, path: str) -> None:
         shorthand = " or pass a string as input" if path.startswith("input") else ""
         raise _fail(
             f"{path}.content",
-            'must be an array of blocks; for text use [{"type": "text", "text": ...}]'
-            + shorthand,
+            'must be an array of blocks; for text use [{"type": "text", "text": ...}]' + shorthand,
         )
     if not isinstance(content, list):
         raise _fail(f"{path}.content", "must be an array")

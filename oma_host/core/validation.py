@@ -2,11 +2,10 @@
 AgentConfig and the evaluation config report problems the same way, as a JSON
 path (``config.backend.args[1]``) followed by what is wrong. A field or a
 method name that is not known is answered with the nearest known one
-(:func:`did_you_mean`)."""
+(:func:`oma_host.core.suggest.did_you_mean`)."""
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Collection, Iterable, Sequence
@@ -14,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
+
+from oma_host.core.suggest import did_you_mean
 
 # The error type of predicate_error: its message reads straight after the path.
 _PREDICATE = "predicate"
@@ -43,13 +44,6 @@ def json_path(where: str, location: Iterable[int | str], tags: Collection[str] =
     return path
 
 
-def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """``; did you mean X?`` for the known name nearest to ``name`` (a typo
-    such as ``agent/rum`` or ``systemPromt``), else ``""``."""
-    nearest = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=0.75)
-    return f"; did you mean {nearest[0]}?" if nearest else ""
-
-
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
     """The models an annotation can hold (``X | None``, ``list[X]``, a union)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -73,10 +67,7 @@ def _known_fields(model: type[BaseModel], location: Sequence[int | str]) -> list
             continue
         fields = [m.model_fields.get(part) or _by_alias(m, part) for m in models]
         inner = [found for field in fields if field for found in _models_in(field.annotation)]
-        if inner:
-            models = inner
-        else:
-            models = [m for m in models if _has_literal(m, part)] or models
+        models = inner or [m for m in models if _has_literal(m, part)] or models
     return [name for m in models for name in _field_names(m)]
 
 

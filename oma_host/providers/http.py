@@ -184,7 +184,10 @@ async def open_response(
             await asyncio.sleep(delay if delay is not None else _backoff(attempt))
             attempt += 1
             continue
-        raise ProviderError(f"{provider}: {error_message(data)}", status_code=response.status_code)
+        kind = "auth" if response.status_code in (401, 403) else "provider"  # a refused key
+        raise ProviderError(
+            f"{provider}: {error_message(data)}", status_code=response.status_code, kind=kind
+        )
     try:
         yield response
     except httpx.TimeoutException as error:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.errors import OmaError
-from oma_host.core.validation import did_you_mean
+from oma_host.core.suggest import did_you_mean
 from oma_host.server.auth import looks_like_http, token_matches
 from oma_host.server.context import RequestContext
 from oma_host.server.framing import (

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
 import subprocess
 import sys
@@ -46,10 +48,54 @@ def test_call_reads_params_from_stdin_and_fails_with_the_error_response() -> Non
 
 
 def test_call_exits_1_for_a_run_that_failed() -> None:
-    config = {"name": "p", "backend": {"kind": "process", "command": "sh", "args": ["-c", "exit 3"]}}
+    config = {
+        "name": "p",
+        "backend": {"kind": "process", "command": "sh", "args": ["-c", "exit 3"]},
+    }
     failed = call("oma/runAgent", json.dumps({"config": config, "input": "go"}))
     assert failed.returncode == 1, failed.stderr
     assert json.loads(failed.stdout)["success"] is False
+
+
+def test_call_shows_a_runs_steps_as_a_status_line_when_stderr_is_a_terminal() -> None:
+    agent = json.dumps({"name": "e", "provider": "test", "model": "echo"})
+    args = ["agent/run", json.dumps({"input": "hi"}), "--agent", agent]
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*HOST, "call", *args],
+            stderr=follower,
+            stdout=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+        os.close(follower)
+        follower = -1
+        terminal = _read_all(leader)
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert done.returncode == 0, terminal
+    assert json.loads(done.stdout)["success"] is True
+    assert re.search(r"\r\x1b\[K. waiting for echo \(\d+ s\)", terminal), terminal
+    assert "progress call-work" not in terminal
+    # Piped stderr (a script): no token is sent, so no status line either.
+    piped = call(*args)
+    assert "waiting for" not in piped.stderr and "call-work" not in piped.stderr
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO once the other side is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def test_trace_records_every_frame_with_keys_redacted(tmp_path: Path) -> None:

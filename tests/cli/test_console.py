@@ -95,6 +95,21 @@ def test_create_and_stream_then_cancel_a_slow_run_with_ctrl_c(
     assert _quit(console) == 0
 
 
+def test_a_run_that_does_not_stream_shows_its_steps_above_the_prompt(
+    console: pexpect.spawn,
+) -> None:
+    console.sendline(
+        'create slow {"backend":{"kind":"process","command":"sleep","args":["30"],"input":"none"}}'
+    )
+    console.expect_exact("created slow (agent-1)")
+    console.sendline("run slow go")
+    # The host re-sends the step every second: the status line counts.
+    console.expect(r"\S slow: running \([1-9]\d* s\)\r\n" + re.escape(PROMPT))
+    console.sendline("cancel")
+    console.expect(r"\[slow: cancelled after [0-9.]+s\]")
+    assert _quit(console) == 0
+
+
 def test_errors_are_one_readable_line_with_the_json_path(console: pexpect.spawn) -> None:
     console.sendline('create cat {"backend":{"kind":"process","command":"cat"}}')
     console.expect_exact("created cat (agent-1)")

@@ -293,3 +293,24 @@ async def test_output_schema_parses_validates_and_repairs_once(
     result = await host.request("agent/run", {"agentId": agent, "input": "count"})
     assert result["success"] is False and result["errorInfo"]["kind"] == "output_schema"
     assert "structured" not in result
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_a_refused_key_is_an_auth_failure(
+    host: HostClient, sim: Simulator, status: int
+) -> None:
+    agent = await create_llm(host, sim, "anthropic")
+    sim.script(Fault(status, "invalid x-api-key", error_type="authentication_error"))
+    result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+    assert result["success"] is False
+    assert result["errorInfo"]["kind"] == "auth", result
+    assert "invalid x-api-key" in result["output"] and f"HTTP {status}" in result["output"]
+
+
+async def test_an_unreachable_default_port_is_named(host: HostClient) -> None:
+    # No port in the URL: the message names the one the scheme implies.
+    config = {"name": "a", "provider": "anthropic", "model": "m", "baseURL": "https://127.0.0.1"}
+    agent = (await host.request("agent/create", {"config": config}))["agentId"]
+    result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+    assert result["errorInfo"]["kind"] == "connection", result
+    assert "could not reach 127.0.0.1:443:" in result["output"], result

@@ -330,12 +330,14 @@ async function resetCommand(): Promise<void> {
   void vscode.window.setStatusBarMessage(`oma: ${agent.name}'s conversation was reset`, 3000);
 }
 
-/** The host's work-done progress (begin → end) as a cancellable notification. */
+/** The host's work-done progress (begin → report… → end) as a cancellable
+ *  notification whose message follows the host's ("waiting for …", "calling tool grep"). */
 class WorkDoneNotification {
   private opened = false;
   private closed = false;
   private finish: () => void = () => undefined;
   private readonly ended = new Promise<void>((resolve) => (this.finish = resolve));
+  private show: (message: string) => void = () => undefined;
 
   constructor(private readonly cancel: () => void) {}
 
@@ -344,12 +346,15 @@ class WorkDoneNotification {
       this.opened = true;
       void vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `oma: ${value.title}`, cancellable: true },
-        (report, token) => {
+        (progress, token) => {
           token.onCancellationRequested(this.cancel);
-          report.report({ message: value.message ?? 'running…' });
+          this.show = (message) => progress.report({ message });
+          this.show(value.message ?? 'running…');
           return this.ended;
         },
       );
+    } else if (value.kind === 'report' && value.message !== undefined) {
+      this.show(value.message);
     } else if (value.kind === 'end') {
       this.close();
     }

@@ -89,7 +89,9 @@ def parse_evaluation_config(raw: Any) -> EvaluationConfig:
     try:
         return EvaluationConfig.model_validate(raw)
     except ValidationError as error:
-        raise InvalidParamsError(describe_validation_error(error, WHERE, _SCORER_KINDS, EvaluationConfig)) from None
+        raise InvalidParamsError(
+            describe_validation_error(error, WHERE, _SCORER_KINDS, EvaluationConfig)
+        ) from None
 
 
 def check_judges(
