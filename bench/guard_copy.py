@@ -11,9 +11,10 @@ data is the naive baseline, the copy alone without any checking. Two inputs:
   neither variant copies it).
 
 ``messages.clone`` (the fresh copy handed to hooks, progress callbacks and
-``get_history``) is measured beside them. The TypeScript system's figures for
-guard-and-copy on Node (12.8 ms and 12.5 ms) are printed for reference; they
-were not measured here.
+``get_history``) and the wire path (``owned=True``: params just parsed off the
+wire are checked, not copied) are measured beside them. The TypeScript
+system's figures for guard-and-copy on Node (12.8 ms and 12.5 ms) are printed
+for reference; they were not measured here.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from oma_host.core.messages import clone, guard_run_input
 GUARD = "guard_run_input (validate + copy)"
 DEEPCOPY = "copy.deepcopy"
 CLONE = "messages.clone (hand-out copy)"
+OWNED = "guard_run_input(owned=True) (wire: check only)"
 TS_REFERENCE_MS = {"conversation": 12.8, "image": 12.5}
 CONVERSATION_LENGTH = 10_000
 IMAGE_BYTES = 15_000_000  # base64 of 15,000,000 bytes is 20,000,000 characters
@@ -84,6 +86,7 @@ def _compare(key: str, title: str, data: list[dict[str, Any]], rounds: int) -> C
             DEEPCOPY: _collected(lambda: copy.deepcopy(data)),
             GUARD: _collected(lambda: guard_run_input(data)),
             CLONE: _collected(lambda: clone(data)),
+            OWNED: _collected(lambda: guard_run_input(data, owned=True)),
         },
         rounds,
         warmup=2,

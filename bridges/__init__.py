@@ -29,7 +29,12 @@ def _acp(config: AgentConfig, context: BackendContext) -> Backend:
     from bridges.acp.session import AcpBridge
 
     assert isinstance(config.backend, AcpBackend)
-    return AcpBridge(config, config.backend, permission_handler=context.permission_handler)
+    return AcpBridge(
+        config,
+        config.backend,
+        permission_handler=context.permission_handler,
+        session_link=context.session_link,
+    )
 
 
 # A process agent is fresh every run; an ACP agent keeps its session between runs.

@@ -26,7 +26,9 @@ ALLOWED: dict[str, set[str]] = {
     "oma_host.core": set(),
     "oma_host.providers": {"oma_host.core"},
     "oma_host.llm": {"oma_host.core", "oma_host.providers"},
-    "bridges": {"oma_host.core"},
+    # The ACP bridge serves an agent's fs/* with the LLM tools' confinement,
+    # edits and permission policy (oma_host.llm.confined, edits, permissions).
+    "bridges": {"oma_host.core", "oma_host.llm"},
     "oma_host.orchestration": {"oma_host.core"},
     "oma_host.testing": {"oma_host.core", "oma_host.providers"},
     "oma_host.server": {"oma_host.core", "oma_host.orchestration", "oma_host.providers"},

@@ -1,11 +1,17 @@
 """How ACP traffic becomes oma-host results (PROTOCOL.md section 9).
 
 Owns the client side of one ACP session as the agent sees it: ``session/update``
-notifications turned into StreamEvents, output text, ``toolCalls`` and per-run
-token usage; ``session/request_permission`` answered by the agent's permission
-policy; and the client methods oma-host does not serve (``fs/*``,
-``terminal/*``) answered with method-not-found. The process, the handshake and
-the run lifecycle live in :mod:`bridges.acp.session`.
+notifications checked against the schema (a plain text chunk, most of a turn's
+traffic, by a shape test that accepts exactly what the schema would) and
+turned into StreamEvents, output text, ``toolCalls`` and per-run token
+usage; ``session/request_permission`` answered by the agent's permission
+policy (with ``ask-client``, a handler that is an ``OptionPicker``, as the ACP
+door's is, picks among the agent's own options; any other answers approve or
+reject); ``fs/*`` handed to :mod:`bridges.acp.files`; ``terminal/*``
+answered with method-not-found. Typed updates are also shown to a watcher
+(the session's choices, :mod:`bridges.acp.config_options`), and while a
+``session/load`` replays history every update is dropped. The process, the
+handshake and the run lifecycle live in :mod:`bridges.acp.session`.
 
 Event names a client sees on ``agent/stream`` besides ``text``:
 
@@ -24,10 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, get_args
 
 from acp import RequestError
 from acp.schema import (
@@ -36,24 +44,68 @@ from acp.schema import (
     AllowedOutcome,
     DeniedOutcome,
     PermissionOption,
+    ReadTextFileResponse,
     RequestPermissionResponse,
+    SessionNotification,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
     ToolCallUpdate,
     UsageUpdate,
+    WriteTextFileResponse,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from oma_host.core.backends import PermissionHandler
+from bridges.acp.files import AgentFiles
+from oma_host.core.backends import OptionPicker, PermissionHandler
+from oma_host.core.file_view import current_file_reader, current_file_writer
 from oma_host.core.results import RunRecorder, ToolCallRecord
 
+log = logging.getLogger(__name__)
+
 PermissionMode = Literal["auto-approve", "reject", "ask-client"]
+T = TypeVar("T")
 # Least privilege first: a one-off answer before a standing one.
 _ALLOW_KINDS = ("allow_once", "allow_always")
 _REJECT_KINDS = ("reject_once", "reject_always")
 _FINAL_STATUSES = ("completed", "failed")
 _HELD_UPDATES = 256  # updates between turns kept for the next run; the oldest go first
+# The text chunks and the stream each feeds: output text, or reasoning events.
+_TEXT_CHUNKS = {"agent_message_chunk": "text", "agent_thought_chunk": "reasoning"}
+
+
+def _known_update_kinds() -> frozenset[str]:
+    """Every ``sessionUpdate`` the library's schema can parse."""
+    union = SessionNotification.model_fields["update"].annotation
+    return frozenset(
+        get_args(model.model_fields["session_update"].annotation)[0] for model in get_args(union)
+    )
+
+
+KNOWN_UPDATES = _known_update_kinds()
+
+
+def plain_text_chunk(params: Any) -> tuple[str, str] | None:
+    """``(sessionUpdate, text)`` when ``session/update`` params are a text
+    chunk with no optional field (``{"sessionId", "update": {"sessionUpdate",
+    "content": {"type": "text", "text"}}}``), else None. The schema accepts
+    every such shape and reads the same text from it, so this stands in for
+    validating the ones it takes; every other shape goes to the schema."""
+    if type(params) is not dict or len(params) != 2 or type(params.get("sessionId")) is not str:
+        return None
+    update = params.get("update")
+    if type(update) is not dict or len(update) != 2:
+        return None
+    kind = update.get("sessionUpdate")
+    content = update.get("content")
+    if type(kind) is not str or kind not in _TEXT_CHUNKS:
+        return None
+    if type(content) is not dict or len(content) != 2:
+        return None
+    text = content.get("text")
+    if content.get("type") != "text" or type(text) is not str:
+        return None
+    return kind, text
 
 
 def wire(model: BaseModel) -> dict[str, Any]:
@@ -68,9 +120,14 @@ def update_event(raw: dict[str, Any]) -> dict[str, Any]:
     return {"kind": raw.get("sessionUpdate", "unknown"), **body}
 
 
-def choose_option(options: list[PermissionOption], approve: bool) -> PermissionOption | None:
-    """The least-privileged option that approves (or rejects), if there is one."""
-    for kind in _ALLOW_KINDS if approve else _REJECT_KINDS:
+def choose_option(
+    options: list[PermissionOption], approve: bool, *, always: bool = False
+) -> PermissionOption | None:
+    """The least-privileged option that approves (or rejects), if there is
+    one; with ``always`` (the client said "always this session") the
+    agent's ``allow_always`` option first."""
+    kinds = _REJECT_KINDS if not approve else _ALLOW_KINDS[::-1] if always else _ALLOW_KINDS
+    for kind in kinds:
         for option in options:
             if option.kind == kind:
                 return option
@@ -148,6 +205,13 @@ class Turn:
         """The title and kind of a tool call this turn has seen start."""
         call = self._calls.get(call_id)
         return (call.title, call.kind) if call else ("", None)
+
+    def on_text(self, kind: str, text: str) -> None:
+        """Apply a plain text chunk (see :func:`plain_text_chunk`)."""
+        if _TEXT_CHUNKS[kind] == "text":
+            self.recorder.text(text)
+        else:
+            self.recorder.event("reasoning", text)
 
     def on_update(self, update: Any) -> None:
         """Apply one typed ``session/update``. Runs without awaiting, so
@@ -263,6 +327,23 @@ class BridgeClient:
         self.usage = UsageMeter()  # the session's, across turns
         self._cancelled = asyncio.Event()
         self._held: deque[dict[str, Any]] = deque(maxlen=_HELD_UPDATES)
+        self.muted = False  # during session/load: the replayed history is no run's
+        self.watch: Callable[[Any], None] | None = None  # sees each typed update (choices)
+        self.files: AgentFiles | None = None  # serves fs/* (bridges.acp.files)
+
+    @property
+    def ask_s(self) -> float:
+        """How long the client is given to answer a question."""
+        return self._ask_timeout_s
+
+    def files_for_turn(self, recorder: RunRecorder) -> None:
+        """The ``fs/*`` calls of this turn read (and write) the editor's view
+        of the files the run's door gives it, and report permission events
+        to this run."""
+        if self.files is not None:
+            self.files.reader = current_file_reader()
+            self.files.writer = current_file_writer()
+            self.files.events = lambda event: recorder.event("permission", event)
 
     def begin(self, turn: Turn) -> None:
         self.turn = turn
@@ -279,7 +360,40 @@ class BridgeClient:
 
     # -- notifications and requests from the agent --------------------------
 
-    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+    def take_update(self, params: Any) -> None:
+        """The params of one ``session/update``, in arrival order (the
+        transport hands them over; the library's router never sees them). A
+        kind the schema knows but whose fields it refuses is dropped, with a
+        warning, as the library would drop it."""
+        if self.muted:
+            return
+        turn = self.turn
+        if turn is not None and (chunk := plain_text_chunk(params)) is not None:
+            turn.on_text(*chunk)
+            return
+        update = params.get("update") if isinstance(params, dict) else None
+        if isinstance(update, dict):
+            kind = update.get("sessionUpdate")  # not a string (nor absent): the schema refuses it
+            if (kind is None or isinstance(kind, str)) and kind not in KNOWN_UPDATES:
+                self._unknown_update(update)
+                return
+        try:
+            notification = SessionNotification.model_validate(params)
+        except ValidationError as error:
+            problem = error.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"]) or "params"
+            log.warning(
+                "ACP agent %r sent a session/update the schema refuses (%s: %s); dropped",
+                self._agent_name,
+                where,
+                problem["msg"],
+            )
+            return
+        self._typed_update(notification.update)
+
+    def _typed_update(self, update: Any) -> None:
+        if self.watch is not None:
+            self.watch(update)
         if self.turn is not None:
             self.turn.on_update(update)
             return
@@ -287,7 +401,7 @@ class BridgeClient:
             self.usage.advance(update.used)
         self._held.append(update_event(wire(update)))
 
-    def unknown_update(self, raw: dict[str, Any]) -> None:
+    def _unknown_update(self, raw: dict[str, Any]) -> None:
         if self.turn is not None:
             self.turn.on_unknown(raw)
         else:
@@ -310,8 +424,16 @@ class BridgeClient:
             "kind": kind,
             "optionKinds": [option.kind for option in options],
         }
-        approve = await self._decide(request)
-        option = None if approve is None else choose_option(options, approve)
+        picker: object = self._ask if self._mode == "ask-client" else None
+        if isinstance(picker, OptionPicker):  # the client picks among the agent's own options
+            option = await self._pick(picker, request, tool_call, options)
+        else:
+            approve = await self._decide(request)
+            option = (
+                None
+                if approve is None
+                else choose_option(options, approve is not False, always=approve == "session")
+            )
         event: dict[str, Any] = {
             "title": title,
             "kind": kind,
@@ -328,15 +450,50 @@ class BridgeClient:
             turn.recorder.event("permission", event)
         return RequestPermissionResponse(outcome=outcome)
 
-    async def _decide(self, request: dict[str, Any]) -> bool | None:
-        """True to approve, False to reject, None when the turn was cancelled."""
+    async def _decide(self, request: dict[str, Any]) -> bool | Literal["session"] | None:
+        """True to approve, ``"session"`` to approve for the rest of the
+        session, False to reject, None when the turn was cancelled."""
         if self._cancelled.is_set():
             return None
         if self._mode == "auto-approve":
             return True
         if self._mode == "reject" or self._ask is None:
             return False
-        asking = asyncio.ensure_future(self._ask_client(request))
+        return await self._unless_cancelled(self._ask_client(request))
+
+    async def _pick(
+        self,
+        picker: OptionPicker,
+        request: dict[str, Any],
+        tool_call: ToolCallUpdate,
+        options: list[PermissionOption],
+    ) -> PermissionOption | None:
+        """The option the client picked, exactly as the agent offered it; None
+        (cancelled) when the turn was cancelled, the client cancelled, failed,
+        did not answer in time or named an option not offered."""
+        if self._cancelled.is_set():
+            return None
+        chosen = await self._unless_cancelled(
+            self._pick_in_time(picker, request, wire(tool_call), [wire(o) for o in options])
+        )
+        return next((option for option in options if option.option_id == chosen), None)
+
+    async def _pick_in_time(
+        self,
+        picker: OptionPicker,
+        request: dict[str, Any],
+        tool_call: dict[str, Any],
+        options: list[dict[str, Any]],
+    ) -> str | None:
+        try:
+            async with asyncio.timeout(self._ask_timeout_s):
+                return await picker.pick_option(request, tool_call, options)
+        except Exception:
+            return None
+
+    async def _unless_cancelled(self, asked: Awaitable[T]) -> T | None:
+        """What ``asked`` answers, or None when the turn is cancelled first."""
+        asking = asyncio.ensure_future(asked)
         cancelled = asyncio.ensure_future(self._cancelled.wait())
         try:
             await asyncio.wait({asking, cancelled}, return_when=asyncio.FIRST_COMPLETED)
@@ -348,24 +505,36 @@ class BridgeClient:
             return None
         return asking.result()
 
-    async def _ask_client(self, request: dict[str, Any]) -> bool:
-        """The client's ``{approve: bool}``; no answer in time, an error or any
-        other shape is a rejection."""
+    async def _ask_client(self, request: dict[str, Any]) -> bool | Literal["session"]:
+        """The client's ``{approve: bool, scope?}`` (``"session"`` for an
+        approval with ``scope: "session"``); no answer in time, an error or
+        any other shape is a rejection."""
         assert self._ask is not None
         try:
             async with asyncio.timeout(self._ask_timeout_s):
                 answer = await self._ask(request)
         except Exception:
             return False
-        return isinstance(answer, dict) and answer.get("approve") is True
+        if not isinstance(answer, dict) or answer.get("approve") is not True:
+            return False
+        return "session" if answer.get("scope") == "session" else True
+
+    # -- files: fs/read_text_file always, fs/write_text_file when allowed ----
+
+    async def read_text_file(
+        self, path: str, line: int | None = None, limit: int | None = None, **_: Any
+    ) -> ReadTextFileResponse:
+        if self.files is None:
+            raise RequestError.method_not_found("fs/read_text_file")
+        return ReadTextFileResponse(content=await self.files.read(path, line, limit))
+
+    async def write_text_file(self, path: str, content: str, **_: Any) -> WriteTextFileResponse:
+        if self.files is None:
+            raise RequestError.method_not_found("fs/write_text_file")
+        await self.files.write(path, content, f"fs-write-{path}")
+        return WriteTextFileResponse()
 
     # -- what oma-host does not serve: advertised as absent, refused if asked --
-
-    async def read_text_file(self, **_: Any) -> Any:
-        raise RequestError.method_not_found("fs/read_text_file")
-
-    async def write_text_file(self, **_: Any) -> Any:
-        raise RequestError.method_not_found("fs/write_text_file")
 
     async def create_terminal(self, **_: Any) -> Any:
         raise RequestError.method_not_found("terminal/create")

@@ -3,8 +3,15 @@
 
 On an agent's first run the bridge spawns ``command`` + ``args`` in ``cwd``
 (its own process group, ``env`` merged over the host's environment), sends
-``initialize`` advertising no ``fs`` or ``terminal`` capability, and opens
-``session/new``; later runs reuse that session, one prompt at a time.
+``initialize`` advertising ``fs.readTextFile`` (``writeTextFile`` with
+``backend.allowWrites``; see :mod:`bridges.acp.files`) and no terminal, and
+opens the session: resumed when the host's session remembers one and the
+agent can (:mod:`bridges.acp.resume`), else ``session/new``, logging in with
+``authenticate`` when asked (:mod:`bridges.acp.auth`), then applying
+``backend.config`` (:mod:`bridges.acp.config_options`). ``session/new`` gets
+the agent's ``mcpServers`` (those it can take, see
+:mod:`bridges.acp.mcp_servers`); later runs reuse that session, one prompt
+at a time.
 ``systemPrompt`` is prepended to the first prompt of each session only. A
 cancelled or timed-out run sends ``session/cancel`` and returns at once; the
 next run waits briefly for the agent to end the abandoned turn, and starts a
@@ -12,11 +19,13 @@ fresh process if it never does. Any fault (the command missing, the agent
 exiting or writing garbage, a refused handshake) fails the run with a message
 naming the cause and discards the process, so the next run starts afresh.
 
-The JSON-RPC machinery and the schema are the ``agent-client-protocol``
-library's; this module is imported on an ACP agent's first run only, because
-that library takes a few hundred milliseconds to import. How updates map to
-results lives in :mod:`bridges.acp.mapping`, the byte transport in
-:mod:`bridges.acp.transport`.
+The schema, and the serving of what the agent asks of the client, are the
+``agent-client-protocol`` library's; the bridge's own requests (the handshake
+and each prompt) and the updates of a turn go through the transport, which
+keeps a turn to one write, one future and one callback per update (see
+:mod:`bridges.acp.transport`). This module is imported on an ACP agent's first
+run only, because that library takes a few hundred milliseconds to import. How
+updates map to results lives in :mod:`bridges.acp.mapping`.
 """
 
 from __future__ import annotations
@@ -32,17 +41,26 @@ from typing import Any, TypeVar, cast
 
 import acp
 from acp.schema import (
+    AgentCapabilities,
+    AuthenticateResponse,
     ClientCapabilities,
     FileSystemCapabilities,
     Implementation,
+    InitializeRequest,
     InitializeResponse,
+    NewSessionRequest,
     NewSessionResponse,
     PromptResponse,
 )
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from bridges.acp.mapping import BridgeClient, Turn
-from bridges.acp.transport import LINE_LIMIT, SHOWN_LINE, NdjsonPipe
+from bridges.acp.auth import choose, describe
+from bridges.acp.config_options import ChoiceError, SessionChoices
+from bridges.acp.files import AgentFiles
+from bridges.acp.mapping import BridgeClient, Turn, wire
+from bridges.acp.mcp_servers import session_servers
+from bridges.acp.resume import CHOICE_ANSWERS, RESUME_ANSWERS, resume_method
+from bridges.acp.transport import LINE_LIMIT, SHOWN_LINE, NdjsonPipe, PendingRequest
 from bridges.common import (
     StderrTail,
     compose_prompt,
@@ -60,15 +78,17 @@ from bridges.procgroup import (
     spawn_group,
     wait_for_exit,
 )
-from oma_host.core.backends import PermissionHandler
+from oma_host.core.backends import BackendRequestError, PermissionHandler, SessionLink
 from oma_host.core.config import AcpBackend, AgentConfig
+from oma_host.core.errors import InvalidParamsError
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
 from oma_host.core.results import AgentRunResult, RunRecorder
 from oma_host.core.version import __version__
+from oma_host.llm.permissions import PermissionPolicy
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 _HANDSHAKE_S = 60.0  # initialize + session/new; an agent waiting for a login never answers
 _CANCEL_GRACE_S = 3.0  # how long an agent may take to end a turn after session/cancel
@@ -99,13 +119,21 @@ class _Live:
 
     process: GroupProcess
     pipe: NdjsonPipe
-    conn: Any  # acp.client.connection.ClientSideConnection
+    # acp.client.connection.ClientSideConnection: serves the agent's requests
+    # and sends session/cancel; the bridge's requests go through ``pipe``.
+    conn: Any
     client: BridgeClient
     stderr: StderrTail
     session_id: str = ""
     agent_info: str = ""  # name and version from its initialize answer
     auth_methods: list[str] = field(default_factory=list)
     prompted: bool = False  # the session has had its first prompt (and the systemPrompt)
+    # mcp_filtered event data: servers session/new left out, reported in the first run
+    mcp_left_out: list[dict[str, Any]] = field(default_factory=list)
+    capabilities: AgentCapabilities | None = None  # from its initialize answer
+    auth_offers: list[dict[str, Any]] = field(default_factory=list)  # authMethods, wire form
+    choices: SessionChoices = field(default_factory=SessionChoices)  # its models and modes
+    notices: list[tuple[str, Any]] = field(default_factory=list)  # events for the next run
     draining: asyncio.Future[None] | None = None  # an abandoned turn ending
     stuck: bool = False  # an abandoned turn never ended: the session is unusable
     closed: bool = False
@@ -150,10 +178,12 @@ class AcpBridge:
         backend: AcpBackend,
         *,
         permission_handler: PermissionHandler | None = None,
+        session_link: SessionLink | None = None,
     ) -> None:
         self._config = config
         self._backend = backend
         self._permission_handler = permission_handler
+        self._link = session_link  # the ACP sessionId kept with the host's session
         self._redactor = Redactor.for_config(config)
         self._live: _Live | None = None
         self._lock = asyncio.Lock()  # one prompt at a time per session
@@ -226,12 +256,21 @@ class AcpBridge:
             self._permission_handler,
             (hooks.timeout_ms if hooks else 30_000) / 1000,
         )
-        pipe = NdjsonPipe(process, client.unknown_update)
+        pipe = NdjsonPipe(process, client.take_update)
         assert process.stderr is not None
         # The library types its client parameter with its full Client protocol;
         # ours implements what the router calls (the rest is method-not-found).
         conn = acp.connect_to_agent(cast(Any, client), pipe)
         live = _Live(process, pipe, conn, client, StderrTail(process.stderr))
+        client.watch = live.choices.observe
+        client.files = AgentFiles(
+            cwd,
+            allow_writes=self._backend.allow_writes,
+            policy=PermissionPolicy(
+                self._config.permissions, self._permission_handler, self._config.name, client.ask_s
+            ),
+            apply_edit=getattr(self._permission_handler, "apply_edit", None),
+        )
         try:
             await self._handshake(live, cwd)
         except BaseException:
@@ -242,19 +281,22 @@ class AcpBridge:
     async def _handshake(self, live: _Live, cwd: str) -> None:
         try:
             async with asyncio.timeout(_HANDSHAKE_S):
-                info: InitializeResponse = await self._call(
-                    live,
-                    "initialize",
-                    live.conn.initialize(
-                        protocol_version=acp.PROTOCOL_VERSION,
-                        client_capabilities=ClientCapabilities(
-                            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                            terminal=False,
+                initialize = InitializeRequest(
+                    protocol_version=acp.PROTOCOL_VERSION,
+                    client_capabilities=ClientCapabilities(
+                        fs=FileSystemCapabilities(
+                            read_text_file=True, write_text_file=self._backend.allow_writes
                         ),
-                        client_info=Implementation(name="oma-host", version=__version__),
+                        terminal=False,
                     ),
+                    client_info=Implementation(name="oma-host", version=__version__),
+                )
+                info = await self._call(
+                    live, "initialize", _send(live, "initialize", initialize), InitializeResponse
                 )
                 live.auth_methods = [method.name for method in info.auth_methods or []]
+                live.auth_offers = [wire(method) for method in info.auth_methods or []]
+                live.capabilities = info.agent_capabilities
                 if info.agent_info is not None:
                     live.agent_info = f"{info.agent_info.name} {info.agent_info.version}"
                 if info.protocol_version != acp.PROTOCOL_VERSION:
@@ -263,16 +305,135 @@ class AcpBridge:
                         f"{self._who(live)} speaks protocol version "
                         f"{info.protocol_version}; oma-host speaks {acp.PROTOCOL_VERSION}",
                     )
-                session: NewSessionResponse = await self._call(
-                    live, "session/new", live.conn.new_session(cwd=cwd, mcp_servers=[])
+                servers, live.mcp_left_out = session_servers(
+                    self._config.mcp_servers or [], info.agent_capabilities
                 )
+                await self._open(live, cwd, NewSessionRequest(cwd=cwd, mcp_servers=servers))
         except TimeoutError:
             raise _Fault(
                 "protocol",
                 f"{self._who(live)} did not answer initialize and session/new "
                 f"within {_HANDSHAKE_S:.0f} s",
             ) from None
-        live.session_id = session.session_id
+
+    # -- opening the session: resume, log in, choices -------------------------
+
+    async def _ask(self, live: _Live, method: str, params: dict[str, Any], model: type[M]) -> Any:
+        """Send one request of the handshake or a choice; its answer as raw
+        JSON, once read as ``model`` (every failure a :class:`_Fault`)."""
+        answer = live.pipe.request(method, params).answer
+        await self._call(live, method, answer, model)
+        return answer.result()
+
+    async def _open(self, live: _Live, cwd: str, new: NewSessionRequest) -> None:
+        """Resume the session the host's session remembers, when the agent
+        can (session/resume, else session/load, whose replayed updates are
+        dropped); else open a new one, logging in if asked, with a
+        ``session_restarted`` event for the next run when one was lost. Then
+        ``backend.config`` is applied."""
+        params = new.model_dump(mode="json", by_alias=True, exclude_none=True)
+        link = self._link
+        remembered = link.known if link is not None else None
+        how = resume_method(live.capabilities)
+        reason = f"{self._who(live)} advertises neither session/resume nor session/load"
+        if remembered and how is not None:
+            live.client.muted = how == "session/load"
+            try:
+                answer = await self._ask(
+                    live, how, {**params, "sessionId": remembered}, RESUME_ANSWERS[how]
+                )
+            except _Fault as fault:
+                if live.dead:
+                    raise
+                reason = str(fault)
+            else:
+                live.session_id = remembered
+                live.prompted = True  # it had its systemPrompt in the host that opened it
+                live.choices.take(answer)
+                await self._apply_config(live)
+                return
+            finally:
+                live.client.muted = False
+        answer = await self._new_session(live, params)
+        live.session_id = answer["sessionId"]
+        live.choices.take(answer)
+        if remembered:
+            restarted = {"previous": remembered, "sessionId": live.session_id, "reason": reason}
+            live.notices.append(("session_restarted", restarted))
+        if link is not None and link.known != live.session_id:
+            link.known = live.session_id
+            await link.remember(live.session_id)
+        await self._apply_config(live)
+
+    async def _new_session(self, live: _Live, params: dict[str, Any]) -> Any:
+        """session/new. A method named in ``backend.auth`` is logged in with
+        first (``authenticate``); else, refused for want of a login, the bridge
+        logs in with the only method the environment meets (see
+        :mod:`bridges.acp.auth`) and tries once more."""
+        wanted = self._backend.auth
+        if wanted is not None:
+            await self._authenticate(live, wanted)
+            return await self._ask(live, "session/new", params, NewSessionResponse)
+        try:
+            return await self._ask(live, "session/new", params, NewSessionResponse)
+        except _Fault as fault:
+            if fault.kind != "auth" or not live.auth_offers:
+                raise
+            method = choose(live.auth_offers, None, self._backend.environment())
+            if method is None:
+                raise
+        await self._authenticate(live, method)
+        return await self._ask(live, "session/new", params, NewSessionResponse)
+
+    async def _authenticate(self, live: _Live, method: str) -> None:
+        if choose(live.auth_offers, method, {}) is None:
+            raise _Fault(
+                "auth",
+                f"backend.auth names {method!r}, which {self._who(live)} does not offer; "
+                f"its login methods: {describe(live.auth_offers)}",
+            )
+        await self._ask(live, "authenticate", {"methodId": method}, AuthenticateResponse)
+        live.notices.append(("authenticated", {"methodId": method}))
+
+    async def _apply_config(self, live: _Live) -> None:
+        for config_id, value in self._backend.config.items():
+            try:
+                await self._set_choice(live, config_id, value)
+            except InvalidParamsError as error:
+                raise _Fault("config", f"backend.config.{config_id}: {error}") from None
+
+    async def _set_choice(self, live: _Live, config_id: str, value: str | bool) -> None:
+        try:
+            method, params = live.choices.request(live.session_id, config_id, value)
+        except ChoiceError as error:
+            raise InvalidParamsError(str(error)) from None
+        try:
+            answer = await self._ask(live, method, params, CHOICE_ANSWERS[method])
+        except _Fault as fault:
+            fault.fatal = live.dead  # a refused choice leaves the session usable
+            raise
+        live.choices.applied(method, params, answer)
+
+    def choices(self) -> dict[str, Any] | None:
+        """The live session's configOptions, modes and models (``agent/state``)."""
+        live = self._live
+        if live is None or live.dead or not live.session_id:
+            return None
+        return live.choices.view()
+
+    async def configure(self, config_id: str, value: str | bool) -> dict[str, Any]:
+        """``agent/configure``: set one choice, opening the session first if
+        need be (after the run in flight, if any); the choices after."""
+        async with self._lock:
+            live = self._live
+            try:
+                live = await self._session()
+                await self._set_choice(live, config_id, value)
+            except _Fault as fault:
+                if fault.fatal:
+                    await self._discard(live)
+                raise BackendRequestError(self._redactor.redact(str(fault)), fault.kind) from None
+            return live.choices.view()
 
     async def _discard(self, live: _Live | None) -> None:
         if live is None:
@@ -285,14 +446,25 @@ class AcpBridge:
 
     async def _prompt(self, live: _Live, prompt: str, recorder: RunRecorder) -> AgentRunResult:
         text = prompt if live.prompted else compose_prompt(self._config.system_prompt, prompt)
+        if not live.prompted:
+            for left_out in live.mcp_left_out:
+                recorder.event("mcp_filtered", left_out)
+        for kind, data in live.notices:
+            recorder.event(kind, data)
+        live.notices.clear()
+        live.client.files_for_turn(recorder)
         live.prompted = True
         turn = Turn(recorder, live.client.usage)
         live.client.begin(turn)
-        call = asyncio.ensure_future(
-            live.conn.prompt(session_id=live.session_id, prompt=[acp.text_block(text)])
+        # Written from this task at once: the params of a text prompt have one
+        # shape (what the library's PromptRequest dumps to), so no model is built.
+        call = live.pipe.request(
+            "session/prompt",
+            {"sessionId": live.session_id, "prompt": [{"type": "text", "text": text}]},
         )
         try:
-            await asyncio.wait({call})
+            await live.pipe.drain()
+            await call.answer
         except asyncio.CancelledError:
             # Cancelled or timed out: tell the agent, return now, let the turn
             # end in the background (the next run waits for it).
@@ -300,28 +472,28 @@ class AcpBridge:
             live.spawn(live.conn.cancel(session_id=live.session_id))
             live.draining = asyncio.ensure_future(self._drain(live, call))
             raise
+        except Exception:
+            pass  # an error answer or a lost connection: read below, once the turn is closed
         live.client.end()
         turn.finish()
-        response: PromptResponse = await self._call(live, "session/prompt", call)
+        response = await self._call(live, "session/prompt", call.answer, PromptResponse)
         return _result(response.stop_reason, recorder)
 
-    async def _drain(self, live: _Live, call: asyncio.Future[Any]) -> None:
-        done, _ = await asyncio.wait({call}, timeout=_CANCEL_GRACE_S)
-        if done:
-            close_quietly(call)
-        else:  # it ignored session/cancel: the session is unusable, end it now
+    async def _drain(self, live: _Live, call: PendingRequest) -> None:
+        done, _ = await asyncio.wait({call.settled}, timeout=_CANCEL_GRACE_S)
+        if not done:  # it ignored session/cancel: the session is unusable, end it now
             live.stuck = True
-            call.cancel()
             log.warning("ACP agent %r ignored session/cancel; ending it", self._config.name)
             await self._discard(live)
 
     # -- faults -------------------------------------------------------------
 
-    async def _call(self, live: _Live, what: str, step: Awaitable[T]) -> T:
-        """Await one request to the agent, turning every way it can fail into
-        a :class:`_Fault` that names the cause."""
+    async def _call(self, live: _Live, what: str, answer: Awaitable[Any], model: type[M]) -> M:
+        """Await the answer to one request to the agent, read as ``model``,
+        turning every way it can fail into a :class:`_Fault` that names the
+        cause."""
         try:
-            return await step
+            return model.model_validate(await answer)
         except acp.RequestError as error:
             raise self._refused(live, what, error) from None
         except ConnectionError:
@@ -340,12 +512,12 @@ class AcpBridge:
         if error.data not in (None, {}, ""):
             detail += f" {json.dumps(error.data)[:SHOWN_LINE]}"
         if error.code == _AUTH_REQUIRED:
-            offered = ", ".join(live.auth_methods) or "none listed"
             return _Fault(
                 "auth",
                 f"{self._who(live)} refused {what}: authentication required: "
-                f"{detail} (its login methods: {offered}; oma-host does not log agents in: "
-                "authenticate with the agent's own tool or pass credentials in backend.env)",
+                f"{detail} (its login methods: {describe(live.auth_offers)}; name one in "
+                "backend.auth, set its variables in backend.env, or log in with the "
+                "agent's own tool)",
             )
         # An error answer to a prompt leaves the session usable; in the handshake it does not.
         return _Fault(
@@ -373,13 +545,25 @@ class AcpBridge:
         return _Fault("process", message + (f": {tail}" if tail else ""))
 
 
+def _send(live: _Live, method: str, params: BaseModel) -> asyncio.Future[Any]:
+    """Send a request whose params are a schema model, dumped as the library
+    dumps them; its answer."""
+    call = live.pipe.request(
+        method,
+        params.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True),
+    )
+    return call.answer
+
+
 def _result(stop_reason: str, recorder: RunRecorder) -> AgentRunResult:
     """The AgentRunResult for a turn that ended with ``stop_reason``."""
     if stop_reason == "end_turn":
         return replied(recorder)
     if stop_reason in ("max_tokens", "max_turn_requests"):
         return recorder.result(
-            "budget_exhausted", f"the ACP agent stopped the turn early (stopReason {stop_reason})"
+            "budget_exhausted",
+            f"the ACP agent stopped the turn early (stopReason {stop_reason})",
+            error_kind=stop_reason,  # the agent's own reason, for a door to pass on
         )
     if stop_reason == "refusal":
         message = "the ACP agent refused the prompt (stopReason refusal)"

@@ -3,63 +3,175 @@ agent process's stdin and stdout (its stderr is drained by
 :class:`bridges.common.StderrTail`).
 
 ``NdjsonPipe`` is the message transport the ``agent-client-protocol``
-library's ``Connection`` accepts. It is ours rather than the library's stdio
-transport for two reasons: that one logs and skips a line that is not JSON,
-while an agent writing anything but protocol to stdout is broken and the run
-must say so; and an update kind the library's schema does not know would be
-dropped by its validation, while oma-host streams it to the client.
+library's ``Connection`` accepts, and more: it sends the bridge's own
+requests and routes their answers, and hands every ``session/update`` to the
+bridge directly. It is ours rather than the library's stdio transport because:
+
+- that one logs and skips a line that is not JSON, while an agent writing
+  anything but protocol to stdout is broken and the run must say so;
+- a turn's traffic is the host's hot path: through the library each request
+  builds and dumps a pydantic model and is awaited in a task of its own, and
+  each update becomes a task, a tracing span and a schema validation before
+  the bridge sees it. Here a request is one write and one future, and an
+  update is one callback (see :meth:`bridges.acp.mapping.BridgeClient.take_update`
+  for how it is checked);
+- an update kind the library's schema does not know would be dropped by its
+  validation, while oma-host streams it to the client.
+
+The library's ``Connection`` still serves what the agent asks of the client
+(``session/request_permission``, ``fs/*``, ``terminal/*``, extension methods)
+and sends ``session/cancel``. A request it sends itself still works: the pipe
+numbers every request on the wire, so the library's ids and its own never
+meet, and hands the answer back under the library's id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 from collections.abc import Callable
-from typing import Any, get_args
+from dataclasses import dataclass, field
+from typing import Any
 
-from acp.schema import SessionNotification
+from acp import RequestError
 
 LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line; images make lines long
 SHOWN_LINE = 200  # how much of a garbage line a failure message quotes
+_UPDATE = "session/update"
+# Built once: ``json.dumps`` with any option builds an encoder per call.
+_UTF8 = json.JSONEncoder(ensure_ascii=False)
 
 
-def _known_update_kinds() -> frozenset[str]:
-    """Every ``sessionUpdate`` the library's schema can parse."""
-    union = SessionNotification.model_fields["update"].annotation
-    return frozenset(
-        get_args(model.model_fields["session_update"].annotation)[0] for model in get_args(union)
-    )
+def _new_future() -> asyncio.Future[Any]:
+    return asyncio.get_running_loop().create_future()
 
 
-KNOWN_UPDATES = _known_update_kinds()
+@dataclass
+class PendingRequest:
+    """One request of the bridge's awaiting the agent's answer.
+
+    ``answer`` gets the result (or raises :class:`acp.RequestError` for an
+    error answer, ConnectionError when the connection ends first). A run
+    awaits it directly, so cancelling the run cancels it; ``settled`` is
+    never handed to a waiter that may be cancelled, and completes when the
+    answer arrives all the same: it tells when an abandoned turn ended."""
+
+    answer: asyncio.Future[Any] = field(default_factory=_new_future)
+    settled: asyncio.Future[None] = field(default_factory=_new_future)
+
+    def resolve(self, message: dict[str, Any]) -> None:
+        if not self.answer.done():
+            if "error" in message:  # read as the library's Connection reads it
+                error = message.get("error") or {}
+                if not isinstance(error, dict):  # where the library would fail outright
+                    error = {"message": f"a malformed error answer: {error!r}"[:200]}
+                self.answer.set_exception(
+                    RequestError(
+                        error.get("code", -32603), error.get("message", "Error"), error.get("data")
+                    )
+                )
+            else:
+                self.answer.set_result(message.get("result"))
+        self._settle()
+
+    def fail(self, error: BaseException) -> None:
+        if not self.answer.done():
+            self.answer.set_exception(error)
+        self._settle()
+
+    def _settle(self) -> None:
+        if not self.settled.done():
+            self.settled.set_result(None)
 
 
 class NdjsonPipe:
     """Newline-delimited JSON-RPC over an agent's stdin and stdout; ``fault``
-    says why it stopped reading, when it was not the end of the stream."""
+    says why it stopped reading, when it was not the end of the stream.
+
+    ``on_update`` gets the params of every ``session/update``, called soon
+    (not at once) so that it runs in arrival order with the tasks the
+    library's ``Connection`` starts for the agent's requests."""
 
     def __init__(
-        self, process: asyncio.subprocess.Process, on_unknown: Callable[[dict[str, Any]], None]
+        self, process: asyncio.subprocess.Process, on_update: Callable[[Any], None]
     ) -> None:
         assert process.stdin is not None and process.stdout is not None
         self._stdin = process.stdin
         self._stdout = process.stdout
-        self._on_unknown = on_unknown
+        self._on_update = on_update
+        self._ids = itertools.count()
+        self._pending: dict[Any, PendingRequest] = {}  # by wire id
+        self._library_ids: dict[Any, Any] = {}  # wire id -> the library's id
         self.fault: str | None = None
         self.eof = False
 
-    async def send(self, message: dict[str, Any]) -> None:
+    # -- out ------------------------------------------------------------------
+
+    def _write(self, message: dict[str, Any]) -> None:
         if self._stdin.is_closing():
             raise ConnectionError("the agent's stdin is closed")
         try:
-            line = json.dumps(message, ensure_ascii=False).encode()
+            line = _UTF8.encode(message).encode()
         except UnicodeEncodeError:  # a lone surrogate: send it \u-escaped
             line = json.dumps(message).encode()
         self._stdin.write(line + b"\n")
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Send one message (the library's ``Transport.send``)."""
+        if "method" in message and "id" in message:  # a request: renumbered
+            wire_id = next(self._ids)
+            self._write({**message, "id": wire_id})
+            self._library_ids[wire_id] = message["id"]
+        else:
+            self._write(message)
         await self._stdin.drain()
 
+    def request(self, method: str, params: Any) -> PendingRequest:
+        """Send a request now; its answer arrives in the returned record. A
+        connection already closed fails it at once."""
+        request_id = next(self._ids)
+        pending = PendingRequest()
+        try:
+            self._write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        except ConnectionError as error:
+            pending.fail(error)
+            return pending
+        self._pending[request_id] = pending
+        return pending
+
+    async def drain(self) -> None:
+        """Wait while the agent's stdin is full (returns at once otherwise);
+        a broken pipe fails every request awaiting an answer."""
+        try:
+            await self._stdin.drain()
+        except ConnectionError as error:
+            self._fail_pending(error)
+            raise
+
+    # -- in -------------------------------------------------------------------
+
     async def receive(self) -> dict[str, Any] | None:
+        """The next message for the library's ``Connection``: the agent's
+        requests and notifications other than ``session/update``. None at the
+        end of the stream or a fault, when every pending request fails."""
+        while True:
+            message = await self._next_message()
+            if message is None:
+                self._fail_pending(ConnectionError("Connection closed"))
+                return None
+            method = message.get("method")
+            if method is None:
+                if "id" in message and (for_library := self._answer(message)) is not None:
+                    return for_library
+                continue  # ours, or neither request nor answer: nothing more to do
+            if method == _UPDATE:
+                asyncio.get_running_loop().call_soon(self._on_update, message.get("params"))
+                continue
+            return message
+
+    async def _next_message(self) -> dict[str, Any] | None:
         while True:
             try:
                 line = await self._stdout.readline()
@@ -80,21 +192,29 @@ class NdjsonPipe:
                 shown = text[:SHOWN_LINE].decode(errors="replace")
                 self.fault = f"it wrote something that is not JSON-RPC on stdout: {shown!r}"
                 return None
-            if not self._unknown_update(message):
-                return message
+            return message
 
-    def _unknown_update(self, message: dict[str, Any]) -> bool:
-        if message.get("method") != "session/update":
-            return False
-        params = message.get("params")
-        update = params.get("update") if isinstance(params, dict) else None
-        if not isinstance(update, dict) or update.get("sessionUpdate") in KNOWN_UPDATES:
-            return False
-        # The library handles each notification in a task of its own, started in
-        # arrival order; queueing this one the same way keeps the order.
-        asyncio.get_running_loop().call_soon(self._on_unknown, update)
-        return True
+    def _answer(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Resolve an answer to one of the pipe's requests; an answer to one
+        of the library's comes back under the library's id, for it. One to no
+        request (a stale or invented id) is ignored, as the library ignores one."""
+        request_id = message["id"]
+        if not isinstance(request_id, int | float | str) or isinstance(request_id, bool):
+            return None
+        pending = self._pending.pop(request_id, None)
+        if pending is not None:
+            pending.resolve(message)
+            return None
+        if request_id in self._library_ids:
+            return {**message, "id": self._library_ids.pop(request_id)}
+        return None
+
+    def _fail_pending(self, error: BaseException) -> None:
+        pending, self._pending = self._pending, {}
+        for request in pending.values():
+            request.fail(error)
 
     async def close(self) -> None:
+        self._fail_pending(ConnectionError("Connection closed"))
         with contextlib.suppress(Exception):
             self._stdin.close()

@@ -9,10 +9,21 @@ one string (the blocks joined by newlines) and anything else is answered
 session opened. ``session/cancel`` aborts the turn in flight: it answers
 ``cancelled``, its partial reply is in the updates already sent, and the
 history does not keep it.
+
+Of the editor, a turn may ask three things: ``session/request_permission``
+(:class:`EditorPermission`); when the editor advertised ``fs.readTextFile``,
+``fs/read_text_file`` for ``file_read`` (and for planning ``file_edit``);
+and when it advertised ``fs.writeTextFile``, ``fs/write_text_file`` with the
+whole new text for ``file_write`` and ``file_edit``, the host writing nothing
+(:mod:`oma_host.core.file_view`, both set around the turn).
+
+The editor's ``mcpServers`` from ``session/new`` and ``session/load`` join
+the session's agent (:mod:`.editor_mcp`, :meth:`.SessionBook._agent`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -30,6 +41,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
@@ -43,12 +55,14 @@ from acp.schema import (
 
 from oma_host.acp_server.agents import DEFAULT_AGENTS
 from oma_host.acp_server.content import AcpBlock, prompt_blocks, prompt_text, replay_updates
+from oma_host.acp_server.editor_mcp import host_servers
 from oma_host.acp_server.sessions import SessionBook
 from oma_host.acp_server.updates import UpdateSender, stop_reason, usage_update
 from oma_host.core.abort import AbortSignal
 from oma_host.core.backends import PermissionHandler, backend_entry
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidMessageError, OmaError
+from oma_host.core.file_view import FileReader, FileWriter, reading_through, writing_through
 from oma_host.core.messages import LLMMessage
 from oma_host.core.version import __version__
 
@@ -83,7 +97,7 @@ class OmaAcpAgent:
         self._sessions = SessionBook(configs, state_dir, self._permission_handler)
         self._client: Client | None = None
         self._client_capabilities = ClientCapabilities()
-        self._request_ids = itertools.count(1)
+        self.request_ids = itertools.count(1)
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -128,6 +142,7 @@ class OmaAcpAgent:
                     image=True, audio=False, embedded_context=True
                 ),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
             ),
             auth_methods=methods,  # type: ignore[arg-type]
             agent_info=Implementation(name="oma-host", title="oma-host", version=__version__),
@@ -146,15 +161,19 @@ class OmaAcpAgent:
 
     # -- sessions ---------------------------------------------------------------------
 
-    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
-        session = await self._sessions.open(cwd)
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> NewSessionResponse:
+        session = await self._sessions.open(cwd, host_servers(mcp_servers))
         return NewSessionResponse(
             session_id=session.session_id,
             config_options=self._sessions.config_options(session),  # type: ignore[arg-type]
         )
 
-    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
-        session, history = await self._sessions.load(session_id, cwd)
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> LoadSessionResponse:
+        session, history = await self._sessions.load(session_id, cwd, host_servers(mcp_servers))
         sender = UpdateSender(self.client, session_id, cwd)
         for update in replay_updates(history, cwd):
             sender.send(update)
@@ -200,8 +219,15 @@ class OmaAcpAgent:
         abort = AbortSignal()
         session.abort = abort
         sender = UpdateSender(self.client, session_id, session.cwd)
+        reader = self._file_reader(session_id)
+        writer = self._file_writer(session_id)
         try:
-            result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
+            with contextlib.ExitStack() as editor_files:
+                if reader is not None:
+                    editor_files.enter_context(reading_through(reader))
+                if writer is not None:
+                    editor_files.enter_context(writing_through(writer))
+                result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
             sender.send(usage_update(result, agent.config.max_token_budget))
         finally:
             session.abort = None
@@ -225,24 +251,71 @@ class OmaAcpAgent:
     # -- the editor's answers -------------------------------------------------------
 
     def _permission_handler(self, session_id: str) -> PermissionHandler:
-        """For a wrapped ACP agent with ``permission: "ask-client"``: the inner
-        agent's options go to the editor, and its choice goes back."""
+        return EditorPermission(self, session_id)
 
-        async def ask(request: dict[str, Any]) -> dict[str, bool]:
-            options = [
-                PermissionOption(option_id=kind, name=_OPTION_NAMES.get(kind, kind), kind=kind)
-                for kind in request["optionKinds"]
-            ]
-            tool_call = ToolCallUpdate(
-                tool_call_id=f"permission_{next(self._request_ids)}",
-                title=request["title"] or request["agentName"],
-                kind=request.get("kind"),
-            )
-            answer = await self.client.request_permission(
-                session_id=session_id, tool_call=tool_call, options=options
-            )
-            outcome = answer.outcome
-            chosen = outcome.option_id if isinstance(outcome, AllowedOutcome) else ""
-            return {"approve": chosen.startswith("allow")}
+    def _file_reader(self, session_id: str) -> FileReader | None:
+        """``file_read`` through the editor when it advertised
+        ``fs.readTextFile``, so an unsaved buffer wins over the disk (the
+        tool confines the path to ``cwd`` before asking)."""
+        fs = self._client_capabilities.fs
+        if fs is None or not fs.read_text_file:
+            return None
 
-        return ask
+        async def read(path: str) -> str:
+            answer = await self.client.read_text_file(session_id=session_id, path=path)
+            return answer.content
+
+        return read
+
+    def _file_writer(self, session_id: str) -> FileWriter | None:
+        """``file_write`` and ``file_edit`` through the editor when it
+        advertised ``fs.writeTextFile``: it gets the whole new text and applies
+        it (the tool confines the path to ``cwd`` before asking)."""
+        fs = self._client_capabilities.fs
+        if fs is None or not fs.write_text_file:
+            return None
+
+        async def write(path: str, content: str) -> None:
+            await self.client.write_text_file(session_id=session_id, path=path, content=content)
+
+        return write
+
+
+class EditorPermission:
+    """A session's permission handler: a wrapped ACP agent with ``permission:
+    "ask-client"`` has its own options and tool call passed to the editor's
+    ``session/request_permission`` unchanged, and the editor's choice (or
+    cancellation) goes back to it (:meth:`pick_option`). A backend that asks
+    only approve-or-reject (an LLM agent's tool under ``permissions``) has the
+    editor offered the option kinds it lists, and ``allow_always`` answers
+    for the rest of the session."""
+
+    def __init__(self, door: OmaAcpAgent, session_id: str) -> None:
+        self._door = door
+        self._session_id = session_id
+
+    async def pick_option(
+        self, request: dict[str, Any], tool_call: dict[str, Any], options: list[dict[str, Any]]
+    ) -> str | None:
+        answer = await self._door.client.request_permission(
+            session_id=self._session_id,
+            tool_call=ToolCallUpdate.model_validate(tool_call),
+            options=[PermissionOption.model_validate(option) for option in options],
+        )
+        outcome = answer.outcome
+        return outcome.option_id if isinstance(outcome, AllowedOutcome) else None
+
+    async def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        options = [
+            {"optionId": kind, "name": _OPTION_NAMES.get(kind, kind), "kind": kind}
+            for kind in request["optionKinds"]
+        ]
+        tool_call = {
+            "toolCallId": f"permission_{next(self._door.request_ids)}",
+            "title": request["title"] or request["agentName"],
+            "kind": request.get("kind"),
+        }
+        chosen = await self.pick_option(request, tool_call, options)
+        if chosen is None or not chosen.startswith("allow"):
+            return {"approve": False}
+        return {"approve": True, "scope": "session" if chosen == "allow_always" else "once"}

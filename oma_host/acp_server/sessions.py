@@ -6,12 +6,15 @@ completed turn committed by ``append_turn`` before the prompt is answered),
 plus its ``cwd``, a title (the first prompt's text) and its settings (the
 chosen agent and model) in ``session_info``, so ``session/load`` in a new
 process restores it and ``session/list`` can show it. Switching the agent or
-the model builds a new core Agent on the same history.
+the model builds a new core Agent on the same history. The editor's MCP
+servers (``session/new`` / ``session/load``) are kept with the session, not
+stored, and join each agent it builds (see :meth:`SessionBook._agent`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,10 +27,12 @@ from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption, Ses
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent, TurnSink
 from oma_host.core.backends import PermissionHandler
-from oma_host.core.config import AgentConfig
+from oma_host.core.config import AgentConfig, McpServer
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
 from oma_host.orchestration.store import Store
+
+log = logging.getLogger(__name__)
 
 TITLE_CHARS = 80
 # Builds the permission handler of one session (it asks that session's editor).
@@ -43,6 +48,9 @@ class DoorSession:
     config: AgentConfig  # the chosen agent's config as the agents file has it
     model: str | None
     titled: bool
+    # The editor's MCP servers from session/new or session/load, added to
+    # whichever agent the session runs (see SessionBook._agent).
+    mcp_servers: list[McpServer] = field(default_factory=list)
     agent: Agent = field(init=False)
     abort: AbortSignal | None = None  # set while a turn runs
 
@@ -91,10 +99,10 @@ class SessionBook:
 
     # -- opening ------------------------------------------------------------------
 
-    async def open(self, cwd: str) -> DoorSession:
+    async def open(self, cwd: str, mcp_servers: list[McpServer]) -> DoorSession:
         session_id = f"sess_{uuid.uuid4().hex}"
         config = self.default
-        session = self._build(session_id, cwd, config, config.model, [], titled=False)
+        session = self._build(session_id, cwd, config, config.model, [], mcp_servers, titled=False)
         store = await self.store()
         redact = Redactor.for_config(config).redact_tree
         await asyncio.to_thread(store.create_session, session_id, config.name, [], redact)
@@ -102,7 +110,9 @@ class SessionBook:
         self._sessions[session_id] = session
         return session
 
-    async def load(self, session_id: str, cwd: str) -> tuple[DoorSession, list[LLMMessage]]:
+    async def load(
+        self, session_id: str, cwd: str, mcp_servers: list[McpServer]
+    ) -> tuple[DoorSession, list[LLMMessage]]:
         """The stored session, in ``cwd``, and its history (to replay)."""
         store = await self.store()
         history = await asyncio.to_thread(store.load_session, session_id)
@@ -117,7 +127,7 @@ class SessionBook:
         if previous is not None:
             await previous.agent.close()
         titled = infos[0]["title"] is not None
-        session = self._build(session_id, cwd, config, model, history, titled=titled)
+        session = self._build(session_id, cwd, config, model, history, mcp_servers, titled=titled)
         await self._save_settings(session)
         self._sessions[session_id] = session
         return session, history
@@ -129,17 +139,34 @@ class SessionBook:
         config: AgentConfig,
         model: str | None,
         history: list[LLMMessage],
+        mcp_servers: list[McpServer],
         *,
         titled: bool,
     ) -> DoorSession:
-        session = DoorSession(session_id, cwd, config, model, titled)
+        session = DoorSession(session_id, cwd, config, model, titled, list(mcp_servers))
         session.agent = self._agent(session, history)
         return session
 
     def _agent(self, session: DoorSession, history: list[LLMMessage]) -> Agent:
+        """The session's agent. The editor's MCP servers join the config's
+        own: an LLM agent offers their tools, a wrapped ACP agent gets them in
+        its ``session/new``; a process agent has no way to use them, so they
+        are left out with a log line (refusing would shut the editor out of
+        every process agent whenever it has servers configured)."""
         update: dict[str, Any] = {"cwd": session.cwd, "history": history or None}
         if session.model is not None:
             update["model"] = session.model
+        backend = session.config.backend
+        if session.mcp_servers and backend is not None and backend.kind == "process":
+            names = ", ".join(server.name for server in session.mcp_servers)
+            log.warning(
+                "agent %r is a process agent and cannot use MCP servers; "
+                "the editor's (%s) are left out",
+                session.config.name,
+                names,
+            )
+        elif session.mcp_servers:
+            update["mcp_servers"] = [*(session.config.mcp_servers or []), *session.mcp_servers]
         config = session.config.model_copy(update=update)
         return Agent(
             config,

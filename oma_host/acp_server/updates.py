@@ -7,7 +7,9 @@ result as a ``session/prompt`` answer.
   ``tool_call_update`` with the status and the output as content;
 - ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged;
 - ``permission`` and ``error`` send nothing: the first was the permission
-  request itself, the second is in the answer to ``session/prompt``.
+  request itself, the second is in the answer to ``session/prompt``;
+  ``mcp_filtered`` (an editor's MCP server a wrapped ACP agent cannot take)
+  has no ACP form and is logged.
 
 The agent emits events synchronously; :class:`UpdateSender` queues them and
 sends them in order, and the prompt is answered only once the queue is empty.
@@ -40,7 +42,12 @@ from acp.schema import (
 from pydantic import ValidationError
 
 from oma_host.core.messages import ContentBlock
-from oma_host.core.results import AgentRunResult, StreamEvent
+from oma_host.core.results import (
+    MAX_TURN_REQUESTS_KIND,
+    AgentRunResult,
+    StreamEvent,
+    ended_at_turn_limit,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +61,6 @@ SessionUpdate = (
 )
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 
-# How the LLM loop words a turn it ended at maxTurns (a successful result).
-MAX_TURNS_MESSAGE = "stopped at maxTurns"
-# A wrapped ACP agent's own stop reason, as the bridge words it in the status.
-_ACP_MAX_TURN_REQUESTS = "stopReason max_turn_requests"
 # The context size reported in usage_update when the config sets no budget:
 # providers do not report their context windows.
 NOMINAL_CONTEXT_SIZE = 200_000
@@ -147,6 +150,13 @@ def event_update(event: StreamEvent, cwd: str) -> Any | None:
         except ValidationError:
             log.warning("an update of kind %r has no ACP form here; not sent", data.get("kind"))
             return None
+    if kind == "mcp_filtered":
+        log.warning(
+            "MCP server %r was not passed to the ACP agent: %s",
+            data.get("name"),
+            data.get("reason"),
+        )
+        return None
     if kind not in ("permission", "error"):
         log.warning("a %r event has no ACP form; not sent", kind)
     return None
@@ -193,17 +203,19 @@ def usage_update(result: AgentRunResult, budget: int | None) -> UsageUpdate:
 
 
 def stop_reason(result: AgentRunResult) -> StopReason:
-    """The stop reason of a finished turn; RequestError for a failed run."""
+    """The stop reason of a finished turn, read from the result's data (never
+    its message); RequestError for a failed run."""
     status = result["status"]
     code = status["code"]
     message = status.get("message", "")
+    kind = result.get("errorInfo", {}).get("kind")
     if code == "ok":
-        return "max_turn_requests" if message.startswith(MAX_TURNS_MESSAGE) else "end_turn"
+        return "max_turn_requests" if ended_at_turn_limit(result) else "end_turn"
     if code == "cancelled":
         return "cancelled"
     if code == "budget_exhausted":
-        return "max_turn_requests" if _ACP_MAX_TURN_REQUESTS in message else "max_tokens"
-    kind = result.get("errorInfo", {}).get("kind")
+        # A wrapped ACP agent's own reason, else the token budget (a team's too).
+        return "max_turn_requests" if kind == MAX_TURN_REQUESTS_KIND else "max_tokens"
     if kind == "refusal":
         return "refusal"
     data: dict[str, Any] = {"type": "RunFailed", "status": code}

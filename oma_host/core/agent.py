@@ -22,11 +22,13 @@ from oma_host.core.backends import (
     Backend,
     BackendContext,
     BackendEntry,
+    Configurable,
     PermissionHandler,
+    SessionLink,
     backend_entry,
 )
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
-from oma_host.core.errors import InvalidMessageError
+from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.hooks import (
     LOSSY_MESSAGES,
     AfterRunContext,
@@ -54,6 +56,7 @@ from oma_host.core.results import (
     RunRecorder,
     StreamEvent,
     TokenUsage,
+    add_token_usage,
     failed_result,
     zero_usage,
 )
@@ -87,23 +90,29 @@ async def _unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
         if inspect.iscoroutine(step):
             step.close()
         raise _Aborted
+    # The step runs in a task of its own that the signal cancels (a listener,
+    # not a second task waiting on the signal: this is on every run's path).
+    # Awaiting the task passes our own cancellation on to it.
+    current = asyncio.current_task()
+    cancels_before = current.cancelling() if current is not None else 0
+
+    def cancelled_ourselves() -> bool:
+        return current is not None and current.cancelling() > cancels_before
+
     task = asyncio.ensure_future(step)
-    waiter = asyncio.ensure_future(abort.wait())
+    remove = abort.add_listener(task.cancel)
     try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        result = await task
+    except asyncio.CancelledError:
+        if task.cancelled() and not cancelled_ourselves():
+            raise _Aborted from None
+        raise
     finally:
-        waiter.cancel()
-        if not task.done():
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                # We were cancelled ourselves while cleaning up: do not swallow it.
-                raise asyncio.CancelledError
-    if task.cancelled():
-        raise _Aborted
-    return task.result()
+        remove()
+    if cancelled_ourselves():
+        # The step kept its result through our own cancellation: do not swallow it.
+        raise asyncio.CancelledError
+    return result
 
 
 async def _acquire_unless_aborted(lock: asyncio.Lock, abort: AbortSignal | None) -> bool:
@@ -148,6 +157,7 @@ class Agent:
         defaults: ModelDefaults | None = None,
         permission_handler: PermissionHandler | None = None,
         on_turn: TurnSink | None = None,
+        session_link: SessionLink | None = None,
     ) -> None:
         self.config = parse_agent_config(config, defaults)
         self._history: list[LLMMessage] = check_agent_config(self.config)
@@ -156,6 +166,7 @@ class Agent:
         self._after_run = after_run
         self._permission_handler = permission_handler
         self._on_turn = on_turn
+        self._session_link = session_link  # the backend's own session id, persisted
         self._backend: Backend | None = None
         self._status: AgentStatus = "idle"
         self._usage: TokenUsage = zero_usage()
@@ -174,7 +185,23 @@ class Agent:
 
     @property
     def state(self) -> dict[str, Any]:
-        return {"status": self._status, "tokenUsage": dict(self._usage)}
+        state: dict[str, Any] = {"status": self._status, "tokenUsage": dict(self._usage)}
+        backend: object = self._backend
+        if isinstance(backend, Configurable) and (choices := backend.choices()) is not None:
+            state.update(choices)  # an ACP agent's configOptions, modes, models
+        return state
+
+    async def configure(self, config_id: str, value: str | bool) -> dict[str, Any]:
+        """Set one of the backend session's choices (``agent/configure``);
+        the choices after. A backend without choices refuses."""
+        if self._closed:
+            raise InvalidParamsError(f"agent {self.name!r} has been disposed")
+        backend: object = self._ensure_backend()
+        if not isinstance(backend, Configurable):
+            raise InvalidParamsError(
+                f"agent {self.name!r} has {self._entry.described}, which has no options to set"
+            )
+        return await backend.configure(config_id, value)
 
     def get_history(self) -> list[LLMMessage]:
         """A copy of the persistent history; changing it changes nothing here.
@@ -189,6 +216,8 @@ class Agent:
         self._generation += 1  # a turn still running will not be kept
         self._status = "idle"
         self._usage = zero_usage()
+        if self._session_link is not None:
+            self._session_link.known = None  # the store forgets it with the history
         if self._backend is not None and self._entry.keeps_session:
             backend, self._backend = self._backend, None
             try:
@@ -373,8 +402,7 @@ class Agent:
             if result is None:  # raised: the run never happened as far as state goes
                 self._status = previous_status if self._active_runs == 0 else "running"
             else:
-                self._usage["input_tokens"] += result["tokenUsage"]["input_tokens"]
-                self._usage["output_tokens"] += result["tokenUsage"]["output_tokens"]
+                add_token_usage(self._usage, result["tokenUsage"])  # cache counts too
                 if self._active_runs == 0:
                     self._status = _status_after(result)
 
@@ -418,13 +446,18 @@ class Agent:
         sink = emit
         return lambda event: sink(self._secrets.redact_tree(event))
 
+    def _ensure_backend(self) -> Backend:
+        if self._backend is None:
+            context = BackendContext(
+                permission_handler=self._permission_handler, session_link=self._session_link
+            )
+            self._backend = self._entry.build(self.config, context)
+        return self._backend
+
     async def _run_backend(
         self, messages: list[LLMMessage], recorder: RunRecorder, streaming: bool
     ) -> AgentRunResult:
-        if self._backend is None:
-            context = BackendContext(permission_handler=self._permission_handler)
-            self._backend = self._entry.build(self.config, context)
-        backend = self._backend
+        backend = self._ensure_backend()
         prompt = latest_user_prompt(messages)
         timeout_ms = self.config.timeout_ms
         if timeout_ms is None:

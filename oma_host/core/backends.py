@@ -21,10 +21,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from oma_host.core.config import AgentConfig
-from oma_host.core.errors import InvalidParamsError
+from oma_host.core.errors import InvalidParamsError, OmaError
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import AgentRunResult, RunRecorder
 
@@ -36,6 +36,20 @@ PLUGINS = ("oma_host.llm", "bridges")
 # "ask-client"``): receives ``{agentName, title, kind, optionKinds}``, returns
 # ``{approve: bool}``.
 PermissionHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+@runtime_checkable
+class OptionPicker(Protocol):
+    """A permission handler that is shown the agent's own options and picks
+    one itself, rather than answering approve or reject (the ACP door passes
+    them to its editor unchanged). Backends that have options check for it."""
+
+    async def pick_option(
+        self, request: dict[str, Any], tool_call: dict[str, Any], options: list[dict[str, Any]]
+    ) -> str | None:
+        """The ``optionId`` chosen among ``options`` (ACP wire dicts, as the
+        agent sent them, with its ``toolCall``), or None: cancelled."""
+        ...
 
 
 class Backend(Protocol):
@@ -52,11 +66,53 @@ class Backend(Protocol):
     async def close(self) -> None: ...
 
 
+@dataclass
+class SessionLink:
+    """Ties a backend's own session to the host's persistent session
+    (``agent/create {sessionId}``): ``known`` is the id the backend's peer
+    gave its session last (an ACP ``sessionId``), None before; ``remember``
+    stores a new one with the host's session (None: forget it)."""
+
+    known: str | None
+    remember: Callable[[str | None], Awaitable[None]]
+
+
+@runtime_checkable
+class Configurable(Protocol):
+    """A backend whose live session has choices a client reads
+    (``agent/state``) and changes (``agent/configure``): an ACP agent's
+    ``configOptions``, ``modes`` and ``models``."""
+
+    def choices(self) -> dict[str, Any] | None:
+        """The session's choices as the agent reported them; None without a live session."""
+        ...
+
+    async def configure(self, config_id: str, value: str | bool) -> dict[str, Any]:
+        """Set one choice (opening the session first if need be); the choices after."""
+        ...
+
+
+class BackendRequestError(OmaError):
+    """A request a client made of an agent's backend (not a run) that failed:
+    ``kind`` says how, as a failed run's ``errorInfo.kind`` would."""
+
+    code = -32004
+    type_name = "BackendError"
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    def error_data(self) -> dict[str, object]:
+        return {"type": self.type_name, "kind": self.kind}
+
+
 @dataclass(frozen=True)
 class BackendContext:
     """What the agent hands a factory besides the config."""
 
     permission_handler: PermissionHandler | None = None
+    session_link: SessionLink | None = None
 
 
 @dataclass(frozen=True)

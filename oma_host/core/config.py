@@ -23,7 +23,18 @@ from oma_host.core.redact import is_secret_name
 from oma_host.core.validation import describe_validation_error
 
 # Where a provider's key is read from when the config names no ``apiKeyEnv``.
-_STANDARD_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+_STANDARD_KEYS = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",  # Azure OpenAI: the api-key, or an Entra ID token
+    "AZURE_OPENAI_AD_TOKEN",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    # Bedrock: the secret only signs; the token and API key go in headers only.
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+)
 
 
 class _Model(BaseModel):
@@ -70,6 +81,13 @@ class ProcessBackend(_ExternalBackend):
 class AcpBackend(_ExternalBackend):
     kind: Literal["acp"]
     permission: Literal["auto-approve", "reject", "ask-client"] = "auto-approve"
+    # The authMethods id to log in with when session/new answers "authentication
+    # required" (else the only method whose env vars are all set).
+    auth: Annotated[str, Field(min_length=1)] | None = None
+    # configOptions choices applied at session start: configId -> value id (or a boolean).
+    config: dict[str, str | bool] = Field(default_factory=dict)
+    # Serve fs/write_text_file (through the permission policy); reads are always served.
+    allow_writes: bool = False
 
 
 Backend = Annotated[ProcessBackend | AcpBackend, Field(discriminator="kind")]
@@ -79,6 +97,52 @@ _BACKEND_KINDS = frozenset(
     for model in (ProcessBackend, AcpBackend)
     for kind in get_args(model.model_fields["kind"].annotation)
 )
+
+
+class NameValue(_Model):
+    """An environment variable or an HTTP header, as ACP writes them."""
+
+    name: Annotated[str, Field(min_length=1)]
+    value: str
+
+
+class McpServerStdio(_Model):
+    """An MCP server the host starts as a subprocess (ACP's ``McpServerStdio``)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    command: Annotated[str, Field(min_length=1)]
+    args: list[str] = Field(default_factory=list)
+    env: list[NameValue] = Field(default_factory=list)
+
+
+class McpServerHttp(_Model):
+    """An MCP server reached over streamable HTTP (ACP's ``McpServerHttp``)."""
+
+    type: Literal["http"]
+    name: Annotated[str, Field(min_length=1)]
+    url: Annotated[str, Field(min_length=1)]
+    headers: list[NameValue] = Field(default_factory=list)
+
+
+McpServer = McpServerHttp | McpServerStdio
+
+
+class PermissionRule(_Model):
+    """One rule of ``permissions``: the first rule whose ``tool`` (a name or a
+    glob such as ``fs__*``) and ``pattern`` (a glob on the call's main
+    argument, its path or command) match decides."""
+
+    tool: Annotated[str, Field(min_length=1)]
+    pattern: str | None = None
+    action: Literal["allow", "ask", "deny"]
+
+
+class ThinkingConfig(_Model):
+    """``thinking``: the model reasons before it answers, at an ``effort`` or
+    within ``budgetTokens``; each provider adapter maps it to its own form."""
+
+    effort: Literal["low", "medium", "high"] | None = None
+    budget_tokens: Annotated[int, Field(gt=0)] | None = None
 
 
 class ModelDefaults(_Model):
@@ -103,6 +167,8 @@ class AgentConfig(_Model):
     models: list[str] | None = None
     provider: str | None = None
     base_url: str | None = Field(default=None, alias="baseURL")
+    # OpenAI and Azure: Chat Completions or the Responses API (default: by endpoint).
+    api: Literal["chat", "responses"] | None = None
     api_key_env: str | None = None
     api_key: str | None = Field(default=None, repr=False)
     system_prompt: str | None = None
@@ -118,6 +184,12 @@ class AgentConfig(_Model):
     hooks: HooksConfig | None = None
     output_schema: dict[str, Any] | None = None
     backend: Backend | None = None
+    mcp_servers: list[McpServer] | None = None
+    permissions: list[PermissionRule] | None = None
+    thinking: ThinkingConfig | None = None
+    # Cache the prompt prefix (Anthropic cache_control, Bedrock cachePoint);
+    # unset: the provider's default (on for Anthropic, off for Bedrock).
+    prompt_caching: bool | None = None
 
     @cached_property
     def secrets(self) -> tuple[str, ...]:
@@ -134,6 +206,15 @@ class AgentConfig(_Model):
         else:
             environment = self.backend.environment()
             secrets.extend(value for name, value in environment.items() if is_secret_name(name))
+        for server in self.mcp_servers or []:
+            # Headers carry tokens whatever their name; variables by their name.
+            pairs = server.headers if isinstance(server, McpServerHttp) else server.env
+            secret_only = isinstance(server, McpServerStdio)
+            secrets.extend(
+                pair.value
+                for pair in pairs
+                if pair.value and (not secret_only or is_secret_name(pair.name))
+            )
         return tuple(secrets)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
@@ -152,6 +233,10 @@ class AgentConfig(_Model):
         backend = view.get("backend")
         if backend and backend.get("env"):
             backend["env"] = {key: "[redacted]" for key in backend["env"]}
+        for server in view.get("mcpServers", []):
+            for field in ("env", "headers"):
+                for pair in server.get(field, []):
+                    pair["value"] = "[redacted]"
         return view
 
 

@@ -19,6 +19,7 @@ from typing import (
     Any,
     Literal,
     NotRequired,  # pydantic needs it before 3.12
+    get_args,
 )
 
 from typing_extensions import TypedDict
@@ -32,6 +33,28 @@ StatusCode = Literal["ok", "error", "cancelled", "timeout", "budget_exhausted"]
 class TokenUsage(TypedDict):
     input_tokens: int
     output_tokens: int
+    # Present when the provider reports them. Prompt caching: the input written
+    # to and read from the cache, not counted in ``input_tokens``; thinking: the
+    # reasoning tokens, counted in ``output_tokens`` too.
+    cache_creation_input_tokens: NotRequired[int]
+    cache_read_input_tokens: NotRequired[int]
+    reasoning_tokens: NotRequired[int]
+
+
+OptionalUsage = Literal[
+    "cache_creation_input_tokens", "cache_read_input_tokens", "reasoning_tokens"
+]
+# The optional counts of TokenUsage, summed like the required ones.
+OPTIONAL_USAGE: tuple[OptionalUsage, ...] = get_args(OptionalUsage)
+
+
+def add_token_usage(total: TokenUsage, usage: TokenUsage) -> None:
+    """Add ``usage`` into ``total``, its optional counts included."""
+    total["input_tokens"] += usage["input_tokens"]
+    total["output_tokens"] += usage["output_tokens"]
+    for name in OPTIONAL_USAGE:
+        if name in usage:
+            total[name] = total.get(name, 0) + usage[name]
 
 
 class RunStatus(TypedDict):
@@ -44,6 +67,9 @@ class ToolCallRecord(TypedDict):
     input: dict[str, Any]
     output: str
     duration: float
+    # An LLM agent's permission decision for the call: its ``permission``
+    # event's data (an optional field, so older readers are unaffected).
+    permission: NotRequired[dict[str, Any]]
 
 
 class ErrorInfo(TypedDict):
@@ -144,6 +170,10 @@ class RunRecorder:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     _streams: dict[str, StreamRedaction] = field(default_factory=dict, init=False, repr=False)
+    # (the call's input object, its permission decision), see permission().
+    _permissions: list[tuple[Any, dict[str, Any]]] = field(
+        default_factory=list, init=False, repr=False
+    )
 
     def text(self, chunk: str) -> None:
         """Record a chunk of output text and stream it."""
@@ -157,6 +187,23 @@ class RunRecorder:
             self._stream(kind, data)
         else:
             self.emit({"type": kind, "data": clone(data)})
+
+    def permission(self, tool_input: Any, decision: dict[str, Any]) -> None:
+        """Stream a tool call's ``permission`` event and keep the decision
+        for that call's ToolCallRecord: the record whose ``input`` is the
+        very object ``tool_input`` gets it as ``permission`` in the result."""
+        self._permissions.append((tool_input, decision))
+        self.event("permission", decision)
+
+    def _tool_calls(self) -> list[ToolCallRecord]:
+        """The tool call records, each with its permission decision if it had one."""
+        if not self._permissions:
+            return self.tool_calls
+        records: list[ToolCallRecord] = []
+        for record in self.tool_calls:
+            decision = next((d for i, d in self._permissions if i is record["input"]), None)
+            records.append(record if decision is None else {**record, "permission": decision})
+        return records
 
     def _stream(self, kind: str, delta: str) -> None:
         if self.redactor is not None:
@@ -176,6 +223,10 @@ class RunRecorder:
     def add_usage(self, input_tokens: int = 0, output_tokens: int = 0) -> None:
         self.usage["input_tokens"] += input_tokens
         self.usage["output_tokens"] += output_tokens
+
+    def add_token_usage(self, usage: TokenUsage) -> None:
+        """Add one provider reply's usage, its optional counts included."""
+        add_token_usage(self.usage, usage)
 
     @property
     def output(self) -> str:
@@ -200,7 +251,7 @@ class RunRecorder:
             output=self.output if output is None else output,
             messages=self.messages,
             usage=self.usage,
-            tool_calls=self.tool_calls,
+            tool_calls=self._tool_calls(),
             error_kind=error_kind,
             **extra,
         )
@@ -238,6 +289,24 @@ def make_result(
         result["errorInfo"] = {"kind": error_kind, "message": message or code}
     result.update(extra)  # type: ignore[typeddict-item]
     return result
+
+
+# ``errorInfo.kind`` of a ``budget_exhausted`` result: which limit ended the
+# run, in ACP's stop-reason words (the LLM loop's token budget, or a wrapped ACP
+# agent's own stop reason), so a door maps it without reading the message.
+MAX_TOKENS_KIND = "max_tokens"
+MAX_TURN_REQUESTS_KIND = "max_turn_requests"
+
+
+def ended_at_turn_limit(result: AgentRunResult) -> bool:
+    """Whether a successful run stopped at ``maxTurns``: its last message is
+    the results of tools the model asked for and never saw, which a run that
+    ended on the model's own answer cannot have."""
+    messages = result["messages"]
+    if not result["success"] or not messages or messages[-1]["role"] != "user":
+        return False
+    content = messages[-1]["content"]
+    return bool(content) and all(block.get("type") == "tool_result" for block in content)
 
 
 def failed_result(run_id: str, kind: str, message: str) -> AgentRunResult:

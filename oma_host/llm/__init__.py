@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from oma_host.core.backends import LLM_KIND, Backend, BackendContext, BackendEntry, register_backend
 from oma_host.core.config import AgentConfig
+from oma_host.core.errors import InvalidParamsError
 
 
 def _check_config(config: AgentConfig) -> None:
@@ -21,6 +22,14 @@ def _check_config(config: AgentConfig) -> None:
 
     check_provider(config.provider)
     ToolRegistry(config.tools, config.cwd)
+    seen: set[str] = set()
+    for index, server in enumerate(config.mcp_servers or []):
+        if server.name in seen:
+            raise InvalidParamsError(
+                f"config.mcpServers[{index}].name: {server.name!r} is used by another server; "
+                "each server needs its own name (its tools are offered as NAME__TOOL)"
+            )
+        seen.add(server.name)
     if config.output_schema is not None:
         from oma_host.llm.loop import check_output_schema
 
@@ -30,7 +39,7 @@ def _check_config(config: AgentConfig) -> None:
 def _build(config: AgentConfig, context: BackendContext) -> Backend:
     from oma_host.llm.loop import LLMBackend
 
-    return LLMBackend(config)
+    return LLMBackend(config, context.permission_handler)
 
 
 register_backend(
@@ -38,7 +47,10 @@ register_backend(
         LLM_KIND,
         _build,
         accepts_structured=True,
-        keeps_session=False,  # the agent keeps the history and sends it every run
+        # The agent keeps the history and sends it every run; but the backend
+        # holds the MCP servers and "always this session" grants, which a
+        # reset ends (the next run starts the servers afresh).
+        keeps_session=True,
         check_config=_check_config,
     )
 )

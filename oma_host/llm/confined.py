@@ -48,7 +48,13 @@ _MAYBE_SYMLINK = (errno.ELOOP, errno.EMLINK, errno.ENOTDIR)
 
 
 class ToolError(Exception):
-    """A tool call that cannot be carried out; its message goes back to the model."""
+    """A tool call that cannot be carried out; its message goes back to the model.
+    ``code`` is the errno behind it, when an OS call failed (the write tools
+    tell a missing file, ENOENT, from the rest)."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class Cancelled(Exception):
@@ -124,7 +130,7 @@ def _open_component(parent: int, name: str, last: bool, what: str, path: str) ->
     except OSError as error:
         if error.errno in _MAYBE_SYMLINK:
             return None
-        raise ToolError(f"{what} {path!r}: {error.strerror}") from None
+        raise ToolError(f"{what} {path!r}: {error.strerror}", error.errno) from None
 
 
 def _read_link(parent: int, name: str, what: str, path: str) -> str | None:

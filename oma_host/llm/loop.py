@@ -3,7 +3,9 @@ what comes back into the run's recorder, run the tools the model calls, and
 go round again until the model stops calling tools, ``maxTurns`` is reached,
 or ``maxTokenBudget`` is spent. With ``outputSchema`` the final answer is
 parsed and validated as JSON, with one repair turn. Provider faults become
-failed results on the normal failure path.
+failed results on the normal failure path. The tools (built-in and MCP, each
+call through the permission policy) are :mod:`oma_host.llm.agent_tools`'s; an
+MCP server that fails fails the run with ``errorInfo.kind: "mcp"``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from oma_host.core.activity import report_activity
 from oma_host.core.config import AgentConfig
 from oma_host.core.messages import ContentBlock, LLMMessage
 from oma_host.core.redact import Redactor
-from oma_host.core.results import AgentRunResult, RunRecorder
-from oma_host.llm.tools import ToolRegistry
+from oma_host.core.results import MAX_TOKENS_KIND, AgentRunResult, RunRecorder
+from oma_host.llm.agent_tools import AgentTools, output_text
+from oma_host.llm.mcp_errors import McpFailure
+from oma_host.llm.permissions import PermissionHandler
 from oma_host.providers import get_adapter
 from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
 
@@ -63,10 +67,12 @@ class _SchemaMismatch(Exception):
 class LLMBackend:
     """Runs an agent that has no ``backend`` through its provider adapter."""
 
-    def __init__(self, config: AgentConfig) -> None:
+    def __init__(
+        self, config: AgentConfig, permission_handler: PermissionHandler | None = None
+    ) -> None:
         self._config = config
         self._adapter = get_adapter(config)
-        self._tools = ToolRegistry(config.tools, config.cwd)
+        self._tools = AgentTools(config, permission_handler)
         system = config.system_prompt
         if config.output_schema is not None:
             instruction = _SCHEMA_INSTRUCTION + json.dumps(config.output_schema)
@@ -74,7 +80,7 @@ class LLMBackend:
         self._options = dataclasses.replace(
             ChatOptions.from_config(config),
             system_prompt=system,
-            tools=self._tools.specs,
+            tools=self._tools.registry.specs,
             guarded=True,  # the agent guarded the input; the loop adds only its own blocks
         )
         self._redactor = Redactor.for_config(config)
@@ -90,6 +96,9 @@ class LLMBackend:
             if error.status_code is not None:
                 message = f"{message} (HTTP {error.status_code})"
             return recorder.result("error", message, output=message, error_kind=error.kind)
+        except McpFailure as error:
+            message = self._redactor.redact(str(error))
+            return recorder.result("error", message, output=message, error_kind="mcp")
 
     async def _loop(
         self, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool
@@ -97,6 +106,8 @@ class LLMBackend:
         max_turns = self._config.max_turns or DEFAULT_MAX_TURNS
         budget = self._config.max_token_budget
         output = ""
+        # The MCP servers start on the first run; their tools join the built-ins.
+        self._options = dataclasses.replace(self._options, tools=await self._tools.prepare())
         for turn in range(1, max_turns + 1):
             waiting = f"waiting for {self._config.model}"
             report_activity(waiting if turn == 1 else f"turn {turn} of {max_turns}: {waiting}")
@@ -108,12 +119,14 @@ class LLMBackend:
                     "budget_exhausted",
                     f"maxTokenBudget={budget} exceeded: {used} tokens used",
                     output=output,
+                    error_kind=MAX_TOKENS_KIND,
                 )
             calls = [block for block in response.content if block.get("type") == "tool_use"]
             if not calls:
                 break
             await self._run_tools(calls, conversation, recorder)
         else:
+            # Ends on the tool results the model never saw: ``ended_at_turn_limit``.
             return recorder.result("ok", f"stopped at maxTurns={max_turns}", output=output)
         if self._config.output_schema is None:
             return recorder.result(output=output)
@@ -129,7 +142,7 @@ class LLMBackend:
         assistant: LLMMessage = {"role": "assistant", "content": response.content}
         conversation.append(assistant)
         recorder.messages.append(assistant)
-        recorder.add_usage(response.usage["input_tokens"], response.usage["output_tokens"])
+        recorder.add_token_usage(response.usage)
         return response
 
     async def _stream(self, messages: list[LLMMessage], recorder: RunRecorder) -> LLMResponse:
@@ -152,12 +165,12 @@ class LLMBackend:
         for call in calls:
             report_activity(f"calling tool {call['name']}")
             started = time.monotonic()
-            output, is_error = await self._tools.call(call["name"], call["input"])
+            output, is_error = await self._tools.call(call, recorder)
             recorder.tool_calls.append(
                 {
                     "toolName": call["name"],
                     "input": call["input"],
-                    "output": output,
+                    "output": output_text(output),
                     "duration": round((time.monotonic() - started) * 1000, 3),
                 }
             )
@@ -221,4 +234,5 @@ class LLMBackend:
         return value
 
     async def close(self) -> None:
-        """Nothing to release: the HTTP client is shared by the host."""
+        """End the agent's MCP servers; the HTTP client is shared by the host."""
+        await self._tools.close()

@@ -1,10 +1,18 @@
 """The tool registry and the built-in tools an LLM agent may call.
 
-Tools are off unless ``config.tools`` lists them. The built-ins read only:
-``file_read``, ``grep`` and ``glob``, each confined to the agent's ``cwd``
-through :mod:`oma_host.llm.confined` (a path that leads outside it, by
-``..``, an absolute path or a symlink, is refused, however the names change
-during the call). Only regular files are read, so a FIFO cannot block one.
+Tools are off unless ``config.tools`` lists them. The built-ins that read,
+``file_read``, ``grep`` and ``glob``, and the two that write, ``file_write``
+and ``file_edit`` (:mod:`oma_host.llm.edits`), are each confined to the
+agent's ``cwd`` through :mod:`oma_host.llm.confined` (a path that leads
+outside it, by ``..``, an absolute path or a symlink, is refused, however the
+names change during the call). Only regular files are read, so a FIFO cannot
+block one. Given an ``apply_edit`` (the JSON-RPC client declared
+``workspace.applyEdit``), the write tools send the edit to the client as
+``workspace/applyEdit`` and write nothing themselves; a refusal is an error
+result.
+When a door gives the run a reader (:mod:`oma_host.core.file_view`),
+``file_read`` checks the path the same way, then reads the editor's view of
+that file instead of the disk.
 
 Tools run in a worker thread so a large grep does not stall the host's event
 loop. A cancelled run tells the worker to stop, which it does before the
@@ -21,13 +29,14 @@ import os
 import re
 import stat
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from oma_host.core.errors import InvalidParamsError
+from oma_host.core.file_view import FileReader, current_file_reader
 from oma_host.core.patterns import Pattern, PatternError, encode
 from oma_host.llm.confined import (
     Entry,
@@ -40,6 +49,7 @@ from oma_host.llm.confined import (
     read_at_most,
     walk,
 )
+from oma_host.llm.edits import Edit, plan_edit, plan_write, workspace_edit, write_file
 from oma_host.providers.base import ToolSpec
 
 _MAX_READ_BYTES = 256 * 1024
@@ -62,18 +72,36 @@ def _string(arguments: dict[str, Any], field: str) -> str:
     return value
 
 
-def _file_read(arguments: dict[str, Any], root: Root, stop: Stop) -> str:
+def _open_file_read(arguments: dict[str, Any], root: Root) -> tuple[int, str]:
+    """The regular file ``file_read`` names, opened beneath the root."""
     fd, path = open_beneath(root, _string(arguments, "path"), "path")
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ToolError(f"{path or '.'} is not a file")
-        data = read_at_most(fd, _MAX_READ_BYTES + 1)
-    finally:
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
+        raise ToolError(f"{path or '.'} is not a file")
+    return fd, path
+
+
+def _read_text(data: bytes) -> str:
     text = data[:_MAX_READ_BYTES].decode(errors="replace")
     if len(data) > _MAX_READ_BYTES:
         text += f"\n[truncated at {_MAX_READ_BYTES} bytes]"
     return text
+
+
+def _file_read(arguments: dict[str, Any], root: Root, stop: Stop) -> str:
+    fd, _ = _open_file_read(arguments, root)
+    try:
+        return _read_text(read_at_most(fd, _MAX_READ_BYTES + 1))
+    finally:
+        os.close(fd)
+
+
+def _file_read_target(arguments: dict[str, Any], root: Root, stop: Stop) -> str:
+    """The absolute path ``file_read`` may read, confined exactly as on disk,
+    for an editor to read instead (see :mod:`oma_host.core.file_view`)."""
+    fd, path = _open_file_read(arguments, root)
+    os.close(fd)
+    return os.path.join(root.path, path)
 
 
 class _LineSearch:
@@ -243,6 +271,26 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required}
 
 
+def _file_write(arguments: dict[str, Any], root: Root, stop: Stop) -> str:
+    edit = plan_write(arguments, root)
+    write_file(edit, root)
+    return edit.summary()
+
+
+def _file_edit(arguments: dict[str, Any], root: Root, stop: Stop) -> str:
+    edit = plan_edit(arguments, root)
+    write_file(edit, root)
+    return edit.summary()
+
+
+_PLANS: dict[str, Callable[[dict[str, Any], Root], Edit]] = {
+    "file_write": plan_write,
+    "file_edit": plan_edit,
+}
+# Sends ``workspace/applyEdit`` params to the client; returns its answer.
+EditApplier = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
 BUILTIN_TOOLS: dict[str, Tool] = {
     "file_read": Tool(
         ToolSpec(
@@ -275,13 +323,51 @@ BUILTIN_TOOLS: dict[str, Tool] = {
         ),
         _glob,
     ),
+    "file_write": Tool(
+        ToolSpec(
+            "file_write",
+            "Create a file under the working directory, or replace all of its text.",
+            _schema(
+                {
+                    "path": {"type": "string", "description": "relative path"},
+                    "content": {"type": "string", "description": "the whole new text"},
+                },
+                ["path", "content"],
+            ),
+        ),
+        _file_write,
+    ),
+    "file_edit": Tool(
+        ToolSpec(
+            "file_edit",
+            "Replace one exact occurrence of old with new in a file under the working "
+            "directory; old must occur exactly once (include surrounding lines to make it so).",
+            _schema(
+                {
+                    "path": {"type": "string", "description": "relative path"},
+                    "old": {"type": "string", "description": "the exact text to replace"},
+                    "new": {"type": "string", "description": "the text to put in its place"},
+                },
+                ["path", "old", "new"],
+            ),
+        ),
+        _file_edit,
+    ),
 }
 
 
 class ToolRegistry:
     """The tools one agent may use, and the directory they are confined to."""
 
-    def __init__(self, names: list[str] | None, cwd: str | None) -> None:
+    def __init__(
+        self,
+        names: list[str] | None,
+        cwd: str | None,
+        apply_edit: EditApplier | None = None,
+        edit_timeout_s: float = 30.0,
+    ) -> None:
+        self._apply_edit = apply_edit
+        self._edit_timeout_s = edit_timeout_s
         self.tools: dict[str, Tool] = {}
         for index, name in enumerate(names or []):
             if name not in BUILTIN_TOOLS:
@@ -306,7 +392,12 @@ class ToolRegistry:
         if not isinstance(arguments, dict):
             return (f"{name}: the tool input must be a JSON object", True)
         stop = Stop(_CALL_BUDGET_S)
+        reader = current_file_reader() if name == "file_read" else None
         try:
+            if self._apply_edit is not None and name in _PLANS:
+                return await self._through_client(name, arguments)
+            if reader is not None:
+                return (await self._read_through(reader, arguments, stop), False)
             return (await asyncio.to_thread(self._run, tool, arguments, stop), False)
         except asyncio.CancelledError:
             stop.cancel()  # the worker gives up at its next check
@@ -321,3 +412,37 @@ class ToolRegistry:
     def _run(self, tool: Tool, arguments: dict[str, Any], stop: Stop) -> str:
         with Root(self.root) as root:
             return tool.run(arguments, root, stop)
+
+    def _plan(self, name: str, arguments: dict[str, Any]) -> Edit:
+        with Root(self.root) as root:
+            return _PLANS[name](arguments, root)
+
+    async def _through_client(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """Plan the edit here, have the client apply it; its refusal, an error
+        or no answer in time is an error result."""
+        assert self._apply_edit is not None
+        edit = await asyncio.to_thread(self._plan, name, arguments)
+        params = workspace_edit(edit, self.root)
+        try:
+            answer = await asyncio.wait_for(self._apply_edit(params), self._edit_timeout_s)
+        except TimeoutError:
+            limit = f"{self._edit_timeout_s:g} s"
+            return (f"{name}: the editor did not apply the edit within {limit}", True)
+        except Exception as error:  # the client answered an error
+            return (f"{name}: the editor could not apply the edit: {error}", True)
+        if not isinstance(answer, dict) or answer.get("applied") is not True:
+            reason = answer.get("failureReason") if isinstance(answer, dict) else None
+            because = f": {reason}" if isinstance(reason, str) and reason else ""
+            return (f"{name}: the editor refused the edit{because}", True)
+        return (f"{edit.summary()} (applied in the editor)", False)
+
+    async def _read_through(self, reader: FileReader, arguments: dict[str, Any], stop: Stop) -> str:
+        """``file_read`` in the editor's view: the path is confined here, on
+        disk, before the editor is asked for it."""
+        target = Tool(BUILTIN_TOOLS["file_read"].spec, _file_read_target)
+        path = await asyncio.to_thread(self._run, target, arguments, stop)
+        try:
+            text = await reader(path)
+        except Exception as error:
+            raise ToolError(f"the editor could not read {path}: {error}") from None
+        return _read_text(text.encode(errors="replace"))

@@ -74,6 +74,10 @@ CREATE TABLE IF NOT EXISTS evaluation_records (
     metadata TEXT
 );
 CREATE INDEX IF NOT EXISTS evaluation_records_run ON evaluation_records(run_id);
+CREATE TABLE IF NOT EXISTS backend_sessions (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
+    backend_session TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS session_info (
     session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
     cwd TEXT NOT NULL,
@@ -208,6 +212,7 @@ class Store:
     def clear_session(self, session_id: str) -> None:
         with self._transaction() as db:
             db.execute("DELETE FROM session_messages WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM backend_sessions WHERE session_id = ?", (session_id,))
 
     @staticmethod
     def _append(
@@ -224,6 +229,30 @@ class Store:
                 for offset, message in enumerate(messages)
             ],
         )
+
+    # -- the session an external backend keeps (an ACP agent's sessionId) ---
+
+    def backend_session(self, session_id: str) -> str | None:
+        """The id the session's backend gave its own session, if one was stored."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT backend_session FROM backend_sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_backend_session(self, session_id: str, backend_session: str | None) -> None:
+        """Store (None: forget) the backend's session id; a session never
+        created has nothing to keep it with, and is left alone."""
+        with self._transaction() as db:
+            if backend_session is None:
+                db.execute("DELETE FROM backend_sessions WHERE session_id = ?", (session_id,))
+                return
+            db.execute(
+                "INSERT INTO backend_sessions (session_id, backend_session) SELECT ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM sessions WHERE session_id = ?) "
+                "ON CONFLICT(session_id) DO UPDATE SET backend_session = excluded.backend_session",
+                (session_id, backend_session, session_id),
+            )
 
     # -- session info (the ACP door's: cwd, title, chosen agent and model) ----
 
@@ -265,13 +294,17 @@ class Store:
     # -- run traces -----------------------------------------------------------
 
     def record_run(self, trace: dict[str, Any]) -> None:
+        self.record_runs([trace])
+
+    def record_runs(self, traces: Sequence[dict[str, Any]]) -> None:
+        """Several traces in one transaction (one fsync for a burst of runs)."""
         with self._transaction() as db:
-            db.execute(
+            db.executemany(
                 "INSERT OR REPLACE INTO runs (run_id, agent, method, status, input_tokens, "
                 "output_tokens, started, finished, duration_ms, session_id) "
                 "VALUES (:run_id, :agent, :method, :status, :input_tokens, :output_tokens, "
                 ":started, :finished, :duration_ms, :session_id)",
-                trace,
+                traces,
             )
 
     # -- evaluation records ---------------------------------------------------

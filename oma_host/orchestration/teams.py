@@ -27,7 +27,7 @@ from oma_host.core.backends import backend_entry
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.messages import clone
-from oma_host.core.results import AgentRunResult, TokenUsage, zero_usage
+from oma_host.core.results import AgentRunResult, TokenUsage, add_token_usage, zero_usage
 
 log = logging.getLogger(__name__)
 
@@ -221,8 +221,7 @@ class TaskOutcome:
 
 
 def _add_usage(total: TokenUsage, usage: TokenUsage) -> None:
-    total["input_tokens"] += usage["input_tokens"]
-    total["output_tokens"] += usage["output_tokens"]
+    add_token_usage(total, usage)  # the optional counts (cache, reasoning) too
 
 
 class TaskGraphRun:

@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 # name → "module:factory". The factory takes the AgentConfig and returns an adapter.
 _REGISTRY: dict[str, str] = {
     "anthropic": "oma_host.providers.anthropic:AnthropicAdapter",
-    "openai": "oma_host.providers.openai:OpenAIAdapter",
+    "azure": "oma_host.providers.azure:azure_adapter",
+    "bedrock": "oma_host.providers.bedrock:BedrockAdapter",
+    "gemini": "oma_host.providers.gemini:GeminiAdapter",
+    "openai": "oma_host.providers.openai_family:openai_adapter",
     "test": "oma_host.testing.recording:shared_recording_adapter",
 }
 

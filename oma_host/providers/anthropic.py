@@ -4,11 +4,19 @@ Blocks map both ways: text; image (base64 source); tool_use; tool_result
 with rich parts (text, image, and file as a ``document``); reasoning as
 ``thinking`` with its signature, or ``redacted_thinking`` with its data,
 echoed back unchanged. Streaming reads the SSE events with httpx-sse.
+
+``thinking`` maps as :func:`thinking_fields` says (adaptive thinking with an
+effort on the models that take it, ``budget_tokens`` on the older ones).
+``promptCaching`` (on unless false) marks the system prompt, the last tool and
+the last block of the conversation with ``cache_control: {type: "ephemeral"}``:
+the whole request becomes the prefix the next turn reads from the cache.
+Usage keeps ``cache_creation_input_tokens`` and ``cache_read_input_tokens``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -26,12 +34,18 @@ from oma_host.providers.base import (
 from oma_host.providers.http import open_response, parse_event_json, read_json
 
 if TYPE_CHECKING:
-    from oma_host.core.config import AgentConfig
+    from oma_host.core.config import AgentConfig, ThinkingConfig
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 _NAME = "anthropic"
+EPHEMERAL = {"type": "ephemeral"}
+# budget_tokens for an effort on the models that take no adaptive thinking.
+EFFORT_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
+MIN_THINKING_BUDGET = 1024
+# claude-opus-4-6, claude-sonnet-4-5-20250929, claude-3-7-sonnet-20250219, claude-opus-5
+_VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d+)(?:-(\d)(?!\d))?")
 
 
 def _unsupported(where: str, what: str) -> ProviderError:
@@ -128,10 +142,68 @@ def from_wire_block(block: dict[str, Any]) -> ContentBlock:
 
 def _usage(data: dict[str, Any] | None) -> TokenUsage:
     data = data or {}
-    return {
+    usage: TokenUsage = {
         "input_tokens": int(data.get("input_tokens") or 0),
         "output_tokens": int(data.get("output_tokens") or 0),
     }
+    for name in ("cache_creation_input_tokens", "cache_read_input_tokens"):
+        if data.get(name):  # reported when not zero, as by every adapter
+            usage[name] = int(data[name])
+    return usage
+
+
+def _model_version(model: str) -> tuple[int, int] | None:
+    found = _VERSION.search(model)
+    if found is None:
+        return None
+    return int(found.group(1)), int(found.group(2) or 0)
+
+
+def thinking_fields(
+    thinking: ThinkingConfig, model: str, max_tokens: int | None
+) -> tuple[dict[str, Any], int]:
+    """The request fields for ``thinking`` and the ``max_tokens`` to send.
+
+    Claude 4.6 and later (and ids without a version: mythos, fable, previews)
+    think adaptively: ``thinking: {type: "adaptive"}`` with
+    ``output_config.effort``. Opus 4.7 and later take nothing else; 4.6 still
+    takes a ``budgetTokens``, sent as ``{type: "enabled", budget_tokens}``.
+    Older models need a budget: ``budgetTokens``, else one for the effort
+    (:data:`EFFORT_BUDGETS`), and ``max_tokens`` above it."""
+    version = _model_version(model)
+    adaptive = version is None or version >= (4, 6)
+    adaptive_only = version is None or version >= (4, 7)
+    if adaptive and (thinking.budget_tokens is None or adaptive_only):
+        fields: dict[str, Any] = {"thinking": {"type": "adaptive"}}
+        if thinking.effort is not None:
+            fields["output_config"] = {"effort": thinking.effort}
+        return fields, max_tokens or DEFAULT_MAX_TOKENS
+    budget = thinking.budget_tokens or EFFORT_BUDGETS[thinking.effort or "medium"]
+    budget = max(budget, MIN_THINKING_BUDGET)
+    if max_tokens is not None and max_tokens <= budget:
+        raise ProviderError(
+            f"{_NAME}: maxTokens ({max_tokens}) must be above the thinking budget ({budget} "
+            f"tokens) for {model}: raise maxTokens or lower thinking.budgetTokens",
+            kind="provider",
+        )
+    return {"thinking": {"type": "enabled", "budget_tokens": budget}}, (
+        max_tokens or budget + DEFAULT_MAX_TOKENS
+    )
+
+
+# Blocks that may carry cache_control (thinking blocks may not).
+_CACHEABLE = {"text", "image", "tool_use", "tool_result", "document"}
+
+
+def mark_cache_prefix(messages: list[dict[str, Any]]) -> None:
+    """Mark the last cacheable block of the last message: the conversation
+    up to it is the prefix later turns read from the cache."""
+    if not messages:
+        return
+    for block in reversed(messages[-1]["content"]):
+        if block.get("type") in _CACHEABLE and not (block["type"] == "text" and not block["text"]):
+            block["cache_control"] = dict(EPHEMERAL)
+            return
 
 
 class AnthropicAdapter:
@@ -152,13 +224,23 @@ class AnthropicAdapter:
     def _body(
         self, messages: list[LLMMessage], options: ChatOptions, stream: bool
     ) -> dict[str, Any]:
+        caching = self._config.prompt_caching is not False
         body: dict[str, Any] = {
             "model": options.model,
             "max_tokens": options.max_tokens or DEFAULT_MAX_TOKENS,
             "messages": to_wire_messages(checked_messages(messages, options)),
         }
+        if self._config.thinking is not None:
+            fields, body["max_tokens"] = thinking_fields(
+                self._config.thinking, options.model, options.max_tokens
+            )
+            body.update(fields)
         if options.system_prompt:
-            body["system"] = options.system_prompt
+            body["system"] = (
+                [{"type": "text", "text": options.system_prompt, "cache_control": EPHEMERAL}]
+                if caching
+                else options.system_prompt
+            )
         if options.temperature is not None:
             body["temperature"] = options.temperature
         if options.top_p is not None:
@@ -168,6 +250,10 @@ class AnthropicAdapter:
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
                 for t in options.tools
             ]
+            if caching:
+                body["tools"][-1]["cache_control"] = EPHEMERAL
+        if caching:
+            mark_cache_prefix(body["messages"])
         if stream:
             body["stream"] = True
         return body
@@ -236,9 +322,9 @@ class _StreamState:
             return self._stop(data["index"])
         elif kind == "message_delta":
             self.stop_reason = data.get("delta", {}).get("stop_reason") or self.stop_reason
-            output = data.get("usage", {}).get("output_tokens")
-            if output is not None:
-                self.usage["output_tokens"] = int(output)
+            # Its usage is cumulative; the input counts may be there too, or not.
+            counts = {k: v for k, v in (data.get("usage") or {}).items() if v is not None}
+            self.usage = _usage({**self.usage, **counts})
         elif kind == "message_stop":
             self.finished = True
         elif kind == "error":

@@ -19,7 +19,7 @@ import functools
 import json
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -137,16 +137,37 @@ def error_message(body: bytes) -> str:
     return text[:2000]
 
 
+# Reads a provider's error answer (status, headers, body) into its message
+# and error kind, for wires whose errors do not nest under ``error.message``.
+ErrorReader = Callable[[httpx.Response, bytes], tuple[str, str]]
+
+
+def _default_error(response: httpx.Response, data: bytes) -> tuple[str, str]:
+    kind = "auth" if response.status_code in (401, 403) else "provider"  # a refused key
+    return error_message(data), kind
+
+
 @asynccontextmanager
 async def open_response(
-    url: str, headers: dict[str, str], body: dict[str, Any], *, provider: str
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any] | bytes | None,
+    *,
+    provider: str,
+    read_error: ErrorReader = _default_error,
+    method: str = "POST",
 ) -> AsyncIterator[httpx.Response]:
-    """POST ``body`` and yield a 2xx response whose body is not read yet."""
+    """POST ``body`` (JSON, or bytes sent as they are: a signed body) and
+    yield a 2xx response whose body is not read yet; ``method="GET"`` with no
+    body reads a list endpoint (``models/list``) with the same retries."""
     client = await shared_client()
     attempt = 0
+    payload: dict[str, Any] = (
+        {} if body is None else {"content": body} if isinstance(body, bytes) else {"json": body}
+    )
     while True:
         try:
-            request = client.build_request("POST", _parsed(url), headers=headers, json=body)
+            request = client.build_request(method, _parsed(url), headers=headers, **payload)
             response = await client.send(request, stream=True)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as error:
             if attempt < MAX_RETRIES:
@@ -184,10 +205,8 @@ async def open_response(
             await asyncio.sleep(delay if delay is not None else _backoff(attempt))
             attempt += 1
             continue
-        kind = "auth" if response.status_code in (401, 403) else "provider"  # a refused key
-        raise ProviderError(
-            f"{provider}: {error_message(data)}", status_code=response.status_code, kind=kind
-        )
+        message, kind = read_error(response, data)
+        raise ProviderError(f"{provider}: {message}", status_code=response.status_code, kind=kind)
     try:
         yield response
     except httpx.TimeoutException as error:

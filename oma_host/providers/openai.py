@@ -1,13 +1,21 @@
 """The OpenAI Chat Completions adapter (``POST {baseURL}/chat/completions``),
 which also serves OpenAI-compatible servers (Ollama, vLLM, OpenRouter,
-DeepSeek, Groq...) through ``baseURL``.
+DeepSeek, Groq, Gemini's compatible endpoint...) through ``baseURL``, and
+Azure OpenAI with ``api: "chat"``. Endpoint, key and the output limit's field
+name (``max_completion_tokens`` for OpenAI and Azure, ``max_tokens`` for the
+compatible servers) come from :mod:`oma_host.providers.openai_target`.
 
 Mapping: text parts; images as ``image_url`` data URLs; tool_use as the
 assistant's ``tool_calls``; tool_result as ``role: "tool"`` messages (text
 only: Chat Completions has no image or file parts there, and no error flag,
 so ``is_error`` is carried as an ``[error]`` prefix). Reasoning blocks and
 images in assistant turns have no Chat Completions form: they fail the run
-rather than being dropped.
+rather than being dropped (the Responses API carries reasoning).
+
+Gemini's compatible endpoint signs its tool calls
+(``extra_content.google.thought_signature``) and answers 400 to a next turn
+that leaves the signature out: it is kept on the tool_use block as
+``providerMetadata.google.thoughtSignature`` and sent back exactly.
 """
 
 from __future__ import annotations
@@ -24,15 +32,13 @@ from oma_host.providers.base import (
     ProviderError,
     checked_messages,
     malformed_reply,
-    missing_key_error,
-    resolve_api_key,
 )
 from oma_host.providers.http import open_response, parse_event_json, read_json
+from oma_host.providers.openai_target import OpenAITarget, details, openai_target, token_usage
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _NAME = "openai"
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 ERROR_PREFIX = "[error] "
@@ -92,13 +98,14 @@ def _assistant_message(message: LLMMessage, where: str) -> dict[str, Any]:
         if kind == "text":
             texts.append(block["text"])
         elif kind == "tool_use":
-            calls.append(
-                {
-                    "id": block["id"],
-                    "type": "function",
-                    "function": {"name": block["name"], "arguments": json.dumps(block["input"])},
-                }
-            )
+            call: dict[str, Any] = {
+                "id": block["id"],
+                "type": "function",
+                "function": {"name": block["name"], "arguments": json.dumps(block["input"])},
+            }
+            if (signature := thought_signature(block)) is not None:
+                call["extra_content"] = {"google": {"thought_signature": signature}}
+            calls.append(call)
         else:
             raise _unsupported(f"{where}.content[{index}]", f"an assistant {kind} block")
     wire: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
@@ -118,7 +125,25 @@ def to_wire_messages(messages: list[LLMMessage], system: str | None) -> list[dic
     return wire
 
 
-def _tool_use(call_id: str, name: str, arguments: str) -> ContentBlock:
+def thought_signature(block: ContentBlock) -> str | None:
+    """The Gemini thought signature a tool_use block carries, if any."""
+    metadata = block.get("providerMetadata")
+    google = metadata.get("google") if isinstance(metadata, dict) else None
+    signature = google.get("thoughtSignature") if isinstance(google, dict) else None
+    return signature if isinstance(signature, str) else None
+
+
+def _signature_of(call: dict[str, Any]) -> str | None:
+    """``extra_content.google.thought_signature`` of a (streamed) tool call."""
+    extra = call.get("extra_content")
+    google = extra.get("google") if isinstance(extra, dict) else None
+    signature = google.get("thought_signature") if isinstance(google, dict) else None
+    return signature if isinstance(signature, str) else None
+
+
+def _tool_use(
+    call_id: str, name: str, arguments: str, signature: str | None = None
+) -> ContentBlock:
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
@@ -129,15 +154,20 @@ def _tool_use(call_id: str, name: str, arguments: str) -> ContentBlock:
         raise ProviderError(
             f"{_NAME}: the arguments of tool call {name!r} are not a JSON object", kind="malformed"
         )
-    return {"type": "tool_use", "id": call_id, "name": name, "input": parsed}
+    block: ContentBlock = {"type": "tool_use", "id": call_id, "name": name, "input": parsed}
+    if signature is not None:
+        block["providerMetadata"] = {"google": {"thoughtSignature": signature}}
+    return block
 
 
 def _usage(data: dict[str, Any] | None) -> TokenUsage:
     data = data or {}
-    return {
-        "input_tokens": int(data.get("prompt_tokens") or 0),
-        "output_tokens": int(data.get("completion_tokens") or 0),
-    }
+    return token_usage(
+        data.get("prompt_tokens"),
+        data.get("completion_tokens"),
+        details(data, "prompt_tokens_details", "cached_tokens"),
+        details(data, "completion_tokens_details", "reasoning_tokens"),
+    )
 
 
 class OpenAIAdapter:
@@ -145,17 +175,14 @@ class OpenAIAdapter:
 
     name = _NAME
 
-    def __init__(self, config: AgentConfig) -> None:
+    def __init__(self, config: AgentConfig, target: OpenAITarget | None = None) -> None:
         self._config = config
-        self._url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
+        self._target = target or openai_target(config)
+        self.name = self._target.provider
+        self._url = self._target.base_url + "/chat/completions"
 
     def _headers(self) -> dict[str, str]:
-        key = resolve_api_key(self._config, "OPENAI_API_KEY")
-        if key is None:
-            if self._config.base_url:  # local compatible servers (Ollama, vLLM) need none
-                return {}
-            raise missing_key_error(_NAME, self._config, "OPENAI_API_KEY")
-        return {"authorization": f"Bearer {key}"}
+        return self._target.headers()
 
     def _body(
         self, messages: list[LLMMessage], options: ChatOptions, stream: bool
@@ -167,7 +194,9 @@ class OpenAIAdapter:
             ),
         }
         if options.max_tokens is not None:
-            body["max_tokens"] = options.max_tokens
+            body[self._target.token_limit_field] = options.max_tokens
+        if self._config.thinking is not None and self._config.thinking.effort is not None:
+            body["reasoning_effort"] = self._config.thinking.effort  # no budget form here
         if options.temperature is not None:
             body["temperature"] = options.temperature
         if options.top_p is not None:
@@ -191,14 +220,16 @@ class OpenAIAdapter:
 
     async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
         body = self._body(messages, options, stream=False)
-        async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
-            data = await read_json(response, _NAME)
+        async with open_response(self._url, self._headers(), body, provider=self.name) as response:
+            data = await read_json(response, self.name)
         try:
             choice = data["choices"][0]
             message = choice["message"]
         except (KeyError, IndexError, TypeError):
-            raise ProviderError(f"{_NAME}: the response has no choices", kind="malformed") from None
-        with malformed_reply(_NAME):
+            raise ProviderError(
+                f"{self.name}: the response has no choices", kind="malformed"
+            ) from None
+        with malformed_reply(self.name):
             content: list[ContentBlock] = []
             if message.get("content"):
                 content.append({"type": "text", "text": str(message["content"])})
@@ -207,7 +238,12 @@ class OpenAIAdapter:
             for call in message.get("tool_calls") or []:
                 function = call.get("function", {})
                 content.append(
-                    _tool_use(call["id"], function.get("name", ""), function.get("arguments", ""))
+                    _tool_use(
+                        call["id"],
+                        function.get("name", ""),
+                        function.get("arguments", ""),
+                        _signature_of(call),
+                    )
                 )
             return LLMResponse(
                 content=content,
@@ -226,19 +262,19 @@ class OpenAIAdapter:
         usage: TokenUsage = {"input_tokens": 0, "output_tokens": 0}
         finish: str | None = None
         done = False
-        async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
+        async with open_response(self._url, self._headers(), body, provider=self.name) as response:
             try:
-                with malformed_reply(_NAME):
+                with malformed_reply(self.name):
                     async for sse in EventSource(response).aiter_sse():
                         if sse.data.strip() == "[DONE]":
                             done = True
                             break
-                        chunk = parse_event_json(sse.data, _NAME)
+                        chunk = parse_event_json(sse.data, self.name)
                         if not isinstance(chunk, dict):
                             continue
                         if isinstance(chunk.get("error"), dict):
                             raise ProviderError(
-                                f"{_NAME}: {chunk['error'].get('message', 'error')}"
+                                f"{self.name}: {chunk['error'].get('message', 'error')}"
                             )
                         if chunk.get("usage"):
                             usage = _usage(chunk["usage"])
@@ -249,23 +285,27 @@ class OpenAIAdapter:
                                 yield {"type": "text", "data": piece}
                             for call in delta.get("tool_calls") or []:
                                 slot = calls.setdefault(
-                                    call.get("index", 0), {"id": "", "name": "", "arguments": []}
+                                    call.get("index", 0),
+                                    {"id": "", "name": "", "arguments": [], "signature": None},
                                 )
                                 function = call.get("function") or {}
+                                slot["signature"] = _signature_of(call) or slot["signature"]
                                 slot["id"] = call.get("id") or slot["id"]
                                 slot["name"] = function.get("name") or slot["name"]
                                 slot["arguments"].append(function.get("arguments") or "")
                             finish = choice.get("finish_reason") or finish
             except SSEError as error:
-                raise ProviderError(f"{_NAME}: {error}", kind="malformed") from None
+                raise ProviderError(f"{self.name}: {error}", kind="malformed") from None
         if not done and finish is None:
             raise ProviderError(
-                f"{_NAME}: the stream ended before a finish_reason (cut mid-way)", kind="stream"
+                f"{self.name}: the stream ended before a finish_reason (cut mid-way)", kind="stream"
             )
         content: list[ContentBlock] = [{"type": "text", "text": "".join(text)}] if text else []
         for index in sorted(calls):
             slot = calls[index]
-            block = _tool_use(slot["id"], slot["name"], "".join(slot["arguments"]))
+            block = _tool_use(
+                slot["id"], slot["name"], "".join(slot["arguments"]), slot["signature"]
+            )
             content.append(block)
             yield {"type": "tool_use", "data": block}
         stop = _STOP_REASONS.get(finish or "stop", "end_turn")

@@ -10,6 +10,7 @@ import asyncio
 from typing import cast
 
 from oma_host.core.agent import Agent, TurnSink, new_run_id
+from oma_host.core.backends import SessionLink
 from oma_host.core.config import AgentConfig, parse_agent_config
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
@@ -19,6 +20,7 @@ from oma_host.orchestration.store import Store
 from oma_host.server.context import RequestContext
 from oma_host.server.models import (
     AgentIdParams,
+    ConfigureParams,
     CreateParams,
     NoParams,
     PromptParams,
@@ -27,6 +29,7 @@ from oma_host.server.models import (
     StreamParams,
 )
 from oma_host.server.outgoing import (
+    AgentChoicesResult,
     AgentListEntry,
     AgentListResult,
     AgentStateResult,
@@ -53,7 +56,11 @@ async def agent_create(ctx: RequestContext, params: CreateParams) -> CreateResul
         stored = await asyncio.to_thread(store.load_session, session_id)
         if stored is not None:  # a known session: its history wins over config.history
             config = config.model_copy(update={"history": stored or None})
-    agent = _build_agent(ctx, config, store, session_id)
+    link = None
+    if store is not None and session_id is not None and config.backend is not None:
+        known = await asyncio.to_thread(store.backend_session, session_id)
+        link = _session_link(store, session_id, known)
+    agent = _build_agent(ctx, config, store, session_id, link)
     # Only a config that passed every check starts a session. Another host on
     # the same state directory may start it at this very moment: then that
     # host's history wins, as if the session had been found stored.
@@ -64,12 +71,26 @@ async def agent_create(ctx: RequestContext, params: CreateParams) -> CreateResul
         )
         if stored is not None:
             config = config.model_copy(update={"history": stored or None})
-            agent = _build_agent(ctx, config, store, session_id)
+            agent = _build_agent(ctx, config, store, session_id, link)
     return {"agentId": state.agents.add(agent, session_id)}
 
 
+def _session_link(store: Store, session_id: str, known: str | None) -> SessionLink:
+    """Keeps an external backend's own session id (an ACP agent's) with the
+    host's session, so a later host resumes it."""
+
+    async def remember(backend_session: str | None) -> None:
+        await asyncio.to_thread(store.put_backend_session, session_id, backend_session)
+
+    return SessionLink(known, remember)
+
+
 def _build_agent(
-    ctx: RequestContext, config: AgentConfig, store: Store | None, session_id: str | None
+    ctx: RequestContext,
+    config: AgentConfig,
+    store: Store | None,
+    session_id: str | None,
+    link: SessionLink | None = None,
 ) -> Agent:
     state = ctx.state
     return Agent(
@@ -78,6 +99,7 @@ def _build_agent(
         on_turn=None
         if store is None or session_id is None
         else _turn_sink(store, session_id, config),
+        session_link=link,
         **state.callbacks.for_agent(config),
     )
 
@@ -102,6 +124,14 @@ async def agent_history(ctx: RequestContext, params: AgentIdParams) -> HistoryRe
 async def agent_state(ctx: RequestContext, params: AgentIdParams) -> AgentStateResult:
     """The agent's status (idle, running, completed, error) and its token usage."""
     return cast(AgentStateResult, ctx.state.agents.get(params.agent_id).state)
+
+
+@handles(Method.AGENT_CONFIGURE)
+async def agent_configure(ctx: RequestContext, params: ConfigureParams) -> AgentChoicesResult:
+    """Sets one of an ACP agent's session choices (a config option, its mode
+    or model), opening the session first if need be; answers the choices."""
+    agent = ctx.state.agents.get(params.agent_id)
+    return cast(AgentChoicesResult, await agent.configure(params.config_id, params.value))
 
 
 @handles(Method.AGENT_RESET)
@@ -135,16 +165,23 @@ async def agent_list(ctx: RequestContext, params: NoParams) -> AgentListResult:
 # -- runs -------------------------------------------------------------------------
 
 
+def _progress_emitter(ctx: RequestContext, token: int | str | None) -> EmitFn | None:
+    """What sends a run's stream events as `$/progress` under ``token`` (none
+    without a token)."""
+    if token is None:
+        return None
+
+    def emit(event: StreamEvent) -> None:
+        ctx.progress(token, event)
+
+    return emit
+
+
 async def _run(ctx: RequestContext, params: RunParams, token: int | str | None) -> AgentRunResult:
     agent = ctx.state.agents.get(params.agent_id)
     # Params were just parsed off the wire: nobody else holds them, so no copy.
     messages: list[LLMMessage] = agent.validate_run_input(params.input, owned=True)
-    emit: EmitFn | None = None
-    if token is not None:
-
-        def emit(event: StreamEvent) -> None:
-            ctx.progress(token, event)
-
+    emit = _progress_emitter(ctx, token)
     run_id = params.run_id or new_run_id()
     return await tracked_run(
         ctx,
@@ -173,11 +210,12 @@ async def agent_prompt(ctx: RequestContext, params: PromptParams) -> AgentRunRes
     agents = ctx.state.agents
     agent = agents.get(params.agent_id)
     turn = agent.validate_prompt_input(params.input, owned=True)
+    emit = _progress_emitter(ctx, params.partial_result_token)
     return await tracked_run(
         ctx,
         agent.name,
         params.work_done_token,
-        lambda abort: agent.prompt_turn(turn, run_id=params.run_id, abort=abort),
+        lambda abort: agent.prompt_turn(turn, run_id=params.run_id, abort=abort, emit=emit),
         agents.session_of(params.agent_id),
     )
 

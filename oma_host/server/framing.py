@@ -29,8 +29,9 @@ _HEADER_NAME_MAX = 64
 # nearly a petabyte); refusing it early also keeps ``int()`` off a number with
 # thousands of digits, which it refuses by raising.
 _LENGTH_DIGITS_MAX = 15
-# Where a lone surrogate can hide: a JSON ``\u`` escape in D800-DFFF (raw
-# UTF-8 cannot carry one; the decoder refuses it).
+# Where a lone surrogate can hide: a JSON ``\u`` escape in D800-DFFF (UTF-8
+# cannot carry one: ``parse_json`` decodes it strictly, so the bytes of an
+# encoded surrogate are refused as invalid UTF-8).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 Framing = Literal["lsp", "ndjson"]
@@ -134,10 +135,18 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# NaN and Infinity are not JSON; accepting them would put them on stdout. Built
+# once: ``json.loads`` with any option builds a decoder per call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+
+
 def parse_json(body: bytes, what: str = "frame") -> Frame:
+    # As json.loads reads bytes (it tells UTF-16 and UTF-32 from UTF-8), except
+    # that UTF-8 is decoded strictly: json.loads passes encoded surrogates.
+    encoding = json.detect_encoding(body)
+    utf8 = encoding.startswith("utf-8")
     try:
-        # NaN and Infinity are not JSON; accepting them would put them on stdout.
-        message = json.loads(body, parse_constant=_no_constants)
+        message = _DECODER.decode(body.decode(encoding, "strict" if utf8 else "surrogatepass"))
     except UnicodeDecodeError as error:
         return Frame(error=f"the {what} is not valid UTF-8: {error.reason} at byte {error.start}")
     except json.JSONDecodeError as error:
@@ -147,7 +156,8 @@ def parse_json(body: bytes, what: str = "frame") -> Frame:
     except ValueError as error:  # NaN/Infinity, an integer beyond Python's digit limit
         return Frame(error=f"the {what} is not valid JSON: {error}")
     # A backslash is found at memchr speed; only then is the escape searched for.
-    maybe_surrogates = b"\\" in body and _SURROGATE_ESCAPE.search(body) is not None
+    # UTF-16 and UTF-32 can carry a lone surrogate raw: those are searched.
+    maybe_surrogates = not utf8 or (b"\\" in body and _SURROGATE_ESCAPE.search(body) is not None)
     return Frame(message=message, maybe_surrogates=maybe_surrogates)
 
 

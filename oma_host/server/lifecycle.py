@@ -37,19 +37,23 @@ _WARM_UP_DELAY_S = 0.05
 @dataclass(frozen=True)
 class InitializeParams:
     """initialize's params as the handler sees them: the checked
-    ``initializationOptions``, or None when there are none."""
+    ``initializationOptions``, or None when there are none, and the client's
+    LSP ``capabilities`` as sent (only ``workspace.applyEdit`` is read)."""
 
     options: InitializationOptions | None = None
+    capabilities: Any = None
 
     @classmethod
     def from_wire(cls, params: Any, method: str) -> Self:
+        capabilities = params.get("capabilities") if isinstance(params, dict) else None
         if params is None or (
             isinstance(params, dict) and params.get("initializationOptions") in (None, {})
         ):
-            return cls()  # nothing of ours to check: no pydantic needed
+            return cls(capabilities=capabilities)  # nothing of ours to check: no pydantic needed
         from oma_host.server.models import LspInitializeParams
 
-        return cls(LspInitializeParams.from_wire(params, method).initialization_options)
+        options = LspInitializeParams.from_wire(params, method).initialization_options
+        return cls(options, capabilities)
 
     @classmethod
     def wire_model(cls) -> type[BaseModel]:
@@ -87,6 +91,7 @@ async def initialize(ctx: RequestContext, params: InitializeParams) -> Initializ
             INVALID_REQUEST, "initialize: the server is already initialized", "InvalidRequest"
         )
     ctx.session.start(_settings(params.options))
+    ctx.state.client_capabilities = params.capabilities
     ctx.state.supervisor.later(_WARM_UP_DELAY_S, "warming the handlers up", _warm_up)
     return {
         "capabilities": {

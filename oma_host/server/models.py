@@ -191,6 +191,15 @@ class AgentIdParams(Params):
     agent_id: str = Field(alias="agentId")
 
 
+class ConfigureParams(AgentIdParams):
+    config_id: str = Field(
+        alias="configId",
+        min_length=1,
+        description="a configOptions id, or mode / model for an agent with only modes / models",
+    )
+    value: str | bool = Field(description="a value id of that option (a boolean option: a boolean)")
+
+
 class RunParams(AgentIdParams):
     input: RunInputField
     run_id: str | None = Field(default=None, alias="runId")
@@ -206,6 +215,9 @@ class PromptParams(AgentIdParams):
     input: PromptInputField
     run_id: str | None = Field(default=None, alias="runId")
     work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")
+    # Optional (an addition to the contract's agent/prompt): the turn streams
+    # its events as $/progress under this token, as agent/stream does.
+    partial_result_token: ProgressToken | None = Field(default=None, alias="partialResultToken")
 
 
 class RunAgentParams(Params):
@@ -269,3 +281,22 @@ class FlushParams(Params):
 class RecordsParams(Params):
     run_id: str | None = Field(default=None, alias="runId")
     limit: Annotated[int, Field(ge=1, le=10_000)] = 100
+
+
+# -- models ---------------------------------------------------------------------
+
+
+class ModelsListParams(Params):
+    provider: str | None = Field(
+        default=None, description="default: initializationOptions.defaults.provider, or anthropic"
+    )
+    base_url: str | None = Field(
+        default=None,
+        alias="baseURL",
+        description="default: the defaults' baseURL for that provider, or the provider's own",
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        alias="apiKeyEnv",
+        description="the variable holding the key (default: the provider's standard one)",
+    )

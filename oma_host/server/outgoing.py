@@ -33,7 +33,16 @@ class HistoryResult(TypedDict):
     messages: list[LLMMessage]
 
 
-class AgentStateResult(TypedDict):
+class AgentChoicesResult(TypedDict):
+    """An ACP agent's session choices, in the agent's own wire form (ACP
+    ``SessionConfigOption``, ``SessionModeState``, ``SessionModelState``)."""
+
+    configOptions: NotRequired[list[dict[str, Any]]]
+    modes: NotRequired[dict[str, Any]]
+    models: NotRequired[dict[str, Any]]
+
+
+class AgentStateResult(AgentChoicesResult):
     status: Literal["idle", "running", "completed", "error"]
     tokenUsage: TokenUsage
 
@@ -134,17 +143,50 @@ class AfterRunParams(TypedDict):
     result: AgentRunResult
 
 
+class PermissionTool(TypedDict):
+    """The tool call a permission rule asks about; ``target`` is its main
+    argument (path or command)."""
+
+    name: str
+    input: dict[str, Any]
+    target: NotRequired[str]
+
+
 class PermissionParams(TypedDict):
-    """An ACP agent with ``permission: "ask-client"`` asks to use a tool."""
+    """Asks to use a tool: an ACP agent with ``permission: "ask-client"``
+    (``source: "acp"``), or an LLM agent's tool call whose permission rule
+    says ``ask`` (``source: "tool"``, with ``tool``)."""
 
     agentName: str
+    runId: NotRequired[str]
     title: str
     kind: str | None
     optionKinds: list[str]
+    source: NotRequired[Literal["acp", "tool"]]
+    tool: NotRequired[PermissionTool]
 
 
 class PermissionAnswer(TypedDict):
+    """``scope: "session"`` (Always this session) allows the same tool under
+    the same rule for the rest of the agent's life; missing means ``once``."""
+
     approve: bool
+    scope: NotRequired[Literal["once", "session"]]
+
+
+class ApplyEditParams(TypedDict):
+    """LSP's ``workspace/applyEdit``: an LLM agent's ``file_write`` or
+    ``file_edit``, sent only to a client that declared
+    ``capabilities.workspace.applyEdit``; ``edit`` is a WorkspaceEdit with
+    ``documentChanges`` (a CreateFile for a new file, then one TextDocumentEdit)."""
+
+    label: str
+    edit: dict[str, Any]
+
+
+class ApplyEditAnswer(TypedDict):
+    applied: bool
+    failureReason: NotRequired[str]
 
 
 class ScoreParams(TypedDict):
@@ -167,6 +209,7 @@ CLIENT_REQUESTS: dict[ClientMethod, tuple[Any, Any]] = {
     ClientMethod.BEFORE_RUN: (BeforeRunParams, BeforeRunAnswer | None),
     ClientMethod.AFTER_RUN: (AfterRunParams, AgentRunResult | None),
     ClientMethod.REQUEST_PERMISSION: (PermissionParams, PermissionAnswer),
+    ClientMethod.APPLY_EDIT: (ApplyEditParams, ApplyEditAnswer),
     ClientMethod.EVALUATION_SCORE: (ScoreParams, ScoreAnswer),
 }
 

@@ -44,6 +44,7 @@ class Method(StrEnum):
     AGENT_PROMPT = "agent/prompt"
     AGENT_HISTORY = "agent/history"
     AGENT_STATE = "agent/state"
+    AGENT_CONFIGURE = "agent/configure"
     AGENT_RESET = "agent/reset"
     AGENT_DISPOSE = "agent/dispose"
     AGENT_LIST = "agent/list"
@@ -53,6 +54,7 @@ class Method(StrEnum):
     EVALUATION_STATS = "oma/evaluation/stats"
     EVALUATION_FLUSH = "oma/evaluation/flush"
     EVALUATION_RECORDS = "oma/evaluation/records"
+    MODELS_LIST = "models/list"
 
 
 class ClientMethod(StrEnum):
@@ -62,6 +64,7 @@ class ClientMethod(StrEnum):
     AFTER_RUN = "agent/afterRun"
     REQUEST_PERMISSION = "agent/requestPermission"
     EVALUATION_SCORE = "oma/evaluation/score"
+    APPLY_EDIT = "workspace/applyEdit"  # LSP's own; only to a client that declared it
 
 
 class Notification(StrEnum):
@@ -74,6 +77,7 @@ class Notification(StrEnum):
 _LIFECYCLE = "oma_host.server.lifecycle"
 _AGENTS = "oma_host.server.agent_methods"
 _ORCHESTRATION = "oma_host.server.orchestration_methods"
+_MODELS = "oma_host.server.model_methods"
 
 # Which module implements each method; imported on the method's first use.
 IMPLEMENTED_IN: Mapping[Method, str] = MappingProxyType(
@@ -86,6 +90,7 @@ IMPLEMENTED_IN: Mapping[Method, str] = MappingProxyType(
         Method.AGENT_PROMPT: _AGENTS,
         Method.AGENT_HISTORY: _AGENTS,
         Method.AGENT_STATE: _AGENTS,
+        Method.AGENT_CONFIGURE: _AGENTS,
         Method.AGENT_RESET: _AGENTS,
         Method.AGENT_DISPOSE: _AGENTS,
         Method.AGENT_LIST: _AGENTS,
@@ -95,6 +100,7 @@ IMPLEMENTED_IN: Mapping[Method, str] = MappingProxyType(
         Method.EVALUATION_STATS: _ORCHESTRATION,
         Method.EVALUATION_FLUSH: _ORCHESTRATION,
         Method.EVALUATION_RECORDS: _ORCHESTRATION,
+        Method.MODELS_LIST: _MODELS,
     }
 )
 

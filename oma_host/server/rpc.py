@@ -6,9 +6,10 @@ integer id, a string method, object or array params) and answers a bad one
 itself, and finds where params or an answer hold a lone surrogate (which the
 session refuses); sends responses, errors and notifications (compact UTF-8
 JSON, framed by the session's framing, recorded by ``--trace``, none above
-``--max-message-bytes``); and keeps the futures of the host's own requests to
-the client (hooks, permission, scoring), resolving each with the client's
-answer.
+``--max-message-bytes``; notifications sent together, such as the deltas of
+a stream read from one network chunk, leave in one write); and keeps the
+futures of the host's own requests to the client (hooks, permission,
+scoring), resolving each with the client's answer.
 
 Why not pygls: the host used pygls's ``JsonRPCProtocol`` for two things only,
 running handlers and the futures of server-to-client requests, and to do even
@@ -45,6 +46,12 @@ if TYPE_CHECKING:
     from oma_host.server.trace import FrameTracer
 
 log = logging.getLogger("oma_host.server")
+
+# Built once: ``json.dumps`` with any option builds an encoder per call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"))
+# Queued notifications are written at once past this many bytes.
+_FLUSH_BYTES = 64 * 1024
 
 MsgId = int | str
 # A place in JSON data: object keys and array indexes from the top.
@@ -104,7 +111,14 @@ class Connection:
     answer that would be is replaced by a -32603 ``ResponseTooLarge`` error, a
     request to the client fails at once, and a notification is left out (and
     logged). ``write`` raising OSError means the client reads no more:
-    ``on_lost`` is called once and nothing more is written."""
+    ``on_lost`` is called once and nothing more is written.
+
+    Answers and requests are written at once. Notifications are queued and
+    written together once the event loop has run what is ready (or at
+    ``_FLUSH_BYTES``): a stream relaying many deltas from one network read
+    then costs one write, and wakes the client once, instead of once per
+    delta. Anything written at once first writes the queue, so the client
+    reads every message in the order it was sent."""
 
     def __init__(
         self,
@@ -121,6 +135,8 @@ class Connection:
         self._frame: Callable[[bytes], bytes] = frame_encoder("lsp")
         self._waiting: dict[MsgId, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
+        self._queue: list[bytes] = []  # framed notifications not written yet
+        self._queued_bytes = 0
 
     def use_framing(self, framing: Framing) -> None:
         self._frame = frame_encoder(framing)
@@ -129,13 +145,13 @@ class Connection:
 
     @staticmethod
     def _encode(message: dict[str, Any]) -> bytes:
-        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        text = _COMPACT.encode(message)
         try:
             return text.encode()
         except UnicodeEncodeError:
             # A lone surrogate ("\ud800" in a client's JSON) has no UTF-8 form:
             # send the message with \u escapes, which every JSON parser reads.
-            return json.dumps(message, separators=(",", ":")).encode()
+            return _COMPACT_ASCII.encode(message).encode()
 
     def _too_large(self, body: bytes) -> str | None:
         """Why ``body`` may not be sent, if it may not."""
@@ -143,15 +159,46 @@ class Connection:
             return None
         return f"{len(body)} bytes, over the limit of {self._limit} (--max-message-bytes)"
 
-    def _emit(self, body: bytes) -> None:
+    def _emit(self, body: bytes, *, queue: bool = False) -> None:
+        """Send ``body``: at once, or (``queue``) with the next write."""
         if self.lost:
             return
         if self._tracer is not None:
             self._tracer.record_body("out", body)
         if log.isEnabledFor(logging.DEBUG):  # --log-level DEBUG shows the traffic
             log.debug("sent %s", body.decode(errors="replace"))
+        frame = self._frame(body)
+        if not queue:
+            if self._queue:
+                self._queue.append(frame)
+                self.flush()
+            else:
+                self._send(frame)
+            return
+        self._queue.append(frame)
+        self._queued_bytes += len(frame)
+        if self._queued_bytes >= _FLUSH_BYTES:
+            self.flush()
+        elif len(self._queue) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # no event loop to come back to: write now
+                self.flush()
+
+    def flush(self) -> None:
+        """Write the queued notifications (nothing when none are queued)."""
+        if not self._queue:
+            return
+        data = self._queue[0] if len(self._queue) == 1 else b"".join(self._queue)
+        self._queue.clear()
+        self._queued_bytes = 0
+        self._send(data)
+
+    def _send(self, data: bytes) -> None:
+        if self.lost:
+            return
         try:
-            self._write(self._frame(body))
+            self._write(data)
         except OSError as error:
             self.lost = True
             log.warning("the client reads no more (%s); nothing more is sent to it", error)
@@ -166,7 +213,7 @@ class Connection:
         if problem is not None:
             log.warning("a %s notification was not sent: it is %s", method, problem)
             return
-        self._emit(body)
+        self._emit(body, queue=True)
 
     def respond(self, msg_id: MsgId, result: Any) -> None:
         try:
@@ -221,7 +268,10 @@ class Connection:
             self._waiting.pop(msg_id, None)
 
     def abandon(self) -> None:
-        """The client reads no more: every request waiting for it fails."""
+        """No more answers can arrive: what is queued is written (a client
+        that closed its end may still read), and every request waiting for an
+        answer fails."""
+        self.flush()
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(ClientError(INTERNAL_ERROR, "the client is gone"))

@@ -9,8 +9,9 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.activity import watching
@@ -18,6 +19,9 @@ from oma_host.core.config import AgentConfig
 from oma_host.core.redact import config_secrets
 from oma_host.server.context import RequestContext
 from oma_host.server.rpc import REQUEST_CANCELLED, RpcError
+
+if TYPE_CHECKING:
+    from oma_host.server.state import SessionState
 
 log = logging.getLogger("oma_host.server")
 
@@ -128,12 +132,43 @@ def _record_trace(
         "duration_ms": round((finished - started) * 1000, 3),
         "session_id": session_id,
     }
-    state = ctx.state
+    _TraceBatch.of(ctx.state).add(trace)
 
-    async def write() -> None:
+
+class _TraceBatch:
+    """The traces waiting to be written for one host session. The first trace
+    starts a writer; traces that finish while it writes join the next batch,
+    so a burst of runs costs a few transactions (each an fsync) and thread
+    hand-offs rather than one per run."""
+
+    _batches: weakref.WeakKeyDictionary[SessionState, _TraceBatch] = weakref.WeakKeyDictionary()
+
+    def __init__(self, state: SessionState) -> None:
+        self._state = state
+        self._waiting: list[dict[str, Any]] = []
+        self._writing = False
+
+    @classmethod
+    def of(cls, state: SessionState) -> _TraceBatch:
+        batch = cls._batches.get(state)
+        if batch is None:
+            batch = cls._batches[state] = cls(state)
+        return batch
+
+    def add(self, trace: dict[str, Any]) -> None:
+        self._waiting.append(trace)
+        if not self._writing:
+            self._writing = True
+            self._state.supervisor.spawn("the run traces", self._write())
+
+    async def _write(self) -> None:
         try:
-            await asyncio.to_thread(state.store().record_run, trace)
-        except Exception as error:
-            log.warning("could not record the trace of %s: %s", trace["run_id"], error)
-
-    state.supervisor.spawn(f"the trace of {trace['run_id']}", write())
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    await asyncio.to_thread(self._state.store().record_runs, batch)
+                except Exception as error:
+                    runs = ", ".join(trace["run_id"] for trace in batch)
+                    log.warning("could not record the traces of %s: %s", runs, error)
+        finally:
+            self._writing = False

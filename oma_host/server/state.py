@@ -13,7 +13,7 @@ session exists before ``initialize`` is answered.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oma_host.core.errors import AgentNotFoundError, StoreError
 from oma_host.server.supervisor import Supervisor
@@ -100,6 +100,8 @@ class SessionState:
         self.settings = Settings(state_dir=state_dir)
         self.agents = AgentRegistry()
         self._callbacks: ClientCallbacks | None = None
+        # LSP's client capabilities from initialize, as sent (callbacks read them).
+        self.client_capabilities: Any = None
         self._store: Store | None = None
         self._evaluator: OnlineEvaluator | None = None
 
@@ -119,7 +121,7 @@ class SessionState:
         if self._callbacks is None:
             from oma_host.server.callbacks import ClientCallbacks
 
-            self._callbacks = ClientCallbacks(self.connection)
+            self._callbacks = ClientCallbacks(self.connection, self.client_capabilities)
         return self._callbacks
 
     def note_secrets(self, config: AgentConfig) -> None:

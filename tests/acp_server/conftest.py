@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from oma_host.testing.simulator import Simulator
-from tests.acp_server.helpers import Door
+from tests.acp_server.helpers import ACP_AGENT_DIR, Door
 from tests.npm_packages import ensure_npm_packages
 
 CLIENT_DIR = Path(__file__).parent / "client"
@@ -25,6 +25,13 @@ CLIENT_DIR = Path(__file__).parent / "client"
 def client_dir() -> Path:
     ensure_npm_packages(CLIENT_DIR, "acpx/package.json")
     return CLIENT_DIR
+
+
+@pytest.fixture(scope="session")
+def acp_agent_dir() -> Path:
+    """The TypeScript SDK's scripted ACP agent, for wrapped-agent tests."""
+    ensure_npm_packages(ACP_AGENT_DIR, "@agentclientprotocol/sdk/package.json")
+    return ACP_AGENT_DIR
 
 
 @pytest.fixture

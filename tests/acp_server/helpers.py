@@ -12,6 +12,8 @@ from typing import Any
 from oma_host.testing.simulator import Simulator
 
 TIMEOUT_S = 90
+ACP_AGENT_DIR = Path(__file__).resolve().parent.parent / "interop" / "acp_agent"
+ACP_AGENT_SCRIPT = ACP_AGENT_DIR / "agent.mjs"
 # A 1x1 PNG.
 IMAGE = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwAD"
@@ -35,8 +37,8 @@ def initialize(**capabilities: Any) -> dict[str, Any]:
     return step("initialize", protocolVersion=1, clientCapabilities=capabilities)
 
 
-def new_session(cwd: Path) -> dict[str, Any]:
-    return step("session/new", cwd=str(cwd), mcpServers=[])
+def new_session(cwd: Path, mcp_servers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return step("session/new", cwd=str(cwd), mcpServers=mcp_servers or [])
 
 
 def prompt(*blocks: dict[str, Any], session: str = "$session") -> dict[str, Any]:
@@ -50,6 +52,15 @@ def reply_text(updates: list[dict[str, Any]]) -> str:
         if update.get("sessionUpdate") == "agent_message_chunk"
         and update["content"]["type"] == "text"
     )
+
+
+def acp_agent(name: str = "inner", **backend: Any) -> dict[str, Any]:
+    """A config wrapping the TypeScript SDK's scripted ACP agent
+    (``tests/interop/acp_agent``)."""
+    return {
+        "name": name,
+        "backend": {"kind": "acp", "command": "node", "args": [str(ACP_AGENT_SCRIPT)], **backend},
+    }
 
 
 def kinds(updates: list[dict[str, Any]]) -> list[str]:
@@ -95,11 +106,32 @@ class Door:
             str(self.state),
         ]
 
-    def run(self, *steps: dict[str, Any], permission: str | None = None) -> list[dict[str, Any]]:
+    def run(
+        self,
+        *steps: dict[str, Any],
+        permission: str | None = None,
+        permission_option_id: str | None = None,
+        files: dict[str, str] | None = None,
+        refuse_writes: bool = False,
+    ) -> list[dict[str, Any]]:
         """Run ``steps`` in one ``oma-host acp`` through the SDK client; each
-        step's ``{method, result | error, updates}``."""
+        step's ``{method, result | error, updates}``. The client answers a
+        permission request with ``permission_option_id``, else the option of
+        kind ``permission``, else cancelled; ``fs/read_text_file`` with
+        ``files[path]`` (the editor's buffers); ``fs/write_text_file`` by
+        keeping the text as the buffer, or with an error if ``refuse_writes``."""
         script = self.tmp / "script.json"
-        script.write_text(json.dumps({"steps": list(steps), "permission": permission}))
+        script.write_text(
+            json.dumps(
+                {
+                    "steps": list(steps),
+                    "permission": permission,
+                    "permissionOptionId": permission_option_id,
+                    "files": files or {},
+                    "refuseWrites": refuse_writes,
+                }
+            )
+        )
         done = subprocess.run(
             ["node", str(self.client_dir / "client.mjs"), str(script), "--", *self.argv()],
             capture_output=True,
@@ -137,7 +169,11 @@ class Door:
         )
 
     def user_content(self, request: int = -1) -> list[dict[str, Any]]:
-        """The latest user message's content in a request the simulator got."""
+        """The latest user message's content in a request the simulator got,
+        without the adapter's prompt-caching marks (``cache_control``): what
+        these tests check is the blocks the door made."""
         messages = self.sim.requests[request].body["messages"]
-        content: list[dict[str, Any]] = messages[-1]["content"]
-        return content
+        return [
+            {key: value for key, value in block.items() if key != "cache_control"}
+            for block in messages[-1]["content"]
+        ]

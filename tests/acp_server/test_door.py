@@ -11,6 +11,7 @@ from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import (
     IMAGE,
     Door,
+    acp_agent,
     image,
     initialize,
     kinds,
@@ -241,3 +242,20 @@ def test_a_bad_agents_file_is_one_line_naming_the_file_and_path(tmp_path: Path) 
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1
     assert str(agents) in lines[0] and "$[1].backend.command" in lines[0]
+
+
+def test_a_wrapped_acp_agents_own_stop_reasons_pass_through(
+    door: Door, acp_agent_dir: Path
+) -> None:
+    door.write_agents(first=acp_agent())
+    _, _, tokens, turns, ended = door.run(
+        initialize(),
+        new_session(door.cwd),
+        prompt(text("[max_tokens]")),
+        prompt(text("[max_turn_requests]")),
+        prompt(text("and now?")),
+    )
+    assert tokens["result"]["stopReason"] == "max_tokens"
+    assert reply_text(tokens["updates"]) == "stopping: max_tokens"
+    assert turns["result"]["stopReason"] == "max_turn_requests"
+    assert ended["result"]["stopReason"] == "end_turn"

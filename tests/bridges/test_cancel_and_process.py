@@ -76,7 +76,7 @@ async def test_timeout_fails_the_run_and_kills_the_process(
     agent = await create(
         host,
         **process_config("late", f"echo $$ > {pidfile}; echo started; sleep 60", input="none"),
-        timeoutMs=700,
+        timeoutMs=2000,  # "started" must arrive first, even on a loaded machine
     )
     result = await host.request("agent/run", {"agentId": agent, "input": "x"})
     assert result["success"] is False

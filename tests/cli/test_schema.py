@@ -71,6 +71,7 @@ def test_every_method_and_the_terminal_flag_are_described() -> None:
         "agent/afterRun",
         "agent/requestPermission",
         "oma/evaluation/score",
+        "workspace/applyEdit",
     }
 
 

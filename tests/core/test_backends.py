@@ -24,7 +24,7 @@ LLM = {"name": "l", "provider": "test", "model": "echo"}
 
 @pytest.mark.parametrize(
     ("raw", "kind", "structured", "session"),
-    [(LLM, "llm", True, False), (PROCESS, "process", False, False), (ACP, "acp", False, True)],
+    [(LLM, "llm", True, True), (PROCESS, "process", False, False), (ACP, "acp", False, True)],
 )
 def test_each_kind_declares_what_it_accepts_and_keeps(
     raw: dict[str, object], kind: str, structured: bool, session: bool

@@ -146,7 +146,9 @@ async def test_cancel_sends_session_cancel_and_answers_with_the_partial_output(
 
 
 async def test_timeout_bounds_an_agent_that_never_answers(host: HostClient, acp: AcpConfig) -> None:
-    agent = await create(host, **acp(timeoutMs=500))
+    # Long enough for the agent's "working..." to arrive first even on a loaded
+    # machine (500 ms was not, under CI with other work on both cores).
+    agent = await create(host, **acp(timeoutMs=3000))
     before = whoami((await run(host, agent, "[whoami]"))["output"])
     result = await run(host, agent, "[deaf]")
     assert result["success"] is False and result["status"]["code"] == "timeout"

@@ -94,6 +94,22 @@ async def test_a_streamed_turn_maps_every_update_kind(host: HostClient, acp: Acp
     assert failed["input"] == {"command": "make test"}
 
 
+async def test_chunks_with_optional_fields_are_text_and_a_refused_update_is_dropped(
+    host: HostClient, acp: AcpConfig
+) -> None:
+    """Plain text chunks take the bridge's shape test; these carry optional
+    fields and go through the schema, in order with the rest, and a chunk the
+    schema refuses (no content) is dropped without ending the turn."""
+    agent = await create(host, **acp())
+    result = await host.request(
+        "agent/stream", {"agentId": agent, "input": "[rich]", "partialResultToken": "r"}
+    )
+    events = [(event["type"], event["data"]) for event in host.progress("r")]
+    assert events[1:] == [("text", "alpha "), ("reasoning", "hmm"), ("text", "beta")]
+    assert events[0][1]["kind"] == "available_commands_update"  # held since session/new
+    assert result["status"] == {"code": "ok"} and result["output"] == "alpha beta"
+
+
 async def test_runs_reuse_one_session_and_the_role_prompt_comes_first_only(
     host: HostClient, acp: AcpConfig, tmp_path: Path
 ) -> None:
@@ -156,14 +172,15 @@ async def test_a_refusal_fails_the_run_and_keeps_the_session(
     assert after["pid"] == before["pid"] and after["turn"] == "3"
 
 
-async def test_fs_and_terminal_are_neither_advertised_nor_served(
+async def test_reads_are_confined_and_writes_and_terminals_not_served_by_default(
     host: HostClient, acp: AcpConfig
 ) -> None:
     agent = await create(host, **acp())
     capabilities = json.loads((await run(host, agent, "[caps]"))["output"])
-    assert capabilities["fs"] == {"readTextFile": False, "writeTextFile": False}
+    assert capabilities["fs"] == {"readTextFile": True, "writeTextFile": False}
     assert capabilities["terminal"] is False
-    assert (await run(host, agent, "[fs]"))["output"] == "fs: error -32601"
+    # /etc/hostname lies outside the agent's cwd (see test_acp_session.py for reads inside).
+    assert (await run(host, agent, "[fs]"))["output"] == "fs: error -32602"
     assert (await run(host, agent, "[terminal]"))["output"] == "terminal: error -32601"
 
 
@@ -222,6 +239,7 @@ async def test_ask_client_sends_the_request_and_follows_the_answer(
             "title": "Write notes.txt",
             "kind": "edit",
             "optionKinds": ALL.split(","),
+            "source": "acp",
         },
     )
     assert len(host.server_requests) == 3

@@ -117,6 +117,27 @@ async def test_run_traces_are_recorded_without_secrets(tmp_path: Path) -> None:
     database.close()
 
 
+async def test_a_burst_of_runs_has_every_trace_recorded(tmp_path: Path) -> None:
+    # Traces finishing while others are written join the next batch: none is lost,
+    # and shutdown waits for the last batch.
+    state = tmp_path / "state"
+    client = await HostClient.spawn(host_argv("--state-dir", str(state)))
+    await client.initialize()
+    agent = (
+        await client.request(
+            "agent/create", {"config": {"name": "b", "provider": "test", "model": "echo"}}
+        )
+    )["agentId"]
+    results = await asyncio.gather(
+        *(client.request("agent/run", {"agentId": agent, "input": f"run {n}"}) for n in range(60))
+    )
+    assert await client.close() == 0
+    database = sqlite3.connect(state / DB_NAME)
+    recorded = {row[0] for row in database.execute("SELECT run_id FROM runs")}
+    database.close()
+    assert recorded == {result["identity"]["runId"] for result in results}
+
+
 async def test_one_redaction_serves_stored_sessions_traces_and_logs(tmp_path: Path) -> None:
     """Credential shapes beyond API keys (a GitHub token, an AWS key id, a
     password assignment, a PEM private key) are taken out of the stored

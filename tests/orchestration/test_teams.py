@@ -241,9 +241,10 @@ async def test_run_team_plans_runs_and_synthesises_against_the_simulator(
         bodies = [request.body for request in sim.requests]
         assert len(bodies) == 5
         assert "Explain three facts." in bodies[0]["messages"][0]["content"][0]["text"]
-        assert '"enum": ["researcher", "writer"]' in bodies[0]["system"]
+        # Anthropic's system prompt goes as one text block marked for the prompt cache.
+        assert '"enum": ["researcher", "writer"]' in bodies[0]["system"][0]["text"]
         assert "cycle" in bodies[1]["messages"][0]["content"][0]["text"]
-        assert bodies[3]["system"] == "You write prose."
+        assert bodies[3]["system"][0]["text"] == "You write prose."
         assert "Fact one." in bodies[3]["messages"][0]["content"][0]["text"]
         assert "A paragraph about three facts." in bodies[4]["messages"][0]["content"][0]["text"]
         kinds = [event["type"] for event in progress(host)]

@@ -14,6 +14,7 @@ from tests.providers.helpers import TRANSPORTS
 
 ANTHROPIC_KEY = "sk-ant-api03-test-key-DO-NOT-LEAK-1234567890"
 OPENAI_KEY = "sk-proj-test-key-DO-NOT-LEAK-0987654321"
+AZURE_KEY = "azure-test-key-DO-NOT-LEAK-5678901234abcdef"
 
 
 @pytest.fixture
@@ -26,7 +27,11 @@ def sim() -> Iterator[Simulator]:
 async def host(request: pytest.FixtureRequest) -> AsyncIterator[HostClient]:
     """A host on each HTTP transport in turn: every provider test runs on both."""
     client = await HostClient.spawn(
-        env={"ANTHROPIC_API_KEY": ANTHROPIC_KEY, "OPENAI_API_KEY": OPENAI_KEY}
+        env={
+            "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
+            "OPENAI_API_KEY": OPENAI_KEY,
+            "AZURE_OPENAI_API_KEY": AZURE_KEY,
+        }
     )
     await client.initialize({"http": {"transport": request.param}})
     yield client

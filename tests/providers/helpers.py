@@ -10,11 +10,24 @@ from tests import builders
 from tests.builders import text
 
 PROVIDERS = ["anthropic", "openai"]
+# The OpenAI family's other wires, as llm_config names them: the Responses API
+# (provider openai, api responses) and Azure OpenAI's v1 endpoint (Responses).
+OPENAI_FAMILY = ["openai-responses", "azure"]
 TRANSPORTS = ["aiohttp", "httpx"]  # initializationOptions.http.transport
 
 
 def llm_config(sim: Simulator, provider: str, **extra: Any) -> dict[str, Any]:
     """An agent that talks to the simulator in ``provider``'s wire format."""
+    if provider == "openai-responses":
+        return llm_config(sim, "openai", api="responses", **extra)
+    if provider == "azure":  # the resource's root: the adapter adds /openai/v1
+        return {
+            "name": "azure-agent",
+            "provider": "azure",
+            "model": "sim-deployment",
+            "baseURL": sim.base_url,
+            **extra,
+        }
     base = sim.base_url + ("/v1" if provider == "openai" else "")
     return {
         "name": f"{provider}-agent",
@@ -56,7 +69,27 @@ def wire_assistant(provider: str, words: str) -> dict[str, Any]:
     return {"role": "assistant", "content": words}
 
 
+def without_cache_marks(value: Any) -> Any:
+    """``value`` without Anthropic's ``cache_control`` marks (promptCaching is
+    on by default; test_anthropic_thinking_caching checks where they go)."""
+    if isinstance(value, dict):
+        return {k: without_cache_marks(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [without_cache_marks(item) for item in value]
+    return value
+
+
 def conversation_messages(provider: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The conversation in a request body, without OpenAI's system message."""
-    messages: list[dict[str, Any]] = body["messages"]
+    """The conversation in a request body, without OpenAI's system message
+    and Anthropic's cache marks."""
+    messages: list[dict[str, Any]] = without_cache_marks(body["messages"])
     return [m for m in messages if m.get("role") != "system"]
+
+
+def system_text(provider: str, body: dict[str, Any]) -> str:
+    """The system prompt of a request body, as text."""
+    if provider == "anthropic":
+        system = body["system"]
+        return system if isinstance(system, str) else "".join(b["text"] for b in system)
+    content: str = body["messages"][0]["content"]
+    return content

@@ -11,7 +11,15 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Fault, Reply, Simulator
-from tests.providers.helpers import PROVIDERS, create_llm, text
+from tests.providers.helpers import (
+    OPENAI_FAMILY,
+    PROVIDERS,
+    create_llm,
+    llm_config,
+    system_text,
+    text,
+    without_cache_marks,
+)
 from tests.server.helpers import wait_for_progress
 
 
@@ -37,9 +45,20 @@ async def test_streaming_relays_text_reasoning_tool_use_and_tool_result_in_order
     assert result["success"] is True and result["output"] == "It says 42."
     kinds = [event["type"] for event in host.progress("t")]
     collapsed = [k for i, k in enumerate(kinds) if i == 0 or kinds[i - 1] != k]
-    expected = ["text", "tool_use", "tool_result", "text"]
+    # The policy's decision (file_read: allowed by default) comes between the
+    # tool call and its result.
+    expected = ["text", "tool_use", "permission", "tool_result", "text"]
     assert collapsed == (["reasoning", *expected] if provider == "anthropic" else expected)
     events = host.progress("t")
+    permission = next(e["data"] for e in events if e["type"] == "permission")
+    assert permission == {
+        **permission,
+        "toolUseId": "call_1",
+        "tool": "file_read",
+        "action": "allow",
+        "decision": "allow",
+        "by": "default",
+    }
     tool_use = next(e["data"] for e in events if e["type"] == "tool_use")
     assert tool_use == first[-1]
     tool_result = next(e["data"] for e in events if e["type"] == "tool_result")
@@ -54,7 +73,7 @@ async def test_streaming_relays_text_reasoning_tool_use_and_tool_result_in_order
     # The second request carried the tool result back to the model.
     assert len(sim.requests) == 2
     if provider == "anthropic":
-        last = sim.requests[1].body["messages"][-1]
+        last = without_cache_marks(sim.requests[1].body["messages"][-1])
         assert last == {
             "role": "user",
             "content": [
@@ -119,7 +138,7 @@ async def test_unknown_tool_names_in_config_are_invalid_params(
         await host.request("agent/create", {"config": config})
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", [*PROVIDERS, *OPENAI_FAMILY])
 async def test_max_token_budget_stops_the_loop(
     host: HostClient, sim: Simulator, provider: str
 ) -> None:
@@ -132,14 +151,7 @@ async def test_max_token_budget_stops_the_loop(
     result = await host.request(
         "oma/runAgent",
         {
-            "config": {
-                "name": "b",
-                "provider": provider,
-                "model": "m",
-                "baseURL": sim.base_url + ("/v1" if provider == "openai" else ""),
-                "maxTokenBudget": 100,
-                "tools": ["glob"],
-            },
+            "config": llm_config(sim, provider, maxTokenBudget=100, tools=["glob"]),
             "input": "go",
             "progress": True,
         },
@@ -166,7 +178,7 @@ async def test_max_turns_stops_a_model_that_keeps_calling_tools(
     assert result["output"] == "again"
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", [*PROVIDERS, *OPENAI_FAMILY])
 async def test_timeout_aborts_a_slow_provider_and_the_host_keeps_serving(
     host: HostClient, sim: Simulator, provider: str
 ) -> None:
@@ -183,7 +195,7 @@ async def test_timeout_aborts_a_slow_provider_and_the_host_keeps_serving(
     assert result["output"] == "on time"
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", [*PROVIDERS, *OPENAI_FAMILY])
 async def test_cancel_closes_the_http_stream_at_once(
     host: HostClient, sim: Simulator, provider: str
 ) -> None:
@@ -201,7 +213,7 @@ async def test_cancel_closes_the_http_stream_at_once(
     assert len(partial["output"]) < 400
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", [*PROVIDERS, *OPENAI_FAMILY])
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_every_injected_fault_ends_in_a_clear_result(
     host: HostClient, sim: Simulator, provider: str, streaming: bool
@@ -287,7 +299,7 @@ async def test_output_schema_parses_validates_and_repairs_once(
     repair = sim.requests[1].body["messages"][-1]
     repair_text = repair["content"][0]["text"]
     assert "n" in repair_text and "JSON Schema" in repair_text
-    system = sim.requests[0].body.get("system") or sim.requests[0].body["messages"][0]["content"]
+    system = system_text(provider, sim.requests[0].body)
     assert '"required": ["n"]' in system
     sim.script(Reply.text("not json"), Reply.text('{"n": 1.5}'))
     result = await host.request("agent/run", {"agentId": agent, "input": "count"})

@@ -16,6 +16,7 @@ from tests.providers.helpers import (
     conversation_messages,
     create_llm,
     image,
+    system_text,
     text,
     wire_assistant,
     wire_image,
@@ -42,10 +43,9 @@ async def test_caller_history_with_an_image_reaches_the_provider_exactly(
         wire_assistant(provider, "A pixel."),
         wire_user(provider, text("What colour?")),
     ]
-    if provider == "anthropic":
-        assert body["system"] == "You describe images."
-    else:
-        assert body["messages"][0] == {"role": "system", "content": "You describe images."}
+    assert system_text(provider, body) == "You describe images."
+    if provider != "anthropic":
+        assert body["messages"][0]["role"] == "system"
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

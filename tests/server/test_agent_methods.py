@@ -89,6 +89,27 @@ async def test_prompt_appends_one_user_turn_and_the_reply(host: HostClient) -> N
     assert state["tokenUsage"]["input_tokens"] > 0
 
 
+async def test_prompt_with_a_partial_result_token_streams_the_turn(host: HostClient) -> None:
+    agent = await create(host, **ECHO)
+    _, pending = host.start_request(
+        "agent/prompt", {"agentId": agent, "input": "stream me", "partialResultToken": "pt"}
+    )
+    response = await asyncio.wait_for(pending, 30)
+    result = response["result"]
+    events = host.progress("pt")
+    assert len(events) > 1 and all(event["type"] == "text" for event in events)
+    assert "".join(event["data"] for event in events) == result["output"]
+    position = host.received.index(response)
+    progress_positions = [i for i, m in enumerate(host.received) if m.get("method") == "$/progress"]
+    assert max(progress_positions) < position
+    # Still a prompt: the turn and its reply are in the history.
+    history = (await host.request("agent/history", {"agentId": agent}))["messages"]
+    assert history == [text_message("stream me"), result["messages"][0]]
+    # Without a token nothing is streamed.
+    await host.request("agent/prompt", {"agentId": agent, "input": "quiet"})
+    assert len(host.progress("pt")) == len(events)
+
+
 async def test_failed_prompt_leaves_history_unchanged(host: HostClient) -> None:
     agent = await create(host, name="f", provider="test", model="fail")
     result = await host.request("agent/prompt", {"agentId": agent, "input": "x"})

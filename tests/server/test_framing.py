@@ -34,6 +34,22 @@ async def test_garbage_frames_are_answered_with_parse_error_and_host_keeps_servi
     assert await host.request("agent/list", {}) == {"agents": []}
 
 
+async def test_an_encoded_surrogate_is_not_utf8_and_never_reaches_a_run(host: HostClient) -> None:
+    """The UTF-8 bytes of a surrogate (ED A0 80) are invalid UTF-8: the frame
+    is a parse error, never params holding a lone surrogate."""
+    agent = await create(host, name="cat", backend={"kind": "process", "command": "cat"})
+    body = b'{"jsonrpc":"2.0","id":41,"method":"agent/run","params":{"agentId":"%s","input":"a' % (
+        agent.encode()
+    )
+    host.send_bytes(encode_frame(body + b'\xed\xa0\x80b"}}'))
+    error = await _next_error_with_null_id(host, 0)
+    assert error["error"]["code"] == -32700
+    assert "not valid UTF-8" in error["error"]["message"]
+    assert not [m for m in host.received if m.get("id") == 41]
+    result = await host.request("agent/run", {"agentId": agent, "input": "a\U0001f600b"})
+    assert result["output"] == "a\U0001f600b"
+
+
 async def test_oversized_frame_is_discarded_answered_with_its_id_and_host_keeps_serving() -> None:
     client = await HostClient.spawn(host_argv("--max-message-bytes", "2000"))
     await client.initialize()

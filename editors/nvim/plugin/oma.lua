@@ -100,3 +100,7 @@ end, {
   end,
   desc = 'Pick the agent the next command asks: :OmaAgent {name}, or a list without one',
 })
+
+command('OmaModels', function()
+  require('oma').pick_model()
+end, { desc = "Pick the agent's model from its provider's list (models/list)" })

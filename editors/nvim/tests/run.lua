@@ -341,6 +341,75 @@ tests[#tests + 1] = { 'an ACP permission request is answered by setup{permission
   end), { approve = false }, 'a failing callback rejects')
 end }
 
+tests[#tests + 1] = { "an LLM agent's file_edit asks, then lands in the buffer via workspace/applyEdit", function()
+  local work = tmp .. '/edit'
+  vim.fn.mkdir(work, 'p')
+  local target = work .. '/notes.txt'
+  vim.fn.writefile({ 'hello world', 'second line' }, target)
+  local url = nil
+  local script = root .. '/tests/editors/fixtures/edit_simulator.py'
+  local job = vim.fn.jobstart({ python, script, 'notes.txt', 'world', 'nvim' }, {
+    cwd = root,
+    on_stdout = function(_, data)
+      for _, line in ipairs(data) do
+        url = url or line:match('listening on (http://%S+)')
+      end
+    end,
+  })
+  check(job > 0, 'simulator started')
+  local ok, err = pcall(function()
+    wait_for('the simulator', function()
+      return url ~= nil
+    end)
+    local asked = {}
+    local agent = {
+      name = 'editor',
+      provider = 'anthropic',
+      model = 'm',
+      baseURL = url,
+      apiKey = 'sk-test',
+      tools = { 'file_edit' },
+      cwd = work,
+    }
+    use(agent, {
+      permission = function(request)
+        table.insert(asked, request)
+        return 'session'
+      end,
+    })
+    vim.cmd('OmaAsk edit the notes')
+    local run = finished()
+    equal(run.outcome, 'done', 'outcome')
+    equal(#asked, 1, 'asked once')
+    equal(asked[1].source, 'tool', 'source')
+    equal(asked[1].tool.name, 'file_edit', 'tool')
+    equal(asked[1].tool.target, 'notes.txt', 'target')
+    local prompt = require('oma.permission').prompt(asked[1])
+    equal(prompt.message, 'Agent "editor" asks permission: file_edit notes.txt (edit)', 'prompt message')
+    local labels = {}
+    for _, choice in ipairs(prompt.choices) do
+      labels[#labels + 1] = choice.label
+    end
+    equal(labels, { '&Allow once', 'Always this &session', '&Deny' }, 'choices')
+    equal(require('oma.permission').answer(asked[1], function()
+      return 'session'
+    end), { approve = true, scope = 'session' }, 'always this session')
+    equal(require('oma.permission').answer(asked[1], function()
+      return true
+    end), { approve = true, scope = 'once' }, 'allow once')
+    -- Neovim's LSP client applied the edit to a buffer; the host wrote nothing.
+    local buffer = vim.fn.bufnr(target)
+    check(buffer ~= -1, 'a buffer for the edited file')
+    equal(vim.api.nvim_buf_get_lines(buffer, 0, -1, false), { 'hello nvim', 'second line' }, 'buffer')
+    equal(vim.fn.readfile(target), { 'hello world', 'second line' }, 'the file on disk, unsaved')
+    contains(run.result.output, 'edited', 'reply')
+  end)
+  vim.fn.jobstop(job)
+  if not ok then
+    error(err, 0)
+  end
+end }
+
 tests[#tests + 1] = { 'a host that dies is started again by the next command', function()
   use(process_agent('p', 'echo started; sleep 60'))
   vim.cmd('OmaAsk first')
@@ -459,6 +528,83 @@ tests[#tests + 1] = { ':OmaAgent switches the agent of the next ask; without a n
   equal(oma.config.agent, b, 'a refused setup changes nothing')
   use(echo_agent(), { agents = {} })
   equal(oma.agent_names(), { 'echo' }, 'without agents, the one agent is offered')
+end }
+
+tests[#tests + 1] = { ":OmaModels lists the provider's models and switches the agent's model", function()
+  -- The fixture answers its first request 401, then lists sim-small and
+  -- sim-large, and prints `posted model NAME` for each POST.
+  local url, posted = nil, {}
+  local script = root .. '/tests/editors/fixtures/models_simulator.py'
+  local job = vim.fn.jobstart({ python, script }, {
+    cwd = root,
+    on_stdout = function(_, data)
+      for _, line in ipairs(data) do
+        url = url or line:match('listening on (http://%S+)')
+        posted[#posted + 1] = line:match('^posted model (%S+)')
+      end
+    end,
+  })
+  check(job > 0, 'simulator started')
+  local select = vim.ui.select
+  local ok, err = pcall(function()
+    wait_for('the simulator', function()
+      return url ~= nil
+    end)
+    local key_env = 'OMA_NVIM_MODELS_TEST_KEY'
+    use({ name = 'claude', provider = 'anthropic', model = 'sim-small', baseURL = url, apiKeyEnv = key_env },
+      { cmd_env = { [key_env] = 'sk-nvim-models-7e2f' } })
+    local offered, shown, prompt = nil, nil, nil
+    vim.ui.select = function(items, opts, on_choice)
+      offered, prompt = items, opts.prompt
+      shown = vim.tbl_map(opts.format_item, items)
+      on_choice('sim-large', 2)
+    end
+    local function pick()
+      local answer = nil
+      oma.pick_model(function(e, model)
+        answer = { err = e, model = model }
+      end)
+      wait_for('the model pick', function()
+        return answer ~= nil
+      end)
+      return answer
+    end
+
+    local refused = pick()
+    contains(tostring(refused.err), 'error -32003 ProviderError: ', 'the 401 as the host says it')
+    contains(refused.err, 'invalid x-api-key', 'the provider message')
+    check(not refused.err:find('sk-nvim-models', 1, true), 'no key in the message')
+    equal(notes[#notes], { message = 'oma: ' .. refused.err, level = vim.log.levels.ERROR }, 'shown')
+    equal(offered, nil, 'nothing offered')
+
+    vim.cmd('OmaChat first question')
+    equal(finished().outcome, 'done', 'first turn')
+    local chosen = pick() -- the failure was not kept: the host asks the provider again
+    equal(chosen, { model = 'sim-large' }, 'picked')
+    equal(offered, { 'sim-small', 'sim-large' }, 'the provider list, in its order')
+    equal(prompt, 'Model for claude:', 'prompt')
+    equal(shown, { 'sim-small (Sim Small) [current]', 'sim-large (Sim Large)' }, 'how the models are shown')
+    equal(oma.config.agent.model, 'sim-large', 'the agent model')
+    equal(notes[#notes], { message = 'oma: claude uses sim-large from now on', level = vim.log.levels.INFO }, 'said')
+
+    vim.cmd('OmaChat second question')
+    local second = finished()
+    equal(second.outcome, 'done', 'second turn')
+    contains(second.result.output, 'simulator saw 3 message(s)', 'the conversation went on')
+    wait_for('the posts', function()
+      return #posted == 2
+    end)
+    equal(posted, { 'sim-small', 'sim-large' }, 'the models sent to the provider')
+
+    use(process_agent('p', 'cat'))
+    local external = pick()
+    equal(external.err, 'p is an external agent (backend: process): it has no provider model list', 'external')
+  end)
+  vim.ui.select = select
+  vim.fn.jobstop(job)
+  if not ok then
+    error(err, 0)
+  end
 end }
 
 tests[#tests + 1] = { ':help oma covers the setup, every command, option and Lua function', function()

@@ -1,15 +1,24 @@
 /**
- * The VS Code glue: commands, settings, the reply document, progress and the
- * permission modal. Everything with logic in it lives in ./core (no `vscode`
- * import there, so it is tested against the real host without an editor);
- * this file only connects it to the editor's UI.
+ * The VS Code glue: the `@oma` chat participant (./chat), commands, settings,
+ * the status bar item, the output channel and the permission modal.
+ * Everything with logic in it lives in ./core (no `vscode` import there, so it
+ * is tested against the real host without an editor); this file only connects
+ * it to the editor's UI. Replies appear in the Chat view; the one document a
+ * reply becomes is the history export ("OMA: Show history", `@oma /history`).
+ * "OMA: Choose model" picks the chat agent's model from its provider's list
+ * (models/list); the choice is kept per agent in workspace state.
  *
  * The host is spawned by vscode-languageclient over stdio with the command
- * from `oma.host.command`; its stderr goes to the "oma-host" output channel;
- * a crash restarts it (RestartPolicy), after which agents are created anew.
+ * from `oma.host.command`; its stderr and its state changes go to the
+ * "oma-host" output channel, its state to the status bar; a crash restarts it
+ * (RestartPolicy), after which agents are created anew. The language client
+ * declares `workspace.applyEdit` and applies the host's `workspace/applyEdit`
+ * through VS Code's WorkspaceEdit; the edited files are then saved, so the
+ * agent's next read sees them.
  */
 
 import * as vscode from 'vscode';
+import { CancellationTokenSource } from 'vscode-jsonrpc';
 import {
   CloseAction,
   type CloseHandlerResult,
@@ -17,17 +26,19 @@ import {
   LanguageClient,
   type LanguageClientOptions,
   type ServerOptions,
+  ResponseError,
   State,
-  TransportKind,
 } from 'vscode-languageclient/node';
 
-import { describeFailure } from './core/errors';
+import { type ChatAgentPicker, type ChatHost, registerChatParticipant, showHistory } from './chat';
 import { type Ask, imageBlock, isImagePath } from './core/input';
+import { chooseModel, type ModelChoices, modelPickItems, withModelChoices } from './core/modelChoice';
+import { MODEL_VENDOR, registerAgentModels } from './models';
 import type { PermissionPrompt } from './core/permission';
-import type { AgentConfig, ContentBlock, WorkDoneValue } from './core/protocol';
-import { askHeading, renderHistory } from './core/render';
-import { OmaSession, type RunHandle, type RunObserver } from './core/session';
+import type { AgentConfig } from './core/protocol';
+import { OmaSession, type RunHandle } from './core/session';
 import {
+  chatAgent,
   chooseAgent,
   initializationOptions,
   type OmaSettings,
@@ -36,11 +47,16 @@ import {
 } from './core/settings';
 
 let host: Host | undefined;
+let chat: ChatAgentPicker | undefined;
+/** Workspace state: the models chosen with "OMA: Choose model", per agent name. */
+let workspaceState: vscode.Memento | undefined;
+const MODEL_CHOICES_KEY = 'oma.modelChoices';
 
 export function activate(context: vscode.ExtensionContext): void {
+  workspaceState = context.workspaceState;
   const output = vscode.window.createOutputChannel('oma-host', { log: true });
-  const replies = new ReplyDocument();
-  host = new Host(output);
+  const status = new HostStatus(output);
+  host = new Host(output, status);
   const command = (name: string, run: () => Promise<void>): void => {
     context.subscriptions.push(
       vscode.commands.registerCommand(name, async () => {
@@ -54,12 +70,22 @@ export function activate(context: vscode.ExtensionContext): void {
       }),
     );
   };
-  command('oma.ask', () => askCommand('ask', replies));
-  command('oma.chat', () => askCommand('chat', replies));
-  command('oma.askImage', () => askImageCommand(replies));
-  command('oma.runOnSelection', () => runOnSelectionCommand(replies));
+  const chatHost: ChatHost = {
+    settings,
+    ready: () => host!.ready(),
+    editorContext,
+    track: (handle) => status.track(handle),
+  };
+  chat = registerChatParticipant(context, chatHost);
+  registerAgentModels(context, chatHost);
+  command('oma.openChat', openChatCommand);
+  command('oma.ask', () => askInChat('ask'));
+  command('oma.chat', () => askInChat('chat'));
+  command('oma.askImage', askImageCommand);
+  command('oma.runOnSelection', runOnSelectionCommand);
   command('oma.showHistory', showHistoryCommand);
   command('oma.reset', resetCommand);
+  command('oma.chooseModel', chooseModelCommand);
   command('oma.cancel', async () => {
     const count = host?.session?.cancelAll() ?? 0;
     void vscode.window.setStatusBarMessage(
@@ -68,8 +94,10 @@ export function activate(context: vscode.ExtensionContext): void {
     );
   });
   command('oma.restartHost', async () => host?.restart());
+  command('oma.showOutput', async () => output.show(true));
   context.subscriptions.push(
     output,
+    status,
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (event.affectsConfiguration('oma.host') || event.affectsConfiguration('oma.stateDir')) {
         if (host?.client !== undefined) {
@@ -80,6 +108,7 @@ export function activate(context: vscode.ExtensionContext): void {
       }
     }),
   );
+  output.info('oma-host extension active; the host starts on first use');
 }
 
 export async function deactivate(): Promise<void> {
@@ -87,9 +116,19 @@ export async function deactivate(): Promise<void> {
   host = undefined;
 }
 
-function settings(): OmaSettings {
+/** The `oma.*` settings as written. */
+function configuredSettings(): OmaSettings {
   const configuration = vscode.workspace.getConfiguration('oma');
   return readSettings((key) => configuration.get(key));
+}
+
+/** The settings the agents run with: the configured ones with the chosen models in place. */
+function settings(): OmaSettings {
+  return withModelChoices(configuredSettings(), modelChoices());
+}
+
+function modelChoices(): ModelChoices {
+  return workspaceState?.get<ModelChoices>(MODEL_CHOICES_KEY) ?? {};
 }
 
 /** The host process and the session over it; started on first use. */
@@ -97,7 +136,10 @@ class Host {
   client: LanguageClient | undefined;
   session: OmaSession | undefined;
 
-  constructor(private readonly output: vscode.LogOutputChannel) {}
+  constructor(
+    private readonly output: vscode.LogOutputChannel,
+    private readonly status: HostStatus,
+  ) {}
 
   async ready(): Promise<OmaSession> {
     const state = this.client?.state;
@@ -117,13 +159,26 @@ class Host {
     const serverOptions: ServerOptions = {
       command: current.command,
       args: current.args,
-      transport: TransportKind.stdio,
+      // No `transport`: TransportKind.stdio would append `--stdio` to the
+      // arguments, which oma-host refuses; stdio is the default without it.
       options: cwd ? { cwd } : {},
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [],
       outputChannel: this.output,
       initializationOptions: initializationOptions(current),
+      middleware: {
+        workspace: {
+          handleApplyEdit: async (params, next) => {
+            const answer = await next(params, new CancellationTokenSource().token);
+            if (!(answer instanceof ResponseError) && answer.applied) {
+              await saveEdited(params.edit.documentChanges ?? [], params.edit.changes ?? {});
+            }
+            this.output.info(`workspace/applyEdit "${params.label ?? ''}": ${JSON.stringify(answer)}`);
+            return answer;
+          },
+        },
+      },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue }),
         closed: (): CloseHandlerResult =>
@@ -141,11 +196,13 @@ class Host {
       if (event.newState === State.Running) {
         session.forgetAgents(); // a (re)started host knows none of our agentIds
       }
+      this.status.hostState(event.newState, client.initializeResult?.serverInfo, current.command);
     });
     this.client = client;
     this.session = session;
     void client.start().catch((error: unknown) => {
       this.output.error(`oma-host did not start: ${String(error)}`);
+      this.status.failed(String(error));
       this.output.show(true);
     });
   }
@@ -213,13 +270,14 @@ async function editorContext(): Promise<Pick<Ask, 'selection' | 'image'>> {
   return context;
 }
 
-async function askCommand(kind: 'ask' | 'chat', replies: ReplyDocument): Promise<void> {
+/** "OMA: Ask agent" / "OMA: Chat with agent": the question goes to `@oma` in the Chat view. */
+async function askInChat(kind: 'ask' | 'chat', image?: vscode.Uri): Promise<void> {
   const agent = await pickAgent();
   if (agent === undefined) {
     return;
   }
   const context = await editorContext();
-  const extras = [context.selection && 'the selection', context.image && 'the image'].filter(Boolean);
+  const extras = [context.selection && 'the selection', (image ?? context.image) && 'the image'].filter(Boolean);
   const question = await vscode.window.showInputBox({
     prompt:
       `${kind === 'chat' ? 'Chat with' : 'Ask'} ${agent.name}` +
@@ -229,14 +287,34 @@ async function askCommand(kind: 'ask' | 'chat', replies: ReplyDocument): Promise
   if (question === undefined) {
     return;
   }
-  await runAndShow(kind, agent, { question, ...context }, replies);
+  await openChat(kind, agent, question);
 }
 
-async function askImageCommand(replies: ReplyDocument): Promise<void> {
+/**
+ * Opens the Chat view with the agent's model selected (VS Code answers no chat
+ * request without a model; see ./models) and sends `@oma /kind question`, or
+ * only types `@oma ` when there is no question.
+ */
+async function openChat(kind: 'ask' | 'chat' | 'run', agent: AgentConfig, question?: string): Promise<void> {
+  chat?.pick(agent.name); // the chat asks the agent the command picked, as `@oma /agent NAME` would
+  const slash = kind === 'chat' ? '' : `/${kind} `;
+  await vscode.commands.executeCommand('workbench.action.chat.open', {
+    query: `@oma ${slash}${question ?? ''}`,
+    isPartialQuery: question === undefined,
+    modelSelector: { vendor: MODEL_VENDOR, id: agent.name },
+  });
+}
+
+/** "OMA: Open chat": the Chat view, ready for `@oma`, with the agent's model selected. */
+async function openChatCommand(): Promise<void> {
   const agent = await pickAgent();
-  if (agent === undefined) {
-    return;
+  if (agent !== undefined) {
+    await openChat('chat', agent);
   }
+}
+
+
+async function askImageCommand(): Promise<void> {
   const files = await vscode.window.showOpenDialog({
     canSelectMany: false,
     openLabel: 'Ask about this image',
@@ -246,66 +324,21 @@ async function askImageCommand(replies: ReplyDocument): Promise<void> {
   if (file === undefined) {
     return;
   }
-  const question = await vscode.window.showInputBox({
-    prompt: `Question about ${file.path.split('/').pop()}`,
-    ignoreFocusOut: true,
-  });
-  if (question === undefined) {
-    return;
-  }
-  const image = imageBlock(file.path, await vscode.workspace.fs.readFile(file));
-  await runAndShow('ask', agent, { question, image }, replies);
+  // The chat sends the image in the active tab along: open it there, then ask.
+  await vscode.commands.executeCommand('vscode.open', file);
+  await askInChat('ask', file);
 }
 
-async function runOnSelectionCommand(replies: ReplyDocument): Promise<void> {
-  const agent = await pickAgent();
+async function runOnSelectionCommand(): Promise<void> {
   const context = await editorContext();
-  if (agent === undefined) {
-    return;
-  }
   if (context.selection === undefined) {
     throw new Error('select some text first: it becomes the run input');
   }
-  await runAndShow('run', agent, { question: '', selection: context.selection }, replies);
-}
-
-async function runAndShow(
-  kind: 'ask' | 'chat' | 'run',
-  agent: AgentConfig,
-  ask: Ask,
-  replies: ReplyDocument,
-): Promise<void> {
-  const session = await host!.ready();
-  const shown: ContentBlock[] = [{ type: 'text', text: ask.question }];
-  if (ask.selection) {
-    shown.push({ type: 'text', text: `[selection from ${ask.selection.fileName ?? 'the editor'}]` });
+  const agent = await pickAgent();
+  if (agent === undefined) {
+    return;
   }
-  if (ask.image) {
-    shown.push(ask.image);
-  }
-  replies.append(askHeading(kind, agent.name, shown));
-  let handle: RunHandle | undefined;
-  const progress = new WorkDoneNotification(() => handle?.cancel());
-  const observer: RunObserver = {
-    onText: (delta) => replies.append(delta),
-    onWorkDone: (value) => progress.update(value),
-    onRunProgress: (event) =>
-      void vscode.window.setStatusBarMessage(`oma: ${event.agent} ${event.type}`, 3000),
-  };
-  handle =
-    kind === 'chat'
-      ? session.chat(agent, ask, observer)
-      : kind === 'run'
-        ? session.runOnce(agent, ask, observer)
-        : session.ask(agent, ask, observer);
-  const outcome = await handle.outcome;
-  progress.close();
-  replies.append('\n');
-  if (outcome.kind === 'error') {
-    void vscode.window.showErrorMessage(`oma: ${outcome.message}`);
-  } else if (outcome.kind === 'done' && !outcome.result.success) {
-    void vscode.window.showWarningMessage(`oma: ${describeFailure(outcome.result)}`);
-  }
+  await openChat('run', agent, '');
 }
 
 async function showHistoryCommand(): Promise<void> {
@@ -313,12 +346,7 @@ async function showHistoryCommand(): Promise<void> {
   if (agent === undefined) {
     return;
   }
-  const messages = await (await host!.ready()).history(agent);
-  const document = await vscode.workspace.openTextDocument({
-    language: 'markdown',
-    content: renderHistory(agent.name, messages),
-  });
-  await vscode.window.showTextDocument(document, { preview: true });
+  await showHistory(await host!.ready(), agent);
 }
 
 async function resetCommand(): Promise<void> {
@@ -330,71 +358,110 @@ async function resetCommand(): Promise<void> {
   void vscode.window.setStatusBarMessage(`oma: ${agent.name}'s conversation was reset`, 3000);
 }
 
-/** The host's work-done progress (begin → report… → end) as a cancellable
- *  notification whose message follows the host's ("waiting for …", "calling tool grep"). */
-class WorkDoneNotification {
-  private opened = false;
-  private closed = false;
-  private finish: () => void = () => undefined;
-  private readonly ended = new Promise<void>((resolve) => (this.finish = resolve));
-  private show: (message: string) => void = () => undefined;
+/**
+ * "OMA: Choose model": the chat agent's provider's models (models/list) in a
+ * QuickPick; the choice is kept in workspace state and the agent continues
+ * its conversation with it (recreated with its history).
+ */
+async function chooseModelCommand(): Promise<void> {
+  const configured = chatAgent(configuredSettings(), chat?.picked());
+  const agent = chatAgent(settings(), configured.name);
+  const session = await host!.ready();
+  const models = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: `oma: listing ${agent.provider ?? 'the provider'}'s models` },
+    () => session.models(agent),
+  );
+  if (models.length === 0) {
+    throw new Error(`the provider of ${agent.name} lists no models`);
+  }
+  const picked = await vscode.window.showQuickPick(modelPickItems(models, agent.model), {
+    placeHolder: `Model for ${agent.name} (now ${agent.model ?? 'the host default'})`,
+    matchOnDescription: true,
+  });
+  if (picked === undefined || picked.model === agent.model) {
+    return;
+  }
+  await session.switchModel(agent, picked.model);
+  await workspaceState?.update(MODEL_CHOICES_KEY, chooseModel(modelChoices(), configured, picked.model));
+  void vscode.window.setStatusBarMessage(`oma: ${agent.name} uses ${picked.model} from now on`, 3000);
+}
 
-  constructor(private readonly cancel: () => void) {}
-
-  update(value: WorkDoneValue): void {
-    if (value.kind === 'begin' && !this.opened && !this.closed) {
-      this.opened = true;
-      void vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: `oma: ${value.title}`, cancellable: true },
-        (progress, token) => {
-          token.onCancellationRequested(this.cancel);
-          this.show = (message) => progress.report({ message });
-          this.show(value.message ?? 'running…');
-          return this.ended;
-        },
-      );
-    } else if (value.kind === 'report' && value.message !== undefined) {
-      this.show(value.message);
-    } else if (value.kind === 'end') {
-      this.close();
+/** Saves the documents an applied workspace/applyEdit changed, so the agent reads what it wrote. */
+async function saveEdited(
+  documentChanges: readonly unknown[],
+  changes: Readonly<Record<string, unknown>>,
+): Promise<void> {
+  const uris = new Set(Object.keys(changes));
+  for (const change of documentChanges) {
+    const uri = (change as { textDocument?: { uri?: unknown } }).textDocument?.uri;
+    if (typeof uri === 'string') {
+      uris.add(uri);
     }
   }
-
-  /** Idempotent; a `begin` that arrives after this opens nothing. */
-  close(): void {
-    this.closed = true;
-    this.finish();
+  for (const uri of uris) {
+    const document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === vscode.Uri.parse(uri).toString());
+    await document?.save();
   }
 }
 
-/** An untitled markdown document that replies are appended to, in order. */
-class ReplyDocument {
-  private document: vscode.TextDocument | undefined;
-  private queue: Promise<void> = Promise.resolve();
+/** The host's state in the status bar ("oma: ready", "oma: 1 running"); a click shows the output. */
+class HostStatus implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('oma.status', vscode.StatusBarAlignment.Left, 10);
+  private state = 'not started';
+  private readonly running = new Set<RunHandle>();
 
-  append(text: string): void {
-    if (text === '') {
-      return;
-    }
-    this.queue = this.queue
-      .then(() => this.write(text))
-      .catch((error: unknown) => {
-        void vscode.window.showErrorMessage(`oma: could not write the reply: ${String(error)}`);
-      });
+  constructor(private readonly output: vscode.LogOutputChannel) {
+    this.item.name = 'oma-host';
+    this.item.command = 'oma.showOutput';
+    this.render('$(hubot) oma', 'oma-host: not started (it starts on first use)');
+    this.item.show();
   }
 
-  private async write(text: string): Promise<void> {
-    if (this.document === undefined || this.document.isClosed) {
-      this.document = await vscode.workspace.openTextDocument({ language: 'markdown', content: '' });
-      await vscode.window.showTextDocument(this.document, {
-        viewColumn: vscode.ViewColumn.Beside,
-        preserveFocus: true,
-        preview: false,
-      });
+  hostState(state: State, serverInfo: { name: string; version?: string } | undefined, command: string): void {
+    if (state === State.Starting) {
+      this.state = 'starting';
+      this.output.info(`starting ${command}`);
+    } else if (state === State.Running) {
+      this.state = 'ready';
+      const server = serverInfo ? `${serverInfo.name} ${serverInfo.version ?? ''}`.trim() : command;
+      this.output.info(`${server} is ready`);
+    } else {
+      this.state = 'stopped';
+      this.output.warn('oma-host stopped');
     }
-    const document = this.document;
-    const edit = new vscode.WorkspaceEdit();
-    edit.insert(document.uri, document.positionAt(document.getText().length), text);
-    await vscode.workspace.applyEdit(edit);
+    this.update();
+  }
+
+  failed(why: string): void {
+    this.state = 'failed';
+    this.render('$(error) oma: failed', `oma-host did not start: ${why}`);
+  }
+
+  track(handle: RunHandle): void {
+    this.running.add(handle);
+    this.update();
+    void handle.outcome.then(() => {
+      this.running.delete(handle);
+      this.update();
+    });
+  }
+
+  private update(): void {
+    if (this.state === 'failed') {
+      return;
+    }
+    const runs = this.running.size;
+    const icon = runs > 0 || this.state === 'starting' ? '$(sync~spin)' : this.state === 'ready' ? '$(hubot)' : '$(debug-disconnect)';
+    const text = runs > 0 ? `${runs} running` : this.state;
+    this.render(`${icon} oma: ${text}`, `oma-host: ${this.state}${runs ? `, ${runs} run(s) in flight` : ''}`);
+  }
+
+  private render(text: string, tooltip: string): void {
+    this.item.text = text;
+    this.item.tooltip = tooltip;
+  }
+
+  dispose(): void {
+    this.item.dispose();
   }
 }

@@ -28,8 +28,11 @@ test('chat turns build the history; reset clears it', async () => {
     },
   ).outcome;
   assert.ok(first.kind === 'done' && first.result.success, JSON.stringify(first));
-  // agent/prompt has no stream: the whole reply is written when the turn completes.
+  // Streamed (a host whose agent/prompt takes a partialResultToken) or written
+  // when the turn completes (one that refuses it: asked again without, once),
+  // the reply reads the same.
   assert.equal(rendered, `${first.result.output}\n`);
+  assert.equal(typeof ctx.session.promptsStream, 'boolean', 'the first turn tells whether prompts stream');
   assert.deepEqual(
     work.map((v) => v.kind).filter((kind) => kind !== 'report'), // reports: the run's steps
     ['begin', 'end'],

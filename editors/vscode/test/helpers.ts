@@ -157,31 +157,47 @@ export async function startHost(options: InitializationOptions = {}): Promise<Ho
 
 export interface Simulator {
   baseURL: string;
+  /** The lines it printed after its URL (a fixture's reports), in order. */
+  lines: string[];
   close(): void;
 }
 
-/** The provider simulator on a free port (`python3 -m oma_host.testing.simulator --port 0`). */
-export async function startSimulator(): Promise<Simulator> {
-  const child = spawn(PYTHON, ['-m', 'oma_host.testing.simulator', '--port', '0'], {
+/**
+ * The provider simulator on a free port (`python3 -m oma_host.testing.simulator
+ * --port 0`), or a scripted one from tests/editors/fixtures (`fixture`: its
+ * file name there), which prints its URL the same way.
+ */
+export async function startSimulator(fixture?: string): Promise<Simulator> {
+  const args =
+    fixture === undefined
+      ? ['-m', 'oma_host.testing.simulator', '--port', '0']
+      : [resolve(REPO_ROOT, 'tests', 'editors', 'fixtures', fixture)];
+  const child = spawn(PYTHON, args, {
     cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, PYTHONPATH: REPO_ROOT },
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });
+  const reported: string[] = [];
   const baseURL = await new Promise<string>((done, fail) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       fail(new Error('the simulator did not start within 30 s'));
     }, 30_000);
+    let started = false;
     lines.on('line', (line) => {
-      const match = /listening on (http:\/\/\S+)/.exec(line);
+      const match = started ? null : /listening on (http:\/\/\S+)/.exec(line);
       if (match) {
+        started = true;
         clearTimeout(timer);
         done(match[1]);
+      } else if (started) {
+        reported.push(line);
       }
     });
     child.on('exit', (code) => fail(new Error(`the simulator exited (${code})`)));
   });
-  return { baseURL, close: () => child.kill('SIGTERM') };
+  return { baseURL, lines: reported, close: () => child.kill('SIGTERM') };
 }
 
 /**

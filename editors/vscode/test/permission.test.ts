@@ -19,51 +19,88 @@ import { acpAgentScript, type Host, startHost } from './helpers';
 
 const ALL = ['allow_once', 'allow_always', 'reject_once', 'reject_always'];
 
-test('the modal offers Allow and Reject when the agent offers both', () => {
+test('an ACP agent offering everything gets Allow once, Always this session and Deny', () => {
   const prompt = permissionPrompt({
     agentName: 'coder',
     title: 'Write notes.txt',
     kind: 'edit',
     optionKinds: ALL,
+    source: 'acp',
   });
   assert.equal(prompt.message, 'Agent "coder" asks permission: Write notes.txt (edit)');
-  assert.deepEqual(prompt.choices, [
-    { label: 'Allow', approve: true },
-    { label: 'Reject', approve: false },
-  ]);
+  assert.deepEqual(
+    prompt.choices.map((c) => c.label),
+    ['Allow once', 'Always this session', 'Deny'],
+  );
   assert.match(prompt.detail, /allow_once, allow_always, reject_once, reject_always/);
-  assert.deepEqual(permissionAnswer(prompt, 'Allow'), { approve: true });
-  assert.deepEqual(permissionAnswer(prompt, 'Reject'), { approve: false });
+  assert.deepEqual(permissionAnswer(prompt, 'Allow once'), { approve: true, scope: 'once' });
+  assert.deepEqual(permissionAnswer(prompt, 'Always this session'), { approve: true, scope: 'session' });
+  assert.deepEqual(permissionAnswer(prompt, 'Deny'), { approve: false });
 });
 
-test('dismissing the modal, or an unknown answer, rejects', () => {
-  const prompt = permissionPrompt({ agentName: 'a', title: 't', kind: null, optionKinds: ALL });
+test('dismissing the modal, or an unknown answer, denies', () => {
+  const prompt = permissionPrompt({ agentName: 'a', title: 't', kind: null, optionKinds: ALL, source: 'acp' });
   assert.deepEqual(permissionAnswer(prompt, undefined), { approve: false });
   assert.deepEqual(permissionAnswer(prompt, 'Maybe'), { approve: false });
   assert.equal(prompt.message, 'Agent "a" asks permission: t');
 });
 
-test('only the decisions the agent offers become buttons, labelled by how long they last', () => {
+test('only the decisions an ACP agent offers become buttons', () => {
   const always = permissionPrompt({
     agentName: 'a',
     title: 't',
     kind: 'execute',
     optionKinds: ['allow_always', 'reject_always'],
+    source: 'acp',
   });
   assert.deepEqual(
     always.choices.map((c) => c.label),
-    ['Allow always', 'Reject always'],
+    ['Always this session', 'Deny'],
   );
   const rejectOnly = permissionPrompt({
     agentName: 'a',
     title: 't',
     kind: null,
     optionKinds: ['reject_once'],
+    source: 'acp',
   });
-  assert.deepEqual(rejectOnly.choices, [{ label: 'Reject', approve: false }]);
+  assert.deepEqual(rejectOnly.choices, [{ label: 'Deny', approve: false }]);
   assert.match(rejectOnly.detail, /offers no way to allow/);
-  const none = permissionPrompt({ agentName: 'a', title: 't', kind: null, optionKinds: [] });
+  const none = permissionPrompt({ agentName: 'a', title: 't', kind: null, optionKinds: [], source: 'acp' });
   assert.deepEqual(none.choices, []);
+});
+
+test('a tool request from the host policy offers all three and names the tool and its target', async () => {
+  const params = {
+    agentName: 'coder',
+    runId: 'r1',
+    title: 'Run bash',
+    kind: 'execute',
+    optionKinds: ['allow_once', 'allow_always', 'reject_once'],
+    source: 'tool',
+    tool: { name: 'bash', input: { command: 'ls -la' }, target: 'ls -la' },
+  };
+  const request = parsePermissionRequest(params);
+  assert.equal(request.source, 'tool');
+  assert.deepEqual(request.tool, { name: 'bash', input: { command: 'ls -la' }, target: 'ls -la' });
+  const prompt = permissionPrompt(request);
+  assert.deepEqual(
+    prompt.choices.map((c) => c.label),
+    ['Allow once', 'Always this session', 'Deny'],
+  );
+  assert.match(prompt.detail, /^Tool bash on ls -la, input \{"command":"ls -la"\}\./);
+  assert.deepEqual(await answerPermission(params, async () => 'Always this session'), {
+    approve: true,
+    scope: 'session',
+  });
+  assert.deepEqual(await answerPermission(params, async () => 'Allow once'), { approve: true, scope: 'once' });
+  assert.deepEqual(await answerPermission(params, async () => undefined), { approve: false });
+});
+
+test('a request without source (an older host) is an ACP request', () => {
+  const request = parsePermissionRequest({ agentName: 'a', title: 't', kind: null, optionKinds: ['allow_once'] });
+  assert.equal(request.source, 'acp');
+  assert.equal(request.tool, undefined);
 });
 
 test('a malformed request is refused with the field named', async () => {
@@ -78,10 +115,19 @@ test('a malformed request is refused with the field named', async () => {
     title: 't',
     kind: null,
     optionKinds: ['allow_once'],
+    source: 'acp',
   });
   await assert.rejects(
-    answerPermission({ title: 't' }, async () => 'Allow'),
+    answerPermission({ title: 't' }, async () => 'Allow once'),
     /agentName/,
+  );
+  const base = { agentName: 'a', title: 't', optionKinds: [] };
+  assert.throws(() => parsePermissionRequest({ ...base, source: 'policy' }), /source must be "acp" or "tool"/);
+  assert.throws(() => parsePermissionRequest({ ...base, source: 'tool' }), /must name the tool/);
+  assert.throws(() => parsePermissionRequest({ ...base, source: 'tool', tool: { name: 'bash' } }), /tool\.input/);
+  assert.throws(
+    () => parsePermissionRequest({ ...base, source: 'tool', tool: { name: 'bash', input: {}, target: 3 } }),
+    /tool\.target/,
   );
 });
 
@@ -117,7 +163,7 @@ after(async () => {
 });
 
 test('an ACP permission request reaches the person and their choice reaches the agent', async () => {
-  pick = 'Allow';
+  pick = 'Allow once';
   let rendered = '';
   const outcome = await session.ask(
     coder,

@@ -6,9 +6,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { cancelledPartial, describeError, describeFailure } from '../src/core/errors';
+import { cancelledPartial, describeError, describeFailure, refusesField } from '../src/core/errors';
 import {
   askBlocks,
+  conversationInput,
   imageBlock,
   imageMediaType,
   promptInput,
@@ -17,7 +18,7 @@ import {
 } from '../src/core/input';
 import type { AgentRunResult } from '../src/core/protocol';
 import { askHeading } from '../src/core/render';
-import { chooseAgent, initializationOptions, readSettings, RestartPolicy } from '../src/core/settings';
+import { chatAgent, chooseAgent, initializationOptions, readSettings, RestartPolicy } from '../src/core/settings';
 import { ReplyAssembler } from '../src/core/stream';
 
 function result(fields: Partial<AgentRunResult> = {}): AgentRunResult {
@@ -119,6 +120,25 @@ test('an ask becomes blocks in order: question, selection, image', () => {
     image,
   ]);
   assert.throws(() => askBlocks({ question: '  ' }), /nothing to ask/);
+});
+
+test('files and images attached in the chat follow the selection and the active image', () => {
+  const image = imageBlock('a.png', new Uint8Array([1]));
+  const attached = imageBlock('b.jpg', new Uint8Array([2]));
+  const blocks = askBlocks({
+    question: 'compare',
+    selection: { text: 'x', fileName: 'a.py' },
+    files: [{ text: 'y', fileName: 'b.py', languageId: 'python' }, { text: '' }],
+    image,
+    images: [attached],
+  });
+  assert.deepEqual(blocks, [
+    { type: 'text', text: 'compare' },
+    { type: 'text', text: 'Selection from a.py:\n```\nx\n```' },
+    { type: 'text', text: 'Selection from b.py:\n```python\ny\n```' },
+    image,
+    attached,
+  ]);
 });
 
 test('media types come from the extension', () => {
@@ -240,4 +260,40 @@ test('the heading above a reply quotes the question and summarises images', () =
     askHeading('ask', 'claude', [{ type: 'text', text: 'what\nis this?' }, image]),
     '## ask · claude\n\n> what\n> is this?\n> [image image/png, 4 base64 chars]\n\n',
   );
+});
+
+test('the chat asks the agent picked with /agent, else the default, the only or the first one', () => {
+  const settings = readSettings((key) =>
+    key === 'agents' ? [{ name: 'a' }, { name: 'b' }] : key === 'defaultAgent' ? '' : undefined,
+  );
+  assert.equal(chatAgent(settings, undefined).name, 'a');
+  assert.equal(chatAgent(settings, 'b').name, 'b');
+  assert.equal(chatAgent(settings, 'gone').name, 'a', 'a picked agent no longer configured');
+  const withDefault = { ...settings, defaultAgent: 'b' };
+  assert.equal(chatAgent(withDefault, undefined).name, 'b');
+});
+
+test('a conversation from VS Code becomes agent/stream input', () => {
+  const text = (t: string) => ({ type: 'text' as const, text: t });
+  const messages = [
+    { role: 'user' as const, content: [text('hi')] },
+    { role: 'assistant' as const, content: [] },
+    { role: 'user' as const, content: [text('again')] },
+  ];
+  assert.deepEqual(conversationInput({ name: 'llm' }, messages), [
+    { role: 'user', content: [text('hi'), text('again')] },
+  ]);
+  const shout = { name: 'shout', backend: { kind: 'process' } };
+  assert.equal(conversationInput(shout, messages), 'hi\n\nagain');
+  assert.throws(
+    () => conversationInput({ name: 'llm' }, [{ role: 'assistant', content: [text('x')] }]),
+    /does not end with a user message/,
+  );
+});
+
+test('an InvalidParams answer naming a field tells the client the host does not take it', () => {
+  const refused = { code: -32602, message: 'agent/prompt: params.partialResultToken: unknown field' };
+  assert.equal(refusesField(refused, 'partialResultToken'), true);
+  assert.equal(refusesField({ code: -32602, message: 'input: bad' }, 'partialResultToken'), false);
+  assert.equal(refusesField({ code: -32001, message: 'partialResultToken' }, 'partialResultToken'), false);
 });

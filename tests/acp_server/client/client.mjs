@@ -5,15 +5,24 @@
 // It spawns COMMAND as the ACP agent, sends each step of SCRIPT in order, and prints
 // one JSON document on stdout: {steps: [{method, result | error, updates}], stderr}.
 //
-// SCRIPT: {permission?: optionKind, steps: [{method, params, cancelAfterChunks?}]}
+// SCRIPT: {permission?: optionKind, permissionOptionId?: id, files?: {path: text},
+//          refuseWrites?: bool, steps: [{method, params, cancelAfterChunks?}]}
 //   - the string "$session" anywhere in params is the sessionId of the latest
 //     session/new answer;
 //   - cancelAfterChunks: n sends session/cancel once n agent_message_chunk updates
 //     of this step have arrived;
 //   - updates: the session/update notifications that arrived during the step;
-//   - permission requests are answered with the option of kind `permission`
-//     (cancelled when absent) and recorded in the step's updates as
-//     {permissionRequest: params}.
+//   - permission requests are answered with the option whose optionId is
+//     `permissionOptionId`, else the option of kind `permission` (cancelled when
+//     neither is offered), and recorded in the step's updates as
+//     {permissionRequest: params};
+//   - fs/read_text_file requests are answered with `files[path]` (the editor's
+//     buffer; a path not there is an error -32002) and recorded in the step's
+//     updates as {readTextFile: params}. The client declares fs.readTextFile
+//     only if the script's initialize step does;
+//   - fs/write_text_file requests are recorded as {writeTextFile: params} and
+//     put the content in `files[path]` (the buffer; the disk is not touched),
+//     or, with refuseWrites, answered with an error -32603.
 
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -48,9 +57,23 @@ const app = acp
   })
   .onRequest(M.client.session.requestPermission, async ({ params }) => {
     if (current !== null) current.updates.push({ permissionRequest: params });
-    const option = params.options.find((o) => o.kind === script.permission);
+    const option =
+      params.options.find((o) => o.optionId === script.permissionOptionId) ??
+      params.options.find((o) => o.kind === script.permission);
     if (!option) return { outcome: { outcome: "cancelled" } };
     return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onRequest(M.client.fs.readTextFile, async ({ params }) => {
+    if (current !== null) current.updates.push({ readTextFile: params });
+    const text = (script.files ?? {})[params.path];
+    if (text === undefined) throw acp.RequestError.resourceNotFound(params.path);
+    return { content: text };
+  })
+  .onRequest(M.client.fs.writeTextFile, async ({ params }) => {
+    if (current !== null) current.updates.push({ writeTextFile: params });
+    if (script.refuseWrites) throw acp.RequestError.internalError(undefined, "read-only buffer");
+    script.files = { ...(script.files ?? {}), [params.path]: params.content };
+    return {};
   });
 
 function substitute(value, sessionId) {

@@ -97,6 +97,11 @@ function M.forget(agent)
   known[agent] = nil
 end
 
+--- Know `agent` by the host's `agent_id`: an agent created elsewhere (a model switch).
+function M.adopt(agent, agent_id)
+  known[agent] = { id = agent_id }
+end
+
 --- Forget every agentId; with `dispose`, the host disposes the agents too.
 function M.forget_all(config, dispose)
   local ids = {}

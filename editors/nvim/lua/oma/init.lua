@@ -11,6 +11,8 @@
 --   :OmaHistory, :OmaReset  the conversation of :OmaChat.
 --   :OmaCancel          `$/cancelRequest` for every run in flight.
 --   :OmaAgent           which of `setup{agents}` the next command asks.
+--   :OmaModels          the agent's model from its provider's list (models/list),
+--                       for the rest of the session (until setup() is called again).
 
 local agents = require('oma.agents')
 local client = require('oma.client')
@@ -275,6 +277,133 @@ end
 --- The names `:OmaAgent` completes.
 function M.agent_names()
   return agents.names(M.config)
+end
+
+-- -- models ---------------------------------------------------------------------------
+
+--- The models/list params for `agent`: the provider, baseURL and apiKeyEnv it uses.
+local function models_params(agent)
+  local params = vim.empty_dict()
+  for _, field in ipairs({ 'provider', 'baseURL', 'apiKeyEnv' }) do
+    if type(agent[field]) == 'string' then
+      params[field] = agent[field]
+    end
+  end
+  return params
+end
+
+--- The models of the current agent's provider (models/list; the host caches the
+--- list for its session). `done(err, models)`: `err` is a one-line message,
+--- `models` a list of {id, displayName?, ownedBy?, created?}.
+function M.models(done)
+  local agent = M.config.agent
+  if type(agent.backend) == 'table' then
+    done(string.format('%s is an external agent (backend: %s): it has no provider model list',
+      agent.name, tostring(agent.backend.kind)))
+    return
+  end
+  client.request(M.config, 'models/list', models_params(agent), function(err, result)
+    if err then
+      done(M.describe_error(err))
+    else
+      done(nil, result.models)
+    end
+  end)
+end
+
+--- Ask the current agent with `model` from now on, keeping its conversation: a
+--- new agent is created with the old one's history (agent/history into
+--- `config.history`) and the old one disposed. Lasts until setup() is called
+--- again. `done(err)`, `err` a one-line message or nil.
+function M.set_model(model, done)
+  done = done or function() end
+  local agent = M.config.agent
+  local switched = vim.tbl_extend('force', {}, agent, { model = model })
+  local function adopt(agent_id)
+    local list = {}
+    for index, configured in ipairs(M.config.agents or {}) do
+      list[index] = configured == agent and switched or configured
+    end
+    M.config.agents = list -- a new list: the table given to setup() stays as it was
+    M.config.agent = switched
+    agents.forget(agent)
+    if agent_id then
+      agents.adopt(switched, agent_id)
+    end
+    vim.notify(string.format('oma: %s uses %s from now on', agent.name, model), vim.log.levels.INFO)
+    done(nil)
+  end
+  local old_id = agents.id(agent)
+  if old_id == nil then
+    adopt(nil) -- not created yet: it starts with the new model
+    return
+  end
+  client.request(M.config, 'agent/history', { agentId = old_id }, function(err, result)
+    if err and not (type(err) == 'table' and err.code == -32001) then
+      done(M.describe_error(err))
+      return
+    end
+    local create = vim.tbl_extend('force', {}, switched)
+    if not err and #result.messages > 0 then
+      create.history = result.messages
+    end
+    client.request(M.config, 'agent/create', { config = create }, function(create_err, created)
+      if create_err then
+        done(M.describe_error(create_err)) -- the old agent stays as it was
+        return
+      end
+      adopt(created.agentId)
+      client.request(M.config, 'agent/dispose', { agentId = old_id }, function() end)
+    end)
+  end)
+end
+
+--- Offer the provider's models through vim.ui.select (:OmaModels); the choice
+--- becomes the agent's model (set_model). `done(err, model)` is for tests.
+function M.pick_model(done)
+  done = done or function() end
+  local agent = M.config.agent
+  M.models(function(err, models)
+    if err then
+      vim.notify('oma: ' .. err, vim.log.levels.ERROR)
+      done(err)
+      return
+    end
+    if #models == 0 then
+      local message = string.format('the provider of %s lists no models', agent.name)
+      vim.notify('oma: ' .. message, vim.log.levels.ERROR)
+      done(message)
+      return
+    end
+    local by_id = {}
+    local ids = {}
+    for _, info in ipairs(models) do
+      by_id[info.id] = info
+      ids[#ids + 1] = info.id
+    end
+    vim.ui.select(ids, {
+      prompt = string.format('Model for %s:', agent.name),
+      format_item = function(id)
+        local info = by_id[id]
+        local line = id
+        if type(info.displayName) == 'string' and info.displayName ~= id then
+          line = line .. ' (' .. info.displayName .. ')'
+        end
+        return id == agent.model and (line .. ' [current]') or line
+      end,
+    }, function(id)
+      if id == nil or id == agent.model then
+        done(nil, nil)
+        return
+      end
+      M.set_model(id, function(set_err)
+        if set_err then
+          vim.notify('oma: ' .. set_err, vim.log.levels.ERROR)
+        end
+        done(set_err, id)
+      end)
+    end)
+  end)
 end
 
 local function stream_params(agent, agent_id, run, ask)

@@ -54,6 +54,11 @@ export function isAgentNotFound(error: unknown): boolean {
   return isRpcError(error) && error.code === ErrorCode.AgentNotFound;
 }
 
+/** An InvalidParams answer that refuses `field` (a host that does not know it). */
+export function refusesField(error: unknown, field: string): boolean {
+  return isRpcError(error) && error.code === ErrorCode.InvalidParams && error.message.includes(field);
+}
+
 /** The AgentRunResult so far, from a -32800 RequestCancelled error. */
 export function cancelledPartial(error: unknown): AgentRunResult | undefined {
   if (!isCancelled(error)) {

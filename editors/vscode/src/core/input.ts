@@ -72,6 +72,10 @@ export interface Ask {
   question: string;
   selection?: Selection;
   image?: ImageBlock;
+  /** Further text attachments (files or ranges attached in the chat), after the selection. */
+  files?: Selection[];
+  /** Further images (attached in the chat), after `image`. */
+  images?: ImageBlock[];
 }
 
 /** The selection as a fenced block, long enough a fence that the text cannot close it. */
@@ -83,17 +87,21 @@ export function selectionText(selection: Selection): string {
   return `${label}${fence}${selection.languageId ?? ''}\n${body}${fence}`;
 }
 
-/** The ask as content blocks: question, selection, image, in that order. */
+/** The ask as content blocks: question, selection, attached files, images, in that order. */
 export function askBlocks(ask: Ask): ContentBlock[] {
   const blocks: ContentBlock[] = [];
   if (ask.question.trim() !== '') {
     blocks.push({ type: 'text', text: ask.question });
   }
-  if (ask.selection && ask.selection.text !== '') {
-    blocks.push({ type: 'text', text: selectionText(ask.selection) });
+  for (const text of [ask.selection, ...(ask.files ?? [])]) {
+    if (text !== undefined && text.text !== '') {
+      blocks.push({ type: 'text', text: selectionText(text) });
+    }
   }
-  if (ask.image) {
-    blocks.push(ask.image);
+  for (const image of [ask.image, ...(ask.images ?? [])]) {
+    if (image !== undefined) {
+      blocks.push(image);
+    }
   }
   if (blocks.length === 0) {
     throw new Error('nothing to ask: the question is empty and there is no selection or image');
@@ -126,4 +134,33 @@ export function runInput(config: AgentConfig, ask: Ask): RunInput {
   }
   const message: LLMMessage = { role: 'user', content: input };
   return [message];
+}
+
+/**
+ * agent/stream input for a whole conversation (VS Code's language model API
+ * hands one over per request): empty messages dropped, consecutive messages of
+ * one role merged. A string-only agent (process, ACP) gets the last user
+ * message, as one string when it is all text.
+ */
+export function conversationInput(config: AgentConfig, messages: LLMMessage[]): RunInput {
+  const merged: LLMMessage[] = [];
+  for (const message of messages) {
+    if (message.content.length === 0) {
+      continue;
+    }
+    const last = merged[merged.length - 1];
+    if (last !== undefined && last.role === message.role) {
+      last.content.push(...message.content);
+    } else {
+      merged.push({ role: message.role, content: [...message.content] });
+    }
+  }
+  const last = merged[merged.length - 1];
+  if (last === undefined || last.role !== 'user') {
+    throw new Error('nothing to ask: the conversation does not end with a user message');
+  }
+  if (hasExternalBackend(config)) {
+    return allText(last.content) ? last.content.map((block) => block.text).join('\n\n') : [last];
+  }
+  return merged;
 }

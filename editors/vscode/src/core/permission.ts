@@ -1,19 +1,31 @@
 /**
- * Permission prompt mapping for ACP agents with `permission: "ask-client"`.
+ * The permission question: `agent/requestPermission` as a modal with
+ * "Allow once" / "Always this session" / "Deny", and the button picked back
+ * into the answer `{approve, scope}`.
  *
- * The host sends `agent/requestPermission {agentName, title, kind, optionKinds}`
- * and follows `{approve: bool}`: approve picks `allow_once`, else
- * `allow_always`; reject picks `reject_once`, else `reject_always`. This module
- * turns the request into a modal question whose buttons are only the choices
- * the agent actually offers, and the picked button (or a dismissed dialog,
- * which rejects) back into the answer.
+ * Two sources ask (the agreed shape extending PROTOCOL.md section 9):
+ * - `source: "acp"` (or no source, as older hosts send): a wrapped ACP agent
+ *   with `permission: "ask-client"`; only the decisions it offers in
+ *   `optionKinds` become buttons ("Always this session" selects its
+ *   `allow_always`).
+ * - `source: "tool"`: the host's permission policy asks about one tool call
+ *   (`tool: {name, input, target?}`); all three buttons are offered, and
+ *   "Always this session" lets the host allow that tool for the rest of the
+ *   agent's session.
+ *
+ * Dismissing the modal, or an answer we do not know, denies.
  */
 
-import type { PermissionAnswer, PermissionRequest } from './protocol';
+import type { PermissionAnswer, PermissionRequest, PermissionScope } from './protocol';
+
+export const ALLOW_ONCE = 'Allow once';
+export const ALLOW_SESSION = 'Always this session';
+export const DENY = 'Deny';
 
 export interface PermissionChoice {
   label: string;
   approve: boolean;
+  scope?: PermissionScope;
 }
 
 export interface PermissionPrompt {
@@ -21,69 +33,123 @@ export interface PermissionPrompt {
   message: string;
   /** The modal's detail text. */
   detail: string;
-  /** Buttons, in order; dismissing the modal rejects. */
+  /** Buttons, in order; dismissing the modal denies. */
   choices: PermissionChoice[];
 }
 
 /** Asks the person; resolves to the label picked, or undefined when dismissed. */
 export type PermissionAsker = (prompt: PermissionPrompt) => Promise<string | undefined>;
 
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** Checks the request's shape; throws a message naming the bad field. */
 export function parsePermissionRequest(params: unknown): PermissionRequest {
-  if (typeof params !== 'object' || params === null) {
-    throw new Error('agent/requestPermission: params must be an object');
+  const where = 'agent/requestPermission';
+  if (!isObject(params)) {
+    throw new Error(`${where}: params must be an object`);
   }
-  const raw = params as Record<string, unknown>;
-  const { agentName, title, kind, optionKinds } = raw;
+  const { agentName, title, kind, optionKinds, source, tool, runId } = params;
   if (typeof agentName !== 'string') {
-    throw new Error('agent/requestPermission: agentName must be a string');
+    throw new Error(`${where}: agentName must be a string`);
   }
   if (typeof title !== 'string') {
-    throw new Error('agent/requestPermission: title must be a string');
+    throw new Error(`${where}: title must be a string`);
   }
   if (kind !== undefined && kind !== null && typeof kind !== 'string') {
-    throw new Error('agent/requestPermission: kind must be a string or null');
+    throw new Error(`${where}: kind must be a string or null`);
   }
   if (!Array.isArray(optionKinds) || !optionKinds.every((k) => typeof k === 'string')) {
-    throw new Error('agent/requestPermission: optionKinds must be an array of strings');
+    throw new Error(`${where}: optionKinds must be an array of strings`);
   }
-  return { agentName, title, kind: (kind as string | undefined) ?? null, optionKinds };
+  if (source !== undefined && source !== 'acp' && source !== 'tool') {
+    throw new Error(`${where}: source must be "acp" or "tool", not ${JSON.stringify(source)}`);
+  }
+  if (runId !== undefined && typeof runId !== 'string') {
+    throw new Error(`${where}: runId must be a string`);
+  }
+  const request: PermissionRequest = {
+    agentName,
+    title,
+    kind: (kind as string | undefined) ?? null,
+    optionKinds,
+    source: source ?? 'acp',
+  };
+  if (runId !== undefined) {
+    request.runId = runId;
+  }
+  if (tool !== undefined) {
+    if (!isObject(tool) || typeof tool.name !== 'string') {
+      throw new Error(`${where}: tool must be an object with a string name`);
+    }
+    if (!isObject(tool.input)) {
+      throw new Error(`${where}: tool.input must be an object`);
+    }
+    if (tool.target !== undefined && typeof tool.target !== 'string') {
+      throw new Error(`${where}: tool.target must be a string`);
+    }
+    request.tool = { name: tool.name, input: tool.input, ...(tool.target !== undefined && { target: tool.target }) };
+  } else if (request.source === 'tool') {
+    throw new Error(`${where}: a request with source "tool" must name the tool (tool.name)`);
+  }
+  return request;
 }
 
-function which(optionKinds: string[], once: string, always: string): string | undefined {
-  if (optionKinds.includes(once)) {
-    return 'once';
-  }
-  return optionKinds.includes(always) ? 'always' : undefined;
+/** A short, one-line view of a tool's input for the modal's detail. */
+function describeInput(input: Record<string, unknown>): string {
+  const text = JSON.stringify(input);
+  return text.length > 300 ? `${text.slice(0, 297)}...` : text;
 }
 
-/** The modal for a request: one button per decision the agent offers. */
+/** The modal for a request. */
 export function permissionPrompt(request: PermissionRequest): PermissionPrompt {
-  const choices: PermissionChoice[] = [];
-  const allow = which(request.optionKinds, 'allow_once', 'allow_always');
-  const reject = which(request.optionKinds, 'reject_once', 'reject_always');
-  if (allow !== undefined) {
-    choices.push({ label: allow === 'once' ? 'Allow' : 'Allow always', approve: true });
-  }
-  if (reject !== undefined) {
-    choices.push({ label: reject === 'once' ? 'Reject' : 'Reject always', approve: false });
-  }
   const kind = request.kind ? ` (${request.kind})` : '';
-  const offered = request.optionKinds.length ? request.optionKinds.join(', ') : 'none';
+  const message = `Agent "${request.agentName}" asks permission: ${request.title}${kind}`;
+  if (request.source === 'tool') {
+    const tool = request.tool;
+    const target = tool?.target !== undefined ? ` on ${tool.target}` : '';
+    return {
+      message,
+      detail:
+        `Tool ${tool?.name ?? '?'}${target}, input ${describeInput(tool?.input ?? {})}. ` +
+        `"${ALLOW_SESSION}" allows this tool for the rest of the agent's session. Dismissing this question denies.`,
+      choices: [
+        { label: ALLOW_ONCE, approve: true, scope: 'once' },
+        { label: ALLOW_SESSION, approve: true, scope: 'session' },
+        { label: DENY, approve: false },
+      ],
+    };
+  }
+  const offered = request.optionKinds;
+  const choices: PermissionChoice[] = [];
+  if (offered.includes('allow_once')) {
+    choices.push({ label: ALLOW_ONCE, approve: true, scope: 'once' });
+  }
+  if (offered.includes('allow_always')) {
+    choices.push({ label: ALLOW_SESSION, approve: true, scope: 'session' });
+  }
+  if (offered.includes('reject_once') || offered.includes('reject_always')) {
+    choices.push({ label: DENY, approve: false });
+  }
+  const allows = choices.some((choice) => choice.approve);
   return {
-    message: `Agent "${request.agentName}" asks permission: ${request.title}${kind}`,
+    message,
     detail:
-      `The agent offers: ${offered}.` +
-      (allow === undefined ? ' It offers no way to allow this.' : '') +
-      ' Dismissing this question rejects.',
+      `The agent offers: ${offered.length ? offered.join(', ') : 'none'}.` +
+      (allows ? '' : ' It offers no way to allow this.') +
+      ' Dismissing this question denies.',
     choices,
   };
 }
 
-/** The answer for the label picked; anything else (dismissed, unknown) rejects. */
+/** The answer for the label picked; anything else (dismissed, unknown) denies. */
 export function permissionAnswer(prompt: PermissionPrompt, picked: string | undefined): PermissionAnswer {
   const choice = prompt.choices.find((c) => c.label === picked);
-  return { approve: choice?.approve ?? false };
+  if (choice === undefined || !choice.approve) {
+    return { approve: false };
+  }
+  return { approve: true, scope: choice.scope ?? 'once' };
 }
 
 /** The whole server-to-client request: parse, ask, answer. */

@@ -73,6 +73,26 @@ export interface AgentConfig {
   [field: string]: unknown;
 }
 
+/** One model of `models/list` (the provider's own fields where it has them). */
+export interface ModelInfo {
+  id: string;
+  displayName?: string;
+  ownedBy?: string;
+  created?: string | number;
+}
+
+/** `models/list {provider?, baseURL?, apiKeyEnv?}` and its answer. */
+export interface ModelsListParams {
+  provider?: string;
+  baseURL?: string;
+  apiKeyEnv?: string;
+}
+
+export interface ModelsListResult {
+  provider: string;
+  models: ModelInfo[];
+}
+
 /** LSP work-done progress values, as the host sends them for a workDoneToken. */
 export type WorkDoneValue =
   | { kind: 'begin'; title: string; message?: string }
@@ -87,16 +107,25 @@ export interface OmaProgressEvent {
   data?: unknown;
 }
 
-/** `agent/requestPermission` (server to client) and its answer. */
+/** `agent/requestPermission` (server to client) and its answer. `source`
+ *  is "acp" for a wrapped ACP agent (also when a host omits it), "tool" for
+ *  the host's permission policy, which then names the tool call. */
 export interface PermissionRequest {
   agentName: string;
+  runId?: string;
   title: string;
   kind: string | null;
   optionKinds: string[];
+  source: 'acp' | 'tool';
+  tool?: { name: string; input: Record<string, unknown>; target?: string };
 }
+
+/** "once" (the default) or "session": allow the same tool until the agent is disposed. */
+export type PermissionScope = 'once' | 'session';
 
 export interface PermissionAnswer {
   approve: boolean;
+  scope?: PermissionScope;
 }
 
 export interface InitializationOptions {

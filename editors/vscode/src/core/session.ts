@@ -6,10 +6,12 @@
  * - `ask`  (Ask agent, Ask about image): a one-off question, `agent/stream`,
  *   its reply streamed from `$/progress` events of the partialResultToken;
  *   it neither reads nor changes the conversation.
- * - `chat` (Chat with agent): a conversation turn, `agent/prompt`; the
- *   protocol gives prompts no stream, so the reply is written when the turn
- *   completes (the work-done progress shows meanwhile). History and reset
- *   act on these turns.
+ * - `chat` (Chat with agent, the `@oma` chat participant): a conversation
+ *   turn, `agent/prompt`. It is sent with a partialResultToken so a host
+ *   that streams prompts streams it; a host whose agent/prompt refuses that
+ *   field (InvalidParams naming it) is asked again without it, once per
+ *   session, and the reply is written when the turn completes (the work-done
+ *   progress shows meanwhile). History and reset act on these turns.
  * - `runOnce` (Run agent on selection): `oma/runAgent`, a fresh one-off agent
  *   with `progress: true` (`oma/progress` notifications for its runId).
  *
@@ -19,6 +21,9 @@
  *
  * Agents are created on first use, one per configured name, and recreated when
  * their config changes or the host no longer knows them (it was restarted).
+ * `models` lists the agent's provider's models (models/list); `switchModel`
+ * moves an agent to another model with its conversation (agent/history into
+ * the new agent's `config.history`).
  */
 
 import {
@@ -28,14 +33,19 @@ import {
   ProgressType,
 } from 'vscode-jsonrpc';
 
-import { cancelledPartial, describeError, isAgentNotFound, isCancelled } from './errors';
+import { cancelledPartial, describeError, isAgentNotFound, isCancelled, refusesField } from './errors';
 import { type Ask, promptInput, runInput } from './input';
+import { modelsListParams } from './modelChoice';
 import { answerPermission, type PermissionAsker } from './permission';
 import type {
   AgentConfig,
   AgentRunResult,
   LLMMessage,
+  ModelInfo,
+  ModelsListResult,
   OmaProgressEvent,
+  PermissionAnswer,
+  RunInput,
   StreamEvent,
   WorkDoneValue,
 } from './protocol';
@@ -51,6 +61,8 @@ export interface RunObserver {
   onWorkDone?(value: WorkDoneValue): void;
   /** `oma/progress` notifications of an oma/runAgent run. */
   onRunProgress?(event: OmaProgressEvent): void;
+  /** A run that ends with an error: given this, the error line is not appended to the text. */
+  onError?(message: string): void;
 }
 
 export type RunOutcome =
@@ -99,6 +111,8 @@ export class OmaSession {
   private readonly clientName: string;
   private permission: PermissionAsker | undefined;
   private counter = 0;
+  /** Whether the host's agent/prompt takes a partialResultToken; undefined until a prompt tells. */
+  private promptStreams: boolean | undefined;
 
   constructor(
     private readonly peer: RpcPeer,
@@ -142,6 +156,34 @@ export class OmaSession {
     return id;
   }
 
+  /** The models of the agent's provider (models/list; the host caches the list per session). */
+  async models(config: AgentConfig): Promise<ModelInfo[]> {
+    const answer = await this.peer.sendRequest<ModelsListResult>('models/list', modelsListParams(config));
+    return answer.models;
+  }
+
+  /**
+   * The agent with `model` from now on, keeping its conversation: a new agent
+   * is created with the old one's history (`config.history` from
+   * agent/history) and the old one is disposed. Answers the new config, which
+   * later asks must pass (an agent not created yet just starts with it).
+   */
+  async switchModel(config: AgentConfig, model: string): Promise<AgentConfig> {
+    const switched: AgentConfig = { ...config, model };
+    const known = this.agents.get(config.name);
+    if (known === undefined || JSON.stringify(switched) === known.key) {
+      return switched;
+    }
+    const history = await this.history(config);
+    const id = this.peer
+      .sendRequest<{ agentId: string }>('agent/create', { config: { ...switched, history } })
+      .then((answer) => answer.agentId);
+    await id; // a refused config leaves the old agent in place
+    this.agents.set(config.name, { key: JSON.stringify(switched), id });
+    void this.disposeQuietly(known.id);
+    return switched;
+  }
+
   /** Forget every agentId: the host was restarted and knows none of them. */
   forgetAgents(): void {
     this.agents.clear();
@@ -182,8 +224,12 @@ export class OmaSession {
 
   /** A one-off ask, streamed: agent/stream. */
   ask(config: AgentConfig, ask: Ask, observer: RunObserver = {}): RunHandle {
+    return this.stream(config, runInput(config, ask), observer);
+  }
+
+  /** agent/stream with a ready input (a whole conversation, e.g. from VS Code's language model API). */
+  stream(config: AgentConfig, input: RunInput, observer: RunObserver = {}): RunHandle {
     return this.start(`ask ${config.name}`, observer, (context) => {
-      const input = runInput(config, ask);
       return this.withAgent(config, (agentId) =>
         this.peer.sendRequest<AgentRunResult>(
           'agent/stream',
@@ -203,14 +249,34 @@ export class OmaSession {
   chat(config: AgentConfig, ask: Ask, observer: RunObserver = {}): RunHandle {
     return this.start(`chat ${config.name}`, observer, (context) => {
       const input = promptInput(config, ask);
-      return this.withAgent(config, (agentId) =>
-        this.peer.sendRequest<AgentRunResult>(
-          'agent/prompt',
-          { agentId, input, workDoneToken: context.workDoneToken },
-          context.token,
-        ),
-      );
+      return this.withAgent(config, (agentId) => this.prompt(agentId, input, context));
     });
+  }
+
+  /** Whether conversation turns stream (known after the first turn). */
+  get promptsStream(): boolean | undefined {
+    return this.promptStreams;
+  }
+
+  private async prompt(agentId: string, input: unknown, context: RunContext): Promise<AgentRunResult> {
+    const params = { agentId, input, workDoneToken: context.workDoneToken };
+    if (this.promptStreams !== false) {
+      try {
+        const result = await this.peer.sendRequest<AgentRunResult>(
+          'agent/prompt',
+          { ...params, partialResultToken: context.partialResultToken },
+          context.token,
+        );
+        this.promptStreams = true;
+        return result;
+      } catch (error) {
+        if (this.promptStreams === true || !refusesField(error, 'partialResultToken')) {
+          throw error;
+        }
+        this.promptStreams = false; // this host's agent/prompt has no stream
+      }
+    }
+    return this.peer.sendRequest<AgentRunResult>('agent/prompt', params, context.token);
   }
 
   /** A fresh one-off agent: oma/runAgent with progress notifications. */
@@ -299,6 +365,10 @@ export class OmaSession {
         return { kind: 'cancelled', partial, text: assembler.text };
       }
       const message = describeError(error);
+      if (context.observer.onError !== undefined) {
+        context.observer.onError(message);
+        return { kind: 'error', message, error, text: assembler.text };
+      }
       write(`${assembler.rendered === '' || assembler.rendered.endsWith('\n') ? '' : '\n'}[${message}]\n`);
       return { kind: 'error', message, error, text: assembler.text };
     }
@@ -342,7 +412,7 @@ export class OmaSession {
 
   // -- host to client -----------------------------------------------------------
 
-  private async onPermission(params: unknown): Promise<{ approve: boolean }> {
+  private async onPermission(params: unknown): Promise<PermissionAnswer> {
     const asker = this.permission;
     if (asker === undefined) {
       return { approve: false };

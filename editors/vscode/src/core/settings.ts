@@ -71,6 +71,16 @@ export function chooseAgent(settings: OmaSettings): AgentConfig | undefined {
 }
 
 /**
+ * The agent the chat asks: the one picked with `/agent NAME` while it is
+ * still configured, else the default or only agent, else the first one (the
+ * chat has no pick dialog; `/agent` switches).
+ */
+export function chatAgent(settings: OmaSettings, picked: string | undefined): AgentConfig {
+  const agent = settings.agents.find((a) => a.name === picked);
+  return agent ?? chooseAgent(settings) ?? settings.agents[0];
+}
+
+/**
  * When the host dies, restart it, unless it has died `maxRestarts` times
  * within `windowMs` (then it is probably failing at start-up, and restarting
  * again would only loop).

@@ -1,0 +1,59 @@
+"""Which of an agent's ``mcpServers`` the ACP bridge passes to the wrapped
+agent in ``session/new``, as the ACP library's types.
+
+A stdio server always goes (every ACP agent must take stdio); an HTTP server
+goes only when the agent advertised ``agentCapabilities.mcpCapabilities.http``
+at ``initialize``. A server left out is not dropped silently: it comes back
+as the data of an ``mcp_filtered`` stream event (``{name, type, reason}``),
+which the bridge emits in the first run of the session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp.schema import (
+    AcpMcpServer,
+    AgentCapabilities,
+    EnvVariable,
+    HttpHeader,
+    HttpMcpServer,
+    McpServerStdio,
+    SseMcpServer,
+)
+
+from oma_host.core.config import McpServer, McpServerHttp
+
+# What NewSessionRequest.mcp_servers holds.
+SessionServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
+
+
+def session_servers(
+    configs: list[McpServer], capabilities: AgentCapabilities | None
+) -> tuple[list[SessionServer], list[dict[str, Any]]]:
+    """(the servers to send, the ``mcp_filtered`` event data of each left out)."""
+    mcp = capabilities.mcp_capabilities if capabilities is not None else None
+    takes_http = bool(mcp is not None and mcp.http)
+    passed: list[SessionServer] = []
+    left_out: list[dict[str, Any]] = []
+    for server in configs:
+        if isinstance(server, McpServerHttp):
+            if not takes_http:
+                left_out.append(
+                    {
+                        "name": server.name,
+                        "type": "http",
+                        "reason": "the ACP agent does not advertise mcpCapabilities.http",
+                    }
+                )
+                continue
+            headers = [HttpHeader(name=h.name, value=h.value) for h in server.headers]
+            passed.append(
+                HttpMcpServer(type="http", name=server.name, url=server.url, headers=headers)
+            )
+        else:
+            env = [EnvVariable(name=v.name, value=v.value) for v in server.env]
+            passed.append(
+                McpServerStdio(name=server.name, command=server.command, args=server.args, env=env)
+            )
+    return passed, left_out

@@ -1,0 +1,75 @@
+"""Azure OpenAI (``provider: "azure"``) on its v1 endpoint,
+``https://NAME.openai.azure.com/openai/v1/``: the OpenAI wire (Responses by
+default, Chat Completions with ``api: "chat"``), no ``api-version``, and the
+deployment name as ``model``.
+
+The endpoint is ``baseURL``, else ``AZURE_OPENAI_ENDPOINT`` (the variable
+Azure's own SDKs read); either may be the resource's root
+(``https://NAME.openai.azure.com``) or the full v1 URL: ``/openai/v1`` is
+added when missing. Authentication: ``apiKey`` / ``apiKeyEnv`` /
+``AZURE_OPENAI_API_KEY`` in the ``api-key`` header, else a Microsoft Entra ID
+token from ``AZURE_OPENAI_AD_TOKEN`` as a bearer token.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from oma_host.providers.base import LLMAdapter, ProviderError, resolve_api_key
+from oma_host.providers.openai_family import adapter_for
+from oma_host.providers.openai_target import Api, OpenAITarget
+
+if TYPE_CHECKING:
+    from oma_host.core.config import AgentConfig
+
+ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
+KEY_ENV = "AZURE_OPENAI_API_KEY"
+TOKEN_ENV = "AZURE_OPENAI_AD_TOKEN"
+_V1 = "/openai/v1"
+
+
+def v1_base_url(endpoint: str) -> str:
+    """The v1 base URL of an Azure OpenAI endpoint given as its root or in full."""
+    base = endpoint.strip().rstrip("/")
+    if base.endswith(_V1):
+        return base
+    if base.endswith("/openai"):
+        return base + "/v1"
+    return base + _V1
+
+
+def azure_target(config: AgentConfig) -> OpenAITarget:
+    """The agent's endpoint and credentials; a missing endpoint or key fails
+    the request (``headers`` is asked first), so the run ends with a clear
+    result rather than the agent being refused."""
+    endpoint = config.base_url or os.environ.get(ENDPOINT_ENV) or ""
+
+    def headers() -> dict[str, str]:
+        if not endpoint:
+            raise ProviderError(
+                "azure: no endpoint: set baseURL (https://NAME.openai.azure.com/openai/v1/) "
+                f"or {ENDPOINT_ENV}",
+                kind="connection",
+            )
+        key = resolve_api_key(config, KEY_ENV)
+        if key is not None:
+            return {"api-key": key}
+        token = None if config.api_key_env else os.environ.get(TOKEN_ENV)
+        if token:
+            return {"authorization": f"Bearer {token}"}
+        where = (
+            f"the environment variable {config.api_key_env} (apiKeyEnv) is not set"
+            if config.api_key_env
+            else f"set apiKey, apiKeyEnv, {KEY_ENV} or {TOKEN_ENV}"
+        )
+        raise ProviderError(f"azure: no API key: {where}", kind="auth")
+
+    api: Api = config.api or "responses"
+    base_url = v1_base_url(endpoint) if endpoint else ""
+    return OpenAITarget("azure", base_url, api, True, headers)
+
+
+def azure_adapter(config: AgentConfig) -> LLMAdapter:
+    """The registry's factory for ``provider: "azure"``."""
+    return adapter_for(config, azure_target(config))

@@ -1,0 +1,98 @@
+"""Where an OpenAI-family agent (``provider: "openai"`` or ``"azure"``) sends
+its requests, which of the two APIs it speaks, and how it authenticates.
+
+- **openai**: ``baseURL`` (default ``https://api.openai.com/v1``), a bearer
+  key from ``apiKey`` / ``apiKeyEnv`` / ``OPENAI_API_KEY`` (none needed for a
+  ``baseURL`` of a local compatible server). ``api`` defaults to
+  ``"responses"`` for api.openai.com and to ``"chat"`` for every other base
+  URL (the compatible servers: vLLM, llama.cpp, Ollama, OpenRouter...).
+- **azure**: see :mod:`oma_host.providers.azure`; ``api`` defaults to
+  ``"responses"`` (the v1 endpoint has both).
+
+The output limit's field name follows the server, not the API: OpenAI and
+Azure take ``max_completion_tokens`` on Chat Completions (the reasoning
+models refuse ``max_tokens``), while the compatible servers still read
+``max_tokens``, so every other base URL gets that (``tokenLimitField``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from oma_host.providers.base import missing_key_error, resolve_api_key
+
+if TYPE_CHECKING:
+    from oma_host.core.config import AgentConfig
+    from oma_host.core.results import TokenUsage
+
+Api = Literal["chat", "responses"]
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+
+
+@dataclass(frozen=True)
+class OpenAITarget:
+    """One agent's endpoint: ``provider`` names it in errors, ``base_url`` has
+    no trailing slash, ``official`` says the server is OpenAI's or Azure's
+    (``max_completion_tokens``, reasoning items), ``headers`` builds the
+    authentication headers per request (a missing key fails the run there)."""
+
+    provider: str
+    base_url: str
+    api: Api
+    official: bool
+    headers: Callable[[], dict[str, str]]
+
+    @property
+    def token_limit_field(self) -> str:
+        """Chat Completions' name for the output limit on this server."""
+        return "max_completion_tokens" if self.official else "max_tokens"
+
+
+def is_openai_host(base_url: str) -> bool:
+    return (urlsplit(base_url).hostname or "").lower() == "api.openai.com"
+
+
+def openai_target(config: AgentConfig) -> OpenAITarget:
+    """The target of a ``provider: "openai"`` agent."""
+    base_url = (config.base_url or OPENAI_BASE_URL).rstrip("/")
+    official = is_openai_host(base_url)
+
+    def headers() -> dict[str, str]:
+        key = resolve_api_key(config, OPENAI_KEY_ENV)
+        if key is None:
+            if config.base_url and not official:  # local compatible servers need none
+                return {}
+            raise missing_key_error("openai", config, OPENAI_KEY_ENV)
+        return {"authorization": f"Bearer {key}"}
+
+    api: Api = config.api or ("responses" if official else "chat")
+    return OpenAITarget("openai", base_url, api, official, headers)
+
+
+def token_usage(
+    input_tokens: Any, output_tokens: Any, cached_tokens: Any = 0, reasoning_tokens: Any = 0
+) -> TokenUsage:
+    """OpenAI's counts as TokenUsage. OpenAI counts cached input inside the
+    input tokens; TokenUsage keeps it apart (``cache_read_input_tokens``, as
+    Anthropic reports it), so ``input_tokens`` is the uncached rest. The
+    optional counts appear when they are not zero."""
+    cached = int(cached_tokens or 0)
+    usage: TokenUsage = {
+        "input_tokens": max(0, int(input_tokens or 0) - cached),
+        "output_tokens": int(output_tokens or 0),
+    }
+    if cached:
+        usage["cache_read_input_tokens"] = cached
+    if reasoning := int(reasoning_tokens or 0):
+        usage["reasoning_tokens"] = reasoning
+    return usage
+
+
+def details(usage: dict[str, Any], field: str, count: str) -> Any:
+    """``usage[field][count]``, or None where the server leaves it out."""
+    nested = usage.get(field)
+    return nested.get(count) if isinstance(nested, dict) else None

@@ -1,0 +1,213 @@
+"""AWS Signature Version 4 for the Bedrock adapter, and where its credentials
+and region come from.
+
+Signing is the standard-library recipe (HMAC-SHA256 over a canonical
+request); tests check it against botocore's signer. Credentials come, as the
+AWS SDKs look for them, from ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``
+(/ ``AWS_SESSION_TOKEN``), else from the shared credentials and config files
+(``AWS_SHARED_CREDENTIALS_FILE``, ``AWS_CONFIG_FILE``, ``~/.aws/...``) for
+``AWS_PROFILE`` (``default``); the region from ``AWS_REGION``,
+``AWS_DEFAULT_REGION``, else the profile's ``region``. Profiles that name a
+``credential_process``, SSO or a role to assume need the AWS CLI to write
+keys first: they are reported, not run.
+"""
+
+from __future__ import annotations
+
+import configparser
+import datetime
+import hashlib
+import hmac
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+ALGORITHM = "AWS4-HMAC-SHA256"
+
+
+class CredentialsError(Exception):
+    """No usable AWS credentials or region; the message says where it looked."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    access_key: str
+    secret_key: str = field(repr=False)
+    token: str | None = field(default=None, repr=False)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _hmac(key: bytes, message: str) -> bytes:
+    return hmac.new(key, message.encode(), hashlib.sha256).digest()
+
+
+def canonical_uri(path: str) -> str:
+    """The path percent-encoded once more, as every service but S3 signs it
+    (a model id's ``:`` travels as ``%3A`` and is signed as ``%253A``)."""
+    return quote(path or "/", safe="/~")
+
+
+def canonical_query(query: str) -> str:
+    pairs = sorted(tuple(pair.partition("=")[::2]) for pair in query.split("&") if pair)
+    return "&".join(f"{key}={value}" for key, value in pairs)
+
+
+def signing_key(secret_key: str, date: str, region: str, service: str) -> bytes:
+    key = _hmac(f"AWS4{secret_key}".encode(), date)
+    for part in (region, service, "aws4_request"):
+        key = _hmac(key, part)
+    return key
+
+
+def signature(
+    credentials: Credentials,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    *,
+    region: str,
+    service: str,
+    amz_date: str,
+) -> tuple[str, str]:
+    """The signature of a request whose ``headers`` (lower-case names,
+    ``host`` among them) are the ones signed, and the signed-headers list."""
+    parts = urlsplit(url)
+    names = sorted(headers)
+    canonical = "\n".join(
+        [
+            method.upper(),
+            canonical_uri(parts.path),
+            canonical_query(parts.query),
+            "".join(f"{name}:{' '.join(headers[name].split())}\n" for name in names),
+            ";".join(names),
+            _sha256(body),
+        ]
+    )
+    scope = f"{amz_date[:8]}/{region}/{service}/aws4_request"
+    to_sign = f"{ALGORITHM}\n{amz_date}\n{scope}\n{_sha256(canonical.encode())}"
+    key = signing_key(credentials.secret_key, amz_date[:8], region, service)
+    return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest(), ";".join(names)
+
+
+def host_of(url: str) -> str:
+    """The Host header for ``url``: its host, and its port unless the scheme's default."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return host if parts.port in (None, default) else f"{host}:{parts.port}"
+
+
+def sign_request(
+    credentials: Credentials,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    *,
+    region: str,
+    service: str,
+    now: datetime.datetime | None = None,
+) -> dict[str, str]:
+    """``headers`` plus ``host``, ``x-amz-date``, the session token and
+    ``authorization``: every header given is signed."""
+    moment = now or datetime.datetime.now(datetime.UTC)
+    amz_date = moment.strftime("%Y%m%dT%H%M%SZ")
+    signed = {name.lower(): value for name, value in headers.items()}
+    signed["host"] = host_of(url)
+    signed["x-amz-date"] = amz_date
+    if credentials.token:
+        signed["x-amz-security-token"] = credentials.token
+    value, names = signature(
+        credentials, method, url, signed, body, region=region, service=service, amz_date=amz_date
+    )
+    scope = f"{amz_date[:8]}/{region}/{service}/aws4_request"
+    signed["authorization"] = (
+        f"{ALGORITHM} Credential={credentials.access_key}/{scope}, "
+        f"SignedHeaders={names}, Signature={value}"
+    )
+    return signed
+
+
+# --------------------------------------------------------------------------
+# Credentials and region
+
+
+def _files() -> tuple[Path, Path]:
+    home = Path.home() / ".aws"
+    credentials = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or str(home / "credentials")
+    config = os.environ.get("AWS_CONFIG_FILE") or str(home / "config")
+    return Path(credentials).expanduser(), Path(config).expanduser()
+
+
+def _section(path: Path, name: str) -> dict[str, str]:
+    if not path.is_file():
+        return {}
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError) as error:
+        raise CredentialsError(f"{path} cannot be read: {error}") from None
+    return dict(parser[name]) if parser.has_section(name) else {}
+
+
+def _profile(profile: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The profile's section in the credentials file and in the config file
+    (``[profile NAME]`` there, ``[default]`` for the default)."""
+    credentials_file, config_file = _files()
+    in_config = profile if profile == "default" else f"profile {profile}"
+    return _section(credentials_file, profile), _section(config_file, in_config)
+
+
+def resolve_credentials() -> Credentials:
+    access = os.environ.get("AWS_ACCESS_KEY_ID")
+    secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
+    if access and secret:
+        return Credentials(access, secret, os.environ.get("AWS_SESSION_TOKEN") or None)
+    profile = os.environ.get("AWS_PROFILE") or "default"
+    credentials_section, config_section = _profile(profile)
+    for section in (credentials_section, config_section):
+        if section.get("aws_access_key_id") and section.get("aws_secret_access_key"):
+            return Credentials(
+                section["aws_access_key_id"],
+                section["aws_secret_access_key"],
+                section.get("aws_session_token") or None,
+            )
+    merged = {**config_section, **credentials_section}
+    other = [
+        key
+        for key in ("credential_process", "sso_session", "sso_start_url", "role_arn")
+        if key in merged
+    ]
+    credentials_file, config_file = _files()
+    hint = (
+        f"; profile {profile!r} uses {', '.join(other)}, which oma-host does not run "
+        "(run `aws configure export-credentials --format env` and set the variables)"
+        if other
+        else ""
+    )
+    raise CredentialsError(
+        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give "
+        f"profile {profile!r} aws_access_key_id and aws_secret_access_key in "
+        f"{credentials_file} or {config_file}{hint}"
+    )
+
+
+def resolve_region() -> str:
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        return region
+    profile = os.environ.get("AWS_PROFILE") or "default"
+    _, config_section = _profile(profile)
+    if config_section.get("region"):
+        return config_section["region"]
+    raise CredentialsError(
+        f"no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or give profile {profile!r} "
+        f"a region in {_files()[1]}"
+    )

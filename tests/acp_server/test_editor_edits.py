@@ -1,0 +1,146 @@
+"""``file_write`` and ``file_edit`` behind the ACP door, driven by the
+TypeScript SDK's client: through ``fs/write_text_file`` when the editor
+advertised it (the whole new text, planned from the editor's buffer; the
+disk untouched), to disk otherwise; and the editor's "always allow" for a
+tool that asks lasting the session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from oma_host.testing.simulator import Reply
+from tests.acp_server.helpers import Door, initialize, new_session, prompt, text
+
+ALLOW_WRITES = [{"tool": "file_*", "action": "allow"}]
+WRITE_AND_READ = {"readTextFile": True, "writeTextFile": True}
+
+
+def _use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+
+def _results(door: Door, request: int = 1) -> dict[str, dict[str, Any]]:
+    content = door.sim.requests[request].body["messages"][-1]["content"]
+    return {block["tool_use_id"]: block for block in content if block["type"] == "tool_result"}
+
+
+def _asked(turn: dict[str, Any], what: str) -> list[dict[str, Any]]:
+    return [update[what] for update in turn["updates"] if what in update]
+
+
+def _setup(door: Door, *calls: dict[str, Any], **fields: Any) -> str:
+    """notes.txt on disk; an agent whose model makes ``calls``, then says done.
+    The notes' absolute path as the editor knows it."""
+    (door.cwd / "notes.txt").write_text("one\ntwo\nthree\n")
+    tools = ["file_read", "file_write", "file_edit"]
+    door.write_agents(first=door.llm(tools=tools, permissions=ALLOW_WRITES, **fields))
+    door.sim.script(Reply(content=list(calls)), Reply.text("done"))
+    return f"{os.path.realpath(door.cwd)}/notes.txt"
+
+
+def test_file_edit_goes_to_the_editor_planned_from_its_buffer(door: Door) -> None:
+    notes = _setup(door, _use("e", "file_edit", path="notes.txt", old="TWO", new="2"))
+    _, new, turn = door.run(
+        initialize(fs=WRITE_AND_READ),
+        new_session(door.cwd),
+        prompt(text("edit")),
+        files={notes: "one\nTWO (unsaved)\nthree\n"},
+    )
+    assert turn["result"]["stopReason"] == "end_turn"
+    result = _results(door)["e"]
+    assert not result.get("is_error"), result
+    assert "written by the editor" in result["content"]
+    (written,) = _asked(turn, "writeTextFile")
+    assert written == {
+        "sessionId": new["result"]["sessionId"],
+        "path": notes,
+        "content": "one\n2 (unsaved)\nthree\n",
+    }
+    assert (door.cwd / "notes.txt").read_text() == "one\ntwo\nthree\n"  # the disk is the editor's
+
+
+def test_file_write_of_a_new_file_goes_to_the_editor_and_not_the_disk(door: Door) -> None:
+    _setup(door, _use("w", "file_write", path="src/new.txt", content="fresh\n"))
+    _, _, turn = door.run(
+        initialize(fs={"writeTextFile": True}), new_session(door.cwd), prompt(text("write"))
+    )
+    assert not _results(door)["w"].get("is_error")
+    (written,) = _asked(turn, "writeTextFile")
+    assert written["path"] == f"{os.path.realpath(door.cwd)}/src/new.txt"
+    assert written["content"] == "fresh\n"
+    assert not (door.cwd / "src").exists()
+
+
+def test_an_editor_that_refuses_the_write_is_an_error_result(door: Door) -> None:
+    _setup(door, _use("w", "file_write", path="notes.txt", content="gone"))
+    _, _, turn = door.run(
+        initialize(fs={"writeTextFile": True}),
+        new_session(door.cwd),
+        prompt(text("write")),
+        refuse_writes=True,
+    )
+    assert turn["result"]["stopReason"] == "end_turn"
+    result = _results(door)["w"]
+    assert result["is_error"] is True
+    assert "the editor could not write" in result["content"]
+    assert (door.cwd / "notes.txt").read_text() == "one\ntwo\nthree\n"
+
+
+def test_a_path_outside_cwd_is_refused_before_the_editor_is_asked(
+    door: Door, tmp_path: Path
+) -> None:
+    (tmp_path / "outside.txt").write_text("keep")
+    _setup(door, _use("w", "file_write", path="../outside.txt", content="x"))
+    _, _, turn = door.run(
+        initialize(fs=WRITE_AND_READ), new_session(door.cwd), prompt(text("write"))
+    )
+    result = _results(door)["w"]
+    assert result["is_error"] is True
+    assert "outside the agent's working directory" in result["content"]
+    assert not _asked(turn, "writeTextFile")
+    assert (tmp_path / "outside.txt").read_text() == "keep"
+
+
+def test_without_the_capability_the_host_writes_the_disk(door: Door) -> None:
+    _setup(door, _use("e", "file_edit", path="notes.txt", old="two", new="2"))
+    _, _, turn = door.run(initialize(), new_session(door.cwd), prompt(text("edit")))
+    assert not _results(door)["e"].get("is_error")
+    assert not _asked(turn, "writeTextFile")
+    assert (door.cwd / "notes.txt").read_text() == "one\n2\nthree\n"
+
+
+def test_an_editor_that_reads_but_cannot_write_has_the_edit_planned_from_its_buffer(
+    door: Door,
+) -> None:
+    notes = _setup(door, _use("e", "file_edit", path="notes.txt", old="TWO", new="2"))
+    door.run(
+        initialize(fs={"readTextFile": True}),
+        new_session(door.cwd),
+        prompt(text("edit")),
+        files={notes: "one\nTWO\nthree\n"},
+    )
+    assert not _results(door)["e"].get("is_error")
+    assert (door.cwd / "notes.txt").read_text() == "one\n2\nthree\n"
+
+
+def test_always_allow_in_the_editor_lasts_the_session(door: Door) -> None:
+    (door.cwd / "notes.txt").write_text("the notes")
+    rules = [{"tool": "file_read", "action": "ask"}]
+    door.write_agents(first=door.llm(tools=["file_read"], permissions=rules))
+    read = _use("r", "file_read", path="notes.txt")
+    door.sim.script(
+        Reply(content=[read]), Reply.text("one"), Reply(content=[read]), Reply.text("two")
+    )
+    _, _, first, second = door.run(
+        initialize(),
+        new_session(door.cwd),
+        prompt(text("read")),
+        prompt(text("read again")),
+        permission="allow_always",
+    )
+    assert len(_asked(first, "permissionRequest")) == 1
+    assert _asked(second, "permissionRequest") == []  # the session grant answered
+    assert _results(door, 1)["r"]["content"] == "the notes"
+    assert _results(door, 3)["r"]["content"] == "the notes"

@@ -1,0 +1,46 @@
+"""An MCP server written with the official ``mcp`` SDK, for the fault tests.
+
+``python faults.py MODE``: ``ok`` serves its tools over stdio; ``http PORT``
+serves them over streamable HTTP on 127.0.0.1:PORT at ``/mcp``;
+``crash-at-start`` writes to stderr (a secret from its environment among it)
+and exits before the handshake. In every mode ``die`` ends the process in the
+middle of a call, and ``fail`` raises, which the SDK answers as an error result.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
+
+if MODE == "crash-at-start":
+    token = os.environ.get("FAULTS_API_TOKEN", "")
+    print(f"faults: cannot start, bad configuration (token {token})", file=sys.stderr)
+    sys.exit(3)
+
+server = MCPServer("faults")
+
+
+@server.tool(description="Echo the text back, with the process id of the server.")
+def echo(text: str) -> str:
+    return f"echo: {text} (pid {os.getpid()})"
+
+
+@server.tool(description="Raise an error inside the tool.")
+def fail(reason: str) -> str:
+    raise ValueError(f"the tool failed on purpose: {reason}")
+
+
+@server.tool(description="End the server process in the middle of the call.")
+def die() -> str:
+    print("faults: dying in the middle of a call", file=sys.stderr, flush=True)
+    os._exit(7)
+
+
+if MODE == "http":
+    server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+else:
+    server.run("stdio")

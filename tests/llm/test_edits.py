@@ -1,0 +1,282 @@
+"""``file_write`` and ``file_edit`` through a real ``oma-host`` whose model is
+the provider simulator: to a client that declared ``workspace.applyEdit``
+they go as ``workspace/applyEdit`` (the client, here this test, writes the
+file; the host does not), otherwise the host writes atomically with the mode
+kept; paths outside ``cwd`` are refused either way. The write tools ask
+permission by default; these agents allow them by a rule, except where the
+test is about asking."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from oma_host.cli.client import HostClient
+from oma_host.testing.simulator import Reply, Simulator
+from tests.providers.helpers import llm_config
+
+KEY = "sk-ant-api03-edit-test-key-DO-NOT-LEAK-777"
+ALLOW_WRITES = [{"tool": "file_*", "action": "allow"}]
+WRITE_TOOLS = ["file_read", "file_write", "file_edit"]
+
+
+@pytest.fixture
+def sim() -> Iterator[Simulator]:
+    with Simulator() as simulator:
+        yield simulator
+
+
+async def spawn(apply_edit: bool) -> HostClient:
+    client = await HostClient.spawn(env={"ANTHROPIC_API_KEY": KEY})
+    capabilities: dict[str, Any] = {"workspace": {"applyEdit": True}} if apply_edit else {}
+    await client.request("initialize", {"processId": os.getpid(), "capabilities": capabilities})
+    return client
+
+
+@pytest.fixture
+async def editor() -> AsyncIterator[HostClient]:
+    """A host whose client declared workspace.applyEdit."""
+    client = await spawn(True)
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+async def plain() -> AsyncIterator[HostClient]:
+    """A host whose client declared nothing."""
+    client = await spawn(False)
+    yield client
+    await client.close()
+
+
+async def create(host: HostClient, sim: Simulator, cwd: Path, **extra: Any) -> str:
+    extra.setdefault("permissions", ALLOW_WRITES)
+    config = llm_config(sim, "anthropic", tools=WRITE_TOOLS, cwd=str(cwd), **extra)
+    agent_id: str = (await host.request("agent/create", {"config": config}))["agentId"]
+    return agent_id
+
+
+def use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+
+def results_sent(sim: Simulator, index: int = 1) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = sim.requests[index].body["messages"][-1]["content"]
+    return content
+
+
+def utf16_offset(text: str, line: int, character: int) -> int:
+    """The index in ``text`` of an LSP position (UTF-16 characters)."""
+    lines = text.split("\n")
+    start = sum(len(item) + 1 for item in lines[:line])
+    units = lines[line].encode("utf-16-le")[: character * 2].decode("utf-16-le")
+    return start + len(units)
+
+
+class EditingClient:
+    """Applies ``workspace/applyEdit`` to the disk as an editor would, and
+    notes what the disk held when each request came."""
+
+    def __init__(self, answer: dict[str, Any] | None = None) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.disk_before: list[str | None] = []
+        self.answer = answer
+
+    def __call__(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(params)
+        changes = params["edit"]["documentChanges"]
+        path = Path(unquote(urlparse(changes[-1]["textDocument"]["uri"]).path))
+        self.disk_before.append(path.read_text() if path.exists() else None)
+        if self.answer is not None:
+            return self.answer
+        for change in changes:
+            if change.get("kind") == "create":
+                target = Path(unquote(urlparse(change["uri"]).path))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.touch()
+                continue
+            text = path.read_text()
+            for edit in change["edits"]:
+                start = edit["range"]["start"]
+                end = edit["range"]["end"]
+                begin = utf16_offset(text, start["line"], start["character"])
+                finish = utf16_offset(text, end["line"], end["character"])
+                text = text[:begin] + edit["newText"] + text[finish:]
+            path.write_text(text)
+        return {"applied": True}
+
+
+async def test_an_edit_goes_to_the_client_with_the_right_range_and_only_it_writes(
+    editor: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    source = tmp_path / "src" / "main.py"
+    source.parent.mkdir()
+    source.write_text("# π 😀 header\nvalue = 1  # 😀 old\nend\n")
+    client = EditingClient()
+    editor.handlers["workspace/applyEdit"] = client
+    agent = await create(editor, sim, tmp_path)
+    sim.script(
+        Reply(
+            content=[
+                use("e", "file_edit", path="src/main.py", old="1  # 😀 old", new="2  # new"),
+                use("w", "file_write", path="docs/new.md", content="# New\n"),
+            ]
+        ),
+        Reply.text("done"),
+    )
+    result = await editor.request("agent/run", {"agentId": agent, "input": "go"})
+    assert result["success"] is True, result
+    edit, write = client.requests
+    (document,) = edit["edit"]["documentChanges"]
+    assert document["textDocument"] == {"uri": source.as_uri(), "version": None}
+    # Line 1, after "value = " (8 UTF-16 units) to after "😀 old" (the emoji is 2 units).
+    assert document["edits"] == [
+        {
+            "range": {"start": {"line": 1, "character": 8}, "end": {"line": 1, "character": 19}},
+            "newText": "2  # new",
+        }
+    ]
+    new_file = tmp_path / "docs" / "new.md"
+    create_file, fill = write["edit"]["documentChanges"]
+    assert create_file == {
+        "kind": "create",
+        "uri": new_file.as_uri(),
+        "options": {"ignoreIfExists": True},
+    }
+    assert fill["edits"] == [
+        {
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "newText": "# New\n",
+        }
+    ]
+    # The host had written nothing when the client was asked.
+    assert client.disk_before == ["# π 😀 header\nvalue = 1  # 😀 old\nend\n", None]
+    assert source.read_text() == "# π 😀 header\nvalue = 2  # new\nend\n"
+    assert new_file.read_text() == "# New\n"
+    first, second = results_sent(sim)
+    assert "is_error" not in first and "applied in the editor" in first["content"]
+    assert "is_error" not in second
+
+
+async def test_the_clients_refusal_is_an_error_result(
+    editor: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    (tmp_path / "a.txt").write_text("keep\n")
+    client = EditingClient({"applied": False, "failureReason": "the file is read-only here"})
+    editor.handlers["workspace/applyEdit"] = client
+    agent = await create(editor, sim, tmp_path)
+    sim.script(
+        Reply(content=[use("e", "file_edit", path="a.txt", old="keep", new="gone")]),
+        Reply.text("ok"),
+    )
+    result = await editor.request("agent/run", {"agentId": agent, "input": "go"})
+    assert result["success"] is True
+    (refused,) = results_sent(sim)
+    assert refused["is_error"] is True
+    assert refused["content"] == (
+        "file_edit: the editor refused the edit: the file is read-only here"
+    )
+    assert (tmp_path / "a.txt").read_text() == "keep\n"
+
+
+async def test_without_the_capability_the_host_writes_atomically_keeping_the_mode(
+    plain: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\necho old\n")
+    script.chmod(0o750)
+    inode = script.stat().st_ino
+    agent = await create(plain, sim, tmp_path)
+    sim.script(
+        Reply(
+            content=[
+                use("e", "file_edit", path="run.sh", old="echo old", new="echo new"),
+                use("w", "file_write", path="deep/er/new.txt", content="fresh\n"),
+            ]
+        ),
+        Reply.text("done"),
+    )
+    result = await plain.request("agent/run", {"agentId": agent, "input": "go"})
+    assert result["success"] is True, result
+    assert script.read_text() == "#!/bin/sh\necho new\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o750
+    assert script.stat().st_ino != inode  # replaced by a rename, not rewritten in place
+    assert (tmp_path / "deep" / "er" / "new.txt").read_text() == "fresh\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deep", "run.sh"]  # no temp files left
+    edited, written = results_sent(sim)
+    assert edited["content"] == "edited run.sh: replaced lines 2-2"
+    assert written["content"] == "created deep/er/new.txt (6 characters)"
+
+
+@pytest.mark.parametrize("declared", [True, False])
+async def test_paths_outside_cwd_are_refused(
+    declared: bool, sim: Simulator, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside\n")
+    (work / "link").symlink_to(outside)
+    (work / "dirlink").symlink_to(tmp_path)
+    host = await spawn(declared)
+    client = EditingClient()
+    host.handlers["workspace/applyEdit"] = client
+    try:
+        agent = await create(host, sim, work)
+        sim.script(
+            Reply(
+                content=[
+                    use("a", "file_write", path="../escape.txt", content="x"),
+                    use("b", "file_write", path=str(tmp_path / "abs.txt"), content="x"),
+                    use("c", "file_edit", path="link", old="outside", new="inside"),
+                    use("d", "file_write", path="dirlink/escape.txt", content="x"),
+                ]
+            ),
+            Reply.text("done"),
+        )
+        result = await host.request("agent/run", {"agentId": agent, "input": "go"})
+    finally:
+        await host.close()
+    assert result["success"] is True
+    for refused in results_sent(sim):
+        assert refused["is_error"] is True
+        assert "is outside the agent's working directory" in refused["content"], refused
+    assert client.requests == []
+    assert outside.read_text() == "outside\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.txt", "work"]
+
+
+async def test_a_missing_or_ambiguous_old_tells_the_model_why(
+    plain: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    (tmp_path / "a.txt").write_text("x = 1\nx = 1\n")
+    agent = await create(plain, sim, tmp_path)
+    sim.script(
+        Reply(
+            content=[
+                use("m", "file_edit", path="a.txt", old="y = 2", new="z"),
+                use("t", "file_edit", path="a.txt", old="x = 1", new="z"),
+                use("n", "file_edit", path="none.txt", old="a", new="b"),
+            ]
+        ),
+        Reply.text("done"),
+    )
+    await plain.request("agent/run", {"agentId": agent, "input": "go"})
+    missing, twice, nofile = results_sent(sim)
+    assert missing["content"] == (
+        "file_edit: old does not occur in a.txt; read the file again and copy the text "
+        "to replace exactly, whitespace included"
+    )
+    assert twice["content"] == (
+        "file_edit: old occurs 2 times in a.txt; include more of the surrounding text "
+        "so that it occurs once"
+    )
+    assert nofile["content"] == "file_edit: none.txt does not exist; use file_write to create it"
+    assert all(result["is_error"] for result in (missing, twice, nofile))
+    assert (tmp_path / "a.txt").read_text() == "x = 1\nx = 1\n"
