@@ -23,7 +23,6 @@ from oma_host.providers.base import (
     missing_key_error,
     resolve_api_key,
 )
-from oma_host.providers.http import open_response, read_json
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -54,6 +53,10 @@ LISTERS: dict[str, str] = {
 
 async def fetch_json(url: str, headers: dict[str, str], provider: str) -> Any:
     """GET ``url`` as JSON, with the providers' retries and error kinds."""
+    # Imported here: the JSON-RPC door warms this module up after initialize,
+    # and a host that never lists models should not load httpx for it.
+    from oma_host.providers.http import open_response, read_json
+
     async with open_response(url, headers, None, provider=provider, method="GET") as response:
         return await read_json(response, provider)
 

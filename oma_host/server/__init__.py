@@ -76,8 +76,11 @@ async def _serve_stdio(options: SessionOptions) -> int:
 async def close_http_client() -> None:
     """Close the providers' shared HTTP client, if a provider ever loaded it."""
     http = sys.modules.get("oma_host.providers.http")
-    if http is not None:
-        await http.close_shared_client()
+    # A module still being imported (the warm-up thread, when Ctrl-C comes)
+    # has no client yet, and may not have the function either.
+    close = getattr(http, "close_shared_client", None)
+    if close is not None:
+        await close()
 
 
 def _default_options() -> SessionOptions:
