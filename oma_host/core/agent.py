@@ -90,29 +90,36 @@ async def _unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
         if inspect.iscoroutine(step):
             step.close()
         raise _Aborted
-    # The step runs in a task of its own that the signal cancels (a listener,
-    # not a second task waiting on the signal: this is on every run's path).
-    # Awaiting the task passes our own cancellation on to it.
-    current = asyncio.current_task()
-    cancels_before = current.cancelling() if current is not None else 0
-
-    def cancelled_ourselves() -> bool:
-        return current is not None and current.cancelling() > cancels_before
-
+    # The step runs in a task of its own that the signal cancels through a
+    # listener (not a second task waiting on the signal: this is on every
+    # run's path). It is cancelled once: a second cancel would interrupt the
+    # cleanup the first one started (ending a process group, say).
     task = asyncio.ensure_future(step)
-    remove = abort.add_listener(task.cancel)
+    cancelled = False
+
+    def cancel_step() -> None:
+        nonlocal cancelled
+        if not cancelled and not task.done():
+            cancelled = True
+            task.cancel()
+
+    remove = abort.add_listener(cancel_step)
     try:
-        result = await task
-    except asyncio.CancelledError:
-        if task.cancelled() and not cancelled_ourselves():
-            raise _Aborted from None
-        raise
+        # asyncio.wait, not ``await task``: our own cancellation must not reach
+        # the step a second time.
+        await asyncio.wait((task,))
     finally:
         remove()
-    if cancelled_ourselves():
-        # The step kept its result through our own cancellation: do not swallow it.
-        raise asyncio.CancelledError
-    return result
+        if not task.done():  # we were cancelled ourselves
+            cancel_step()
+            with suppress(asyncio.CancelledError):
+                await asyncio.wait((task,))
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise asyncio.CancelledError
+    if task.cancelled():
+        raise _Aborted
+    return task.result()
 
 
 async def _acquire_unless_aborted(lock: asyncio.Lock, abort: AbortSignal | None) -> bool:
