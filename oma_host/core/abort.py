@@ -7,8 +7,6 @@ without importing the agent core before it is needed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Callable
 
 
 class AbortSignal:
@@ -17,29 +15,9 @@ class AbortSignal:
 
     def __init__(self) -> None:
         self._event = asyncio.Event()
-        self._listeners: list[Callable[[], object]] = []
 
     def abort(self) -> None:
-        if self._event.is_set():
-            return
         self._event.set()
-        listeners, self._listeners = self._listeners, []
-        for listener in listeners:
-            listener()
-
-    def add_listener(self, listener: Callable[[], object]) -> Callable[[], None]:
-        """Call ``listener`` when the signal fires (at once if it has); returns
-        what removes it. Cheaper than a task waiting on :meth:`wait`."""
-        if self._event.is_set():
-            listener()
-            return _nothing
-        self._listeners.append(listener)
-
-        def remove() -> None:
-            with contextlib.suppress(ValueError):  # already called
-                self._listeners.remove(listener)
-
-        return remove
 
     @property
     def aborted(self) -> bool:
@@ -47,7 +25,3 @@ class AbortSignal:
 
     async def wait(self) -> None:
         await self._event.wait()
-
-
-def _nothing() -> None:
-    """What removes a listener that was called at once."""

@@ -90,32 +90,19 @@ async def _unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
         if inspect.iscoroutine(step):
             step.close()
         raise _Aborted
-    # The step runs in a task of its own that the signal cancels through a
-    # listener (not a second task waiting on the signal: this is on every
-    # run's path). It is cancelled once: a second cancel would interrupt the
-    # cleanup the first one started (ending a process group, say).
     task = asyncio.ensure_future(step)
-    cancelled = False
-
-    def cancel_step() -> None:
-        nonlocal cancelled
-        if not cancelled and not task.done():
-            cancelled = True
-            task.cancel()
-
-    remove = abort.add_listener(cancel_step)
+    waiter = asyncio.ensure_future(abort.wait())
     try:
-        # asyncio.wait, not ``await task``: our own cancellation must not reach
-        # the step a second time.
-        await asyncio.wait((task,))
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        remove()
-        if not task.done():  # we were cancelled ourselves
-            cancel_step()
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
             with suppress(asyncio.CancelledError):
-                await asyncio.wait((task,))
+                await task
             current = asyncio.current_task()
             if current is not None and current.cancelling():
+                # We were cancelled ourselves while cleaning up: do not swallow it.
                 raise asyncio.CancelledError
     if task.cancelled():
         raise _Aborted

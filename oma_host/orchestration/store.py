@@ -293,9 +293,6 @@ class Store:
 
     # -- run traces -----------------------------------------------------------
 
-    def record_run(self, trace: dict[str, Any]) -> None:
-        self.record_runs([trace])
-
     def record_runs(self, traces: Sequence[dict[str, Any]]) -> None:
         """Several traces in one transaction (one fsync for a burst of runs)."""
         with self._transaction() as db:

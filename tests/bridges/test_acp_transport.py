@@ -13,11 +13,16 @@ import pytest
 from acp.schema import ClientCapabilities, FileSystemCapabilities
 
 from bridges.acp.transport import LINE_LIMIT, NdjsonPipe
+from tests.npm_packages import ensure_npm_packages
 
 AGENT_DIR = Path(__file__).resolve().parent.parent / "interop" / "acp_agent"
-pytestmark = pytest.mark.skipif(
-    not (AGENT_DIR / "node_modules").exists(), reason=f"run `npm ci` in {AGENT_DIR}"
-)
+
+
+@pytest.fixture(autouse=True)
+def _agent_packages() -> None:
+    """The scripted agent's npm packages, installed on first use like the
+    interop tests' (a missing Node.js fails the test; it never skips)."""
+    ensure_npm_packages(AGENT_DIR, "@agentclientprotocol/sdk/package.json")
 
 
 class _Client:

@@ -58,7 +58,7 @@ def test_opening_a_new_database_while_another_host_writes_to_it_waits(tmp_path: 
         store = Store(tmp_path)
     finally:
         holder.join()
-    store.record_run({**TRACE, "run_id": "first"})
+    store.record_runs([{**TRACE, "run_id": "first"}])
     assert stored_runs(tmp_path / DB_NAME) == [("first",)]
 
 
@@ -67,7 +67,7 @@ def test_a_write_waits_for_another_hosts_longer_than_sqlites_default(tmp_path: P
     # Python's sqlite3 waits 5 s by default before "database is locked".
     holder = hold_the_write_lock(tmp_path / DB_NAME, 6)
     try:
-        store.record_run({**TRACE, "run_id": "waited"})
+        store.record_runs([{**TRACE, "run_id": "waited"}])
     finally:
         holder.join()
     assert stored_runs(tmp_path / DB_NAME) == [("waited",)]
