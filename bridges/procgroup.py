@@ -108,21 +108,57 @@ async def spawn_group(
     spawn = Spawn()
     try:
         with spawn.starting():
-            transport, protocol = await loop.subprocess_exec(
-                lambda: _ExitAwareProtocol(limit, loop, spawn),
-                *argv,
-                stdin=stdin,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=cwd,
-                env=spawn.environment(env),
-                start_new_session=True,
+            start = asyncio.ensure_future(
+                loop.subprocess_exec(
+                    lambda: _ExitAwareProtocol(limit, loop, spawn),
+                    *argv,
+                    stdin=stdin,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    cwd=cwd,
+                    env=spawn.environment(env),
+                    start_new_session=True,
+                )
             )
+            try:
+                transport, protocol = await asyncio.shield(start)
+            except asyncio.CancelledError:
+                # The command is forked before asyncio has connected its pipes;
+                # cancelled in between, asyncio kills the command alone, and
+                # whatever it already started lives on. Let the start finish and
+                # end the whole group before the cancellation goes on.
+                await _end_once_started(start, loop)
+                raise
     except OSError as error:
         raise SpawnError(error.strerror or str(error)) from None
     except ValueError as error:  # e.g. a NUL byte in an argument or the environment
         raise SpawnError(str(error)) from None
     return GroupProcess(transport, protocol, loop)
+
+
+# Groups being ended after a cancelled start, kept until they are (a second
+# cancellation leaves the ending to run on its own).
+_ending: set[asyncio.Task[None]] = set()
+
+
+async def _end_once_started(
+    start: asyncio.Future[tuple[asyncio.SubprocessTransport, _ExitAwareProtocol]],
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """End the group of a command whose start was cancelled, once it has started."""
+
+    async def end() -> None:
+        try:
+            transport, protocol = await start
+        except Exception:  # it never started: nothing to end
+            return
+        await end_process_group(GroupProcess(transport, protocol, loop))
+        transport.close()  # its pipes too: nobody else holds the transport
+
+    task = asyncio.ensure_future(end())
+    _ending.add(task)
+    task.add_done_callback(_ending.discard)
+    await asyncio.shield(task)
 
 
 async def wait_for_exit(process: GroupProcess) -> int:

@@ -13,6 +13,13 @@ store and agents, and imports neither that door nor the command line:
   and its result to a stop reason;
 - :mod:`.sessions`: the door's sessions (agent, model, cwd) and their storage;
 - :mod:`.door`: the ACP ``Agent`` itself, one method per ACP request;
+- :mod:`.routes`: the ACP methods, each request's params validated with the
+  schema's models (a plain text prompt by a shape test) and passed to the door;
+- :mod:`.wire`: the JSON-RPC on stdio (newline-delimited), ours rather than
+  the ``agent-client-protocol`` library's connection (a prompt turn is the
+  hot path; the library's schema models still define and check the messages);
+- :mod:`.editor`: what the door sends the editor (updates, permission and
+  file requests);
 - :mod:`.serve`: the entry point the ``acp`` subcommand calls.
 
 Nothing here is imported by the JSON-RPC door, so its cold start is unchanged.

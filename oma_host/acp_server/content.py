@@ -8,12 +8,17 @@ inside the session's ``cwd``, the relative path ``file_read`` takes).
 Audio and non-image blobs are refused with InvalidMessageError and the path
 of the block: nothing is dropped silently.
 
+A prompt of plain text blocks arrives as a :class:`TextPrompt` (shape-checked
+on the wire by :func:`.routes.plain_text_prompt`, no model built); any other
+as the schema's models.
+
 ``session/load`` replays stored turns with :func:`replay_updates`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -43,6 +48,14 @@ AcpBlock = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class TextPrompt:
+    """A ``session/prompt`` of text blocks only, each ``{type: "text", text}``
+    with nothing else: the texts, in order."""
+
+    texts: list[str]
+
+
 def _image(data: str, mime_type: str) -> ContentBlock:
     return {"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}}
 
@@ -65,8 +78,10 @@ def _link_text(block: ResourceContentBlock, cwd: str) -> str:
     return text
 
 
-def prompt_blocks(prompt: Sequence[AcpBlock], cwd: str) -> list[ContentBlock]:
+def prompt_blocks(prompt: Sequence[AcpBlock] | TextPrompt, cwd: str) -> list[ContentBlock]:
     """One user turn's content blocks for an ACP prompt; see the module docstring."""
+    if isinstance(prompt, TextPrompt):
+        return [{"type": "text", "text": text} for text in prompt.texts]
     blocks: list[ContentBlock] = []
     for index, block in enumerate(prompt):
         path = f"prompt[{index}]"

@@ -1,5 +1,7 @@
 """The ACP agent oma-host presents to an editor: one method per ACP request,
-each a few lines over :mod:`.sessions`, :mod:`.content` and :mod:`.updates`.
+each a few lines over :mod:`.sessions`, :mod:`.content` and :mod:`.updates`
+(:mod:`.routes` validates the requests and calls them; what they send to the
+editor goes through :class:`.editor.EditorClient`).
 
 A prompt is one ``Agent.prompt`` turn, with every rule of the structured-input
 contract (one guard, copies, history committed when the turn completes). For
@@ -30,7 +32,6 @@ import os
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
-from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
     AllowedOutcome,
@@ -45,19 +46,30 @@ from acp.schema import (
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
-    PromptResponse,
     SessionCapabilities,
     SessionListCapabilities,
     SetSessionConfigOptionResponse,
     ToolCallUpdate,
-    Usage,
 )
 
 from oma_host.acp_server.agents import DEFAULT_AGENTS
-from oma_host.acp_server.content import AcpBlock, prompt_blocks, prompt_text, replay_updates
+from oma_host.acp_server.content import (
+    AcpBlock,
+    TextPrompt,
+    prompt_blocks,
+    prompt_text,
+    replay_updates,
+)
+from oma_host.acp_server.editor import EditorClient
 from oma_host.acp_server.editor_mcp import host_servers
 from oma_host.acp_server.sessions import SessionBook
-from oma_host.acp_server.updates import UpdateSender, stop_reason, usage_update
+from oma_host.acp_server.updates import (
+    UpdateSender,
+    prompt_answer,
+    stop_reason,
+    usage_update,
+    wire_update,
+)
 from oma_host.core.abort import AbortSignal
 from oma_host.core.backends import PermissionHandler, backend_entry
 from oma_host.core.config import AgentConfig
@@ -90,20 +102,21 @@ def _key_variable(config: AgentConfig) -> str:
 
 
 class OmaAcpAgent:
-    """The ``acp.interfaces.Agent`` behind ``oma-host acp``."""
+    """The ACP agent behind ``oma-host acp`` (the methods of the library's
+    ``acp.interfaces.Agent`` it serves, called by :mod:`.routes`)."""
 
     def __init__(self, configs: list[AgentConfig], state_dir: str | None) -> None:
         self._configs = configs
         self._sessions = SessionBook(configs, state_dir, self._permission_handler)
-        self._client: Client | None = None
+        self._client: EditorClient | None = None
         self._client_capabilities = ClientCapabilities()
         self.request_ids = itertools.count(1)
 
-    def on_connect(self, conn: Client) -> None:
-        self._client = conn
+    def on_connect(self, editor: EditorClient) -> None:
+        self._client = editor
 
     @property
-    def client(self) -> Client:
+    def client(self) -> EditorClient:
         assert self._client is not None, "on_connect runs before any request"
         return self._client
 
@@ -176,7 +189,7 @@ class OmaAcpAgent:
         session, history = await self._sessions.load(session_id, cwd, host_servers(mcp_servers))
         sender = UpdateSender(self.client, session_id, cwd)
         for update in replay_updates(history, cwd):
-            sender.send(update)
+            sender.send(wire_update(update))
         await sender.close()
         return LoadSessionResponse(
             config_options=self._sessions.config_options(session)  # type: ignore[arg-type]
@@ -208,7 +221,10 @@ class OmaAcpAgent:
         turn: LLMMessage = agent.validate_prompt_input(value, "prompt", owned=True)
         return turn
 
-    async def prompt(self, prompt: list[AcpBlock], session_id: str, **_: Any) -> PromptResponse:
+    async def prompt(
+        self, prompt: list[AcpBlock] | TextPrompt, session_id: str, **_: Any
+    ) -> dict[str, Any]:
+        """The turn's answer in wire form (:func:`.updates.prompt_answer`)."""
         session = self._sessions.get(session_id)
         agent = session.agent
         try:
@@ -232,16 +248,7 @@ class OmaAcpAgent:
         finally:
             session.abort = None
             await sender.close()
-        reason = stop_reason(result)
-        usage = result["tokenUsage"]
-        return PromptResponse(
-            stop_reason=reason,
-            usage=Usage(
-                input_tokens=usage["input_tokens"],
-                output_tokens=usage["output_tokens"],
-                total_tokens=usage["input_tokens"] + usage["output_tokens"],
-            ),
-        )
+        return prompt_answer(stop_reason(result), result)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         session = self._sessions.get(session_id)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import cast
 
 from oma_host.acp_server.agents import AgentsFileError, load_agents
 from oma_host.core.config import AgentConfig
@@ -27,15 +26,20 @@ def serve_acp(agents_file: str | None, state_dir: str | None) -> int:
 
 
 async def _serve(configs: list[AgentConfig], state_dir: str | None) -> None:
-    from acp import run_agent
-    from acp.interfaces import Agent
+    from acp.stdio import stdio_streams
 
     from oma_host.acp_server.door import OmaAcpAgent
+    from oma_host.acp_server.editor import EditorClient
+    from oma_host.acp_server.routes import door_routes
+    from oma_host.acp_server.wire import LINE_LIMIT, AcpWire
 
     agent = OmaAcpAgent(configs, state_dir)
     try:
-        # The library routes each request to the method of that name and
-        # answers method-not-found for those a door does not have (fork, resume).
-        await run_agent(cast(Agent, agent))
+        # The library's stdio streams (the platform's pipes); the JSON-RPC on
+        # them is ours (:mod:`.wire`).
+        reader, writer = await stdio_streams(limit=LINE_LIMIT)
+        wire = AcpWire(reader, writer)
+        agent.on_connect(EditorClient(wire))
+        await wire.serve(*door_routes(agent))
     finally:
         await agent.close()

@@ -11,8 +11,16 @@ result as a ``session/prompt`` answer.
   ``mcp_filtered`` (an editor's MCP server a wrapped ACP agent cannot take)
   has no ACP form and is logged.
 
-The agent emits events synchronously; :class:`UpdateSender` queues them and
-sends them in order, and the prompt is answered only once the queue is empty.
+Updates are made in their wire form (what the ``agent-client-protocol``
+library's models dump to). The ones every turn sends (a text or thought
+chunk, ``usage_update``) and the ``session/prompt`` answer are built as
+plain dicts when their values are of the types the schema takes, with no
+model built (``tests/acp_server/test_wire_forms.py`` holds them equal to the
+models' dumps); the rest are built as the schema's models and dumped
+(:func:`wire_update`), which validates them.
+
+The agent emits events synchronously; :class:`UpdateSender` writes each at
+once, in order, so all of a turn's updates are on the wire before its answer.
 Stop reasons: ``end_turn``; ``max_tokens`` for the token budget;
 ``max_turn_requests`` for ``maxTurns``; ``refusal``; ``cancelled``. A run
 that failed otherwise is answered with an ACP error carrying its status.
@@ -20,7 +28,6 @@ that failed otherwise is answered with an ACP error carrying its status.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,15 +38,17 @@ from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentToolCallContent,
+    PromptResponse,
     SessionNotification,
     TextContentBlock,
     ToolCallLocation,
     ToolCallProgress,
     ToolCallStart,
+    Usage,
     UsageUpdate,
     UserMessageChunk,
 )
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from oma_host.core.messages import ContentBlock
 from oma_host.core.results import (
@@ -69,9 +78,33 @@ _TOOL_KINDS = {"file_read": "read", "grep": "search", "glob": "search"}
 
 
 class UpdateSink(Protocol):
-    """The part of the ACP connection that sends session updates."""
+    """The part of the ACP connection that sends session updates
+    (:class:`.editor.EditorClient`)."""
 
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
+    def send_update(self, session_id: str, update: dict[str, Any]) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+def wire_update(update: BaseModel) -> dict[str, Any]:
+    """An update model in its wire form, dumped as the library dumps a
+    ``session/update``'s params."""
+    dumped: dict[str, Any] = update.model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude_defaults=True
+    )
+    return dumped
+
+
+ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk"]
+
+
+def _chunk(kind: ChunkKind, data: Any) -> dict[str, Any]:
+    """``agent_message_chunk`` / ``agent_thought_chunk`` of one text delta."""
+    if type(data) is str:  # what the schema's TextContentBlock takes, dumped as is
+        return {"content": {"text": data, "type": "text"}, "sessionUpdate": kind}
+    if kind == "agent_message_chunk":  # the model refuses what it cannot take
+        return wire_update(AgentMessageChunk(session_update=kind, content=_text(data)))
+    return wire_update(AgentThoughtChunk(session_update=kind, content=_text(data)))
 
 
 def _text(text: str) -> TextContentBlock:
@@ -133,20 +166,20 @@ def _passed_through(data: Mapping[str, Any]) -> Any:
     return SessionNotification.model_validate({"sessionId": "-", "update": raw}).update
 
 
-def event_update(event: StreamEvent, cwd: str) -> Any | None:
-    """The ACP update for one StreamEvent, or None when it has none."""
+def event_update(event: StreamEvent, cwd: str) -> dict[str, Any] | None:
+    """The ACP update for one StreamEvent in its wire form, or None when it has none."""
     kind, data = event["type"], event["data"]
     if kind == "text":
-        return AgentMessageChunk(session_update="agent_message_chunk", content=_text(data))
+        return _chunk("agent_message_chunk", data)
     if kind == "reasoning":
-        return AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(data))
+        return _chunk("agent_thought_chunk", data)
     if kind == "tool_use":
-        return tool_use_update(data, cwd)
+        return wire_update(tool_use_update(data, cwd))
     if kind == "tool_result":
-        return tool_result_update(data)
+        return wire_update(tool_result_update(data))
     if kind == "acp_update":
         try:
-            return _passed_through(data)
+            return wire_update(_passed_through(data))
         except ValidationError:
             log.warning("an update of kind %r has no ACP form here; not sent", data.get("kind"))
             return None
@@ -163,43 +196,70 @@ def event_update(event: StreamEvent, cwd: str) -> Any | None:
 
 
 class UpdateSender:
-    """Sends one session's updates in the order they were emitted."""
+    """Sends one session's updates, each as soon as it is emitted; a
+    ConnectionError (the editor is gone) is logged once and the turn still
+    completes."""
 
     def __init__(self, sink: UpdateSink, session_id: str, cwd: str) -> None:
         self._sink = sink
         self._session_id = session_id
         self._cwd = cwd
-        self._queue: asyncio.Queue[Any | None] = asyncio.Queue()
-        self._pump = asyncio.ensure_future(self._send_all())
+        self._gone = False
 
     def emit(self, event: StreamEvent) -> None:
         update = event_update(event, self._cwd)
         if update is not None:
-            self._queue.put_nowait(update)
+            self.send(update)
 
-    def send(self, update: Any) -> None:
-        self._queue.put_nowait(update)
+    def send(self, update: dict[str, Any]) -> None:
+        if self._gone:
+            return
+        try:
+            self._sink.send_update(self._session_id, update)
+        except ConnectionError:
+            self._gone = True
+            log.info("session %s: the client left; updates not sent", self._session_id)
 
     async def close(self) -> None:
-        """Send what is queued, then stop."""
-        self._queue.put_nowait(None)
-        await self._pump
-
-    async def _send_all(self) -> None:
-        while (update := await self._queue.get()) is not None:
-            try:
-                await self._sink.session_update(self._session_id, update)
-            except ConnectionError:  # the editor is gone; the turn still completes
-                log.info("session %s: the client left; updates not sent", self._session_id)
+        """Wait while the editor is not reading (returns at once otherwise).
+        What is still gathered goes out with the turn's answer, before it."""
+        if not self._gone:
+            await self._sink.drain()
 
 
-def usage_update(result: AgentRunResult, budget: int | None) -> UsageUpdate:
-    """The context the turn used, as ``usage_update`` reports it."""
+def _ints(*values: Any) -> bool:
+    """Whether every value is a plain int (what the schema's int fields dump unchanged)."""
+    return all(type(value) is int for value in values)
+
+
+def usage_update(result: AgentRunResult, budget: int | None) -> dict[str, Any]:
+    """The context the turn used, as ``usage_update`` reports it (wire form)."""
     usage = result["tokenUsage"]
     used = usage["input_tokens"] + usage["output_tokens"]
-    return UsageUpdate(
-        session_update="usage_update", used=used, size=max(budget or NOMINAL_CONTEXT_SIZE, used)
+    size = max(budget or NOMINAL_CONTEXT_SIZE, used)
+    if _ints(used, size):
+        return {"used": used, "size": size, "sessionUpdate": "usage_update"}
+    return wire_update(UsageUpdate(session_update="usage_update", used=used, size=size))
+
+
+def prompt_answer(reason: StopReason, result: AgentRunResult) -> dict[str, Any]:
+    """The ``session/prompt`` result: the stop reason and the turn's tokens,
+    as the library dumped ``PromptResponse`` (unset fields left out)."""
+    usage = result["tokenUsage"]
+    given, taken = usage["input_tokens"], usage["output_tokens"]
+    if _ints(given, taken):
+        return {
+            "stopReason": reason,
+            "usage": {"totalTokens": given + taken, "inputTokens": given, "outputTokens": taken},
+        }
+    answer = PromptResponse(
+        stop_reason=reason,
+        usage=Usage(input_tokens=given, output_tokens=taken, total_tokens=given + taken),
     )
+    dumped: dict[str, Any] = answer.model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude_unset=True
+    )
+    return dumped
 
 
 def stop_reason(result: AgentRunResult) -> StopReason:

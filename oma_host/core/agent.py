@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import uuid
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import suppress
 from typing import Any, Literal, TypeVar, cast
@@ -74,8 +74,39 @@ TurnSink = Callable[[list[LLMMessage]], Awaitable[None] | None]
 _closing: set[asyncio.Task[None]] = set()
 
 
+# The version (4) and variant bits of a random UUID, as ``uuid.uuid4`` sets them.
+_UUID4_KEEP = ~(0xF000 << 64 | 0xC000 << 48) & (1 << 128) - 1
+_UUID4_SET = 0x4000 << 64 | 0x8000 << 48
+_RANDOM_BLOCK = 16 * 256  # random bytes fetched at once: the ids of 256 runs
+
+
+class _RandomIds:
+    """Random 128-bit numbers from ``os.urandom``, read a block at a time: a
+    system call per run was a measurable part of a short run's cost (and
+    costs more on a busy virtual machine). A forked child reads afresh."""
+
+    def __init__(self) -> None:
+        self._block = memoryview(b"")
+        os.register_at_fork(after_in_child=self.forget)
+
+    def forget(self) -> None:
+        self._block = memoryview(b"")
+
+    def next(self) -> int:
+        if not self._block:
+            self._block = memoryview(os.urandom(_RANDOM_BLOCK))
+        value = int.from_bytes(self._block[:16])
+        self._block = self._block[16:]
+        return value
+
+
+_random_ids = _RandomIds()
+
+
 def new_run_id() -> str:
-    return f"run_{uuid.uuid4().hex}"
+    """``run_`` and the hex of a random (version 4) UUID: what
+    ``uuid.uuid4().hex`` gives, without a UUID object or a system call."""
+    return f"run_{_random_ids.next() & _UUID4_KEEP | _UUID4_SET:032x}"
 
 
 class _Aborted(Exception):
@@ -90,11 +121,28 @@ async def _unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
         if inspect.iscoroutine(step):
             step.close()
         raise _Aborted
+    # The step runs in a task of its own, and so does the wait for the
+    # signal: the step is then cancelled here as many loop passes after the
+    # signal as it always was. (Sooner leaves more process runs cancelled
+    # while their command is still starting, and asyncio then kills the
+    # command alone, not its children: a grandchild outlived shutdown.) One
+    # future that either task's end resolves does what asyncio.wait did, and
+    # in the same passes, without its bookkeeping.
     task = asyncio.ensure_future(step)
     waiter = asyncio.ensure_future(abort.wait())
+    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake(_: object) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    task.add_done_callback(wake)
+    waiter.add_done_callback(wake)
     try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        await woken
     finally:
+        task.remove_done_callback(wake)
+        waiter.remove_done_callback(wake)
         waiter.cancel()
         if not task.done():
             task.cancel()
@@ -170,6 +218,7 @@ class Agent:
         self._closed = False
         # The agent's own secret values, kept out of results and events.
         self._secrets = Redactor(self.config.secrets, patterns=False)
+        self._has_secrets = bool(self._secrets.values)
 
     # -- inspection -----------------------------------------------------
 
@@ -386,7 +435,8 @@ class Agent:
                     f"internal error: {type(error).__name__}: {error}"
                 )
                 finished = recorder.result("error", message, output=message, error_kind="internal")
-            finished = cast(AgentRunResult, self._secrets.redact_tree(finished))
+            if self._has_secrets:  # else nothing to take out (and the result is fresh)
+                finished = cast(AgentRunResult, self._secrets.redact_tree(finished))
             result = finished
             if streaming:
                 _emit_failure(recorder, finished)

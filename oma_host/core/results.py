@@ -119,12 +119,24 @@ class StreamRedaction:
         self._redactor = redactor
         self._secrets = redactor.values
         self._reach = max((len(secret) for secret in self._secrets), default=1) - 1
+        # A secret in the text, or the start of one at its end, begins with one of these.
+        self._firsts = tuple({secret[0] for secret in self._secrets})
         self._held = ""
 
     def feed(self, delta: str) -> str:
         """The part of the text so far that can be given out, redacted."""
         if not self._secrets:
             return delta
+        if not self._held and self._redactor.keeps(delta):
+            # Most deltas: nothing held, no secret in it, and none can begin
+            # at its end (no first character of one there), so all of it goes
+            # out as it is, as the general path below would find.
+            tail = max(0, len(delta) - self._reach)
+            for first in self._firsts:
+                if delta.find(first, tail) != -1:
+                    break
+            else:
+                return delta
         text = self._held + delta
         cut = self._safe_end(text)
         self._held = text[cut:]

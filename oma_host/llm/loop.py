@@ -148,12 +148,13 @@ class LLMBackend:
     async def _stream(self, messages: list[LLMMessage], recorder: RunRecorder) -> LLMResponse:
         response: LLMResponse | None = None
         async for event in self._adapter.stream(messages, self._options):
-            if event["type"] == "done":
-                response = event["data"]
-            elif event["type"] == "text":
+            kind = event["type"]
+            if kind == "text":  # nearly every event: tested first
                 recorder.text(event["data"])
+            elif kind == "done":
+                response = event["data"]
             else:
-                recorder.event(event["type"], event["data"])
+                recorder.event(kind, event["data"])
         if response is None:
             raise ProviderError("the provider stream ended without a final message")
         return response

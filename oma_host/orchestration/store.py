@@ -89,6 +89,10 @@ CREATE TABLE IF NOT EXISTS session_info (
 
 # Applied to each message (as JSON data) before it is stored.
 Redact = Callable[[Any], Any]
+# One run's trace, a row of ``runs`` in its column order: run_id, agent,
+# method, status, input_tokens, output_tokens, started, finished,
+# duration_ms, session_id (a tuple: a burst of runs makes many).
+RunTrace = tuple[str, str, str, str, int, int, float, float, float, str | None]
 
 
 def _unchanged(value: Any) -> Any:
@@ -152,15 +156,25 @@ class Store:
                 db.execute(statement)
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, synced: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction; ``synced=False`` commits without the fsync
+        (``synchronous = NORMAL``: in WAL mode a crash of the host loses
+        nothing, a power cut what was not yet written back)."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            relaxed = not synced and self.path != MEMORY
+            if relaxed:
+                self._db.execute("PRAGMA synchronous = NORMAL")
             try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            finally:
+                if relaxed:
+                    self._db.execute("PRAGMA synchronous = FULL")
 
     def close(self) -> None:
         with self._lock:
@@ -293,14 +307,16 @@ class Store:
 
     # -- run traces -----------------------------------------------------------
 
-    def record_runs(self, traces: Sequence[dict[str, Any]]) -> None:
-        """Several traces in one transaction (one fsync for a burst of runs)."""
-        with self._transaction() as db:
+    def record_runs(self, traces: Sequence[RunTrace]) -> None:
+        """Several traces in one transaction, not synced to disk at once: a
+        trace records what happened, it is no promise to a client (a turn
+        is). It reaches the disk with the next synced commit or checkpoint
+        (closing the store checkpoints), or the system's own writeback."""
+        with self._transaction(synced=False) as db:
             db.executemany(
                 "INSERT OR REPLACE INTO runs (run_id, agent, method, status, input_tokens, "
                 "output_tokens, started, finished, duration_ms, session_id) "
-                "VALUES (:run_id, :agent, :method, :status, :input_tokens, :output_tokens, "
-                ":started, :finished, :duration_ms, :session_id)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 traces,
             )
 

@@ -3,7 +3,7 @@
 Blocks map both ways: text; image (base64 source); tool_use; tool_result
 with rich parts (text, image, and file as a ``document``); reasoning as
 ``thinking`` with its signature, or ``redacted_thinking`` with its data,
-echoed back unchanged. Streaming reads the SSE events with httpx-sse.
+echoed back unchanged. Streaming reads the SSE events with :mod:`oma_host.providers.sse`.
 
 ``thinking`` maps as :func:`thinking_fields` says (adaptive thinking with an
 effort on the models that take it, ``budget_tokens`` on the older ones).
@@ -23,15 +23,18 @@ from typing import TYPE_CHECKING, Any
 from oma_host.core.messages import ContentBlock, LLMMessage
 from oma_host.core.results import StreamEvent, TokenUsage
 from oma_host.providers.base import (
+    MALFORMED,
     ChatOptions,
     LLMResponse,
     ProviderError,
     checked_messages,
+    malformed_error,
     malformed_reply,
     missing_key_error,
     resolve_api_key,
 )
-from oma_host.providers.http import open_response, parse_event_json, read_json
+from oma_host.providers.http import open_response, read_json
+from oma_host.providers.sse import event_json, sse_batches
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig, ThinkingConfig
@@ -274,21 +277,21 @@ class AnthropicAdapter:
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
     ) -> AsyncIterator[StreamEvent]:
-        from httpx_sse import EventSource, SSEError
-
         body = self._body(messages, options, stream=True)
         state = _StreamState()
         async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
-            try:
-                async for sse in EventSource(response).aiter_sse():
-                    with malformed_reply(_NAME):
-                        events = state.feed(sse.event, parse_event_json(sse.data, _NAME))
+            async for batch in sse_batches(response, _NAME):
+                for sse in batch:
+                    try:
+                        events = state.feed(sse.event, event_json(sse.data, _NAME))
+                    except MALFORMED as error:  # malformed_reply's mapping, inline: per event
+                        raise malformed_error(_NAME, error) from None
                     for event in events:
                         yield event
                     if state.finished:
                         break
-            except SSEError as error:
-                raise ProviderError(f"{_NAME}: {error}", kind="malformed") from None
+                if state.finished:
+                    break
         if not state.finished:
             raise ProviderError(
                 f"{_NAME}: the stream ended before message_stop (cut mid-way)", kind="stream"
@@ -304,6 +307,8 @@ class _StreamState:
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.partial_json: dict[int, list[str]] = {}
+        # Text, thinking and signature deltas after each field's first, by (index, field).
+        self.parts: dict[tuple[int, str], list[str]] = {}
         self.usage: TokenUsage = {"input_tokens": 0, "output_tokens": 0}
         self.stop_reason = "end_turn"
         self.finished = False
@@ -315,7 +320,10 @@ class _StreamState:
         if kind == "message_start":
             self.usage = _usage(data.get("message", {}).get("usage"))
         elif kind == "content_block_start":
-            self.blocks[data["index"]] = dict(data["content_block"])
+            index = data["index"]
+            self.blocks[index] = dict(data["content_block"])
+            for field in ("text", "thinking", "signature"):  # a block started again
+                self.parts.pop((index, field), None)
         elif kind == "content_block_delta":
             return self._delta(data["index"], data["delta"])
         elif kind == "content_block_stop":
@@ -335,23 +343,51 @@ class _StreamState:
         # ping and event types added later are ignored, as Anthropic asks.
         return []
 
-    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+    def _append(self, index: int, field: str, piece: Any) -> None:
+        """Add ``piece`` to the block's ``field``. The first piece is added at
+        once (a field or piece of the wrong type fails as it always did), the
+        rest are kept in a list and joined by :meth:`_settled`: adding each
+        to the string would copy the text so far once per delta."""
+        key = (index, field)
+        parts = self.parts.get(key)
+        if parts is None:
+            block = self.blocks[index]
+            block[field] = block.get(field, "") + piece
+            self.parts[key] = []
+        elif type(piece) is str:
+            parts.append(piece)
+        else:  # the error adding it to the text raised
+            raise TypeError(f'can only concatenate str (not "{type(piece).__name__}") to str')
+
+    def _settled(self, index: int) -> dict[str, Any]:
+        """The block with the pieces kept by :meth:`_append` joined in."""
         block = self.blocks[index]
+        for field in ("text", "thinking", "signature"):
+            parts = self.parts.pop((index, field), None)
+            if parts:
+                block[field] += "".join(parts)
+        return block
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+        if index not in self.blocks:
+            raise KeyError(index)
         kind = delta.get("type")
         if kind == "text_delta":
-            block["text"] = block.get("text", "") + delta["text"]
-            return [{"type": "text", "data": delta["text"]}]
+            text = delta["text"]
+            self._append(index, "text", text)
+            return [{"type": "text", "data": text}]
         if kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta["thinking"]
-            return [{"type": "reasoning", "data": delta["thinking"]}]
+            thinking = delta["thinking"]
+            self._append(index, "thinking", thinking)
+            return [{"type": "reasoning", "data": thinking}]
         if kind == "signature_delta":
-            block["signature"] = block.get("signature", "") + delta["signature"]
+            self._append(index, "signature", delta["signature"])
         elif kind == "input_json_delta":
             self.partial_json.setdefault(index, []).append(delta["partial_json"])
         return []
 
     def _stop(self, index: int) -> list[StreamEvent]:
-        block = self.blocks[index]
+        block = self._settled(index)
         if block.get("type") == "tool_use":
             text = "".join(self.partial_json.pop(index, []))
             try:
@@ -365,5 +401,5 @@ class _StreamState:
         return []
 
     def response(self) -> LLMResponse:
-        content = [from_wire_block(self.blocks[i]) for i in sorted(self.blocks)]
+        content = [from_wire_block(self._settled(i)) for i in sorted(self.blocks)]
         return LLMResponse(content=content, usage=self.usage, stop_reason=self.stop_reason)

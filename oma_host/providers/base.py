@@ -88,17 +88,28 @@ def checked_messages(messages: list[LLMMessage], options: ChatOptions) -> list[L
     return guard_messages(messages, "messages")
 
 
+# What reading a reply of the wrong shape raises (a missing field, a wrong type).
+MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+
+
+def malformed_error(provider: str, error: Exception) -> ProviderError:
+    """The ProviderError for ``error``, one of :data:`MALFORMED`."""
+    return ProviderError(
+        f"{provider}: the reply has an unexpected shape ({type(error).__name__}: {error})",
+        kind="malformed",
+    )
+
+
 @contextmanager
 def malformed_reply(provider: str) -> Iterator[None]:
     """Reading a reply of the wrong shape (a missing field, a wrong type) is a
-    ProviderError of kind ``malformed``, not a crash."""
+    ProviderError of kind ``malformed``, not a crash. (A stream's events use
+    :data:`MALFORMED` and :func:`malformed_error` inline: a context manager
+    per event costs more than the event's own parsing.)"""
     try:
         yield
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
-        raise ProviderError(
-            f"{provider}: the reply has an unexpected shape ({type(error).__name__}: {error})",
-            kind="malformed",
-        ) from None
+    except MALFORMED as error:
+        raise malformed_error(provider, error) from None
 
 
 def resolve_api_key(config: AgentConfig, standard_env: str) -> str | None:

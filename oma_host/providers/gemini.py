@@ -28,15 +28,18 @@ import httpx
 from oma_host.core.messages import ContentBlock, LLMMessage
 from oma_host.core.results import StreamEvent, TokenUsage
 from oma_host.providers.base import (
+    MALFORMED,
     ChatOptions,
     LLMResponse,
     ProviderError,
     checked_messages,
+    malformed_error,
     malformed_reply,
     missing_key_error,
     resolve_api_key,
 )
-from oma_host.providers.http import error_message, open_response, parse_event_json, read_json
+from oma_host.providers.http import error_message, open_response, read_json
+from oma_host.providers.sse import event_json, sse_batches
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig, ThinkingConfig
@@ -326,22 +329,20 @@ class GeminiAdapter:
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
     ) -> AsyncIterator[StreamEvent]:
-        from httpx_sse import EventSource, SSEError
-
         body = self._body(messages, options)
         url = self._url(options.model, stream=True)
         state = _StreamState()
         async with open_response(
             url, self._headers(), body, provider=_NAME, read_error=read_error
         ) as response:
-            try:
-                async for sse in EventSource(response).aiter_sse():
-                    with malformed_reply(_NAME):
-                        events = state.feed(parse_event_json(sse.data, _NAME))
+            async for batch in sse_batches(response, _NAME):
+                for sse in batch:
+                    try:
+                        events = state.feed(event_json(sse.data, _NAME))
+                    except MALFORMED as error:  # malformed_reply's mapping, inline: per event
+                        raise malformed_error(_NAME, error) from None
                     for event in events:
                         yield event
-            except SSEError as error:
-                raise ProviderError(f"{_NAME}: {error}", kind="malformed") from None
         if state.finish is None:
             raise ProviderError(
                 f"{_NAME}: the stream ended before a finishReason (cut mid-way)", kind="stream"

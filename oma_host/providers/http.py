@@ -4,18 +4,19 @@ One client per host process (``providers/http_client.py``; per event loop
 for the Python API) pools connections to each provider; it is built on the
 first provider request, with the settings ``initialize`` settled
 (``providers/http_settings.py``).
-:func:`open_response` POSTs JSON and retries, with exponential backoff and
-jitter, on connection failures and on 408, 409, 429 and 5xx (honouring
-``retry-after``), never on other 4xx. An error answer becomes a
-:class:`ProviderError` carrying the provider's own message and status code; a
-timeout says which one fired (connect, pool, write, read) and its value.
+:func:`open_response` POSTs JSON (built and sent by the client's direct
+path, ``ProviderClient.prepare`` and ``dispatch``) and retries, with
+exponential backoff and jitter, on connection failures and on 408, 409, 429
+and 5xx (honouring ``retry-after``), never on other 4xx. An error answer
+becomes a :class:`ProviderError` carrying the provider's own message and
+status code; a timeout says which one fired (connect, pool, write, read) and
+its value.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
-import functools
 import json
 import random
 import time
@@ -26,7 +27,7 @@ from typing import Any
 import httpx
 
 from oma_host.providers.base import ProviderError
-from oma_host.providers.http_client import build_client
+from oma_host.providers.http_client import ProviderClient, build_client
 from oma_host.providers.http_settings import settle_http_settings
 
 MAX_RETRIES = 2
@@ -34,12 +35,12 @@ _BACKOFF_BASE_S = 0.5
 _BACKOFF_CAP_S = 8.0
 _RETRY_AFTER_CAP_S = 60.0
 
-_client: httpx.AsyncClient | None = None
+_client: ProviderClient | None = None
 _client_loop: asyncio.AbstractEventLoop | None = None
 _closer: AsyncIterator[None] | None = None
 
 
-async def shared_client() -> httpx.AsyncClient:
+async def shared_client() -> ProviderClient:
     """The host-wide client, created on first use in each event loop (its
     connections belong to the loop: the Python API may run one loop after
     another, each ``asyncio.run`` its own)."""
@@ -66,12 +67,6 @@ async def close_shared_client() -> None:
     if _client is not None:
         client, _client = _client, None
         await client.aclose()
-
-
-@functools.lru_cache(maxsize=256)
-def _parsed(url: str) -> httpx.URL:
-    """Parsing costs about 5% of a request, and the adapters send to few URLs."""
-    return httpx.URL(url)
 
 
 def _host_port(url: httpx.URL) -> str:
@@ -162,13 +157,10 @@ async def open_response(
     body reads a list endpoint (``models/list``) with the same retries."""
     client = await shared_client()
     attempt = 0
-    payload: dict[str, Any] = (
-        {} if body is None else {"content": body} if isinstance(body, bytes) else {"json": body}
-    )
     while True:
         try:
-            request = client.build_request(method, _parsed(url), headers=headers, **payload)
-            response = await client.send(request, stream=True)
+            request, transport = client.prepare(method, url, headers, body)
+            response = await client.dispatch(request, transport)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as error:
             if attempt < MAX_RETRIES:
                 await asyncio.sleep(_backoff(attempt))

@@ -33,8 +33,9 @@ from oma_host.providers.base import (
     checked_messages,
     malformed_reply,
 )
-from oma_host.providers.http import open_response, parse_event_json, read_json
+from oma_host.providers.http import open_response, read_json
 from oma_host.providers.openai_target import OpenAITarget, details, openai_target, token_usage
+from oma_host.providers.sse import event_json, sse_batches
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -254,8 +255,6 @@ class OpenAIAdapter:
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
     ) -> AsyncIterator[StreamEvent]:
-        from httpx_sse import EventSource, SSEError
-
         body = self._body(messages, options, stream=True)
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
@@ -263,13 +262,13 @@ class OpenAIAdapter:
         finish: str | None = None
         done = False
         async with open_response(self._url, self._headers(), body, provider=self.name) as response:
-            try:
-                with malformed_reply(self.name):
-                    async for sse in EventSource(response).aiter_sse():
+            with malformed_reply(self.name):
+                async for batch in sse_batches(response, self.name):
+                    for sse in batch:
                         if sse.data.strip() == "[DONE]":
                             done = True
                             break
-                        chunk = parse_event_json(sse.data, self.name)
+                        chunk = event_json(sse.data, self.name)
                         if not isinstance(chunk, dict):
                             continue
                         if isinstance(chunk.get("error"), dict):
@@ -294,8 +293,8 @@ class OpenAIAdapter:
                                 slot["name"] = function.get("name") or slot["name"]
                                 slot["arguments"].append(function.get("arguments") or "")
                             finish = choice.get("finish_reason") or finish
-            except SSEError as error:
-                raise ProviderError(f"{self.name}: {error}", kind="malformed") from None
+                    if done:
+                        break
         if not done and finish is None:
             raise ProviderError(
                 f"{self.name}: the stream ended before a finish_reason (cut mid-way)", kind="stream"

@@ -35,15 +35,18 @@ from typing import TYPE_CHECKING, Any
 from oma_host.core.messages import ContentBlock, LLMMessage
 from oma_host.core.results import StreamEvent
 from oma_host.providers.base import (
+    MALFORMED,
     ChatOptions,
     LLMResponse,
     ProviderError,
     checked_messages,
+    malformed_error,
     malformed_reply,
 )
-from oma_host.providers.http import open_response, parse_event_json, read_json
+from oma_host.providers.http import open_response, read_json
 from oma_host.providers.openai import ERROR_PREFIX
 from oma_host.providers.openai_target import OpenAITarget, details, token_usage
+from oma_host.providers.sse import event_json, sse_batches
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -359,24 +362,24 @@ class ResponsesAdapter:
     async def _stream(
         self, messages: list[LLMMessage], options: ChatOptions
     ) -> AsyncIterator[StreamEvent]:
-        from httpx_sse import EventSource, SSEError
-
         body = self._body(messages, options, stream=True)
         state = _StreamState(self.name)
         headers = self._target.headers()
         async with open_response(self._url, headers, body, provider=self.name) as response:
-            try:
-                async for sse in EventSource(response).aiter_sse():
-                    with malformed_reply(self.name):
-                        events = state.feed(parse_event_json(sse.data, self.name))
+            async for batch in sse_batches(response, self.name):
+                for sse in batch:
+                    try:
+                        events = state.feed(event_json(sse.data, self.name))
                         if state.final is not None:
                             self._raise_failed(state.final)
+                    except MALFORMED as error:  # malformed_reply's mapping, inline: per event
+                        raise malformed_error(self.name, error) from None
                     for event in events:
                         yield event
                     if state.final is not None:
                         break
-            except SSEError as error:
-                raise ProviderError(f"{self.name}: {error}", kind="malformed") from None
+                if state.final is not None:
+                    break
         if state.final is None:
             raise ProviderError(
                 f"{self.name}: the stream ended before response.completed (cut mid-way)",

@@ -14,7 +14,7 @@ from oma_host.core.backends import SessionLink
 from oma_host.core.config import AgentConfig, parse_agent_config
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
-from oma_host.core.results import AgentRunResult, EmitFn, StreamEvent
+from oma_host.core.results import AgentRunResult, EmitFn
 from oma_host.orchestration.one_off import OpenMultiAgent
 from oma_host.orchestration.store import Store
 from oma_host.server.context import RequestContext
@@ -36,7 +36,7 @@ from oma_host.server.outgoing import (
     CreateResult,
     HistoryResult,
 )
-from oma_host.server.registry import Method, handles
+from oma_host.server.registry import Method, Notification, handles
 from oma_host.server.runs import note_secrets, tracked_run
 
 # -- agents -----------------------------------------------------------------------
@@ -167,14 +167,11 @@ async def agent_list(ctx: RequestContext, params: NoParams) -> AgentListResult:
 
 def _progress_emitter(ctx: RequestContext, token: int | str | None) -> EmitFn | None:
     """What sends a run's stream events as `$/progress` under ``token`` (none
-    without a token)."""
+    without a token): ``ctx.progress(token, event)``, with the notification's
+    constant part encoded once for the whole stream."""
     if token is None:
         return None
-
-    def emit(event: StreamEvent) -> None:
-        ctx.progress(token, event)
-
-    return emit
+    return ctx.state.connection.notifier(Notification.PROGRESS, token)
 
 
 async def _run(ctx: RequestContext, params: RunParams, token: int | str | None) -> AgentRunResult:

@@ -115,6 +115,8 @@ class HostSession:
         self._exit_event = asyncio.Event()
         self._gone = asyncio.Event()  # the client reads no more
         self._framing: Framing = "lsp"
+        # An initialize or shutdown handler was started and has not run yet.
+        self._gating_started = False
 
     # -- the lifecycle (context.Session) --------------------------------------
 
@@ -177,6 +179,7 @@ class HostSession:
             if input_ended and self._framing == "ndjson":
                 await self._finish_requests()
         await self.shutdown()
+        self.connection.flush()  # the answers of the runs shutdown ended
         return self.exit_code
 
     async def _finish_requests(self) -> None:
@@ -220,9 +223,30 @@ class HostSession:
         async for frame in frame_reader(framing, reader, max_bytes, prefix):
             if not self._handle_frame(frame):
                 return
-            await asyncio.sleep(0)  # let handlers start in arrival order
             if self._ready_to_read is not None:
+                # Backpressure: the handler runs (and writes what it answers
+                # at once) before the next frame, so waiting for the writes
+                # to drain bounds what a client that does not read costs.
+                await asyncio.sleep(0)
                 await self._ready_to_read()
+            elif self._gate_may_change():
+                # Let the handler just started run up to its first await
+                # before the next frame meets the gate: an initialize (or
+                # shutdown) read in one chunk with the requests after it
+                # then settles how they are answered. Any other handler
+                # starts in arrival order all the same (tasks start first
+                # in, first out), so a burst of runs in one read costs no
+                # event loop pass per frame.
+                await asyncio.sleep(0)
+            self._gating_started = False
+
+    def _gate_may_change(self) -> bool:
+        """Whether a handler started now could change how the next frame is
+        gated: before ``initialize`` has run, once ``initialize`` or
+        ``shutdown`` was started, and from ``shutdown`` or ``exit`` on."""
+        return (
+            self._gating_started or not self.initialized or self.shutdown_requested or self.exited
+        )
 
     def _handle_frame(self, frame: Frame) -> bool:
         """Handle one frame; False when the connection must close (it failed
@@ -351,8 +375,10 @@ class HostSession:
             abort.abort()
 
     def _start(self, method: Method, params: Any, msg_id: MsgId | None) -> None:
+        if method is Method.INITIALIZE or method is Method.SHUTDOWN:
+            self._gating_started = True
         ctx = RequestContext(method, AbortSignal(), self.state, self)
-        task = asyncio.ensure_future(self._run(ctx, params, msg_id))
+        task = asyncio.get_running_loop().create_task(self._run(ctx, params, msg_id))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         if msg_id is not None:

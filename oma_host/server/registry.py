@@ -108,12 +108,13 @@ IMPLEMENTED_IN: Mapping[Method, str] = MappingProxyType(
 HANDLER_MODULES: tuple[str, ...] = tuple(dict.fromkeys(IMPLEMENTED_IN.values()))
 
 
+_BY_NAME: Mapping[str, Method] = MappingProxyType({method.value: method for method in Method})
+
+
 def lookup(name: str) -> Method | None:
-    """The method called ``name``, or None for a method the host does not have."""
-    try:
-        return Method(name)
-    except ValueError:
-        return None
+    """The method called ``name``, or None for a method the host does not have
+    (a dict, not ``Method(name)``: this is on every request's path)."""
+    return _BY_NAME.get(name)
 
 
 class WireParams(Protocol):

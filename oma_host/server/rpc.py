@@ -49,7 +49,39 @@ log = logging.getLogger("oma_host.server")
 
 # Built once: ``json.dumps`` with any option builds an encoder per call.
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+# A str as _COMPACT writes it (the C function when there is one).
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring
 _COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"))
+
+
+def _one_encoder() -> Callable[[Any], str]:
+    """``_COMPACT.encode`` for a message, without building an encoder per call
+    (C's, when there is one: the set-up was a third of an answer's cost). It
+    keeps no list of the containers it is in, so a cycle is a RecursionError
+    rather than a ValueError: both say the data is not JSON."""
+    make: Any = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
+    if make is None:
+        return _COMPACT.encode
+    encode = make(
+        None,  # no cycle check
+        _COMPACT.default,
+        json.encoder.encode_basestring,  # ensure_ascii=False
+        None,  # no indent
+        ":",
+        ",",
+        False,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan, as JSONEncoder's default
+    )
+
+    def encode_message(message: Any) -> str:
+        return "".join(encode(message, 0))  # as JSONEncoder.encode joins its chunks
+
+    return encode_message
+
+
+_encode_message = _one_encoder()
+
 # Queued notifications are written at once past this many bytes.
 _FLUSH_BYTES = 64 * 1024
 
@@ -113,12 +145,16 @@ class Connection:
     logged). ``write`` raising OSError means the client reads no more:
     ``on_lost`` is called once and nothing more is written.
 
-    Answers and requests are written at once. Notifications are queued and
-    written together once the event loop has run what is ready (or at
-    ``_FLUSH_BYTES``): a stream relaying many deltas from one network read
-    then costs one write, and wakes the client once, instead of once per
-    delta. Anything written at once first writes the queue, so the client
-    reads every message in the order it was sent."""
+    Requests to the client, and the first answer in a pass of the event
+    loop, are written at once. Notifications, and the answers after that
+    first one, are queued and written together once the event loop has run
+    what is ready (or at ``_FLUSH_BYTES``): a stream relaying many deltas
+    from one network read then costs one write, and wakes the client once,
+    instead of once per delta, and so does a burst of runs that end
+    together (a write is a system call and a wake-up of the client: per
+    answer, it was the largest cost of a short run). Anything written at
+    once first writes the queue, so the client reads every message in the
+    order it was sent. The session flushes the queue before it ends."""
 
     def __init__(
         self,
@@ -137,6 +173,8 @@ class Connection:
         self._ids = itertools.count(1)
         self._queue: list[bytes] = []  # framed notifications not written yet
         self._queued_bytes = 0
+        # An answer was written at once in this pass of the event loop (see _answer).
+        self._answered_this_pass = False
 
     def use_framing(self, framing: Framing) -> None:
         self._frame = frame_encoder(framing)
@@ -145,7 +183,7 @@ class Connection:
 
     @staticmethod
     def _encode(message: dict[str, Any]) -> bytes:
-        text = _COMPACT.encode(message)
+        text = _encode_message(message)
         try:
             return text.encode()
         except UnicodeEncodeError:
@@ -186,7 +224,7 @@ class Connection:
                 self.flush()
 
     def flush(self) -> None:
-        """Write the queued notifications (nothing when none are queued)."""
+        """Write the queued answers and notifications (nothing when none are queued)."""
         if not self._queue:
             return
         data = self._queue[0] if len(self._queue) == 1 else b"".join(self._queue)
@@ -214,6 +252,49 @@ class Connection:
             log.warning("a %s notification was not sent: it is %s", method, problem)
             return
         self._emit(body, queue=True)
+
+    def notifier(self, method: str, token: MsgId) -> Callable[[Any], None]:
+        """``notify(method, {"token": token, "value": value})`` for each
+        ``value`` it is called with (a stream's ``$/progress``), the same bytes
+        on the wire. The message's constant part is encoded once, and a value
+        of two strings ``{"type", "data"}`` (a text delta) without
+        ``json.JSONEncoder``, whose set-up per call costs more than the work."""
+        head = (
+            '{"jsonrpc":"2.0","method":'
+            + _COMPACT.encode(method)
+            + ',"params":{"token":'
+            + _COMPACT.encode(token)
+            + ',"value":'
+        )
+        string = _encode_string
+
+        def send(value: Any) -> None:
+            if self.lost:
+                return
+            if (
+                type(value) is dict
+                and len(value) == 2
+                and type(kind := value.get("type")) is str
+                and type(data := value.get("data")) is str
+                and next(iter(value)) == "type"  # the keys in this order, as encoded
+            ):
+                text = head + '{"type":' + string(kind) + ',"data":' + string(data) + "}}}"
+            else:
+                text = head + _COMPACT.encode(value) + "}}"
+            try:
+                body = text.encode()
+            except UnicodeEncodeError:  # a lone surrogate: as notify sends it
+                body = self._encode(
+                    {"jsonrpc": "2.0", "method": method, "params": {"token": token, "value": value}}
+                )
+            if len(body) > self._limit:
+                log.warning(
+                    "a %s notification was not sent: it is %s", method, self._too_large(body)
+                )
+                return
+            self._emit(body, queue=True)
+
+        return send
 
     def respond(self, msg_id: MsgId, result: Any) -> None:
         try:
@@ -246,7 +327,21 @@ class Connection:
                 limit=self._limit,
             )
             body = self._encode({"jsonrpc": "2.0", "id": msg_id, "error": error.to_json()})
+        if self._answered_this_pass:
+            self._emit(body, queue=True)  # a burst: joins the next write
+            return
+        # The first answer of this pass of the event loop goes out at once (a
+        # lone request waits for nothing); those after it in the same pass are
+        # queued, so a burst of answers costs two writes a pass, not one each.
         self._emit(body)
+        self._answered_this_pass = True
+        try:
+            asyncio.get_running_loop().call_soon(self._end_pass)
+        except RuntimeError:  # no event loop: every answer is written at once
+            self._answered_this_pass = False
+
+    def _end_pass(self) -> None:
+        self._answered_this_pass = False
 
     async def request(self, method: str, params: Any) -> Any:
         """Ask the client; its result, or ClientError for an error answer (or a

@@ -6,10 +6,7 @@ and every second while it waits, ``end``), a trace in the store, and the
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,11 +16,11 @@ from oma_host.core.config import AgentConfig
 from oma_host.core.redact import config_secrets
 from oma_host.server.context import RequestContext
 from oma_host.server.rpc import REQUEST_CANCELLED, RpcError
+from oma_host.server.trace_batch import TraceBatch
 
 if TYPE_CHECKING:
-    from oma_host.server.state import SessionState
+    from oma_host.orchestration.store import RunTrace
 
-log = logging.getLogger("oma_host.server")
 
 R = TypeVar("R", bound=Mapping[str, Any])
 
@@ -61,8 +58,11 @@ async def tracked_run(
     code = "error"
     reporter = None if work_done_token is None else _Reporter(ctx, work_done_token, title)
     try:
-        with watching(reporter.report) if reporter else contextlib.nullcontext():
+        if reporter is None:
             result = await run(ctx.abort)
+        else:
+            with watching(reporter.report):
+                result = await run(ctx.abort)
         code = _status_code(result, ctx.abort)
         _record_trace(ctx, title, result, started, session_id, code)
     finally:
@@ -120,55 +120,21 @@ def _record_trace(
     """Write a run trace in the background: traces never delay a response.
     ``result`` is an AgentRunResult or a team result."""
     finished = time.time()
-    trace = {
-        "run_id": result["identity"]["runId"],
-        "agent": agent,
-        "method": str(ctx.method),
-        "status": status,
-        "input_tokens": result["tokenUsage"]["input_tokens"],
-        "output_tokens": result["tokenUsage"]["output_tokens"],
-        "started": started,
-        "finished": finished,
-        "duration_ms": round((finished - started) * 1000, 3),
-        "session_id": session_id,
-    }
-    _TraceBatch.of(ctx.state).add(trace)
-
-
-class _TraceBatch:
-    """The traces waiting to be written for one host session. The first trace
-    starts a writer; traces that finish while it writes join the next batch,
-    so a burst of runs costs a few transactions (each an fsync) and thread
-    hand-offs rather than one per run."""
-
-    _batches: weakref.WeakKeyDictionary[SessionState, _TraceBatch] = weakref.WeakKeyDictionary()
-
-    def __init__(self, state: SessionState) -> None:
-        self._state = state
-        self._waiting: list[dict[str, Any]] = []
-        self._writing = False
-
-    @classmethod
-    def of(cls, state: SessionState) -> _TraceBatch:
-        batch = cls._batches.get(state)
-        if batch is None:
-            batch = cls._batches[state] = cls(state)
-        return batch
-
-    def add(self, trace: dict[str, Any]) -> None:
-        self._waiting.append(trace)
-        if not self._writing:
-            self._writing = True
-            self._state.supervisor.spawn("the run traces", self._write())
-
-    async def _write(self) -> None:
-        try:
-            while self._waiting:
-                batch, self._waiting = self._waiting, []
-                try:
-                    await asyncio.to_thread(self._state.store().record_runs, batch)
-                except Exception as error:
-                    runs = ", ".join(trace["run_id"] for trace in batch)
-                    log.warning("could not record the traces of %s: %s", runs, error)
-        finally:
-            self._writing = False
+    usage = result["tokenUsage"]
+    trace: RunTrace = (
+        result["identity"]["runId"],
+        agent,
+        str(ctx.method),
+        status,
+        usage["input_tokens"],
+        usage["output_tokens"],
+        started,
+        finished,
+        round((finished - started) * 1000, 3),
+        session_id,
+    )
+    batch = ctx.state.run_traces
+    if batch is None:
+        state = ctx.state
+        batch = state.run_traces = TraceBatch(state.supervisor, state.store)
+    batch.add(trace)

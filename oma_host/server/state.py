@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from oma_host.server.callbacks import ClientCallbacks
     from oma_host.server.rpc import Connection
     from oma_host.server.trace import FrameTracer
+    from oma_host.server.trace_batch import TraceBatch
 
 _FLUSH_ON_SHUTDOWN_S = 2.0
 
@@ -104,6 +105,8 @@ class SessionState:
         self.client_capabilities: Any = None
         self._store: Store | None = None
         self._evaluator: OnlineEvaluator | None = None
+        # The run traces waiting to be written (server/trace_batch.py), from the first run on.
+        self.run_traces: TraceBatch | None = None
 
     def configure(self, settings: Settings) -> None:
         """Apply what ``initialize`` settled; a stateDir it leaves out keeps --state-dir."""

@@ -4,9 +4,10 @@ Everything a session starts that no request waits for goes through its
 :class:`Supervisor`: fire-and-forget tasks (run traces), work in a thread
 (warming the handler modules up after ``initialize``), timers, and the closers
 of services built on first use (settle the evaluator, close the store). At
-shutdown :meth:`Supervisor.drain` cancels the timers, waits for the tasks and
-threads within a bound, then runs the closers, last registered first, each
-within a bound too: a stuck closer cannot keep the host from exiting.
+shutdown :meth:`Supervisor.drain` cancels the timers, ends the pauses of
+tasks gathering work, waits for the tasks and threads within a bound, then
+runs the closers, last registered first, each within a bound too: a stuck
+closer cannot keep the host from exiting.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class Supervisor:
         self._work: set[asyncio.Future[Any]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
         self._closers: list[tuple[str, Callable[[], Awaitable[None]]]] = []
+        self._draining = False
+        self._pauses: set[asyncio.Future[None]] = set()
 
     def spawn(self, what: str, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the background; a failure is logged as ``what``."""
@@ -47,6 +50,22 @@ class Supervisor:
         handle = asyncio.get_running_loop().call_later(delay_s, start)
         self._timers.add(handle)
 
+    async def pause(self, delay_s: float) -> None:
+        """Sleep ``delay_s``, or less: a drain ends every pause at once (and
+        one begun while draining returns at once). Background work that
+        waits to gather more work uses it, so shutdown never waits it out."""
+        if self._draining:
+            return
+        loop = asyncio.get_running_loop()
+        pause: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(delay_s, _end_pause, pause)
+        self._pauses.add(pause)
+        try:
+            await pause
+        finally:
+            timer.cancel()
+            self._pauses.discard(pause)
+
     def on_close(self, what: str, closer: Callable[[], Awaitable[None]]) -> None:
         """Run ``closer`` at shutdown; closers run last registered first, so a
         service closes before the services it was built on."""
@@ -54,6 +73,9 @@ class Supervisor:
 
     async def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """Stop the timers, wait for the work, run the closers (idempotent)."""
+        self._draining = True
+        for pause in self._pauses:
+            _end_pause(pause)
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
@@ -75,3 +97,8 @@ class Supervisor:
                 log.warning("%s failed: %s", what, finished.exception())
 
         future.add_done_callback(done)
+
+
+def _end_pause(pause: asyncio.Future[None]) -> None:
+    if not pause.done():
+        pause.set_result(None)

@@ -142,3 +142,37 @@ def test_a_20_mb_base64_image_comes_through_intact() -> None:
     started = time.monotonic()
     assert Redactor().redact(data) == data
     assert time.monotonic() - started < 30  # generous: only a hang fails it
+
+
+@given(
+    event=st.dictionaries(
+        st.sampled_from(["type", "data", "secret-value", "x"]),
+        st.one_of(
+            st.text(alphabet=st.sampled_from("secrt-valu[]d x"), max_size=16),
+            st.integers(),
+            st.lists(st.text(alphabet="secrt-value", max_size=14), max_size=2),
+        ),
+        max_size=3,
+    ),
+    patterns=st.booleans(),
+)
+def test_redact_tree_of_an_event_is_a_copy_redacted_string_by_string(
+    event: dict[str, object], patterns: bool
+) -> None:
+    """The shortcut for an object of strings holding no secret (a stream
+    delta) gives what redacting every string gives, as a new object."""
+    redactor = Redactor(["secret-value", "dact"], patterns=patterns)
+
+    def by_hand(value: object) -> object:
+        if isinstance(value, str):
+            return redactor.redact(value)
+        if isinstance(value, dict):
+            return {key: by_hand(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [by_hand(item) for item in value]
+        return value
+
+    copied = redactor.redact_tree(event)
+    assert copied == by_hand(event)
+    assert list(copied) == list(event)  # the keys in their order
+    assert copied is not event

@@ -57,3 +57,31 @@ def test_the_recorder_streams_text_and_reasoning_each_as_one_stream() -> None:
     assert joined == {"text": "the [redacted]!", "reasoning": "the [redacted]!"}
     assert result["output"] == "the secret-value!"  # the agent redacts the result whole
     assert {"type": "tool_use", "data": {"id": "t"}} in events
+
+
+class _NoShortcut(Redactor):
+    """A redactor that never says a text is untouched: StreamRedaction then
+    always takes its general path."""
+
+    def keeps(self, text: str) -> bool:
+        return False
+
+
+@given(
+    pieces=st.lists(
+        st.sampled_from([*SECRETS, "sk-", "abc", "de", "x", " ", "-tail", "XYZ", "hello ", "j"]),
+        max_size=12,
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=120), max_size=10),
+)
+def test_each_delta_is_given_out_as_the_general_path_gives_it(
+    pieces: list[str], cuts: list[int]
+) -> None:
+    """The shortcut for a delta that holds nothing of a secret changes no
+    delta sent, not only the joined text."""
+    text = "".join(pieces)
+    fast = StreamRedaction(Redactor(SECRETS, patterns=False))
+    general = StreamRedaction(_NoShortcut(SECRETS, patterns=False))
+    deltas = split(text, cuts)
+    assert [fast.feed(d) for d in deltas] == [general.feed(d) for d in deltas]
+    assert fast.finish() == general.finish()

@@ -12,19 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from oma_host.cli.client import HostClient, host_argv
-from oma_host.orchestration.store import DB_NAME, Store
+from oma_host.orchestration.store import DB_NAME, RunTrace, Store
 
-TRACE = {
-    "agent": "a",
-    "method": "agent/run",
-    "status": "ok",
-    "input_tokens": 0,
-    "output_tokens": 0,
-    "started": 0.0,
-    "finished": 0.0,
-    "duration_ms": 0.0,
-    "session_id": None,
-}
+
+def trace(run_id: str) -> RunTrace:
+    """A run trace, as the host records one."""
+    return (run_id, "a", "agent/run", "ok", 0, 0, 0.0, 0.0, 0.0, None)
 
 
 def hold_the_write_lock(path: Path, seconds: float) -> threading.Thread:
@@ -58,7 +51,7 @@ def test_opening_a_new_database_while_another_host_writes_to_it_waits(tmp_path: 
         store = Store(tmp_path)
     finally:
         holder.join()
-    store.record_runs([{**TRACE, "run_id": "first"}])
+    store.record_runs([trace("first")])
     assert stored_runs(tmp_path / DB_NAME) == [("first",)]
 
 
@@ -67,7 +60,7 @@ def test_a_write_waits_for_another_hosts_longer_than_sqlites_default(tmp_path: P
     # Python's sqlite3 waits 5 s by default before "database is locked".
     holder = hold_the_write_lock(tmp_path / DB_NAME, 6)
     try:
-        store.record_runs([{**TRACE, "run_id": "waited"}])
+        store.record_runs([trace("waited")])
     finally:
         holder.join()
     assert stored_runs(tmp_path / DB_NAME) == [("waited",)]

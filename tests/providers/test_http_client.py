@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import gzip
+import json
 import socket
 import ssl
 import sys
@@ -20,7 +22,7 @@ from typing import Any
 import pytest
 import trustme
 
-from oma_host.cli.client import HostClient, RpcError
+from oma_host.cli.client import HostClient, RpcError, host_argv
 from oma_host.testing.simulator import Fault, Reply, Simulator
 from tests.providers.conftest import ANTHROPIC_KEY
 from tests.providers.helpers import TRANSPORTS, create_llm
@@ -182,6 +184,110 @@ async def test_the_client_keeps_no_cookies(sim: Simulator, transport: str) -> No
         other = await create_llm(host, sim, "anthropic", apiKey="another-account")
         assert (await run(host, other))["output"] == "two"
     assert "cookie" not in sim.requests[1].headers
+
+
+# -- what goes out and what comes back ------------------------------------------------
+
+_MESSAGE = json.dumps(
+    {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": "unpacked"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+).encode()
+
+
+class RawProvider:
+    """Answers every request with one raw HTTP response, then closes the
+    connection: for answers the simulator does not give (a compressed body,
+    a body cut short)."""
+
+    def __init__(self, answer: bytes) -> None:
+        self.answer = answer
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        self._server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            (
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            ),
+            0,
+        )
+        await reader.readexactly(length)
+        writer.write(self.answer)
+        await writer.drain()
+        writer.close()
+
+
+async def _raw_run(transport: str, answer: bytes) -> dict[str, Any]:
+    async with RawProvider(answer) as base_url, spawned(transport) as host:
+        config = {"name": "r", "provider": "anthropic", "model": "m", "baseURL": base_url}
+        agent = (await host.request("agent/create", {"config": config}))["agentId"]
+        return await run(host, agent)
+
+
+async def test_a_compressed_answer_is_decoded(transport: str) -> None:
+    body = gzip.compress(_MESSAGE)
+    answer = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+        b"content-encoding: gzip\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    assert (await _raw_run(transport, answer))["output"] == "unpacked"
+
+
+async def test_an_answer_cut_short_is_a_stream_error(transport: str) -> None:
+    answer = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\n\r\n%s" % (len(_MESSAGE), _MESSAGE[:40])
+    )
+    message = failure(await _raw_run(transport, answer), "stream")
+    assert "anthropic: the response was cut off: RemoteProtocolError" in message
+
+
+async def test_credentials_in_the_base_url_go_out_as_basic_auth(
+    sim: Simulator, transport: str
+) -> None:
+    """httpx's auth layer still handles a URL with credentials."""
+    async with spawned(transport) as host:
+        base_url = sim.base_url.replace("http://", "http://user:secret@")
+        agent = await create_llm(host, sim, "anthropic", baseURL=base_url)
+        sim.script(Reply.text("authenticated"))
+        assert (await run(host, agent))["output"] == "authenticated"
+    credentials = base64.b64encode(b"user:secret").decode()
+    assert sim.requests[0].headers["authorization"] == f"Basic {credentials}"
+    assert sim.requests[0].headers["x-api-key"] == ANTHROPIC_KEY
+
+
+async def test_each_request_is_logged_at_info_as_httpx_logs_it(
+    sim: Simulator, transport: str
+) -> None:
+    host = await HostClient.spawn(
+        host_argv("--log-level", "INFO"), env={"ANTHROPIC_API_KEY": ANTHROPIC_KEY}
+    )
+    await host.initialize({"http": {"transport": transport}})
+    agent = await create_llm(host, sim, "anthropic")
+    sim.script(Reply.text("logged"))
+    assert (await run(host, agent))["output"] == "logged"
+    assert await host.close() == 0
+    assert host.process is not None and host.process.stderr is not None
+    stderr = (await host.process.stderr.read()).decode()
+    line = f'httpx: HTTP Request: POST {sim.base_url}/v1/messages "HTTP/1.1 200 OK"'
+    assert line in stderr, stderr
 
 
 # -- proxies and certificates -------------------------------------------------------

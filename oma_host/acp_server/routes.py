@@ -1,0 +1,143 @@
+"""The ACP methods the door serves, as :class:`.wire.AcpWire` handlers over
+:class:`.door.OmaAcpAgent`: each request's params validated with the
+schema's request model, as the library's router validated them (so a
+malformed request is answered -32602 ``Invalid params`` with the model's
+``errors``), passed to the door's method of that name, and its answer dumped
+as the library dumped it.
+
+``session/prompt`` is the hot path: a prompt of plain text blocks in the one
+shape :func:`plain_text_prompt` takes (a subset of what ``PromptRequest``
+accepts) goes to the door with no model built, and the door answers it in
+wire form; any other prompt is validated by ``PromptRequest``. The method
+table is the library's for the door's methods; a method the door does not
+serve (``session/set_mode``, the unstable ``session/fork``, ``session/resume``
+and ``session/close``, extension methods) is -32601.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from acp.schema import (
+    AuthenticateRequest,
+    CancelNotification,
+    InitializeRequest,
+    ListSessionsRequest,
+    LoadSessionRequest,
+    NewSessionRequest,
+    PromptRequest,
+    SetSessionConfigOptionBooleanRequest,
+    SetSessionConfigOptionSelectRequest,
+)
+from pydantic import BaseModel
+
+from oma_host.acp_server.content import TextPrompt
+from oma_host.acp_server.editor import request_params
+from oma_host.acp_server.wire import NotificationHandler, RequestHandler
+
+if TYPE_CHECKING:
+    from oma_host.acp_server.door import OmaAcpAgent
+
+_PROMPT_KEYS = frozenset({"sessionId", "prompt"})
+_TEXT_BLOCK_KEYS = frozenset({"type", "text"})
+_SET_OPTION_MODELS = (SetSessionConfigOptionBooleanRequest, SetSessionConfigOptionSelectRequest)
+
+
+def plain_text_prompt(params: Any) -> tuple[str, TextPrompt] | None:
+    """The session id and texts of a ``session/prompt`` whose params are
+    exactly ``{sessionId: string, prompt: [{type: "text", text: string}, ...]}``,
+    which ``PromptRequest`` accepts as they are; None for anything else
+    (``_meta``, annotations, other blocks, the snake_case names the models
+    also take, a wrong type anywhere), which goes to the model."""
+    if type(params) is not dict or params.keys() != _PROMPT_KEYS:
+        return None
+    session_id, blocks = params["sessionId"], params["prompt"]
+    if type(session_id) is not str or type(blocks) is not list:
+        return None
+    texts: list[str] = []
+    for block in blocks:
+        if type(block) is not dict or block.keys() != _TEXT_BLOCK_KEYS:
+            return None
+        text = block["text"]
+        if block["type"] != "text" or type(text) is not str:
+            return None
+        texts.append(text)
+    return session_id, TextPrompt(texts)
+
+
+def _kwargs(request: BaseModel, *models: type[BaseModel]) -> dict[str, Any]:
+    """A validated request as the door method's keyword arguments, as the
+    library's router passed them: the fields the models share, then the
+    entries of ``_meta``."""
+    shared = [name for name in models[0].model_fields if name != "field_meta"]
+    shared = [name for name in shared if all(name in model.model_fields for model in models)]
+    kwargs = {name: getattr(request, name) for name in shared}
+    if meta := getattr(request, "field_meta", None):
+        kwargs.update(meta)
+    return kwargs
+
+
+def _answer(result: Any) -> Any:
+    """A result as the library's connection dumped it (unset fields left out)."""
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+    return result
+
+
+def _normalized(result: Any) -> Any:
+    """A result as the library's ``normalize_result`` routes dumped it
+    (defaults left out, None as an empty object)."""
+    if result is None:
+        return {}
+    return request_params(result) if isinstance(result, BaseModel) else result
+
+
+def _route(
+    model: type[BaseModel],
+    method: Callable[..., Awaitable[Any]],
+    dump: Callable[[Any], Any] = _answer,
+) -> RequestHandler:
+    async def handle(params: Any) -> Any:
+        request = model.model_validate(params)
+        return dump(await method(**_kwargs(request, model)))
+
+    return handle
+
+
+def door_routes(
+    door: OmaAcpAgent,
+) -> tuple[dict[str, RequestHandler], dict[str, NotificationHandler]]:
+    """The requests and notifications the door serves, by method name."""
+
+    async def prompt(params: Any) -> Any:
+        # The door answers a prompt in wire form (no model to dump).
+        plain = plain_text_prompt(params)
+        if plain is not None:
+            session_id, text_prompt = plain
+            return await door.prompt(text_prompt, session_id)
+        request = PromptRequest.model_validate(params)
+        return await door.prompt(**_kwargs(request, PromptRequest))
+
+    async def set_config_option(params: Any) -> Any:
+        # As the library's router: a boolean option by its "type", else a select.
+        is_boolean = isinstance(params, dict) and params.get("type") == "boolean"
+        model = _SET_OPTION_MODELS[0] if is_boolean else _SET_OPTION_MODELS[1]
+        request = model.model_validate(params)
+        answer = await door.set_config_option(**_kwargs(request, *_SET_OPTION_MODELS))
+        return _normalized(answer)
+
+    async def cancel(params: Any) -> None:
+        request = CancelNotification.model_validate(params)
+        await door.cancel(**_kwargs(request, CancelNotification))
+
+    requests: dict[str, RequestHandler] = {
+        "initialize": _route(InitializeRequest, door.initialize),
+        "authenticate": _route(AuthenticateRequest, door.authenticate, _normalized),
+        "session/new": _route(NewSessionRequest, door.new_session),
+        "session/load": _route(LoadSessionRequest, door.load_session, _normalized),
+        "session/list": _route(ListSessionsRequest, door.list_sessions),
+        "session/prompt": prompt,
+        "session/set_config_option": set_config_option,
+    }
+    return requests, {"session/cancel": cancel}

@@ -1,0 +1,263 @@
+"""The door's own JSON-RPC transport (``oma_host/acp_server/wire.py``),
+driven through the real ``oma-host acp`` by a client that writes and reads
+the lines itself, so it can send what no SDK client would: lines that are
+not JSON, unknown methods, params the schema refuses, requests that overlap
+a running prompt, and an error answer to the door's own request."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from acp.schema import NewSessionRequest, PromptRequest
+from pydantic import ValidationError
+
+from oma_host.testing.simulator import Reply
+from tests.acp_server.helpers import Door, text
+
+TIMEOUT_S = 30
+EditorAnswer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class RawEditor:
+    """An ACP client of a few lines: JSON written and read by hand."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self._ids = itertools.count(1)
+        # Everything read, in order: answers, notifications, the door's requests.
+        self.received: list[dict[str, Any]] = []
+        # How the editor answers the door's requests (default: an empty result).
+        self.on_request: EditorAnswer = lambda request: {"result": {}}
+
+    def send_line(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line)
+
+    def send(self, method: str, params: Any, *, notify: bool = False) -> int | None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        msg_id = None if notify else next(self._ids)
+        if msg_id is not None:
+            message["id"] = msg_id
+        self.send_line(json.dumps(message).encode() + b"\n")
+        return msg_id
+
+    async def read(self) -> dict[str, Any]:
+        """The next message; the door's requests are answered on the way."""
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), TIMEOUT_S)
+        assert line, "oma-host acp closed its output"
+        message: dict[str, Any] = json.loads(line)
+        self.received.append(message)
+        if "method" in message and "id" in message:
+            reply = {"jsonrpc": "2.0", "id": message["id"], **self.on_request(message)}
+            self.send_line(json.dumps(reply).encode() + b"\n")
+        return message
+
+    async def answer(self, msg_id: int | None) -> dict[str, Any]:
+        """Read until the answer to request ``msg_id``."""
+        while True:
+            message = await self.read()
+            if "method" not in message and message.get("id") == msg_id:
+                return message
+
+    async def call(self, method: str, params: Any) -> dict[str, Any]:
+        return await self.answer(self.send(method, params))
+
+    async def start(self, door: Door) -> str:
+        """Initialize and open a session; its id."""
+        init = await self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        assert init["result"]["protocolVersion"] == 1
+        new = await self.call("session/new", {"cwd": str(door.cwd), "mcpServers": []})
+        session_id: str = new["result"]["sessionId"]
+        return session_id
+
+    def updates_of(self, session_id: str) -> list[dict[str, Any]]:
+        return [
+            message["params"]["update"]
+            for message in self.received
+            if message.get("method") == "session/update"
+            and message["params"]["sessionId"] == session_id
+        ]
+
+
+@asynccontextmanager
+async def raw_editor(door: Door) -> AsyncIterator[RawEditor]:
+    """``oma-host acp`` over the door's agents, its stderr kept in ``editor.stderr``."""
+    process = await asyncio.create_subprocess_exec(
+        *door.argv(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=door.env,
+    )
+    editor = RawEditor(process)
+    try:
+        yield editor
+    finally:
+        if process.stdin is not None and not process.stdin.is_closing():
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), TIMEOUT_S)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
+async def stderr_of(editor: RawEditor) -> str:
+    """Close the door's input and return what it wrote on stderr."""
+    assert editor.process.stdin is not None and editor.process.stderr is not None
+    editor.process.stdin.close()
+    err = await asyncio.wait_for(editor.process.stderr.read(), TIMEOUT_S)
+    assert await asyncio.wait_for(editor.process.wait(), TIMEOUT_S) == 0
+    return err.decode()
+
+
+def schema_errors(model: type[Any], params: Any) -> list[dict[str, Any]]:
+    """The errors the schema's model gives for ``params``, as JSON carries them."""
+    with pytest.raises(ValidationError) as refused:
+        model.model_validate(params)
+    errors: list[dict[str, Any]] = json.loads(json.dumps(refused.value.errors(), default=str))
+    return errors
+
+
+async def test_lines_that_are_not_json_rpc_are_skipped_and_logged(door: Door) -> None:
+    async with raw_editor(door) as editor:
+        editor.send_line(b"{this is not json\n")
+        editor.send_line(b"[1, 2, 3]\n")
+        editor.send_line(b"\n")
+        init = await editor.call("initialize", {"protocolVersion": 1})
+        assert init["result"]["protocolVersion"] == 1
+        assert len(editor.received) == 1  # nothing answered the garbage
+        err = await stderr_of(editor)
+    assert "not a JSON-RPC message: '{this is not json'" in err
+    assert "not a JSON-RPC message: '[1, 2, 3]'" in err
+
+
+async def test_methods_the_door_does_not_serve_are_method_not_found(door: Door) -> None:
+    async with raw_editor(door) as editor:
+        session_id = await editor.start(door)
+        for method in ("session/set_mode", "session/fork", "_oma/extension", "no/such"):
+            answer = await editor.call(method, {"sessionId": session_id, "modeId": "x"})
+            assert answer["error"] == {
+                "code": -32601,
+                "message": "Method not found",
+                "data": {"method": method},
+            }
+        # Unknown notifications have no answer and leave the connection working.
+        editor.send("no/such/notification", {}, notify=True)
+        editor.send("_oma/notice", {}, notify=True)
+        listed = await editor.call("session/list", {})
+        assert [s["sessionId"] for s in listed["result"]["sessions"]] == [session_id]
+        assert len(editor.received) == 7
+        err = await stderr_of(editor)
+    assert "no/such/notification" in err
+    assert "_oma/notice" not in err  # extension notifications are optional by definition
+
+
+@pytest.mark.parametrize(
+    ("model", "method", "params"),
+    [
+        (NewSessionRequest, "session/new", {"mcpServers": []}),
+        (PromptRequest, "session/prompt", {"sessionId": "$session", "prompt": "hi"}),
+        (
+            PromptRequest,
+            "session/prompt",
+            {"sessionId": "$session", "prompt": [{"type": "text", "text": 5}]},
+        ),
+        (PromptRequest, "session/prompt", {"sessionId": 7, "prompt": [text("hi")]}),
+        (PromptRequest, "session/prompt", None),
+    ],
+)
+async def test_params_the_schema_refuses_are_invalid_params_with_its_errors(
+    door: Door, model: type[Any], method: str, params: Any
+) -> None:
+    async with raw_editor(door) as editor:
+        session_id = await editor.start(door)
+        if isinstance(params, dict) and params.get("sessionId") == "$session":
+            params = {**params, "sessionId": session_id}
+        answer = await editor.call(method, params)
+    assert answer["error"]["code"] == -32602
+    assert answer["error"]["message"] == "Invalid params"
+    assert answer["error"]["data"] == {"errors": schema_errors(model, params)}
+    assert not door.sim.requests  # nothing reached the provider
+
+
+async def test_a_prompt_the_models_validate_answers_as_the_plain_shape_does(door: Door) -> None:
+    """The shape test (plain text blocks, no model) and the model path give
+    the same updates and the same answer for the same turn."""
+    door.sim.script(*(Reply.text("the same reply", chunk_size=5) for _ in range(2)))
+    async with raw_editor(door) as editor:
+        plain_id = await editor.start(door)
+        plain = await editor.call(
+            "session/prompt", {"sessionId": plain_id, "prompt": [text("hi"), text("there")]}
+        )
+        modelled = await editor.call("session/new", {"cwd": str(door.cwd), "mcpServers": []})
+        modelled_id = modelled["result"]["sessionId"]
+        # _meta and the snake_case name are the schema's too, but not the plain shape.
+        blocks = [{**text("hi"), "_meta": {"from": "test"}}, text("there")]
+        checked = await editor.call(
+            "session/prompt", {"session_id": modelled_id, "prompt": blocks, "_meta": {}}
+        )
+        assert checked["result"] == plain["result"]
+        assert checked["result"]["stopReason"] == "end_turn"
+        assert editor.updates_of(modelled_id) == editor.updates_of(plain_id)
+        assert editor.updates_of(plain_id)[-1]["sessionUpdate"] == "usage_update"
+    first, second = (request.body["messages"][-1]["content"] for request in door.sim.requests)
+    assert [block["text"] for block in first] == [block["text"] for block in second]
+    assert [block["text"] for block in first] == ["hi", "there"]
+
+
+async def test_requests_are_answered_while_a_prompt_runs_and_cancel_ends_it(door: Door) -> None:
+    door.sim.script(Reply.text("one two three four five six", chunk_size=4, event_delay_s=0.3))
+    async with raw_editor(door) as editor:
+        session_id = await editor.start(door)
+        turn_id = editor.send("session/prompt", {"sessionId": session_id, "prompt": [text("go")]})
+        listed = await editor.call("session/list", {})
+        assert any(s["sessionId"] == session_id for s in listed["result"]["sessions"])
+        assert not any(message.get("id") == turn_id for message in editor.received)
+        while not editor.updates_of(session_id):  # the turn has started streaming
+            await editor.read()
+        editor.send("session/cancel", {"sessionId": session_id}, notify=True)
+        answer = await editor.answer(turn_id)
+        assert answer["result"]["stopReason"] == "cancelled"
+        streamed = editor.updates_of(session_id)
+        # Nothing of the turn comes after its answer.
+        after = await editor.call("session/list", {})
+        assert "result" in after
+        assert editor.updates_of(session_id) == streamed
+    reply = "".join(u["content"]["text"] for u in streamed if "content" in u)
+    assert reply and "one two three four five six".startswith(reply)
+    assert reply != "one two three four five six"
+
+
+async def test_an_error_answer_to_a_permission_request_denies_the_tool(door: Door) -> None:
+    (door.cwd / "notes.txt").write_text("the notes")
+    rules = [{"tool": "file_read", "action": "ask"}]
+    door.write_agents(first=door.llm(tools=["file_read"], permissions=rules))
+    read = {"type": "tool_use", "id": "in", "name": "file_read", "input": {"path": "notes.txt"}}
+    door.sim.script(Reply(content=[read]), Reply.text("done"))
+    async with raw_editor(door) as editor:
+        editor.on_request = lambda request: {
+            "error": {"code": -32603, "message": "the editor broke", "data": None}
+        }
+        session_id = await editor.start(door)
+        answer = await editor.call(
+            "session/prompt", {"sessionId": session_id, "prompt": [text("read")]}
+        )
+    asked = [m for m in editor.received if m.get("method") == "session/request_permission"]
+    assert len(asked) == 1
+    assert asked[0]["params"]["sessionId"] == session_id
+    assert answer["result"]["stopReason"] == "end_turn"
+    tool_results = [
+        block
+        for block in door.sim.requests[1].body["messages"][-1]["content"]
+        if block["type"] == "tool_result"
+    ]
+    assert tool_results[0]["is_error"] is True
+    assert "the notes" not in json.dumps(tool_results)
