@@ -43,14 +43,17 @@ AIOHTTP = "aiohttp, limit 1000"
 HOST = "oma-host agent/run (default: aiohttp transport)"
 HOST_OLD = "oma-host, httpx 64 connections (before)"
 HOST_HTTPX = "oma-host, httpx 1000 connections"
+FLOOR = "floor: bare JSON-RPC relay on aiohttp"
 HOSTS: dict[str, dict[str, Any]] = {
     HOST: {},
     HOST_OLD: {"transport": "httpx", "maxConnections": 64, "maxKeepAliveConnections": 16},
     HOST_HTTPX: {"transport": "httpx"},
+    FLOOR: {},  # bench/floor_host.py, not a host: what any Python host on aiohttp costs at least
 }
 TARGET = 1.3
 KEY = "bench-key-not-secret"
 PROVIDER = Path(__file__).resolve().parent / "asyncio_provider.py"
+FLOOR_HOST = Path(__file__).resolve().parent / "floor_host.py"
 _BODY = {
     "model": "bench",
     "max_tokens": 4096,
@@ -74,9 +77,9 @@ class Case:
 
 
 FULL = (
-    Case(200, 100),
+    Case(200, 100, variants=(AIOHTTP, HOST, HOST_OLD, HOST_HTTPX, FLOOR)),
     # httpx's own pool needs ~20 s a round here: measured at 200 runs only.
-    Case(1000, 100, variants=(AIOHTTP, HOST, HOST_OLD)),
+    Case(1000, 100, variants=(AIOHTTP, HOST, HOST_OLD, FLOOR)),
     Case(500, 6000, rounds=1),
 )
 QUICK = (
@@ -132,7 +135,8 @@ async def hosts(names: set[str]) -> AsyncIterator[dict[str, HostClient]]:
     drains: list[asyncio.Task[None]] = []
     try:
         for name in names & set(HOSTS):
-            client = await HostClient.spawn(host_argv())
+            argv = [sys.executable, str(FLOOR_HOST)] if name == FLOOR else host_argv()
+            client = await HostClient.spawn(argv)
             assert client.process is not None
             drains.append(asyncio.ensure_future(_drain(client.process.stderr)))
             await client.initialize({"http": HOSTS[name]})
