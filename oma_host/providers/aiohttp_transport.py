@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import aiohttp
 import httpx
@@ -78,21 +78,22 @@ class _UploadClock:
             deadline.reschedule(None)
 
 
-async def _upload(data: bytes, clock: _UploadClock) -> AsyncIterator[bytes]:
-    """The request body in chunks, each taken under the upload clock."""
+def _chunks(data: bytes, clock: _UploadClock) -> Iterator[bytes]:
     for start in range(0, len(data), _UPLOAD_CHUNK):
         clock.tick()
         yield data[start : start + _UPLOAD_CHUNK]
-    clock.stop()
 
 
-async def _stream_upload(body: httpx.AsyncByteStream, clock: _UploadClock) -> AsyncIterator[bytes]:
-    """A streamed request body (never sent by the providers, which send
-    bytes), in chunks under the upload clock."""
-    async for data in body:
-        for start in range(0, len(data), _UPLOAD_CHUNK):
-            clock.tick()
-            yield data[start : start + _UPLOAD_CHUNK]
+async def _upload(body: bytes | httpx.AsyncByteStream, clock: _UploadClock) -> AsyncIterator[bytes]:
+    """The request body in chunks, each taken under the upload clock: bytes,
+    or a stream (which the providers, sending bytes, never use)."""
+    if isinstance(body, bytes):
+        for chunk in _chunks(body, clock):
+            yield chunk
+    else:
+        async for data in body:
+            for chunk in _chunks(data, clock):
+                yield chunk
     clock.stop()
 
 
@@ -254,7 +255,7 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
             assert isinstance(request.stream, httpx.AsyncByteStream)
             headers = [item for item in headers if item[0].lower() != "transfer-encoding"]
             clock = _UploadClock(timeouts.get("write"))
-            data = _stream_upload(request.stream, clock)
+            data = _upload(request.stream, clock)
         else:
             # A body of one chunk goes out in one non-blocking write (aiohttp
             # waits for the socket only past 64 KiB): nothing to time.
