@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 
+from oma_host.core.collector import tune_for_serving
 from oma_host.core.subreaper import enable_subreaper
 from oma_host.server.app import DEFAULT_DRAIN_TIMEOUT_S, SessionOptions
 from oma_host.server.auth import TokenFileError
@@ -252,6 +253,7 @@ def _run(args: argparse.Namespace) -> int:
         from oma_host.acp_server.serve import serve_acp
 
         enable_subreaper()  # a host: what its runs leave behind comes back to it
+        tune_for_serving()
         acp_exit: int = serve_acp(args.agents, args.state_dir)
         return acp_exit
     if args.command == "schema":
@@ -268,6 +270,7 @@ def _serve(args: argparse.Namespace) -> int:
     from oma_host.server import serve_stdio
 
     enable_subreaper()  # a host: what its runs leave behind comes back to it
+    tune_for_serving()
     if args.token_file and args.tcp is None:
         print("oma-host: --token-file is for --tcp", file=sys.stderr)
         return 2

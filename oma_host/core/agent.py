@@ -121,40 +121,36 @@ async def _unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
         if inspect.iscoroutine(step):
             step.close()
         raise _Aborted
-    # The step runs in a task of its own, and so does the wait for the
-    # signal: the step is then cancelled here as many loop passes after the
-    # signal as it always was. (Sooner leaves more process runs cancelled
-    # while their command is still starting, and asyncio then kills the
-    # command alone, not its children: a grandchild outlived shutdown.) One
-    # future that either task's end resolves does what asyncio.wait did, and
-    # in the same passes, without its bookkeeping.
-    task = asyncio.ensure_future(step)
-    waiter = asyncio.ensure_future(abort.wait())
-    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    # The step runs in this task, and the signal cancels this task, the way
+    # asyncio.timeout does: no task of its own for the step, none waiting on
+    # the signal (this is on every run's path). The cancellation we asked
+    # for is told from anyone else's by the task's count of cancel requests.
+    task = asyncio.current_task()
+    if task is None:  # awaited by hand, outside any task: give it one
+        return await asyncio.ensure_future(_unless_aborted(step, abort))
+    cancelling = task.cancelling()
+    fired = False
 
-    def wake(_: object) -> None:
-        if not woken.done():
-            woken.set_result(None)
-
-    task.add_done_callback(wake)
-    waiter.add_done_callback(wake)
-    try:
-        await woken
-    finally:
-        task.remove_done_callback(wake)
-        waiter.remove_done_callback(wake)
-        waiter.cancel()
-        if not task.done():
+    def cancel_step() -> None:
+        nonlocal fired
+        # Cancelled once: a second cancel would cut short the cleanup the
+        # first one started (ending a process group, say).
+        if task.cancelling() == cancelling:
+            fired = True
             task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                # We were cancelled ourselves while cleaning up: do not swallow it.
-                raise asyncio.CancelledError
-    if task.cancelled():
-        raise _Aborted
-    return task.result()
+
+    abort.add_listener(cancel_step)
+    try:
+        result = await step
+    except asyncio.CancelledError:
+        if fired and task.uncancel() <= cancelling:
+            raise _Aborted from None  # ours alone: the run was aborted
+        raise
+    finally:
+        abort.remove_listener(cancel_step)
+    if fired:  # the step finished all the same: take our request back
+        task.uncancel()
+    return result
 
 
 async def _acquire_unless_aborted(lock: asyncio.Lock, abort: AbortSignal | None) -> bool:
@@ -435,8 +431,8 @@ class Agent:
                     f"internal error: {type(error).__name__}: {error}"
                 )
                 finished = recorder.result("error", message, output=message, error_kind="internal")
-            if self._has_secrets:  # else nothing to take out (and the result is fresh)
-                finished = cast(AgentRunResult, self._secrets.redact_tree(finished))
+            if self._has_secrets:  # else nothing to take out
+                finished = cast(AgentRunResult, self._secrets.redact_owned(finished))
             result = finished
             if streaming:
                 _emit_failure(recorder, finished)

@@ -190,6 +190,39 @@ class Redactor:
             return value.copy()  # a stream event of strings (a delta) most often
         return self._redact_tree(value)
 
+    def redact_owned(self, value: Any) -> Any:
+        """:meth:`redact_tree` for data the caller owns and hands over (a run's
+        fresh result): the same object back when no string in it holds a
+        secret value and patterns are off, which is what a run's result
+        almost always is; else a redacted copy."""
+        if self._patterns or self._holds_secret(value):
+            return self._redact_tree(value)
+        return value
+
+    def _holds_secret(self, value: Any) -> bool:
+        """Whether a secret value occurs in any string of ``value`` (keys
+        aside): one walk without copying, a loop rather than recursion."""
+        secrets = self._secrets
+        pending = [value]
+        while pending:
+            item = pending.pop()
+            kind = type(item)
+            if kind is str:
+                for secret in secrets:
+                    if secret in item:
+                        return True
+            elif kind is dict:
+                pending.extend(item.values())
+            elif kind is list:
+                pending.extend(item)
+            elif isinstance(item, str):  # a str subclass: redact_tree redacts it too
+                pending.append(str(item))
+            elif isinstance(item, dict):
+                pending.extend(item.values())
+            elif isinstance(item, list):
+                pending.extend(item)
+        return False
+
     def _keeps_values(self, value: dict[Any, Any]) -> bool:
         """Whether every value of ``value`` is a string :meth:`keeps`."""
         if self._patterns:

@@ -107,7 +107,9 @@ class LLMBackend:
         budget = self._config.max_token_budget
         output = ""
         # The MCP servers start on the first run; their tools join the built-ins.
-        self._options = dataclasses.replace(self._options, tools=await self._tools.prepare())
+        tools = await self._tools.prepare()
+        if tools != self._options.tools:
+            self._options = dataclasses.replace(self._options, tools=tools)
         for turn in range(1, max_turns + 1):
             waiting = f"waiting for {self._config.model}"
             report_activity(waiting if turn == 1 else f"turn {turn} of {max_turns}: {waiting}")

@@ -22,18 +22,31 @@ httpx's transport keeps are kept here too:
 Proxies (``HTTPS_PROXY``, ``NO_PROXY``...) are httpx's: it mounts one
 transport per proxy, and the client (``providers/http_client.py``) makes each
 of them a :class:`GatedAiohttpTransport` too.
+
+Per request it does no more than it must, since hundreds run at once: the
+URL aiohttp parses is kept per httpx URL (the client's requests share theirs),
+the headers decoded to text are kept for the next request (all but the
+length are the same from one request to the next), and the response's httpx
+headers are built only when something reads them (a whole JSON answer is
+read without them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 
 import aiohttp
 import httpx
+import yarl
 
 _UPLOAD_CHUNK = 64 * 1024
+_NO_TIMEOUTS: dict[str, float | None] = {}
+# Bounds the aiohttp URLs kept (one per provider URL the client sends to).
+_MAX_URLS = 256
+# Bounds the header items kept decoded (a few per provider URL and key).
+_MAX_HEADERS = 1024
 
 # aiohttp's exception -> httpx's, most specific first.
 _ERRORS: tuple[tuple[type[BaseException], type[httpx.TransportError]], ...] = (
@@ -97,16 +110,30 @@ async def _upload(body: bytes | httpx.AsyncByteStream, clock: _UploadClock) -> A
     clock.stop()
 
 
+class _Slots(asyncio.Semaphore):
+    """The transport's connection slots."""
+
+    def take_free(self) -> bool:
+        """Take a slot if one is free and nobody waits for one, as
+        :meth:`acquire` does without waiting; False if it would wait.
+        (:meth:`locked` builds a generator on every call to look for
+        waiters: this is per request.)"""
+        if self._value <= 0 or self._waiters:
+            return False  # acquire decides, in the order it keeps
+        self._value -= 1
+        return True
+
+
 class _Body(httpx.AsyncByteStream):
     """An aiohttp response's body as httpx's stream; closing it gives the
     connection back to aiohttp's pool (or closes it, if the body was not read
     to the end) and the request's slot back to the transport."""
 
-    __slots__ = ("_release", "_response", "plain")
+    __slots__ = ("_response", "_slots", "plain")
 
-    def __init__(self, response: aiohttp.ClientResponse, release: Callable[[], None]) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, slots: _Slots) -> None:
         self._response = response
-        self._release: Callable[[], None] | None = release
+        self._slots: _Slots | None = slots
         # No content coding: the bytes aiohttp reads are the body itself.
         self.plain = aiohttp.hdrs.CONTENT_ENCODING not in response.headers
 
@@ -132,15 +159,54 @@ class _Body(httpx.AsyncByteStream):
         except aiohttp.ClientError as error:
             raise _mapped(error) from None
         finally:
-            release, self._release = self._release, None
-            if release is not None:
-                release()
+            slots, self._slots = self._slots, None
+            if slots is not None:
+                slots.release()
 
 
 class _Response(httpx.Response):
-    """httpx's response, whose :meth:`aread` takes a plain body (no content
+    """httpx's response on an aiohttp one.
+
+    Its headers become httpx's on first use: a provider's answer carries a
+    score of them (rate limits, request ids...), which reading a whole JSON
+    answer never looks at. Its :meth:`aread` takes a plain body (no content
     coding) from aiohttp in one call instead of through httpx's chunk-by-chunk
     decoding pipeline: 5 µs instead of 17 µs for a small JSON answer."""
+
+    def __init__(
+        self,
+        response: aiohttp.ClientResponse,
+        stream: _Body,
+        request: httpx.Request,
+        extensions: dict[str, bytes],
+    ) -> None:
+        # What httpx.Response(status, headers=..., stream=..., request=...,
+        # extensions=...) sets, but the headers (tests/providers/
+        # test_aiohttp_transport.py holds the two to the same attributes).
+        self.status_code = response.status
+        self._raw_headers: tuple[tuple[bytes, bytes], ...] | None = response.raw_headers
+        self._headers: httpx.Headers | None = None
+        self._request: httpx.Request | None = request
+        self.next_request: httpx.Request | None = None
+        self.extensions = dict(extensions)
+        self.history: list[httpx.Response] = []
+        self.is_closed = False
+        self.is_stream_consumed = False
+        self.default_encoding = "utf-8"
+        self.stream = stream
+        self._num_bytes_downloaded = 0
+
+    @property
+    def headers(self) -> httpx.Headers:
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = httpx.Headers(self._raw_headers)
+            self._raw_headers = None
+        return headers
+
+    @headers.setter
+    def headers(self, headers: httpx.Headers) -> None:
+        self._headers = headers
 
     async def aread(self) -> bytes:
         stream = self.stream
@@ -160,6 +226,20 @@ class _Response(httpx.Response):
         self._content = content
         return content
 
+    async def aclose(self) -> None:
+        """httpx's, without its context manager (which sets the request on
+        the error the stream's closing raises, as this does)."""
+        stream = self.stream
+        if self.is_closed or not isinstance(stream, _Body):
+            return await super().aclose()
+        self.is_closed = True
+        try:
+            await stream.aclose()
+        except httpx.RequestError as error:
+            if self._request is not None:
+                error.request = self._request
+            raise
+
 
 class GatedAiohttpTransport(httpx.AsyncBaseTransport):
     """httpx requests sent by aiohttp, with the pool and upload timeouts and
@@ -170,7 +250,7 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
     ) -> None:
         self._ssl = verify
         self._limits = limits
-        self._slots = asyncio.Semaphore(limits.max_connections or 1_000_000)
+        self._slots = _Slots(limits.max_connections or 1_000_000)
         self._session: aiohttp.ClientSession | None = None
         self._proxy = str(proxy.url) if proxy else None
         self._proxy_auth = (
@@ -180,6 +260,14 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
         # One aiohttp timeout per distinct (connect, read) pair: every request
         # of the client has the same ones.
         self._timeouts: dict[tuple[float | None, float | None], aiohttp.ClientTimeout] = {}
+        # The URL aiohttp would parse from each httpx URL, by the httpx URL's
+        # identity (kept here with it, so the identity stays its own).
+        self._urls: dict[int, tuple[httpx.URL, yarl.URL]] = {}
+        # Each header item of httpx's as text, as the requests' UTF-8 headers
+        # were decoded: the client's requests share all theirs but the length.
+        self._decoded: dict[tuple[bytes, bytes, bytes], tuple[str, str]] = {}
+        # The response extensions for each reason phrase.
+        self._extensions: dict[str, dict[str, bytes]] = {}
 
     def _new_session(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
@@ -187,31 +275,68 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
             keepalive_timeout=self._limits.keepalive_expiry,
             ssl=self._ssl,
         )
-        return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        await self._take_slot(timeouts.get("pool"))
-        try:
-            response = await self._send(request, timeouts)
-        except BaseException:
-            self._slots.release()
-            raise
-        extensions = {"http_version": b"HTTP/1.1"}
-        if response.reason:
-            extensions["reason_phrase"] = response.reason.encode()
-        return _Response(
-            status_code=response.status,
-            headers=response.raw_headers,
-            stream=_Body(response, self._slots.release),
-            request=request,
-            extensions=extensions,
+        # No compression either way: httpx decodes a compressed answer, and
+        # the providers' requests go out as they are.
+        return aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=False,
         )
 
-    async def _take_slot(self, pool_s: float | None) -> None:
-        if not self._slots.locked():
-            await self._slots.acquire()  # returns at once: a slot is free
-            return
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", _NO_TIMEOUTS)
+        slots = self._slots
+        if not slots.take_free():
+            await self._wait_for_slot(timeouts.get("pool"))
+        try:
+            try:
+                data = request.content
+            except httpx.RequestNotRead:  # a streamed body: aiohttp sends its length or chunks
+                response = await self._send_timed(request, timeouts, None)
+            else:
+                if len(data) > _UPLOAD_CHUNK:
+                    response = await self._send_timed(request, timeouts, data)
+                else:
+                    # A body of one chunk goes out in one non-blocking write
+                    # (aiohttp waits for the socket only past 64 KiB): nothing to time.
+                    try:
+                        response = await self._call(request, timeouts, self._headers(request), data)
+                    except aiohttp.ClientError as error:
+                        raise _mapped(error) from None
+        except BaseException:
+            slots.release()
+            raise
+        return _Response(response, _Body(response, slots), request, self._extensions_for(response))
+
+    def _headers(self, request: httpx.Request) -> list[tuple[str, str]]:
+        """The request's headers as aiohttp takes them, in order."""
+        items = request.headers._list
+        known = self._decoded
+        try:
+            return [known.get(item) or self._decode(item) for item in items]
+        except UnicodeDecodeError:  # as httpx decodes headers that are not UTF-8
+            return [(name.decode("latin-1"), value.decode("latin-1")) for name, _, value in items]
+
+    def _decode(self, item: tuple[bytes, bytes, bytes]) -> tuple[str, str]:
+        """A header as text, kept for the next request (but a length, which
+        changes with every body); a bounded number are kept."""
+        pair = (item[0].decode(), item[2].decode())
+        if item[1] != b"content-length" and len(self._decoded) < _MAX_HEADERS:
+            self._decoded[item] = pair
+        return pair
+
+    def _extensions_for(self, response: aiohttp.ClientResponse) -> dict[str, bytes]:
+        reason = response.reason or ""
+        extensions = self._extensions.get(reason)
+        if extensions is None:
+            extensions = {"http_version": b"HTTP/1.1"}
+            if reason:
+                extensions["reason_phrase"] = reason.encode()
+            if len(self._extensions) < _MAX_URLS:
+                self._extensions[reason] = extensions
+        return extensions  # httpx's Response copies it
+
+    async def _wait_for_slot(self, pool_s: float | None) -> None:
         try:
             async with asyncio.timeout(pool_s):
                 await self._slots.acquire()
@@ -226,66 +351,83 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
             self._timeouts[connect, read] = timeout
         return timeout
 
-    @staticmethod
-    def _url(request: httpx.Request) -> str:
-        text = str(request.url)
-        if "@" in text and request.url.userinfo:
+    def _url(self, url: httpx.URL) -> yarl.URL | str:
+        """The URL aiohttp would parse from ``url``'s text, parsed once (or
+        the text, for aiohttp to refuse as it does)."""
+        kept = self._urls.get(id(url))
+        if kept is not None and kept[0] is url:
+            return kept[1]
+        text = str(url)
+        if "@" in text and url.userinfo:
             # Credentials in the URL are httpx's to send (its auth layer made
             # them an Authorization header); aiohttp refuses a URL with them
             # next to that header.
-            text = str(request.url.copy_with(username=None, password=None))
-        return text
+            text = str(url.copy_with(username=None, password=None))
+        try:
+            parsed = yarl.URL(text)  # as aiohttp parses a URL given as text
+        except ValueError:
+            return text
+        if len(self._urls) >= _MAX_URLS:
+            self._urls.clear()
+        self._urls[id(url)] = (url, parsed)
+        return parsed
 
-    async def _send(
-        self, request: httpx.Request, timeouts: dict[str, float | None]
-    ) -> aiohttp.ClientResponse:
+    def _call(
+        self,
+        request: httpx.Request,
+        timeouts: dict[str, float | None],
+        headers: list[tuple[str, str]],
+        data: bytes | AsyncIterator[bytes],
+    ) -> Awaitable[aiohttp.ClientResponse]:
+        """aiohttp's request for ``request``, to await. (The session reads
+        no compressed bodies itself; the keywords left out are at their
+        defaults: binding each costs a request some time, twice.)"""
         session = self._session
         if session is None:
             session = self._session = self._new_session()
-        raw = request.headers.raw
-        try:
-            headers = [(name.decode(), value.decode()) for name, value in raw]
-        except UnicodeDecodeError:  # as httpx decodes headers that are not UTF-8
-            headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in raw]
-        clock: _UploadClock | None = None
-        data: bytes | AsyncIterator[bytes] | None
-        try:
-            data = request.content or None
-        except httpx.RequestNotRead:  # a streamed body: aiohttp sends its length or chunks
-            assert isinstance(request.stream, httpx.AsyncByteStream)
-            headers = [item for item in headers if item[0].lower() != "transfer-encoding"]
-            clock = _UploadClock(timeouts.get("write"))
-            data = _upload(request.stream, clock)
-        else:
-            # A body of one chunk goes out in one non-blocking write (aiohttp
-            # waits for the socket only past 64 KiB): nothing to time.
-            if data is not None and len(data) > _UPLOAD_CHUNK:
-                clock = _UploadClock(timeouts.get("write"))
-                data = _upload(data, clock)
-        call = session.request(
+        url = self._url(request.url)
+        timeout = self._timeout(timeouts.get("connect"), timeouts.get("read"))
+        server_hostname = request.extensions.get("sni_hostname")
+        if self._proxy is None and server_hostname is None:
+            return session.request(
+                request.method,
+                url,
+                headers=headers,
+                data=data or None,
+                allow_redirects=False,
+                timeout=timeout,
+            )
+        return session.request(
             request.method,
-            self._url(request),
+            url,
             headers=headers,
-            data=data,
+            data=data or None,
             allow_redirects=False,
-            auto_decompress=False,
-            compress=False,
-            timeout=self._timeout(timeouts.get("connect"), timeouts.get("read")),
-            server_hostname=request.extensions.get("sni_hostname"),
+            timeout=timeout,
+            server_hostname=server_hostname,
             proxy=self._proxy,
             proxy_auth=self._proxy_auth,
             proxy_headers=self._proxy_headers,
         )
-        if clock is None:
-            try:
-                return await call
-            except aiohttp.ClientError as error:
-                raise _mapped(error) from None
+
+    async def _send_timed(
+        self, request: httpx.Request, timeouts: dict[str, float | None], data: bytes | None
+    ) -> aiohttp.ClientResponse:
+        """Send a body over 64 KiB (``data``), or a streamed one (None),
+        under the upload clock."""
+        clock = _UploadClock(timeouts.get("write"))
+        headers = self._headers(request)
+        if data is None:
+            assert isinstance(request.stream, httpx.AsyncByteStream)
+            headers = [item for item in headers if item[0].lower() != "transfer-encoding"]
+            upload = _upload(request.stream, clock)
+        else:
+            upload = _upload(data, clock)
         try:
             async with asyncio.timeout(None) as deadline:
                 clock.deadline = deadline
                 try:
-                    return await call
+                    return await self._call(request, timeouts, headers, upload)
                 finally:
                     clock.deadline = None
         except aiohttp.ClientError as error:

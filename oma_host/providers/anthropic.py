@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from oma_host.core.messages import ContentBlock, LLMMessage
 from oma_host.core.results import StreamEvent, TokenUsage
@@ -33,7 +33,7 @@ from oma_host.providers.base import (
     missing_key_error,
     resolve_api_key,
 )
-from oma_host.providers.http import open_response, read_json
+from oma_host.providers.http import open_response, request_json
 from oma_host.providers.sse import event_json, sse_batches
 
 if TYPE_CHECKING:
@@ -49,6 +49,19 @@ EFFORT_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
 MIN_THINKING_BUDGET = 1024
 # claude-opus-4-6, claude-sonnet-4-5-20250929, claude-3-7-sonnet-20250219, claude-opus-5
 _VERSION = re.compile(r"claude-(?:[a-z]+-)?(\d+)(?:-(\d)(?!\d))?")
+# json.loads's own string reader: a string's value from after its opening
+# quote, and where it ends (strict: no control character).
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+# A text delta's data, as Anthropic (no spaces) and json.dumps (a space after
+# each separator) write it, up to its text's opening quote; then, when the
+# text holds no escape and no control character (so it is its own JSON
+# string's value) and the data ends with the two braces, the text; see
+# _text_delta.
+_TEXT_DELTA = re.compile(
+    r'\{"type": ?"content_block_delta", ?"index": ?(0|[1-9][0-9]*), ?'
+    r'"delta": ?\{"type": ?"text_delta", ?"text": ?"'
+    r'(?:([^"\\\x00-\x1f]*)"\}\}\Z)?'
+)
 
 
 def _unsupported(where: str, what: str) -> ProviderError:
@@ -80,6 +93,15 @@ def _tool_use(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def to_wire_block(block: ContentBlock, where: str) -> dict[str, Any]:
+    """The block on the wire; ``where`` names it in the error for a block
+    that has no Anthropic form."""
+    return _wire_block(block) or _refused(block, where)
+
+
+def _wire_block(block: ContentBlock) -> dict[str, Any] | None:
+    """The block on the wire, or None for one that has no Anthropic form
+    (which :func:`_refused` names): the place of a block in the messages is
+    text only when an error needs it, not once per block per request."""
     kind = block.get("type")
     if kind == "text":
         return {"type": "text", "text": block["text"]}
@@ -103,12 +125,20 @@ def to_wire_block(block: ContentBlock, where: str) -> dict[str, Any]:
         if "redactedData" in block:
             return {"type": "redacted_thinking", "data": block["redactedData"]}
         if "signature" not in block:
-            raise ProviderError(
-                f"{_NAME}: {where}: a reasoning block without a signature cannot be sent back "
-                "as thinking (Anthropic requires the signature it issued)",
-                kind="unsupported_block",
-            )
+            return None
         return {"type": "thinking", "thinking": block["text"], "signature": block["signature"]}
+    return None
+
+
+def _refused(block: ContentBlock, where: str) -> NoReturn:
+    """Raise the error for a block :func:`_wire_block` has no form for."""
+    kind = block.get("type")
+    if kind == "reasoning":
+        raise ProviderError(
+            f"{_NAME}: {where}: a reasoning block without a signature cannot be sent back "
+            "as thinking (Anthropic requires the signature it issued)",
+            kind="unsupported_block",
+        )
     raise _unsupported(where, f"a block of type {kind!r}")
 
 
@@ -117,7 +147,7 @@ def to_wire_messages(messages: list[LLMMessage]) -> list[dict[str, Any]]:
         {
             "role": message["role"],
             "content": [
-                to_wire_block(block, f"messages[{m}].content[{b}]")
+                _wire_block(block) or _refused(block, f"messages[{m}].content[{b}]")
                 for b, block in enumerate(message["content"])
             ],
         }
@@ -263,16 +293,19 @@ class AnthropicAdapter:
 
     async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
         body = self._body(messages, options, stream=False)
-        async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
-            data = await read_json(response, _NAME)
+        answer = request_json(self._url, self._headers(), body, provider=_NAME)
+        del body  # sent as bytes: the dict need not live while the provider thinks
+        data = await answer
         if not isinstance(data, dict) or not isinstance(data.get("content"), list):
             raise ProviderError(f"{_NAME}: the response has no content list", kind="malformed")
-        with malformed_reply(_NAME):
+        try:  # malformed_reply's mapping, inline: its context manager is per request
             return LLMResponse(
                 content=[from_wire_block(block) for block in data["content"]],
                 usage=_usage(data.get("usage")),
                 stop_reason=str(data.get("stop_reason") or "end_turn"),
             )
+        except MALFORMED as error:
+            raise malformed_error(_NAME, error) from None
 
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
@@ -283,9 +316,17 @@ class AnthropicAdapter:
             async for batch in sse_batches(response, _NAME):
                 for sse in batch:
                     try:
-                        events = state.feed(sse.event, event_json(sse.data, _NAME))
+                        text_delta = _text_delta(sse.data)
+                        if text_delta is not None:  # nearly every event of a reply: one out
+                            text_event = state.text_delta(*text_delta)
+                        else:
+                            text_event = None
+                            events = state.feed(sse.event, event_json(sse.data, _NAME))
                     except MALFORMED as error:  # malformed_reply's mapping, inline: per event
                         raise malformed_error(_NAME, error) from None
+                    if text_event is not None:
+                        yield text_event
+                        continue
                     for event in events:
                         yield event
                     if state.finished:
@@ -299,6 +340,28 @@ class AnthropicAdapter:
         with malformed_reply(_NAME):
             final = state.response()
         yield {"type": "done", "data": final}
+
+
+def _text_delta(data: str) -> tuple[int, str] | None:
+    """The index and text of a ``text_delta`` event's data, read without
+    building its two objects: when the data is exactly
+    ``{"type":"content_block_delta","index":N,"delta":{"type":"text_delta","text":"..."}}``
+    (no space, or one after each ``:`` and ``,``), ``json.loads`` would read
+    the same index and text: the text as it stands when it holds no escape
+    and no control character, else by the same ``scanstring``. Any other
+    data, a bad string included, is None: it takes ``json.loads``'s path."""
+    delta = _TEXT_DELTA.match(data)
+    if delta is None:
+        return None
+    text = delta[2]
+    if text is None:  # an escape, a control character, or something after the text
+        try:
+            text, end = _scanstring(data, delta.end())
+        except ValueError:
+            return None
+        if data[end:] != "}}":
+            return None
+    return int(delta[1]), text
 
 
 class _StreamState:
@@ -368,14 +431,19 @@ class _StreamState:
                 block[field] += "".join(parts)
         return block
 
+    def text_delta(self, index: int, text: str) -> StreamEvent:
+        """A ``content_block_delta`` whose delta is ``text_delta``: its event."""
+        if index not in self.blocks:
+            raise KeyError(index)
+        self._append(index, "text", text)
+        return {"type": "text", "data": text}
+
     def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
         if index not in self.blocks:
             raise KeyError(index)
         kind = delta.get("type")
         if kind == "text_delta":
-            text = delta["text"]
-            self._append(index, "text", text)
-            return [{"type": "text", "data": text}]
+            return [self.text_delta(index, delta["text"])]
         if kind == "thinking_delta":
             thinking = delta["thinking"]
             self._append(index, "thinking", thinking)

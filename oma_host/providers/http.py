@@ -5,7 +5,9 @@ for the Python API) pools connections to each provider; it is built on the
 first provider request, with the settings ``initialize`` settled
 (``providers/http_settings.py``).
 :func:`open_response` POSTs JSON (built and sent by the client's direct
-path, ``ProviderClient.prepare`` and ``dispatch``) and retries, with
+path, ``ProviderClient.prepare_encoded`` and ``dispatch``; a streaming
+reply is read from the response it yields, and :func:`request_json` reads a
+whole one, with the same errors and no context manager) and retries, with
 exponential backoff and jitter, on connection failures and on 408, 409, 429
 and 5xx (honouring ``retry-after``), never on other 4xx. An error answer
 becomes a :class:`ProviderError` carrying the provider's own message and
@@ -27,7 +29,13 @@ from typing import Any
 import httpx
 
 from oma_host.providers.base import ProviderError
-from oma_host.providers.http_client import ProviderClient, build_client
+from oma_host.providers.http_client import (
+    Body,
+    BodyKind,
+    ProviderClient,
+    build_client,
+    encode_body,
+)
 from oma_host.providers.http_settings import settle_http_settings
 
 MAX_RETRIES = 2
@@ -142,24 +150,31 @@ def _default_error(response: httpx.Response, data: bytes) -> tuple[str, str]:
     return error_message(data), kind
 
 
-@asynccontextmanager
-async def open_response(
+def _ready_client() -> ProviderClient | None:
+    """The shared client if it is ready for this loop (else
+    :func:`shared_client` makes it), without a coroutine per request."""
+    client = _client
+    if client is None or client.is_closed or _client_loop is not asyncio.get_running_loop():
+        return None
+    return client
+
+
+async def _open(
+    client: ProviderClient,
     url: str,
     headers: dict[str, str],
-    body: dict[str, Any] | bytes | None,
-    *,
+    data: bytes,
+    kind: BodyKind,
     provider: str,
-    read_error: ErrorReader = _default_error,
-    method: str = "POST",
-) -> AsyncIterator[httpx.Response]:
-    """POST ``body`` (JSON, or bytes sent as they are: a signed body) and
-    yield a 2xx response whose body is not read yet; ``method="GET"`` with no
-    body reads a list endpoint (``models/list``) with the same retries."""
-    client = await shared_client()
+    read_error: ErrorReader,
+    method: str,
+) -> httpx.Response:
+    """The 2xx response to the request, body unread, after the retries the
+    module docstring describes."""
     attempt = 0
     while True:
         try:
-            request, transport = client.prepare(method, url, headers, body)
+            request, transport = client.prepare_encoded(method, url, headers, data, kind)
             response = await client.dispatch(request, transport)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as error:
             if attempt < MAX_RETRIES:
@@ -189,29 +204,92 @@ async def open_response(
                 kind="connection",
             ) from None
         if response.status_code < 400:
-            break
-        data = await response.aread()
-        await response.aclose()
+            return response
+        unread = ""
+        try:
+            answer = await response.aread()
+        except httpx.HTTPError as error:
+            # The error's own body was cut off or stalled: its status still
+            # says what went wrong, so that is what the run reports.
+            answer = b""
+            unread = f" (its body could not be read: {type(error).__name__}: {error})"
+        finally:
+            await response.aclose()
         if _retryable(response.status_code) and attempt < MAX_RETRIES:
             delay = _retry_after(response)
             await asyncio.sleep(delay if delay is not None else _backoff(attempt))
             attempt += 1
             continue
-        message, kind = read_error(response, data)
-        raise ProviderError(f"{provider}: {message}", status_code=response.status_code, kind=kind)
-    try:
-        yield response
-    except httpx.TimeoutException as error:
+        message, kind_of_error = read_error(response, answer)
         raise ProviderError(
+            f"{provider}: {message}{unread}", status_code=response.status_code, kind=kind_of_error
+        )
+
+
+def _body_error(error: httpx.HTTPError, provider: str, client: ProviderClient) -> ProviderError:
+    """What a failure reading a 2xx response's body becomes."""
+    if isinstance(error, httpx.TimeoutException):
+        return ProviderError(
             f"{provider}: the response stalled: " + _timeout_message(error, client.timeout),
             kind="timeout",
-        ) from None
+        )
+    return ProviderError(
+        f"{provider}: the response was cut off: {type(error).__name__}: {error}", kind="stream"
+    )
+
+
+@asynccontextmanager
+async def open_response(
+    url: str,
+    headers: dict[str, str],
+    body: Body,
+    *,
+    provider: str,
+    read_error: ErrorReader = _default_error,
+    method: str = "POST",
+) -> AsyncIterator[httpx.Response]:
+    """POST ``body`` (JSON, or bytes sent as they are: a signed body) and
+    yield a 2xx response whose body is not read yet; ``method="GET"`` with no
+    body reads a list endpoint (``models/list``) with the same retries."""
+    client = _ready_client()
+    if client is None:
+        client = await shared_client()
+    data, kind = encode_body(body)
+    del body  # encoded once, for every attempt; the dict is not kept meanwhile
+    response = await _open(client, url, headers, data, kind, provider, read_error, method)
+    try:
+        yield response
     except httpx.HTTPError as error:
-        raise ProviderError(
-            f"{provider}: the response was cut off: {type(error).__name__}: {error}", kind="stream"
-        ) from None
+        raise _body_error(error, provider, client) from None
     finally:
         await response.aclose()
+
+
+async def request_json(
+    url: str,
+    headers: dict[str, str],
+    body: Body,
+    *,
+    provider: str,
+    read_error: ErrorReader = _default_error,
+    method: str = "POST",
+) -> Any:
+    """The whole JSON answer to ``body``: what ``async with open_response(...)
+    as response: return await read_json(response, provider)`` returns or
+    raises, without an async generator and a context manager per request."""
+    client = _ready_client()
+    if client is None:
+        client = await shared_client()
+    data, kind = encode_body(body)
+    del body
+    response = await _open(client, url, headers, data, kind, provider, read_error, method)
+    try:
+        answer = await response.aread()
+    except httpx.HTTPError as error:
+        raise _body_error(error, provider, client) from None
+    finally:
+        await response.aclose()
+    return _loads(answer, provider, "the response")
 
 
 def _loads(data: str | bytes, provider: str, what: str) -> Any:

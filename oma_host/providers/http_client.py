@@ -10,7 +10,10 @@ request httpx's ``build_request`` makes, from a template built by httpx once
 per URL and headers, handed straight to the transport httpx's mounts choose
 for the URL. ``build_request`` plus ``send`` cost about a third of a request's
 CPU time, for work (merging defaults, auth and redirect layers) that a
-provider's POST never needs.
+provider's POST never needs. The request is filled in attribute by attribute,
+as httpx's own constructor would fill it (tests/providers/test_http_prepare.py
+holds the two to the same attributes): its constructor would copy the
+template's headers twice and parse the URL again, per request.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import logging
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -33,6 +36,8 @@ TransportFactory = Callable[
 
 # A request body: JSON (a dict), bytes sent as they are, or none.
 Body = dict[str, Any] | bytes | None
+# What a body was, once encoded: its kind decides the content headers httpx adds.
+BodyKind = Literal["json", "bytes", "empty", "none"]
 
 # httpx logs each request at INFO under this name; the direct path does too.
 _httpx_log = logging.getLogger("httpx")
@@ -50,22 +55,44 @@ class _NoCookies(httpx.Cookies):
 _NO_COOKIES = _NoCookies()
 
 
+# httpx's header items: (name as given, name in lower case, value).
+_HeaderItem = tuple[bytes, bytes, bytes]
+
+
 @dataclass(frozen=True, slots=True)
 class _Route:
     """What every request to one URL with one set of headers and one kind of
-    body shares: httpx's headers for it (with a Content-Length to replace
-    when ``sized``), its URL, timeouts, and the transport that carries it."""
+    body shares: its method and URL as httpx normalised them, httpx's header
+    items for it (``head``, then the Content-Length named ``length`` when the
+    body's length goes there, then ``tail``), timeouts, and the transport."""
 
+    method: str
     url: httpx.URL
-    headers: httpx.Headers
-    sized: bool
+    head: tuple[_HeaderItem, ...]
+    length: tuple[bytes, bytes] | None
+    tail: tuple[_HeaderItem, ...]
     extensions: dict[str, Any]
     transport: httpx.AsyncBaseTransport
 
 
+# json.dumps with these options builds a new encoder on every call (half its
+# time for a small body); this one is built once and encodes the same.
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def json_body(body: dict[str, Any]) -> bytes:
     """A JSON body exactly as httpx encodes ``json=``."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    return _JSON.encode(body).encode()
+
+
+def encode_body(body: Body) -> tuple[bytes, BodyKind]:
+    """The bytes of ``body`` and its kind, once: a request retried sends them again."""
+    if body is None:
+        return b"", "none"
+    if isinstance(body, dict):
+        return json_body(body), "json"
+    # httpx sends no Content-Length for an empty body, but a 0 in front.
+    return body, "bytes" if body else "empty"
 
 
 class ProviderClient(httpx.AsyncClient):
@@ -112,10 +139,13 @@ class ProviderClient(httpx.AsyncClient):
         credentials, which httpx's auth layer handles, one that is not plain
         http(s), whose error httpx reports, or a client given auth, event
         hooks or redirects to follow (the providers' client has none)."""
-        data = b"" if body is None else body if isinstance(body, bytes) else json_body(body)
-        kind = "none" if body is None else "json" if isinstance(body, dict) else "bytes"
-        if kind == "bytes" and not data:
-            kind = "empty"  # httpx sends no Content-Length for it, but a 0 in front
+        data, kind = encode_body(body)
+        return self.prepare_encoded(method, url, headers, data, kind)
+
+    def prepare_encoded(
+        self, method: str, url: str, headers: Mapping[str, str], data: bytes, kind: BodyKind
+    ) -> tuple[httpx.Request, httpx.AsyncBaseTransport | None]:
+        """:meth:`prepare` for a body :func:`encode_body` has encoded."""
         key = (method, url, tuple(headers.items()), kind)
         route = self._routes.get(key)
         if route is None and key not in self._routes:
@@ -124,22 +154,41 @@ class ProviderClient(httpx.AsyncClient):
                 self._routes.clear()
             self._routes[key] = route
         if route is None:
-            payload: dict[str, Any] = {"json": body} if kind == "json" else {"content": body}
-            return self.build_request(method, url, headers=headers, **payload), None
-        request_headers = httpx.Headers(route.headers)
-        if route.sized:
-            request_headers["Content-Length"] = str(len(data))
-        request = httpx.Request(
-            method,
-            route.url,
-            headers=request_headers,
-            stream=httpx.ByteStream(data),
-            extensions=route.extensions,
-        )
-        request.read()  # the body as bytes, as build_request leaves it
+            return self._built(method, url, headers, data, kind), None
+        if route.length is None:
+            items = list(route.head)
+        else:  # Content-Length as httpx writes it: str(len(body)), ASCII
+            items = [*route.head, (*route.length, str(len(data)).encode()), *route.tail]
+        # What httpx.Request(method, url, headers=..., stream=ByteStream(data),
+        # extensions=...) followed by read() sets, without its copies.
+        request_headers = httpx.Headers.__new__(httpx.Headers)
+        request_headers._list = items
+        request_headers._encoding = None
+        request = httpx.Request.__new__(httpx.Request)
+        request.method = route.method
+        request.url = route.url
+        request.headers = request_headers
+        request.extensions = dict(route.extensions)
+        request.stream = httpx.ByteStream(data)
+        request._content = data  # the body as bytes, as build_request leaves it
         return request, route.transport
 
-    def _route(self, method: str, url: str, headers: Mapping[str, str], kind: str) -> _Route | None:
+    def _built(
+        self, method: str, url: str, headers: Mapping[str, str], data: bytes, kind: BodyKind
+    ) -> httpx.Request:
+        """httpx's own request for an encoded body: ``json=`` is ``content=``
+        plus a Content-Type it adds last, unless the caller gave one."""
+        request = self.build_request(
+            method, url, headers=headers, content=None if kind == "none" else data
+        )
+        raw = request.headers.raw
+        if kind == "json" and not any(name.lower() == b"content-type" for name, _ in raw):
+            request.headers = httpx.Headers([*raw, (b"Content-Type", b"application/json")])
+        return request
+
+    def _route(
+        self, method: str, url: str, headers: Mapping[str, str], kind: BodyKind
+    ) -> _Route | None:
         """httpx's own request for a stand-in body, as the template."""
         parsed = httpx.URL(url)
         if parsed.scheme not in ("http", "https") or parsed.userinfo:
@@ -153,12 +202,22 @@ class ProviderClient(httpx.AsyncClient):
             probe = self.build_request(method, parsed, headers=headers, content=b"x")
         else:  # no body, or an empty one: the same headers as for the real one
             probe = self.build_request(method, parsed, headers=headers, content=b"")
+        items = tuple(probe.headers._list)
+        head: tuple[_HeaderItem, ...] = items
+        tail: tuple[_HeaderItem, ...] = ()
+        length: tuple[bytes, bytes] | None = None
         # A Content-Length the caller gave stays as given, as httpx leaves it.
-        given = any(name.lower() == "content-length" for name in headers)
+        if kind in ("json", "bytes") and not any(n.lower() == "content-length" for n in headers):
+            for at, (name, lower, _) in enumerate(items):
+                if lower == b"content-length":
+                    head, length, tail = items[:at], (name, lower), items[at + 1 :]
+                    break
         return _Route(
+            method=probe.method,
             url=probe.url,
-            headers=probe.headers,
-            sized=kind in ("json", "bytes") and not given,
+            head=head,
+            length=length,
+            tail=tail,
             extensions=probe.extensions,
             transport=self._transport_for_url(probe.url),
         )

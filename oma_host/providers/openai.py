@@ -33,7 +33,7 @@ from oma_host.providers.base import (
     checked_messages,
     malformed_reply,
 )
-from oma_host.providers.http import open_response, read_json
+from oma_host.providers.http import open_response, request_json
 from oma_host.providers.openai_target import OpenAITarget, details, openai_target, token_usage
 from oma_host.providers.sse import event_json, sse_batches
 
@@ -221,8 +221,9 @@ class OpenAIAdapter:
 
     async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
         body = self._body(messages, options, stream=False)
-        async with open_response(self._url, self._headers(), body, provider=self.name) as response:
-            data = await read_json(response, self.name)
+        answer = request_json(self._url, self._headers(), body, provider=self.name)
+        del body  # sent as bytes: the dict need not live while the provider thinks
+        data = await answer
         try:
             choice = data["choices"][0]
             message = choice["message"]

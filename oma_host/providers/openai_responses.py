@@ -43,7 +43,7 @@ from oma_host.providers.base import (
     malformed_error,
     malformed_reply,
 )
-from oma_host.providers.http import open_response, read_json
+from oma_host.providers.http import open_response, request_json
 from oma_host.providers.openai import ERROR_PREFIX
 from oma_host.providers.openai_target import OpenAITarget, details, token_usage
 from oma_host.providers.sse import event_json, sse_batches
@@ -321,9 +321,9 @@ class ResponsesAdapter:
 
     async def _chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
         body = self._body(messages, options, stream=False)
-        headers = self._target.headers()
-        async with open_response(self._url, headers, body, provider=self.name) as response:
-            data = await read_json(response, self.name)
+        answer = request_json(self._url, self._target.headers(), body, provider=self.name)
+        del body  # sent as bytes: the dict need not live while the provider thinks
+        data = await answer
         if not isinstance(data, dict) or not isinstance(data.get("output"), list):
             raise ProviderError(f"{self.name}: the response has no output list", kind="malformed")
         with malformed_reply(self.name):

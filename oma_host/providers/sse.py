@@ -22,6 +22,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -40,7 +41,7 @@ class ServerSentEvent:
 
     __slots__ = ("data", "event", "id", "retry")
 
-    def __init__(self, event: str, data: str, id: str, retry: int | None) -> None:
+    def __init__(self, event: str | None, data: str, id: str, retry: int | None) -> None:
         self.event = event or "message"
         self.data = data
         self.id = id
@@ -53,12 +54,25 @@ class ServerSentEvent:
         )
 
 
+# The usual event, whole: an optional ``event`` line, one ``data`` line and
+# the blank line that dispatches it, read as the line-by-line path reads them
+# (one space after the colon dropped, the rest of the line kept).
+_USUAL_EVENT = re.compile(r"(?:event: ([^\n]*+)\n)?data: ([^\n]*+)\n\n")
+
+
 class SSEParser:
     """Incremental: :meth:`feed` text as it arrives, :meth:`close` at the end;
-    each returns the events completed by what it was given."""
+    each returns the events completed by what it was given.
+
+    Only a blank line completes an event, so the text after the last blank
+    line is kept as it came, unread, until a blank line follows: an event cut
+    by the network is then read whole. Whole usual events (``_USUAL_EVENT``)
+    are read with one regex match each while no event is half-read; anything
+    else goes line by line (:meth:`_lines`) up to the blank line that ends it."""
 
     def __init__(self) -> None:
-        self._partial: list[str] = []  # the line not ended yet, in pieces
+        # The text after the last blank line, in pieces: no event ends in it.
+        self._pending: list[str] = []
         self._cr = False  # the text so far ended in \r: a \n next belongs to it
         self._event = ""
         self._data: list[str] = []
@@ -76,31 +90,62 @@ class SSEParser:
             text = text[:-1]
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        if "\n" not in text:
-            self._partial.append(text)
+        pending = self._pending
+        # A blank line here: in the text, or its first \n right after a line end.
+        if "\n\n" not in text and not (
+            text[:1] == "\n" and (not pending or pending[-1][-1:] == "\n")
+        ):
+            if text:
+                pending.append(text)  # joined once, when an event ends
             return []
-        lines = text.split("\n")
-        if self._partial:
-            self._partial.append(lines[0])
-            lines[0] = "".join(self._partial)
-            self._partial = []
-        last = lines.pop()  # after the last newline: a line still open
-        if last:
-            self._partial.append(last)
-        return self._lines(lines)
+        if pending:
+            pending.append(text)
+            text = "".join(pending)
+            self._pending = []
+        events: list[ServerSentEvent] = []
+        match = _USUAL_EVENT.match
+        find = text.find
+        position = 0  # always at the start of a line
+        length = len(text)
+        while position < length:
+            if not (self._event or self._data or self._retry is not None):
+                # Between events: take a usual one whole.
+                usual = match(text, position)
+                if usual is not None:
+                    events.append(ServerSentEvent(usual[1], usual[2], self._id, None))
+                    position = usual.end()
+                    continue
+            # Else line by line, through the next blank line: at this line's
+            # start, or after a line end (split hands it over as "").
+            if text[position] == "\n":
+                stop = position
+            else:
+                stop = find("\n\n", position)
+                if stop < 0:
+                    break
+                stop += 1
+            self._lines(text[position:stop].split("\n"), events)
+            position = stop + 1
+        if position < length:
+            self._pending.append(text[position:])
+        return events
 
     def close(self) -> list[ServerSentEvent]:
-        """The body ended: a line still open is complete (a blank one
-        dispatches); an event not ended by a blank line is dropped."""
-        if not self._partial and not self._cr:
-            return []
-        line = "".join(self._partial)
-        self._partial = []
+        """The body ended: the lines kept are read, the one still open as if
+        ended (a blank one dispatches); an event not ended by a blank line is
+        dropped."""
+        lines = "".join(self._pending).split("\n")
+        self._pending = []
+        last = lines.pop()  # after the last line end: the line still open
+        if last or self._cr:  # a \r at the very end ended it
+            lines.append(last)
         self._cr = False
-        return self._lines([line])
-
-    def _lines(self, lines: list[str]) -> list[ServerSentEvent]:
         events: list[ServerSentEvent] = []
+        self._lines(lines, events)
+        return events
+
+    def _lines(self, lines: list[str], events: list[ServerSentEvent]) -> None:
+        """Ended lines, in order; the events they dispatch are added to ``events``."""
         data = self._data
         for line in lines:
             # The usual lines first, read as the general case below reads them.
@@ -135,7 +180,6 @@ class SSEParser:
                     self._retry = int(value)
             # Anything else, comments (no name: the line starts with ":")
             # included, is ignored.
-        return events
 
 
 def _check_content_type(response: httpx.Response, provider: str) -> None:

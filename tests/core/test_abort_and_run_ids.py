@@ -1,5 +1,5 @@
-"""The abort path every run takes (one future stands in for asyncio.wait,
-in the same loop passes) and the run ids (a random version-4 UUID's hex,
+"""The abort path every run takes (the signal cancels the run's own task,
+the way asyncio.timeout does) and the run ids (a random version-4 UUID's hex,
 without a UUID object or a system call per id)."""
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ async def test_many_runs_on_one_signal_leave_no_waiters_behind() -> None:
     results = await asyncio.gather(*(agent.run(f"run {n}", abort=abort) for n in range(20)))
     assert all(result["success"] for result in results)
     assert len({result["identity"]["runId"] for result in results}) == 20
-    await asyncio.sleep(0)  # the cancelled waiters' last step
-    assert not abort._event._waiters  # every run took its wait for the signal back
+    assert not abort._listeners  # every run took its listener back
 
 
 async def test_a_run_aborted_mid_way_is_cancelled_with_its_partial_result() -> None:
@@ -32,6 +31,40 @@ async def test_a_run_aborted_mid_way_is_cancelled_with_its_partial_result() -> N
     result = await asyncio.wait_for(run, 5)
     assert result["status"]["code"] == "cancelled" and result["aborted"] is True
     assert agent.state["status"] == "idle"
+
+
+async def test_an_aborted_run_leaves_its_task_as_it_was() -> None:
+    """The cancellation the signal asked for is taken back: the task that
+    awaited the run goes on (to answer, say) with nothing pending."""
+    agent = Agent({"name": "slow", "provider": "test", "model": "slow-echo"})
+    abort = AbortSignal()
+
+    async def run_then_go_on() -> tuple[str, int]:
+        result = await agent.run("hello", abort=abort)
+        await asyncio.sleep(0.01)  # not cancelled: the request was ours, and taken back
+        task = asyncio.current_task()
+        assert task is not None
+        return result["status"]["code"], task.cancelling()
+
+    caller = asyncio.ensure_future(run_then_go_on())
+    await asyncio.sleep(0.12)
+    abort.abort()
+    assert await asyncio.wait_for(caller, 5) == ("cancelled", 0)
+
+
+async def test_a_run_cancelled_from_outside_is_cancelled_not_aborted() -> None:
+    """Cancelling the awaiting task (shutdown, a timeout around the call) is
+    not the signal: it goes on as a CancelledError, and a signal that fires
+    during the cancellation's cleanup does not cancel a second time."""
+    agent = Agent({"name": "slow", "provider": "test", "model": "slow-echo"})
+    abort = AbortSignal()
+    run = asyncio.ensure_future(agent.run("hello", abort=abort))
+    await asyncio.sleep(0.12)
+    run.cancel()
+    abort.abort()  # the same pass: the task is already being cancelled
+    done, _ = await asyncio.wait({run}, timeout=5)
+    assert done and run.cancelled()
+    assert not abort._listeners
 
 
 def test_run_ids_are_uuid4_hex_and_unique() -> None:

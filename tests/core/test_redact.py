@@ -176,3 +176,44 @@ def test_redact_tree_of_an_event_is_a_copy_redacted_string_by_string(
     assert copied == by_hand(event)
     assert list(copied) == list(event)  # the keys in their order
     assert copied is not event
+
+
+_TREE = st.recursive(
+    st.one_of(
+        st.text(alphabet=st.sampled_from("secrt-valu[]d x"), max_size=16),
+        st.integers(),
+        st.none(),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.dictionaries(st.text(alphabet="secrt-value", max_size=14), children, max_size=3),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(tree=_TREE, patterns=st.booleans())
+def test_redact_owned_equals_redact_tree_and_keeps_a_clean_tree_as_is(
+    tree: object, patterns: bool
+) -> None:
+    """A run's own result: the same object back when nothing in it is a
+    secret (and patterns are off), else exactly what redact_tree gives."""
+    redactor = Redactor(["secret-value", "dact"], patterns=patterns)
+    expected = redactor.redact_tree(tree)
+    owned = redactor.redact_owned(tree)
+    assert owned == expected
+    if not patterns and expected == tree:
+        assert owned is tree
+
+
+def test_redact_owned_finds_a_secret_deep_in_a_result() -> None:
+    result = {
+        "success": True,
+        "messages": [{"role": "assistant", "content": [{"type": "text", "text": "k=sk-own"}]}],
+        "tokenUsage": {"input_tokens": 1},
+    }
+    redacted = Redactor(["sk-own"], patterns=False).redact_owned(result)
+    assert redacted is not result
+    assert redacted["messages"][0]["content"][0]["text"] == f"k={REDACTED}"
+    assert result["messages"][0]["content"][0]["text"] == "k=sk-own"  # the input is left alone

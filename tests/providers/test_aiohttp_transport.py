@@ -121,3 +121,94 @@ async def test_a_body_cut_short_is_a_protocol_error_and_gives_its_slot_back(
             await response.aclose()
     finally:
         server.close()
+
+
+async def test_the_response_has_httpx_s_attributes_and_its_headers_when_read(
+    transport: GatedAiohttpTransport,
+) -> None:
+    """The response is filled in as httpx's constructor fills it, but for
+    the headers, built from aiohttp's on first use: in order, duplicates kept."""
+    answer = _answer(b"{}", b"Content-Type: application/json", b"x-dup: 1", b"X-Dup: 2")
+    server, url = await _serve(answer)
+    try:
+        response = await _get(transport, url)
+        raw = [
+            (b"content-length", b"2"),
+            (b"Content-Type", b"application/json"),
+            (b"x-dup", b"1"),
+            (b"X-Dup", b"2"),
+        ]
+        expected = httpx.Response(
+            200,
+            headers=raw,
+            stream=response.stream,
+            request=response.request,
+            extensions=response.extensions,
+        )
+        lazy = {"_headers", "_raw_headers"}
+        assert vars(response).keys() - lazy | {"headers"} == vars(expected).keys()
+        for name in vars(expected).keys() - {"headers"}:
+            assert getattr(response, name) == getattr(expected, name), name
+        assert response.http_version == "HTTP/1.1" and response.reason_phrase == "OK"
+        assert response.headers.raw == raw
+        assert response.headers.get_list("x-dup") == ["1", "2"]
+        assert response.headers is response.headers  # built once
+        assert await response.aread() == b"{}" and response.json() == {}
+        response.headers = httpx.Headers({"a": "b"})  # settable, as httpx's
+        assert response.headers.raw == [(b"a", b"b")]
+    finally:
+        server.close()
+
+
+async def _heads(
+    gated: GatedAiohttpTransport, headers: list[list[tuple[bytes, bytes]]]
+) -> list[bytes]:
+    """The request heads a server got for requests with these headers, each sent twice."""
+    heads: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+                await reader.readexactly(2)
+            except asyncio.IncompleteReadError:
+                break
+            heads.append(head)
+            writer.write(_answer(b"{}"))
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(record, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    try:
+        for items in headers:
+            for _ in range(2):
+                request = httpx.Request(
+                    "POST",
+                    url,
+                    headers=items,
+                    content=b"{}",
+                    extensions={"timeout": httpx.Timeout(5).as_dict()},
+                )
+                response = await gated.handle_async_request(request)
+                await response.aread()
+    finally:
+        server.close()
+    return heads
+
+
+async def test_headers_go_out_decoded_as_a_whole_as_httpx_decodes_them(
+    transport: GatedAiohttpTransport,
+) -> None:
+    """The transport keeps headers it decoded for later requests; a request
+    with a header that is not UTF-8 still has all its headers read as
+    Latin-1, those decoded before included, as on its first sending."""
+    utf8 = (b"x-utf", "é".encode())
+    latin1 = (b"x-raw", b"caf\xe9")
+    heads = await _heads(transport, [[utf8], [utf8, latin1], [utf8]])
+    assert len(heads) == 6
+    assert heads[0] == heads[1] and heads[4] == heads[0]
+    assert b"\r\nx-utf: \xc3\xa9\r\n" in heads[0]
+    assert heads[2] == heads[3]
+    assert b"\r\nx-utf: \xc3\x83\xc2\xa9\r\n" in heads[2]  # "é" read as Latin-1, sent as UTF-8
+    assert b"\r\nx-raw: caf\xc3\xa9\r\n" in heads[2]

@@ -4,13 +4,14 @@ same errors) as adding each delta to the text as it came."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oma_host.providers.anthropic import _StreamState
+from oma_host.providers.anthropic import _StreamState, _text_delta
 from oma_host.providers.base import MALFORMED
 
 
@@ -84,3 +85,103 @@ def test_a_delta_that_is_not_text_fails_as_adding_it_did(position: int) -> None:
     assert str(caught.value) == 'can only concatenate str (not "int") to str'
     with pytest.raises(KeyError):  # a delta for a block never started
         state.feed("content_block_delta", _delta(5, {"type": "text_delta", "text": "x"}))
+
+
+# -- the text delta read without json.loads (anthropic._text_delta) ----------------
+
+
+def _slow(data: str) -> tuple[int, str] | None:
+    """What json.loads makes of ``data``, when it is a text delta of the
+    canonical shape (those keys, in that order, nothing else)."""
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    if (
+        not isinstance(value, dict)
+        or list(value) != ["type", "index", "delta"]
+        or value["type"] != "content_block_delta"
+        or type(value["index"]) is not int
+        or not isinstance(value["delta"], dict)
+        or list(value["delta"]) != ["type", "text"]
+        or value["delta"]["type"] != "text_delta"
+        or not isinstance(value["delta"]["text"], str)
+    ):
+        return None
+    return value["index"], value["delta"]["text"]
+
+
+# Escaped by json.dumps or not, control characters, a lone surrogate.
+_PIECE = st.text(
+    alphabet=st.sampled_from(
+        ["a", "é", "😀", '"', "\\", "\n", "\t", "\0", "\x1f", "/", " ", "\ud800"]
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=400)
+@given(
+    index=st.integers(min_value=0, max_value=12),
+    text=_PIECE,
+    compact=st.booleans(),
+    ascii_only=st.booleans(),
+    edit=st.sampled_from(
+        ["", "space", "tail", "after", "lead-zero", "minus", "key", "escape", "raw"]
+    ),
+)
+def test_a_text_delta_is_read_as_json_loads_reads_it(
+    index: int, text: str, compact: bool, ascii_only: bool, edit: str
+) -> None:
+    """Either the same index and text as json.loads, or None (json.loads's
+    path then); never None for the shapes Anthropic and json.dumps write."""
+    separators = (",", ":") if compact else (", ", ": ")
+    value = {"type": "content_block_delta", "index": index}
+    value["delta"] = {"type": "text_delta", "text": text}  # type: ignore[assignment]
+    data = json.dumps(value, separators=separators, ensure_ascii=ascii_only)
+    if edit == "space":
+        data = data.replace('"index"', ' "index"')
+    elif edit == "tail":
+        data += " "
+    elif edit == "after":  # not one JSON value: json.loads fails
+        data += "}"
+    elif edit == "lead-zero":
+        data = data.replace(
+            f'"index":{separators[1][1:]}{index}', f'"index":{separators[1][1:]}0{index}'
+        )
+    elif edit == "minus":
+        data = data.replace(
+            f'"index":{separators[1][1:]}{index}', f'"index":{separators[1][1:]}-{index}'
+        )
+    elif edit == "key":
+        data = data[:-2] + ', "extra": 1}}'
+    elif edit == "escape":
+        data = data.replace('"text_delta"', '"text\\u005fdelta"')
+    elif edit == "raw":  # control characters as they are: json.loads refuses them
+        data = data[: data.rindex('"text"')] + '"text": "' + text + '"}}'
+    got = _text_delta(data)
+    assert got is None or got == _slow(data)
+    if not edit:
+        assert got == (index, text)
+
+
+@given(texts=st.lists(_PIECE, max_size=12))
+def test_the_adapter_reads_text_deltas_as_the_events_path_does(texts: list[str]) -> None:
+    """Through _text_delta or through json.loads and feed, the same events
+    and the same blocks."""
+    fast, slow = _StreamState(), _StreamState()
+    for state in (fast, slow):
+        state.feed("content_block_start", _start(0, {"type": "text", "text": ""}))
+    fast_events, slow_events = [], []
+    for piece in texts:
+        data = json.dumps(_delta(0, {"type": "text_delta", "text": piece}))
+        read = _text_delta(data)
+        assert read is not None
+        fast_events.append(fast.text_delta(*read))
+        slow_events += slow.feed("content_block_delta", json.loads(data))
+    for state in (fast, slow):
+        _finish(state)
+    assert fast_events == slow_events
+    assert fast.response() == slow.response()
+    with pytest.raises(KeyError):  # a delta for a block never started, as feed fails
+        fast.text_delta(3, "x")

@@ -40,6 +40,14 @@ def _same(ours: httpx.Request, httpx_own: httpx.Request) -> None:
     assert ours.headers.raw == httpx_own.headers.raw
     assert ours.content == httpx_own.content
     assert ours.extensions == httpx_own.extensions
+    # The direct path fills the request in itself, attribute by attribute: the
+    # same attributes as httpx's constructor sets (a newer httpx that sets
+    # another fails here), the same kind of stream, headers in the same state.
+    assert vars(ours).keys() == vars(httpx_own).keys()
+    assert type(ours.stream) is type(httpx_own.stream)
+    assert vars(ours.headers) == vars(httpx_own.headers)
+    assert ours.read() == httpx_own.read()
+    assert [chunk for chunk in ours.stream] == [chunk for chunk in httpx_own.stream]  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
@@ -68,6 +76,24 @@ async def test_bodies_of_other_lengths_reuse_the_template_with_their_own_length(
         for data in (b"x", b"y" * 100_000):
             request, _ = client.prepare("POST", URL, KEY, data)
             _same(request, client.build_request("POST", URL, headers=KEY, content=data))
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize(("method", "url", "headers", "body"), CASES)
+async def test_requests_httpx_sends_itself_are_built_as_build_request_builds_them(
+    method: str, url: str, headers: dict[str, str], body: Body
+) -> None:
+    """The path through ``send`` (here for credentials in the URL) gets the
+    encoded body: ``json=`` is rebuilt from it, headers in httpx's order."""
+    client = build_client(HttpSettings())
+    try:
+        with_credentials = url.replace("://", "://user:secret@")
+        payload: dict[str, Any] = {"json": body} if isinstance(body, dict) else {"content": body}
+        expected = client.build_request(method, with_credentials, headers=headers, **payload)
+        request, via = client.prepare(method, with_credentials, headers, body)
+        assert via is None
+        _same(request, expected)
     finally:
         await client.aclose()
 

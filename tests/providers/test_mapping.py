@@ -163,3 +163,32 @@ def test_openai_refuses_what_chat_completions_cannot_carry(message: dict, where:
     with pytest.raises(ProviderError, match=where) as caught:
         openai.to_wire_messages([message], None)  # type: ignore[list-item]
     assert caught.value.kind == "unsupported_block"
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        (
+            {"type": "reasoning", "text": "r"},
+            "anthropic: messages[1].content[1]: a reasoning block without a signature cannot "
+            "be sent back as thinking (Anthropic requires the signature it issued)",
+        ),
+        (
+            {"type": "document"},
+            "anthropic: messages[1].content[1]: a block of type 'document' cannot be sent to "
+            "the Anthropic Messages API",
+        ),
+    ],
+)
+def test_anthropic_names_the_block_it_cannot_send(block: dict, message: str) -> None:
+    """The block's place is named (it is worked out only for the error)."""
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "q"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "a"}, block]},
+    ]
+    with pytest.raises(ProviderError) as caught:
+        anthropic.to_wire_messages(messages)  # type: ignore[arg-type]
+    assert str(caught.value) == message and caught.value.kind == "unsupported_block"
+    with pytest.raises(ProviderError) as direct:
+        anthropic.to_wire_block(block, "messages[1].content[1]")  # type: ignore[arg-type]
+    assert str(direct.value) == message

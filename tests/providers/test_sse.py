@@ -4,6 +4,7 @@ what httpx-sse parses, however the body is cut into network chunks."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 
@@ -80,6 +81,122 @@ def test_it_parses_what_httpx_sse_parses(
     body = ("".join(line + end for line, end in lines) + last).encode()
     expected, got = asyncio.run(_both(_cut(body, cuts), "text/event-stream"))
     assert got == expected
+
+
+# Whole events as providers write them (read by the parser's regex), and
+# near misses of that form (read line by line), in any order.
+_BLOCK = st.one_of(
+    st.builds(lambda e, d: f"event: {e}\ndata: {d}\n\n", _TEXT, _TEXT),
+    st.builds(lambda d: f"data: {d}\n\n", _TEXT),
+    st.builds(lambda d: f"data: {d}\r\n\r\n", _TEXT),
+    st.builds(lambda e, d: f"event: {e}\ndata: {d}\ndata: {d}\n\n", _TEXT, _TEXT),
+    st.builds(lambda e, d: f"data: {d}\nevent: {e}\n\n", _TEXT, _TEXT),
+    st.builds(lambda e, d: f"event:{e}\ndata:{d}\n\n", _TEXT, _TEXT),
+    st.builds(lambda d: f"id: {d}\ndata: {d}\n\n", _TEXT),
+    st.builds(lambda d: f"retry: 5\ndata: {d}\n\n", _TEXT),
+    st.builds(lambda e: f"event: {e}\n\n", _TEXT),
+    st.builds(lambda e: f"event: {e}\n", _TEXT),  # an event left open by what follows
+    st.builds(lambda d: f": comment {d}\n", _TEXT),
+    st.just("\n"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    blocks=st.lists(_BLOCK, max_size=12),
+    last=st.sampled_from(["", "data: open", "data: x\n", "\r"]),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+)
+def test_whole_events_parse_as_httpx_sse_parses_them(
+    blocks: list[str], last: str, cuts: list[int]
+) -> None:
+    body = ("".join(blocks) + last).encode()
+    expected, got = asyncio.run(_both(_cut(body, cuts), "text/event-stream"))
+    assert got == expected
+
+
+class _LineByLine:
+    """The plain reading the parser's shortcuts must agree with, feed by
+    feed: each line as it ends, an event at each blank line."""
+
+    def __init__(self) -> None:
+        self.open = ""  # the line not ended yet
+        self.cr = False
+        self.fields: dict[str, str | int | None] = {"event": "", "id": "", "retry": None}
+        self.data: list[str] = []
+
+    def feed(self, text: str) -> list[Event]:
+        events: list[Event] = []
+        for char in text:
+            if self.cr:  # a \r ended the line; a \n right after it belongs to it
+                self.cr = False
+                self.line(self.open, events)
+                self.open = ""
+                if char == "\n":
+                    continue
+            if char == "\r":  # decided by the next character (or the end)
+                self.cr = True
+            elif char == "\n":
+                self.line(self.open, events)
+                self.open = ""
+            else:
+                self.open += char
+        return events
+
+    def close(self) -> list[Event]:
+        events: list[Event] = []
+        if self.open or self.cr:
+            self.line(self.open, events)
+        return events
+
+    def line(self, line: str, events: list[Event]) -> None:
+        fields = self.fields
+        if not line:
+            if fields["event"] or self.data or fields["id"] or fields["retry"] is not None:
+                retry = fields["retry"]
+                assert retry is None or isinstance(retry, int)
+                events.append(
+                    (
+                        str(fields["event"] or "message"),
+                        "\n".join(self.data),
+                        str(fields["id"]),
+                        retry,
+                    )
+                )
+                fields["event"], fields["retry"], self.data = "", None, []
+            return
+        name, _, value = line.partition(":")
+        value = value[1:] if value[:1] == " " else value
+        if name == "data":
+            self.data.append(value)
+        elif name == "event":
+            fields["event"] = value
+        elif name == "id" and "\0" not in value:
+            fields["id"] = value
+        elif name == "retry":
+            with contextlib.suppress(ValueError):  # int() as httpx-sse reads it
+                fields["retry"] = int(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    blocks=st.lists(st.one_of(_BLOCK, _LINE.map(lambda line: line + "\n")), max_size=12),
+    last=st.sampled_from(["", "data: open", "data: x\n", "\r", "\n\r"]),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+)
+def test_each_feed_hands_over_the_events_it_completed(
+    blocks: list[str], last: str, cuts: list[int]
+) -> None:
+    """Not one event later than a line-by-line reading hands it over, however
+    the text is cut: the text kept after the last blank line never holds one."""
+    body = "".join(blocks) + last
+    points = sorted({cut % (len(body) + 1) for cut in cuts})
+    texts = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+    parser, reference = SSEParser(), _LineByLine()
+    for text in texts:
+        got = [(e.event, e.data, e.id, e.retry) for e in parser.feed(text)]
+        assert got == reference.feed(text)
+    assert [(e.event, e.data, e.id, e.retry) for e in parser.close()] == reference.close()
 
 
 @settings(max_examples=200, deadline=None)

@@ -113,7 +113,7 @@ async def test_shutdown_kills_running_children(tmp_path: Path) -> None:
 # of the method registry and the core's dependency-free leaves.
 LIGHT_CORE = {"oma_host.core", "oma_host.core.abort", "oma_host.core.errors"}
 LIGHT_CORE |= {"oma_host.core.redact", "oma_host.core.version", "oma_host.core.subreaper"}
-LIGHT_CORE |= {"oma_host.core.suggest"}
+LIGHT_CORE |= {"oma_host.core.suggest", "oma_host.core.collector"}
 _REPORT_MODULES = (
     "import atexit, sys\n"
     "atexit.register(lambda: print('MODULES', *sorted(sys.modules), file=sys.stderr))\n"
@@ -146,3 +146,47 @@ async def test_answering_initialize_loads_neither_pydantic_nor_the_agent_core() 
     assert core <= LIGHT_CORE, core - LIGHT_CORE
     heavy = {"oma_host.server.models", "oma_host.server.agent_methods", "oma_host.orchestration"}
     assert not heavy & modules
+
+
+_REPORT_COLLECTOR = (
+    "import atexit, gc, sys\n"
+    "atexit.register(lambda: print('GC', *gc.get_threshold(), gc.get_freeze_count(),"
+    " file=sys.stderr))\n"
+    "from oma_host.cli.main import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+async def test_a_serving_host_runs_with_the_collector_tuned_for_many_runs() -> None:
+    """Both doors serve with what startup built frozen and the thresholds of
+    oma_host.core.collector (CPython's 700, 10, 10 cost a third of the
+    host's CPU with 1,000 runs in flight)."""
+    from oma_host.core import collector
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+    acp_init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+    doors = (
+        (
+            [],
+            encode_frame(json.dumps(init).encode())
+            + encode_frame(b'{"jsonrpc":"2.0","method":"exit"}'),
+        ),
+        (["acp"], json.dumps(acp_init).encode() + b"\n"),
+    )
+    for args, stdin in doors:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _REPORT_COLLECTOR,
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        stdout, stderr = await asyncio.wait_for(process.communicate(stdin), 30)
+        assert b'"result"' in stdout, (args, stdout, stderr)
+        report = next(line for line in stderr.decode().splitlines() if line.startswith("GC "))
+        young, middle, old, frozen = map(int, report.split()[1:])
+        expected = (collector.YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.OLD_THRESHOLD)
+        assert (young, middle, old) == expected, args
+        assert frozen > 10_000, args  # the modules startup imported
