@@ -11,7 +11,6 @@ one loop, then dispatches each message exactly as ``HostClient`` does.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -81,22 +80,4 @@ class FastHostClient(HostClient):
                     if isinstance(message, dict):
                         self._dispatch(message)
         finally:
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(ConnectionError("the host closed its stdout"))
-
-    def _dispatch(self, message: dict[str, Any]) -> None:
-        """What ``HostClient._read`` does with each message, in the same order."""
-        self.received.append(message)
-        if "method" in message and "id" in message:
-            task = asyncio.ensure_future(self._answer(message))
-            self._answering.add(task)
-            task.add_done_callback(self._answering.discard)
-        elif "method" in message:
-            self.notifications.append(message)
-            if self.on_notification is not None:
-                self.on_notification(message)
-        else:
-            future = self._pending.pop(message.get("id"), None)
-            if future is not None and not future.done():
-                future.set_result(message)
+            self._fail_pending()

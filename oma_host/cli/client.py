@@ -187,22 +187,28 @@ class HostClient:
 
     async def _read(self) -> None:
         async for frame in read_frames(self.reader, 2**31):
-            message = frame.message
-            if not isinstance(message, dict):
-                continue
-            self.received.append(message)
-            if "method" in message and "id" in message:
-                task = asyncio.ensure_future(self._answer(message))
-                self._answering.add(task)
-                task.add_done_callback(self._answering.discard)
-            elif "method" in message:
-                self.notifications.append(message)
-                if self.on_notification is not None:
-                    self.on_notification(message)
-            else:
-                future = self._pending.pop(message.get("id"), None)
-                if future is not None and not future.done():
-                    future.set_result(message)
+            if isinstance(frame.message, dict):
+                self._dispatch(frame.message)
+        self._fail_pending()
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        """One message from the host: a request is answered, a notification
+        kept (and handed to ``on_notification``), an answer resolves its request."""
+        self.received.append(message)
+        if "method" in message and "id" in message:
+            task = asyncio.ensure_future(self._answer(message))
+            self._answering.add(task)
+            task.add_done_callback(self._answering.discard)
+        elif "method" in message:
+            self.notifications.append(message)
+            if self.on_notification is not None:
+                self.on_notification(message)
+        else:
+            future = self._pending.pop(message.get("id"), None)
+            if future is not None and not future.done():
+                future.set_result(message)
+
+    def _fail_pending(self) -> None:
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(ConnectionError("the host closed its stdout"))

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Iterator
+from typing import Any
 
 import aiohttp
 import httpx
@@ -252,11 +253,18 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
         self._limits = limits
         self._slots = _Slots(limits.max_connections or 1_000_000)
         self._session: aiohttp.ClientSession | None = None
-        self._proxy = str(proxy.url) if proxy else None
-        self._proxy_auth = (
-            aiohttp.BasicAuth(proxy.auth[0], proxy.auth[1]) if proxy and proxy.auth else None
-        )
-        self._proxy_headers = list(proxy.headers.items()) if proxy else None
+        # aiohttp's keywords for the proxy, none without one (the keywords
+        # left out are at their defaults: binding each costs a request some
+        # time, twice).
+        self._proxy_options: dict[str, Any] = {}
+        if proxy is not None:
+            self._proxy_options = {
+                "proxy": str(proxy.url),
+                "proxy_auth": aiohttp.BasicAuth(proxy.auth[0], proxy.auth[1])
+                if proxy.auth
+                else None,
+                "proxy_headers": list(proxy.headers.items()),
+            }
         # One aiohttp timeout per distinct (connect, read) pair: every request
         # of the client has the same ones.
         self._timeouts: dict[tuple[float | None, float | None], aiohttp.ClientTimeout] = {}
@@ -379,35 +387,23 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
         headers: list[tuple[str, str]],
         data: bytes | AsyncIterator[bytes],
     ) -> Awaitable[aiohttp.ClientResponse]:
-        """aiohttp's request for ``request``, to await. (The session reads
-        no compressed bodies itself; the keywords left out are at their
-        defaults: binding each costs a request some time, twice.)"""
+        """aiohttp's request for ``request``, to await (the session reads
+        no compressed bodies itself)."""
         session = self._session
         if session is None:
             session = self._session = self._new_session()
-        url = self._url(request.url)
-        timeout = self._timeout(timeouts.get("connect"), timeouts.get("read"))
+        options = self._proxy_options
         server_hostname = request.extensions.get("sni_hostname")
-        if self._proxy is None and server_hostname is None:
-            return session.request(
-                request.method,
-                url,
-                headers=headers,
-                data=data or None,
-                allow_redirects=False,
-                timeout=timeout,
-            )
+        if server_hostname is not None:
+            options = {**options, "server_hostname": server_hostname}
         return session.request(
             request.method,
-            url,
+            self._url(request.url),
             headers=headers,
             data=data or None,
             allow_redirects=False,
-            timeout=timeout,
-            server_hostname=server_hostname,
-            proxy=self._proxy,
-            proxy_auth=self._proxy_auth,
-            proxy_headers=self._proxy_headers,
+            timeout=self._timeout(timeouts.get("connect"), timeouts.get("read")),
+            **options,
         )
 
     async def _send_timed(

@@ -226,6 +226,22 @@ async def _open(
         )
 
 
+async def _opened(
+    url: str,
+    headers: dict[str, str],
+    data: bytes,
+    kind: BodyKind,
+    provider: str,
+    read_error: ErrorReader,
+    method: str,
+) -> tuple[ProviderClient, httpx.Response]:
+    """:func:`_open` on the shared client, and the client."""
+    client = _ready_client()
+    if client is None:
+        client = await shared_client()
+    return client, await _open(client, url, headers, data, kind, provider, read_error, method)
+
+
 def _body_error(error: httpx.HTTPError, provider: str, client: ProviderClient) -> ProviderError:
     """What a failure reading a 2xx response's body becomes."""
     if isinstance(error, httpx.TimeoutException):
@@ -251,12 +267,9 @@ async def open_response(
     """POST ``body`` (JSON, or bytes sent as they are: a signed body) and
     yield a 2xx response whose body is not read yet; ``method="GET"`` with no
     body reads a list endpoint (``models/list``) with the same retries."""
-    client = _ready_client()
-    if client is None:
-        client = await shared_client()
     data, kind = encode_body(body)
     del body  # encoded once, for every attempt; the dict is not kept meanwhile
-    response = await _open(client, url, headers, data, kind, provider, read_error, method)
+    client, response = await _opened(url, headers, data, kind, provider, read_error, method)
     try:
         yield response
     except httpx.HTTPError as error:
@@ -277,12 +290,9 @@ async def request_json(
     """The whole JSON answer to ``body``: what ``async with open_response(...)
     as response: return await read_json(response, provider)`` returns or
     raises, without an async generator and a context manager per request."""
-    client = _ready_client()
-    if client is None:
-        client = await shared_client()
     data, kind = encode_body(body)
     del body
-    response = await _open(client, url, headers, data, kind, provider, read_error, method)
+    client, response = await _opened(url, headers, data, kind, provider, read_error, method)
     try:
         answer = await response.aread()
     except httpx.HTTPError as error:
