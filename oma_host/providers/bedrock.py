@@ -40,7 +40,7 @@ from oma_host.providers.base import (
     checked_messages,
     malformed_reply,
 )
-from oma_host.providers.http import open_response, parse_event_json, read_json
+from oma_host.providers.http import open_response, parse_event_json, request_json
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -352,10 +352,7 @@ class BedrockAdapter:
 
     async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
         url, headers, data = self._request(options.model, self._body(messages, options), False)
-        async with open_response(
-            url, headers, data, provider=_NAME, read_error=read_error
-        ) as response:
-            reply = await read_json(response, _NAME)
+        reply = await request_json(url, headers, data, provider=_NAME, read_error=read_error)
         if not isinstance(reply, dict):
             raise ProviderError(f"{_NAME}: the response is not an object", kind="malformed")
         with malformed_reply(_NAME):

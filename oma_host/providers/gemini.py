@@ -38,7 +38,7 @@ from oma_host.providers.base import (
     missing_key_error,
     resolve_api_key,
 )
-from oma_host.providers.http import error_message, open_response, read_json
+from oma_host.providers.http import error_message, open_response, request_json
 from oma_host.providers.sse import event_json, sse_batches
 
 if TYPE_CHECKING:
@@ -308,10 +308,7 @@ class GeminiAdapter:
     async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
         body = self._body(messages, options)
         url = self._url(options.model, stream=False)
-        async with open_response(
-            url, self._headers(), body, provider=_NAME, read_error=read_error
-        ) as response:
-            data = await read_json(response, _NAME)
+        data = await request_json(url, self._headers(), body, provider=_NAME, read_error=read_error)
         if not isinstance(data, dict):
             raise ProviderError(f"{_NAME}: the response is not an object", kind="malformed")
         if (blocked := _blocked(data)) is not None:
@@ -409,10 +406,9 @@ async def list_models(config: AgentConfig) -> list[ModelInfo]:
     models: list[ModelInfo] = []
     url = base
     for _page in range(_MAX_PAGES):
-        async with open_response(
+        data = await request_json(
             url, adapter._headers(), None, provider=_NAME, read_error=read_error, method="GET"
-        ) as response:
-            data = await read_json(response, _NAME)
+        )
         with malformed_reply(_NAME):
             for entry in data.get("models") or []:
                 model: ModelInfo = {"id": str(entry["name"]).removeprefix("models/")}

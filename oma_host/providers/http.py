@@ -287,9 +287,9 @@ async def request_json(
     read_error: ErrorReader = _default_error,
     method: str = "POST",
 ) -> Any:
-    """The whole JSON answer to ``body``: what ``async with open_response(...)
-    as response: return await read_json(response, provider)`` returns or
-    raises, without an async generator and a context manager per request."""
+    """The whole JSON answer to ``body``, with :func:`open_response`'s
+    retries and errors (a body cut off or stalled included), without an
+    async generator and a context manager per request."""
     data, kind = encode_body(body)
     del body
     client, response = await _opened(url, headers, data, kind, provider, read_error, method)
@@ -310,11 +310,6 @@ def _loads(data: str | bytes, provider: str, what: str) -> Any:
         raise ProviderError(
             f"{provider}: {what} is not valid JSON: {data[:200]!r}", kind="malformed"
         ) from None
-
-
-async def read_json(response: httpx.Response, provider: str) -> Any:
-    """The whole body as JSON."""
-    return _loads(await response.aread(), provider, "the response")
 
 
 def parse_event_json(data: str, provider: str) -> Any:

@@ -55,10 +55,9 @@ async def fetch_json(url: str, headers: dict[str, str], provider: str) -> Any:
     """GET ``url`` as JSON, with the providers' retries and error kinds."""
     # Imported here: the JSON-RPC door warms this module up after initialize,
     # and a host that never lists models should not load httpx for it.
-    from oma_host.providers.http import open_response, read_json
+    from oma_host.providers.http import request_json
 
-    async with open_response(url, headers, None, provider=provider, method="GET") as response:
-        return await read_json(response, provider)
+    return await request_json(url, headers, None, provider=provider, method="GET")
 
 
 async def list_models(config: AgentConfig) -> list[ModelInfo]:
