@@ -10,11 +10,10 @@ call to the same provider made from this process in the same run.
   process, versus reading the same SSE stream with httpx-sse directly;
   reported as deltas per second reaching the client as ``$/progress``, every
   one checked, in order. (Host and client are two processes, so the relay
-  can beat a single process that parses the SSE itself.) The client is
-  :class:`bench.fast_client.FastHostClient`, which costs less per message
-  than the host: with the simulator's thread and ``HostClient`` in this
-  process, this process cost more CPU per delta than the host, and set the
-  figure. The CPU per delta of the host and of this process is reported.
+  can beat a single process that parses the SSE itself.) The client,
+  :class:`oma_host.cli.client.HostClient`, reads every frame the pipe holds
+  in one pass and costs less per message than the host. The CPU per delta
+  of the host and of this process is reported.
 - Streaming relay, latency: deltas paced at 0.5 ms by the same provider;
   for each one, the time from its write to the client's receipt
   (``time.perf_counter_ns()``, a system-wide clock on Linux, read by both
@@ -40,9 +39,8 @@ from httpx_sse import aconnect_sse
 
 from bench.asyncio_provider import relay_text
 from bench.concurrency import provider
-from bench.fast_client import FastHostClient
 from bench.harness import AsyncSample, Comparison, interleave_async
-from oma_host.cli.client import host_argv
+from oma_host.cli.client import HostClient, host_argv
 from oma_host.testing.simulator import Reply, Simulator
 
 HOST_RUN = "oma-host agent/run (anthropic wire)"
@@ -75,7 +73,7 @@ def _body(stream: bool) -> dict[str, Any]:
     return body
 
 
-async def _agent(client: FastHostClient, base_url: str) -> str:
+async def _agent(client: HostClient, base_url: str) -> str:
     config = {
         "name": "bench",
         "provider": "anthropic",
@@ -96,7 +94,7 @@ async def run_provider_benchmarks(rounds: int, deltas: int, warmup: int = 2) -> 
 async def _run(
     sim: Simulator, streams_url: str, rounds: int, deltas: int, warmup: int
 ) -> list[Comparison]:
-    hosts = {transport: await FastHostClient.spawn(host_argv()) for transport in TRANSPORTS}
+    hosts = {transport: await HostClient.spawn(host_argv()) for transport in TRANSPORTS}
     http = httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S)
     headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
     try:
@@ -122,7 +120,7 @@ async def _run(
 
 
 async def _per_request(
-    hosts: dict[str, FastHostClient],
+    hosts: dict[str, HostClient],
     agents: dict[str, str],
     sim: Simulator,
     http: httpx.AsyncClient,
@@ -167,7 +165,7 @@ async def _per_request(
 
 
 async def _relay(
-    hosts: dict[str, FastHostClient],
+    hosts: dict[str, HostClient],
     agents: dict[str, str],
     streams_url: str,
     http: httpx.AsyncClient,
@@ -258,7 +256,7 @@ PACE_S = 0.0005
 
 
 async def _latency(
-    hosts: dict[str, FastHostClient],
+    hosts: dict[str, HostClient],
     agents: dict[str, str],
     streams_url: str,
     http: httpx.AsyncClient,

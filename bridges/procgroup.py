@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from bridges.orphans import Spawn, Stray, strays
 
@@ -55,15 +56,44 @@ def signal_group(pid: int, sig: signal.Signals) -> bool:
         return False
 
 
+class StdoutSink(Protocol):
+    """Takes a child's stdout as it arrives, in the event loop's read callback:
+    no StreamReader in between, and no task that must be woken to read it."""
+
+    def stdout_data(self, data: bytes) -> None: ...
+
+    def stdout_ended(self, error: Exception | None) -> None: ...
+
+
 class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     """The standard protocol, plus a future set the moment the process exits.
     (On Python 3.11, ``Process.wait()`` also waits for every pipe to close,
-    which a background descendant can hold open for ever.)"""
+    which a background descendant can hold open for ever.) With a ``sink``,
+    stdout goes to it instead of the process's StreamReader."""
 
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop, spawn: Spawn) -> None:
+    def __init__(
+        self,
+        limit: int,
+        loop: asyncio.AbstractEventLoop,
+        spawn: Spawn,
+        sink: StdoutSink | None = None,
+    ) -> None:
         super().__init__(limit=limit, loop=loop)
         self.exited: asyncio.Future[None] = loop.create_future()
         self.spawn = spawn
+        self.sink = sink
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if fd == 1 and self.sink is not None:
+            assert isinstance(data, bytes)  # pipes are binary
+            self.sink.stdout_data(data)
+        else:
+            super().pipe_data_received(fd, data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1 and self.sink is not None:
+            self.sink.stdout_ended(exc)
+        super().pipe_connection_lost(fd, exc)  # closes the transport once all is done
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -90,6 +120,8 @@ class GroupProcess(asyncio.subprocess.Process):
         super().__init__(transport, protocol, loop)
         self.exited = protocol.exited
         self.spawn = protocol.spawn
+        if protocol.sink is not None:
+            self.stdout = None  # read by the sink: the StreamReader gets nothing
 
 
 async def spawn_group(
@@ -99,10 +131,12 @@ async def spawn_group(
     env: dict[str, str],
     stdin: int = asyncio.subprocess.PIPE,
     limit: int = _PIPE_LIMIT,
+    stdout_sink: StdoutSink | None = None,
 ) -> GroupProcess:
     """Start ``argv`` (never through a shell) in a new session, so its pid is
     the id of a group holding every descendant; stdout and stderr are pipes
-    read with lines of up to ``limit`` bytes. Raises SpawnError."""
+    read with lines of up to ``limit`` bytes, stdout by ``stdout_sink``
+    instead when there is one. Raises SpawnError."""
     check_directory(cwd)
     loop = asyncio.get_running_loop()
     spawn = Spawn()
@@ -110,7 +144,7 @@ async def spawn_group(
         with spawn.starting():
             start = asyncio.ensure_future(
                 loop.subprocess_exec(
-                    lambda: _ExitAwareProtocol(limit, loop, spawn),
+                    lambda: _ExitAwareProtocol(limit, loop, spawn, stdout_sink),
                     *argv,
                     stdin=stdin,
                     stdout=asyncio.subprocess.PIPE,

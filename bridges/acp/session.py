@@ -60,7 +60,7 @@ from bridges.acp.files import AgentFiles
 from bridges.acp.mapping import BridgeClient, Turn, wire
 from bridges.acp.mcp_servers import session_servers
 from bridges.acp.resume import CHOICE_ANSWERS, RESUME_ANSWERS, resume_method
-from bridges.acp.transport import LINE_LIMIT, SHOWN_LINE, NdjsonPipe, PendingRequest
+from bridges.acp.transport import SHOWN_LINE, NdjsonPipe, PendingRequest
 from bridges.common import (
     StderrTail,
     compose_prompt,
@@ -240,15 +240,6 @@ class AcpBridge:
 
     async def _start(self) -> _Live:
         cwd = self._cwd()
-        try:
-            process = await spawn_group(
-                [self._command, *self._backend.args],
-                cwd=cwd,
-                env=self._backend.environment(),
-                limit=LINE_LIMIT,
-            )
-        except SpawnError as error:
-            raise _Fault("spawn", could_not_start(self._who(), str(error))) from None
         hooks = self._config.hooks
         client = BridgeClient(
             self._config.name,
@@ -256,8 +247,18 @@ class AcpBridge:
             self._permission_handler,
             (hooks.timeout_ms if hooks else 30_000) / 1000,
         )
-        pipe = NdjsonPipe(process, client.take_update)
-        assert process.stderr is not None
+        pipe = NdjsonPipe(client.take_update)
+        try:
+            process = await spawn_group(
+                [self._command, *self._backend.args],
+                cwd=cwd,
+                env=self._backend.environment(),
+                stdout_sink=pipe,
+            )
+        except SpawnError as error:
+            raise _Fault("spawn", could_not_start(self._who(), str(error))) from None
+        assert process.stdin is not None and process.stderr is not None
+        pipe.attach(process.stdin)
         # The library types its client parameter with its full Client protocol;
         # ours implements what the router calls (the rest is method-not-found).
         conn = acp.connect_to_agent(cast(Any, client), pipe)

@@ -28,6 +28,7 @@ meet, and hands the answer back under the library's id.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import json
@@ -90,27 +91,38 @@ class NdjsonPipe:
     """Newline-delimited JSON-RPC over an agent's stdin and stdout; ``fault``
     says why it stopped reading, when it was not the end of the stream.
 
-    ``on_update`` gets the params of every ``session/update``, called soon
-    (not at once) so that it runs in arrival order with the tasks the
-    library's ``Connection`` starts for the agent's requests."""
+    The pipe is the agent's :class:`~bridges.procgroup.StdoutSink`
+    (``spawn_group(..., stdout_sink=pipe)``; then :meth:`attach` its stdin):
+    each line is read in the event loop's read callback, so a turn's traffic
+    wakes no reader task. An answer to one of the pipe's requests resolves it
+    there, and ``on_update`` gets the params of every ``session/update``,
+    called soon (not at once). Anything else is queued for :meth:`receive`,
+    and while anything is queued, so is everything after it: the library's
+    ``Connection`` starts a task for each request it receives, and updates
+    and answers must reach the bridge in arrival order with those tasks."""
 
-    def __init__(
-        self, process: asyncio.subprocess.Process, on_update: Callable[[Any], None]
-    ) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        self._stdin = process.stdin
-        self._stdout = process.stdout
+    def __init__(self, on_update: Callable[[Any], None], line_limit: int = LINE_LIMIT) -> None:
+        self._stdin: asyncio.StreamWriter | None = None
         self._on_update = on_update
+        self._line_limit = line_limit
         self._ids = itertools.count()
         self._pending: dict[Any, PendingRequest] = {}  # by wire id
         self._library_ids: dict[Any, Any] = {}  # wire id -> the library's id
+        self._partial = bytearray()  # the start of a line still arriving
+        self._backlog: collections.deque[dict[str, Any]] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None  # receive() waiting for the backlog
+        self._ended = False  # stdout closed, or a fault stopped the reading
         self.fault: str | None = None
         self.eof = False
+
+    def attach(self, stdin: asyncio.StreamWriter) -> None:
+        """The agent's stdin, where the pipe writes."""
+        self._stdin = stdin
 
     # -- out ------------------------------------------------------------------
 
     def _write(self, message: dict[str, Any]) -> None:
-        if self._stdin.is_closing():
+        if self._stdin is None or self._stdin.is_closing():
             raise ConnectionError("the agent's stdin is closed")
         try:
             line = _UTF8.encode(message).encode()
@@ -126,7 +138,7 @@ class NdjsonPipe:
             self._library_ids[wire_id] = message["id"]
         else:
             self._write(message)
-        await self._stdin.drain()
+        await self.drain()
 
     def request(self, method: str, params: Any) -> PendingRequest:
         """Send a request now; its answer arrives in the returned record. A
@@ -144,23 +156,110 @@ class NdjsonPipe:
     async def drain(self) -> None:
         """Wait while the agent's stdin is full (returns at once otherwise);
         a broken pipe fails every request awaiting an answer."""
+        if self._stdin is None:
+            raise ConnectionError("the agent's stdin is closed")
         try:
             await self._stdin.drain()
         except ConnectionError as error:
             self._fail_pending(error)
             raise
 
-    # -- in -------------------------------------------------------------------
+    # -- in: the agent's stdout, as it arrives ------------------------------
+
+    def stdout_data(self, data: bytes) -> None:
+        if self._ended:
+            return  # a fault stopped the reading: the rest is not read
+        partial = self._partial
+        searched = len(partial)  # no newline before here
+        partial += data
+        start = 0
+        while (newline := partial.find(b"\n", searched)) >= 0:
+            line = partial[start:newline]
+            start = searched = newline + 1
+            if len(line) > self._line_limit:
+                self._stop(f"it wrote a line longer than {self._line_limit} bytes on stdout")
+                return
+            if not self._take(line):
+                return
+        del partial[:start]
+        if len(partial) > self._line_limit:
+            self._stop(f"it wrote a line longer than {self._line_limit} bytes on stdout")
+
+    def stdout_ended(self, error: Exception | None) -> None:
+        del error  # a read error ends the stream as its end does
+        if self._ended:
+            return
+        if self._partial:  # a last line without its newline
+            line, self._partial = self._partial, bytearray()
+            if not self._take(line):
+                return
+        self.eof = True
+        self._end()
+
+    def _take(self, line: bytearray) -> bool:
+        """Handle one line; False when it was not JSON-RPC (a fault)."""
+        text = line.strip()
+        if not text:
+            return True
+        try:
+            message = json.loads(text)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            shown = bytes(text[:SHOWN_LINE]).decode(errors="replace")
+            self._stop(f"it wrote something that is not JSON-RPC on stdout: {shown!r}")
+            return False
+        if self._backlog or not self._route_now(message):
+            self._backlog.append(message)
+            self._wake()
+        return True
+
+    def _route_now(self, message: dict[str, Any]) -> bool:
+        """Handle an update or an answer to one of the pipe's requests, and
+        say so; anything else is for :meth:`receive` to route."""
+        method = message.get("method")
+        if method == _UPDATE:
+            asyncio.get_running_loop().call_soon(self._on_update, message.get("params"))
+            return True
+        if method is None and "id" in message:
+            request_id = message["id"]
+            if isinstance(request_id, int) and not isinstance(request_id, bool):
+                pending = self._pending.pop(request_id, None)
+                if pending is not None:
+                    pending.resolve(message)
+                    return True
+        return False
+
+    def _stop(self, fault: str) -> None:
+        self.fault = fault
+        self._partial.clear()
+        self._end()
+
+    def _end(self) -> None:
+        self._ended = True
+        if not self._backlog:  # else receive() fails them once the backlog is read
+            self._fail_pending(ConnectionError("Connection closed"))
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     async def receive(self) -> dict[str, Any] | None:
         """The next message for the library's ``Connection``: the agent's
         requests and notifications other than ``session/update``. None at the
         end of the stream or a fault, when every pending request fails."""
         while True:
-            message = await self._next_message()
-            if message is None:
-                self._fail_pending(ConnectionError("Connection closed"))
-                return None
+            while not self._backlog:
+                if self._ended:
+                    self._fail_pending(ConnectionError("Connection closed"))
+                    return None
+                self._waiter = asyncio.get_running_loop().create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+            message = self._backlog.popleft()
             method = message.get("method")
             if method is None:
                 if "id" in message and (for_library := self._answer(message)) is not None:
@@ -169,29 +268,6 @@ class NdjsonPipe:
             if method == _UPDATE:
                 asyncio.get_running_loop().call_soon(self._on_update, message.get("params"))
                 continue
-            return message
-
-    async def _next_message(self) -> dict[str, Any] | None:
-        while True:
-            try:
-                line = await self._stdout.readline()
-            except ValueError:  # longer than the stream limit
-                self.fault = f"it wrote a line longer than {LINE_LIMIT} bytes on stdout"
-                return None
-            if not line:
-                self.eof = True
-                return None
-            text = line.strip()
-            if not text:
-                continue
-            try:
-                message = json.loads(text)
-            except ValueError:
-                message = None
-            if not isinstance(message, dict):
-                shown = text[:SHOWN_LINE].decode(errors="replace")
-                self.fault = f"it wrote something that is not JSON-RPC on stdout: {shown!r}"
-                return None
             return message
 
     def _answer(self, message: dict[str, Any]) -> dict[str, Any] | None:
@@ -215,6 +291,9 @@ class NdjsonPipe:
             request.fail(error)
 
     async def close(self) -> None:
+        self._ended = True
         self._fail_pending(ConnectionError("Connection closed"))
-        with contextlib.suppress(Exception):
-            self._stdin.close()
+        self._wake()
+        if self._stdin is not None:
+            with contextlib.suppress(Exception):
+                self._stdin.close()
