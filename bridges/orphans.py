@@ -235,13 +235,20 @@ def strays(spawn: Spawn) -> list[Stray]:
         return []
     children = _scan()
     leaders = {other.pid: other for other in _open.values()}
+    # A command is the host's child from its fork, but known by its pid only
+    # once started() has run, passes of the event loop later. One that has
+    # already exited by then is a zombie no different from an orphan's: while
+    # any command is starting, zombies are left alone (a later scan reaps an
+    # orphan's), or its owner would read its exit status as lost (255).
+    starting = any(other.pid == 0 for other in _open.values())
     stack: list[_Proc] = []
     for top in children.get(os.getpid(), []):
         if top.pid in _unreaped:  # a command the host started: this one, or one that ended
             if leaders.get(top.pid, spawn) is spawn:
                 stack.extend(children.get(top.pid, []))
         elif top.zombie:
-            _reap(top.pid)
+            if not starting:
+                _reap(top.pid)
         elif _claims(spawn, top):
             stack.append(top)
     found: list[Stray] = []

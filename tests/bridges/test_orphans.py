@@ -112,3 +112,23 @@ async def test_a_run_ending_leaves_another_runs_daemon_alone(
         kill_quietly(long_daemon)
         if quick_pid.exists():
             kill_quietly(read_pid(quick_pid))
+
+
+async def test_commands_that_exit_at_once_keep_their_exit_codes_while_others_end(
+    host: HostClient,
+) -> None:
+    """A run ending looks for orphans among the host's children. A command
+    that exits before the host has recorded it as started is a zombie child
+    the host does not yet know as its own: it is left to its owner, whose
+    exit code is the run's (reaped as an orphan, it would read as 255).
+    Runs start while others end, ten in flight, 300 in all."""
+    agent = await create(host, **process_config("quick", "echo broken >&2; exit 4", input="none"))
+    messages: set[str] = set()
+
+    async def runs(count: int) -> None:
+        for _ in range(count):
+            result = await host.request("agent/run", {"agentId": agent, "input": "go"})
+            messages.add(result["status"]["message"])
+
+    await asyncio.gather(*(runs(30) for _ in range(10)))
+    assert messages == {"sh exited with code 4: broken"}
