@@ -204,19 +204,11 @@ class Redactor:
         aside): one walk without copying, a loop rather than recursion."""
         secrets = self._secrets
         pending = [value]
-        while pending:
+        while pending:  # the values _redact_tree walks, in any order
             item = pending.pop()
-            kind = type(item)
-            if kind is str:
-                for secret in secrets:
-                    if secret in item:
-                        return True
-            elif kind is dict:
-                pending.extend(item.values())
-            elif kind is list:
-                pending.extend(item)
-            elif isinstance(item, str):  # a str subclass: redact_tree redacts it too
-                pending.append(str(item))
+            if isinstance(item, str):
+                if any(secret in item for secret in secrets):
+                    return True
             elif isinstance(item, dict):
                 pending.extend(item.values())
             elif isinstance(item, list):

@@ -48,6 +48,8 @@ _NO_TIMEOUTS: dict[str, float | None] = {}
 _MAX_URLS = 256
 # Bounds the header items kept decoded (a few per provider URL and key).
 _MAX_HEADERS = 1024
+# Bounds the response extensions kept, one per reason phrase a server sends.
+_MAX_REASONS = 64
 
 # aiohttp's exception -> httpx's, most specific first.
 _ERRORS: tuple[tuple[type[BaseException], type[httpx.TransportError]], ...] = (
@@ -340,7 +342,7 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
             extensions = {"http_version": b"HTTP/1.1"}
             if reason:
                 extensions["reason_phrase"] = reason.encode()
-            if len(self._extensions) < _MAX_URLS:
+            if len(self._extensions) < _MAX_REASONS:
                 self._extensions[reason] = extensions
         return extensions  # httpx's Response copies it
 

@@ -92,12 +92,6 @@ def _tool_use(block: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block["input"]}
 
 
-def to_wire_block(block: ContentBlock, where: str) -> dict[str, Any]:
-    """The block on the wire; ``where`` names it in the error for a block
-    that has no Anthropic form."""
-    return _wire_block(block) or _refused(block, where)
-
-
 def _wire_block(block: ContentBlock) -> dict[str, Any] | None:
     """The block on the wire, or None for one that has no Anthropic form
     (which :func:`_refused` names): the place of a block in the messages is

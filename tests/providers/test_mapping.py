@@ -189,6 +189,3 @@ def test_anthropic_names_the_block_it_cannot_send(block: dict, message: str) -> 
     with pytest.raises(ProviderError) as caught:
         anthropic.to_wire_messages(messages)  # type: ignore[arg-type]
     assert str(caught.value) == message and caught.value.kind == "unsupported_block"
-    with pytest.raises(ProviderError) as direct:
-        anthropic.to_wire_block(block, "messages[1].content[1]")  # type: ignore[arg-type]
-    assert str(direct.value) == message

@@ -122,24 +122,37 @@ _REPORT_MODULES = (
 )
 
 
-async def test_answering_initialize_loads_neither_pydantic_nor_the_agent_core() -> None:
-    """Cold start: a plain initialize, then exit at once (before the warm-up
-    that follows the answer), and the host reports what it had imported."""
+async def _reported(
+    script: str, args: list[str], stdin: bytes, prefix: str
+) -> tuple[bytes, list[str]]:
+    """Run the host through ``script`` (which reports on stderr in a line
+    starting with ``prefix``) with ``args``, given ``stdin``; its stdout and
+    the report's words."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        _REPORT_MODULES,
+        script,
+        *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+    stdout, stderr = await asyncio.wait_for(process.communicate(stdin), 30)
+    lines = stderr.decode().splitlines()
+    report = next((line for line in lines if line.startswith(prefix)), None)
+    assert report is not None, (stdout, stderr)
+    return stdout, report.split()[1:]
+
+
+async def test_answering_initialize_loads_neither_pydantic_nor_the_agent_core() -> None:
+    """Cold start: a plain initialize, then exit at once (before the warm-up
+    that follows the answer), and the host reports what it had imported."""
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
     stdin = encode_frame(json.dumps(init).encode())
     stdin += encode_frame(json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode())
-    stdout, stderr = await asyncio.wait_for(process.communicate(stdin), 30)
+    stdout, report = await _reported(_REPORT_MODULES, [], stdin, "MODULES ")
     assert b'"serverInfo"' in stdout
-    report = next(line for line in stderr.decode().splitlines() if line.startswith("MODULES "))
-    modules = set(report.split()[1:])
+    modules = set(report)
     assert "oma_host.server.lifecycle" in modules  # initialize was answered from there
     assert not {name for name in modules if name.split(".")[0] in ("pydantic", "pydantic_core")}
     core = {name for name in modules if name.startswith("oma_host.core")}
@@ -174,19 +187,9 @@ async def test_a_serving_host_runs_with_the_collector_tuned_for_many_runs() -> N
         (["acp"], json.dumps(acp_init).encode() + b"\n"),
     )
     for args, stdin in doors:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            _REPORT_COLLECTOR,
-            *args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        stdout, stderr = await asyncio.wait_for(process.communicate(stdin), 30)
-        assert b'"result"' in stdout, (args, stdout, stderr)
-        report = next(line for line in stderr.decode().splitlines() if line.startswith("GC "))
-        young, middle, old, frozen = map(int, report.split()[1:])
+        stdout, report = await _reported(_REPORT_COLLECTOR, args, stdin, "GC ")
+        assert b'"result"' in stdout, (args, stdout)
+        young, middle, old, frozen = map(int, report)
         expected = (collector.YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.OLD_THRESHOLD)
         assert (young, middle, old) == expected, args
         assert frozen > 10_000, args  # the modules startup imported
