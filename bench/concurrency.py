@@ -8,7 +8,12 @@ figure is the client's. One sample is the makespan of one burst: from sending
 the first of N requests to holding the last answer. Variants:
 
 - **aiohttp** (baseline): N concurrent POSTs on one ``aiohttp.ClientSession``
-  with a 1,000-connection limit;
+  with a 1,000-connection limit, in a process of its own on default settings
+  (``bench/aiohttp_client.py``), which times the burst itself;
+- **aiohttp in this process, collector off** (informative): the same POSTs
+  from the benchmark's process, where the harness keeps the collector out of
+  every sample: aiohttp without any collector's cost, which no program on
+  default settings gets;
 - **oma-host** (subject): N concurrent ``agent/run`` through a host on its
   default HTTP settings (the aiohttp transport, 1,000 connections);
 - **oma-host, httpx 64 connections**: the settings the host had before
@@ -39,7 +44,8 @@ import aiohttp
 from bench.harness import AsyncSample, Comparison, interleave_async
 from oma_host.cli.client import HostClient, host_argv
 
-AIOHTTP = "aiohttp, limit 1000"
+AIOHTTP = "aiohttp, limit 1000, own process"
+AIOHTTP_HERE = "aiohttp in this process, collector off"
 HOST = "oma-host agent/run (default: aiohttp transport)"
 HOST_OLD = "oma-host, httpx 64 connections (before)"
 HOST_HTTPX = "oma-host, httpx 1000 connections"
@@ -54,6 +60,7 @@ TARGET = 1.3
 KEY = "bench-key-not-secret"
 PROVIDER = Path(__file__).resolve().parent / "asyncio_provider.py"
 FLOOR_HOST = Path(__file__).resolve().parent / "floor_host.py"
+AIOHTTP_CLIENT = Path(__file__).resolve().parent / "aiohttp_client.py"
 _BODY = {
     "model": "bench",
     "max_tokens": 4096,
@@ -71,7 +78,7 @@ class Case:
     concurrency: int
     latency_ms: int
     rounds: int | None = None
-    variants: tuple[str, ...] = (AIOHTTP, HOST, FLOOR)
+    variants: tuple[str, ...] = (AIOHTTP, HOST, FLOOR, AIOHTTP_HERE)
     subject: str = HOST
     suffix: str = ""
 
@@ -133,6 +140,45 @@ async def provider(latency_ms: int) -> AsyncIterator[str]:
         await process.wait()
 
 
+@dataclass
+class BaselineClient:
+    """``bench/aiohttp_client.py``, the baseline, in its own process."""
+
+    process: asyncio.subprocess.Process
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def spawn(cls) -> AsyncIterator[BaselineClient]:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(AIOHTTP_CLIENT),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        try:
+            yield cls(process)
+        finally:
+            assert process.stdin is not None
+            process.stdin.close()
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+
+    async def burst(self, url: str, n: int, failures: Failures, limit_s: float) -> float:
+        """N POSTs to ``url``; the makespan the process measured."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{url} {n}\n".encode())
+        line = await asyncio.wait_for(self.process.stdout.readline(), limit_s)
+        if not line:
+            raise RuntimeError("bench/aiohttp_client.py ended without a report")
+        report = json.loads(line)
+        for message in report["failures"]:
+            failures.add(AIOHTTP, message)
+        return float(report["elapsed_s"])
+
+
 async def _drain(stream: asyncio.StreamReader | None) -> None:
     """Read a host's stderr so that its logging never blocks on a full pipe."""
     if stream is not None:
@@ -181,6 +227,7 @@ async def _host_burst(
 async def _aiohttp_burst(
     session: aiohttp.ClientSession, url: str, n: int, failures: Failures
 ) -> float:
+    """The baseline's burst from this process (the informative variant)."""
     headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
 
     async def one() -> None:
@@ -188,10 +235,10 @@ async def _aiohttp_burst(
             async with session.post(url, json=_BODY, headers=headers) as response:
                 body = await response.read()
                 if response.status != 200:
-                    failures.add(AIOHTTP, f"HTTP {response.status}")
+                    failures.add(AIOHTTP_HERE, f"HTTP {response.status}")
                 json.loads(body)
         except aiohttp.ClientError as error:
-            failures.add(AIOHTTP, f"{type(error).__name__}: {error}")
+            failures.add(AIOHTTP_HERE, f"{type(error).__name__}: {error}")
 
     start = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(n)))
@@ -202,6 +249,7 @@ async def run_case(
     case: Case,
     base_url: str,
     clients: dict[str, HostClient],
+    baseline: BaselineClient,
     session: aiohttp.ClientSession,
     rounds: int,
 ) -> Comparison:
@@ -212,6 +260,11 @@ async def run_case(
     variants: dict[str, AsyncSample] = {}
     for name in case.variants:
         if name == AIOHTTP:
+            url = f"{base_url}/v1/messages"
+            variants[name] = functools.partial(
+                baseline.burst, url, case.concurrency, failures, limit_s
+            )
+        elif name == AIOHTTP_HERE:
             url = f"{base_url}/v1/messages"
             variants[name] = functools.partial(
                 _aiohttp_burst, session, url, case.concurrency, failures
@@ -254,9 +307,15 @@ async def run_concurrency_benchmarks(rounds: int, quick: bool) -> list[Compariso
     comparisons = []
     names = {name for case in cases for name in case.variants}
     connector = aiohttp.TCPConnector(limit=1000)
-    async with hosts(names) as clients, aiohttp.ClientSession(connector=connector) as session:
+    async with (
+        hosts(names) as clients,
+        BaselineClient.spawn() as baseline,
+        aiohttp.ClientSession(connector=connector) as session,
+    ):
         for case in cases:
             print(f"  concurrency: {case.key}", file=sys.stderr, flush=True)
             async with provider(case.latency_ms) as base_url:
-                comparisons.append(await run_case(case, base_url, clients, session, rounds))
+                comparisons.append(
+                    await run_case(case, base_url, clients, baseline, session, rounds)
+                )
     return comparisons

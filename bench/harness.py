@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import json
 import math
@@ -55,16 +56,40 @@ def interleave(
 async def interleave_async(
     variants: dict[str, AsyncSample], rounds: int, warmup: int = 1
 ) -> dict[str, list[float]]:
-    """:func:`interleave` for coroutine variants (one at a time, never concurrent)."""
+    """:func:`interleave` for coroutine variants (one at a time, never
+    concurrent), with this process's collector kept out of the samples.
+
+    These variants measure other processes, or aiohttp in this one; this
+    process's heap (every module the benchmarks import, the clients, earlier
+    samples) is the apparatus. With the collector on, a full collection of
+    it (50-60 ms) landed in whichever sample had allocated the most, most
+    often the in-process aiohttp baseline of the concurrency benchmark. So
+    the heap is collected once before the rounds, the collector is off
+    during each sample, and the young generations are collected after it,
+    which costs little and keeps the caches as the sample left them (a full
+    collection before every sample made a 1 ms ACP turn 0.2-0.3 ms slower)."""
     orders = _orders(list(variants))
+    gc.collect()
     for round_index in range(warmup):
         for name in orders[round_index % len(orders)]:
-            await variants[name]()
+            await _without_collector(variants[name])
     samples: dict[str, list[float]] = {name: [] for name in variants}
     for round_index in range(rounds):
         for name in orders[round_index % len(orders)]:
-            samples[name].append(await variants[name]() * 1000.0)
+            samples[name].append(await _without_collector(variants[name]) * 1000.0)
     return samples
+
+
+async def _without_collector(sample: AsyncSample) -> float:
+    """One sample with the collector off, its young garbage collected after it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return await sample()
+    finally:
+        if enabled:
+            gc.enable()
+        gc.collect(1)
 
 
 def per_call(fn: Callable[[], object], number: int) -> SyncSample:

@@ -38,7 +38,7 @@ ROUNDS = {
     "process": (50, 10),
     "guard": (30, 5),
     "providers": (50, 5),
-    "concurrency": (6, 2),
+    "concurrency": (12, 2),
 }
 # Text deltas in the streaming-relay benchmark: (full run, --quick).
 RELAY_DELTAS = (10_000, 1_000)
