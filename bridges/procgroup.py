@@ -118,6 +118,7 @@ class GroupProcess(asyncio.subprocess.Process):
         loop: asyncio.AbstractEventLoop,
     ) -> None:
         super().__init__(transport, protocol, loop)
+        self.transport = transport
         self.exited = protocol.exited
         self.spawn = protocol.spawn
         if protocol.sink is not None:
@@ -217,11 +218,20 @@ async def terminate_group(spawn: Spawn, exited: Callable[[], Awaitable[object]])
             stray.signal(signal.SIGTERM)
         if not running and not held:
             return False
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(TERM_GRACE_S):
-                await asyncio.gather(
-                    *([exited()] if running else []), *(stray.exited() for stray in held)
-                )
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(TERM_GRACE_S):
+                    await asyncio.gather(
+                        *([exited()] if running else []), *(stray.exited() for stray in held)
+                    )
+        except asyncio.CancelledError:
+            # Whoever waited for the ending gave up on it (a caller cancelled
+            # during a run's cleanup): no grace is left, and nothing of the
+            # group may outlive it.
+            signal_group(spawn.pid, signal.SIGKILL)
+            for stray in held:
+                stray.signal(signal.SIGKILL)
+            raise
         signal_group(spawn.pid, signal.SIGKILL)
         # Strays may have forked, or left the group, while being ended.
         for _ in range(_KILL_ROUNDS):
@@ -247,8 +257,21 @@ async def _kill(held: list[Stray]) -> None:
 
 
 async def end_process_group(process: GroupProcess) -> None:
-    """End ``process`` and its whole group; see :func:`terminate_group`."""
-    if await terminate_group(process.spawn, lambda: wait_for_exit(process)):
+    """End ``process`` and its whole group; see :func:`terminate_group`.
+    Cancelled, it kills the group at once and sees the end through before
+    the cancellation goes on."""
+    try:
+        if await terminate_group(process.spawn, lambda: wait_for_exit(process)):
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(TERM_GRACE_S):
+                    await wait_for_exit(process)
+    except asyncio.CancelledError:
+        # terminate_group has sent SIGKILL. Wait for the exit (a moment) and
+        # close the pipes, while the event loop still runs: the caller may be
+        # about to close it, and a transport closed after its loop fails.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(TERM_GRACE_S):
                 await wait_for_exit(process)
+        if process.returncode is not None:  # reaped: closing reaps nothing behind asyncio
+            process.transport.close()
+        raise

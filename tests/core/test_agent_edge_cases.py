@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from oma_host import AbortSignal, Agent
 from oma_host.core.config import parse_agent_config
 from oma_host.core.errors import InvalidParamsError
 from oma_host.orchestration.teams import Team, check_coordinator, check_members
+from tests.server.helpers import pid_alive
 
 SLOW = {"name": "slow", "provider": "test", "model": "slow-echo"}
 
@@ -57,10 +59,13 @@ async def test_a_turn_running_during_reset_is_not_kept() -> None:
     assert agent.get_history() == []
 
 
-async def test_cancelling_the_caller_during_cleanup_is_not_swallowed() -> None:
+async def test_cancelling_the_caller_during_cleanup_is_not_swallowed(tmp_path: Path) -> None:
     # The process ignores SIGTERM, so after the abort the bridge spends about
     # a second ending it; the caller's own cancel arrives inside that second.
-    stubborn = "trap '' TERM; echo started; sleep 30"
+    # The cancellation goes on, and the group is killed all the same (it
+    # used to live on: the SIGKILL after the grace was never sent).
+    pids = tmp_path / "pids"
+    stubborn = f"trap '' TERM; sleep 30 & echo $$ $! > {pids}; wait"
     agent = Agent(
         {"name": "p", "backend": {"kind": "process", "command": "sh", "args": ["-c", stubborn]}}
     )
@@ -72,6 +77,18 @@ async def test_cancelling_the_caller_during_cleanup_is_not_swallowed() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    for pid in map(int, pids.read_text().split()):
+        assert await _dead_within(pid, 5.0), f"process {pid} outlived the cancelled run"
+
+
+async def _dead_within(pid: int, seconds: float) -> bool:
+    """Whether ``pid`` is gone (or a zombie) within ``seconds``."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while pid_alive(pid):
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
 
 
 def test_team_members_are_checked_before_anything_runs() -> None:
