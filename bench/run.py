@@ -25,7 +25,7 @@ if __package__ in (None, ""):  # run as a script: make the ``bench`` package imp
 
 from bench.concurrency import run_concurrency_benchmarks
 from bench.guard_copy import run_guard_copy
-from bench.harness import Comparison, format_comparison, format_ms, format_ratio
+from bench.harness import Comparison, format_comparison, format_ms, format_ratio, fresh_state
 from bench.process_backend import run_process_backend
 from bench.providers import run_provider_benchmarks
 from bench.startup import REPO_ROOT, format_importtime, run_importtime, run_startup
@@ -198,7 +198,8 @@ def _show(comparison: Comparison) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    report = asyncio.run(run_all(args))
+    with fresh_state():
+        report = asyncio.run(run_all(args))
     print(format_summary(report))
     out: Path = args.out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,14 +1,18 @@
 """The concurrency benchmark's apparatus: its baseline, aiohttp in a process
 of its own (``bench/aiohttp_client.py``), and the harness that keeps the
-benchmark's own collector out of every sample (``bench/harness.py``)."""
+benchmark's own collector out of every sample and its hosts' traces out of
+the user's state directory (``bench/harness.py``)."""
 
 from __future__ import annotations
 
 import gc
+import os
 import socket
+import sqlite3
 
 from bench.concurrency import BaselineClient, Failures, provider
-from bench.harness import interleave_async
+from bench.harness import fresh_state, interleave_async
+from oma_host.cli.client import HostClient, host_argv
 
 
 async def test_the_baseline_process_sends_every_request_and_times_the_burst() -> None:
@@ -52,3 +56,20 @@ async def test_samples_run_with_the_collector_off_and_leave_it_as_found() -> Non
         assert not gc.isenabled()  # a caller's choice is kept
     finally:
         gc.enable()
+
+
+async def test_hosts_started_by_a_benchmark_keep_their_traces_in_a_fresh_state_directory() -> None:
+    before = os.environ.get("XDG_STATE_HOME")
+    with fresh_state() as state:
+        client = await HostClient.spawn(host_argv())
+        await client.initialize({})
+        config = {"name": "t", "provider": "test", "model": "echo"}
+        agent = (await client.request("agent/create", {"config": config}))["agentId"]
+        result = await client.request("agent/run", {"agentId": agent, "input": "hi"})
+        assert await client.close() == 0
+        database = sqlite3.connect(state / "oma-host" / "oma-host.sqlite3")
+        runs = database.execute("SELECT run_id FROM runs").fetchall()
+        database.close()
+        assert runs == [(result["identity"]["runId"],)]
+    assert not state.exists()
+    assert os.environ.get("XDG_STATE_HOME") == before
