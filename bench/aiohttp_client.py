@@ -18,15 +18,21 @@ import asyncio
 import json
 import sys
 import time
+from pathlib import Path
 
 import aiohttp
 
-# The floor's request, which is the benchmark's (run as a script, this
-# directory is on the path; the floor imports nothing the benchmark does).
-from floor_host import BODY, HEADERS
+if __package__ in (None, ""):  # run as a script: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+# The floor's request, which is the benchmark's (the floor imports nothing
+# the benchmark does, so this process stays as small as a bare program).
+from bench.floor_host import BODY, HEADERS
 
 
-async def burst(session: aiohttp.ClientSession, url: str, n: int) -> dict[str, object]:
+async def burst(session: aiohttp.ClientSession, url: str, n: int) -> tuple[float, list[str]]:
+    """N concurrent POSTs to ``url``: the makespan in seconds, and one
+    message per failed request."""
     failures: list[str] = []
 
     async def one() -> None:
@@ -41,7 +47,7 @@ async def burst(session: aiohttp.ClientSession, url: str, n: int) -> dict[str, o
 
     start = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(n)))
-    return {"elapsed_s": time.perf_counter() - start, "failures": failures}
+    return time.perf_counter() - start, failures
 
 
 async def serve() -> None:
@@ -50,7 +56,8 @@ async def serve() -> None:
     async with aiohttp.ClientSession(connector=connector) as session:
         while line := await loop.run_in_executor(None, sys.stdin.readline):
             url, n = line.split()
-            report = await burst(session, url, int(n))
+            elapsed_s, failures = await burst(session, url, int(n))
+            report = {"elapsed_s": elapsed_s, "failures": failures}
             sys.stdout.write(json.dumps(report) + "\n")
             sys.stdout.flush()
 

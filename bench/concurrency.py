@@ -41,6 +41,7 @@ from typing import Any
 
 import aiohttp
 
+from bench import aiohttp_client
 from bench.harness import AsyncSample, Comparison, interleave_async
 from oma_host.cli.client import HostClient, host_argv
 
@@ -61,11 +62,6 @@ KEY = "bench-key-not-secret"
 PROVIDER = Path(__file__).resolve().parent / "asyncio_provider.py"
 FLOOR_HOST = Path(__file__).resolve().parent / "floor_host.py"
 AIOHTTP_CLIENT = Path(__file__).resolve().parent / "aiohttp_client.py"
-_BODY = {
-    "model": "bench",
-    "max_tokens": 4096,
-    "messages": [{"role": "user", "content": [{"type": "text", "text": "hello"}]}],
-}
 
 
 @dataclass(frozen=True)
@@ -228,21 +224,10 @@ async def _aiohttp_burst(
     session: aiohttp.ClientSession, url: str, n: int, failures: Failures
 ) -> float:
     """The baseline's burst from this process (the informative variant)."""
-    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
-
-    async def one() -> None:
-        try:
-            async with session.post(url, json=_BODY, headers=headers) as response:
-                body = await response.read()
-                if response.status != 200:
-                    failures.add(AIOHTTP_HERE, f"HTTP {response.status}")
-                json.loads(body)
-        except aiohttp.ClientError as error:
-            failures.add(AIOHTTP_HERE, f"{type(error).__name__}: {error}")
-
-    start = time.perf_counter()
-    await asyncio.gather(*(one() for _ in range(n)))
-    return time.perf_counter() - start
+    elapsed_s, failed = await aiohttp_client.burst(session, url, n)
+    for message in failed:
+        failures.add(AIOHTTP_HERE, message)
+    return elapsed_s
 
 
 async def run_case(

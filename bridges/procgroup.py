@@ -262,16 +262,19 @@ async def end_process_group(process: GroupProcess) -> None:
     the cancellation goes on."""
     try:
         if await terminate_group(process.spawn, lambda: wait_for_exit(process)):
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(TERM_GRACE_S):
-                    await wait_for_exit(process)
+            await _exit_within_grace(process)
     except asyncio.CancelledError:
         # terminate_group has sent SIGKILL. Wait for the exit (a moment) and
         # close the pipes, while the event loop still runs: the caller may be
         # about to close it, and a transport closed after its loop fails.
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(TERM_GRACE_S):
-                await wait_for_exit(process)
+        await _exit_within_grace(process)
         if process.returncode is not None:  # reaped: closing reaps nothing behind asyncio
             process.transport.close()
         raise
+
+
+async def _exit_within_grace(process: GroupProcess) -> None:
+    """Wait up to TERM_GRACE_S for ``process`` to exit."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(TERM_GRACE_S):
+            await wait_for_exit(process)

@@ -13,7 +13,7 @@ from oma_host import AbortSignal, Agent
 from oma_host.core.config import parse_agent_config
 from oma_host.core.errors import InvalidParamsError
 from oma_host.orchestration.teams import Team, check_coordinator, check_members
-from tests.server.helpers import pid_alive
+from tests.server.helpers import wait_dead_async
 
 SLOW = {"name": "slow", "provider": "test", "model": "slow-echo"}
 
@@ -78,17 +78,7 @@ async def test_cancelling_the_caller_during_cleanup_is_not_swallowed(tmp_path: P
     with pytest.raises(asyncio.CancelledError):
         await task
     for pid in map(int, pids.read_text().split()):
-        assert await _dead_within(pid, 5.0), f"process {pid} outlived the cancelled run"
-
-
-async def _dead_within(pid: int, seconds: float) -> bool:
-    """Whether ``pid`` is gone (or a zombie) within ``seconds``."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while pid_alive(pid):
-        if asyncio.get_running_loop().time() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
+        assert await wait_dead_async(pid, 5.0), f"process {pid} outlived the cancelled run"
 
 
 def test_team_members_are_checked_before_anything_runs() -> None:

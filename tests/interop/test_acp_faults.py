@@ -13,16 +13,12 @@ from tests.builders import image as image_block
 from tests.builders import text_message
 from tests.interop.helpers import AcpConfig, spawned_pids, whoami
 from tests.server.helpers import create, expect_error, kill_quietly, wait_for_progress
-from tests.server.helpers import wait_dead as wait_dead_sync
+from tests.server.helpers import wait_dead_async as wait_dead
 
 
 async def run(host: HostClient, agent: str, text: str) -> dict[str, Any]:
     result: dict[str, Any] = await host.request("agent/run", {"agentId": agent, "input": text})
     return result
-
-
-async def wait_dead(pid: int) -> bool:
-    return await asyncio.to_thread(wait_dead_sync, pid)
 
 
 def assert_failed(result: dict[str, Any], kind: str, *parts: str) -> str:

@@ -4,19 +4,14 @@ secrets split between chunks, and descendants that leave the process group
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from oma_host.cli.client import HostClient
 from tests.interop.helpers import AcpConfig
 from tests.server.helpers import create, kill_quietly, pid_alive
-from tests.server.helpers import wait_dead as wait_dead_sync
+from tests.server.helpers import wait_dead_async as wait_dead
 
 TOKEN = "acp-0f1e2d3c4b5a69788796a5b4c3d2e1f0"
-
-
-async def wait_dead(pid: int) -> bool:
-    return await asyncio.to_thread(wait_dead_sync, pid)
 
 
 async def test_an_env_secret_split_over_two_chunks_is_redacted_in_the_stream(

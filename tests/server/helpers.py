@@ -66,6 +66,11 @@ def wait_dead(pid: int, timeout: float = 10.0) -> bool:
     return False
 
 
+async def wait_dead_async(pid: int, timeout: float = 10.0) -> bool:
+    """:func:`wait_dead` from a test's event loop, without holding it."""
+    return await asyncio.to_thread(wait_dead, pid, timeout)
+
+
 def kill_quietly(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
