@@ -159,9 +159,14 @@ class HostSession:
         frames = asyncio.ensure_future(self._read_loop(reader))
         exit_wait = asyncio.ensure_future(self._exit_event.wait())
         gone_wait = asyncio.ensure_future(self._gone.wait())
-        await asyncio.wait({frames, exit_wait, gone_wait}, return_when=asyncio.FIRST_COMPLETED)
-        exit_wait.cancel()
-        gone_wait.cancel()
+        try:
+            await asyncio.wait({frames, exit_wait, gone_wait}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await self._interrupted(frames)
+            raise
+        finally:
+            exit_wait.cancel()
+            gone_wait.cancel()
         if not frames.done():
             frames.cancel()
             with suppress(asyncio.CancelledError):
@@ -181,6 +186,19 @@ class HostSession:
         await self.shutdown()
         self.connection.flush()  # the answers of the runs shutdown ended
         return self.exit_code
+
+    async def _interrupted(self, frames: asyncio.Future[None]) -> None:
+        """Cancelled while serving (Ctrl-C: ``asyncio.run`` cancels its main
+        task): end the runs as a shutdown does before the cancellation goes on.
+
+        Left to ``asyncio.run``, they would be cancelled together with every
+        other task, asyncio's own included; a command still being started then
+        never finishes (its transport waits for pipes whose connecting task was
+        cancelled too), and the host hangs on its way out."""
+        frames.cancel()
+        self.connection.abandon()
+        await self.shutdown()
+        self.connection.flush()  # the runs' answers (-32800), as a shutdown gives them
 
     async def _finish_requests(self) -> None:
         """Wait for the requests in flight to be answered, within the drain timeout."""

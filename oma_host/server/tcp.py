@@ -126,13 +126,18 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
         for port in dict.fromkeys(sock.getsockname()[1] for sock in server.sockets):
             token_files.append(write_token_file(port, token))
             print(f"oma-host token file: {token_files[-1]}", file=sys.stderr, flush=True)
-        await stop.wait()
-        log.info("stopping: ending %d session(s)", len(sessions))
-        server.close()
-        for session in list(sessions):
-            session.request_exit()
-        if sessions:
-            await asyncio.wait(set(sessions.values()), timeout=_STOP_WAIT_S)
+        try:
+            await stop.wait()
+        finally:
+            # SIGTERM, or Ctrl-C (asyncio.run cancels this task): the sessions
+            # end their runs in order, before asyncio.run would cancel every
+            # task at once (see HostSession._interrupted for why that hangs).
+            log.info("stopping: ending %d session(s)", len(sessions))
+            server.close()
+            for session in list(sessions):
+                session.request_exit()
+            if sessions:
+                await asyncio.wait(set(sessions.values()), timeout=_STOP_WAIT_S)
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         for path in token_files:

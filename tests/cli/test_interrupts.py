@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +26,6 @@ def _ctrl_c(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
     return process.communicate(timeout=30)
 
 
-def _send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str, Any]:
-    assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(json.dumps(message).encode() + b"\n")
-    process.stdin.flush()
-    answer: dict[str, Any] = json.loads(process.stdout.readline())
-    return answer
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -40,56 +34,124 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_ctrl_c_ends_a_serving_host_quietly_and_its_runs_with_it(tmp_path: Path) -> None:
+def _sleeper_run(pid_file: Path) -> list[dict[str, Any]]:
+    """initialize, create a process agent that writes its pid then sleeps, run it."""
+    script = f"echo $$ > {pid_file}; exec sleep 60"
+    config = {
+        "name": "sleeper",
+        "backend": {"kind": "process", "command": "sh", "args": ["-c", script], "input": "none"},
+    }
+    return [
+        {"jsonrpc": "2.0", "id": 2, "method": "agent/create", "params": {"config": config}},
+        {"jsonrpc": "2.0", "id": 3, "method": "agent/run", "params": {"agentId": None}},
+    ]
+
+
+def _wait_for_pid(pid_file: Path) -> int:
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline, "the process agent never started"
+        time.sleep(0.02)
+    return int(pid_file.read_text())
+
+
+def _assert_cancelled(answer: dict[str, Any]) -> None:
+    """The interrupted run is answered as a shutdown answers it."""
+    assert answer["id"] == 3, answer
+    assert answer["error"]["code"] == -32800, answer
+    assert answer["error"]["data"]["partial"]["status"]["code"] == "cancelled", answer
+
+
+@pytest.mark.parametrize("door", ["stdio", "tcp"])
+def test_ctrl_c_ends_a_serving_host_quietly_and_its_runs_with_it(tmp_path: Path, door: str) -> None:
+    """The runs in flight are ended (their process trees killed) and answered
+    -32800 before the host exits 130. Ended in order, not by asyncio.run's
+    cancelling of every task: that hung a host whose command was still being
+    started when Ctrl-C came (seen under CPU load)."""
     pid_file = tmp_path / "child.pid"
+    serve = ["--framing", "ndjson"] if door == "stdio" else ["--tcp", "0"]
     host = subprocess.Popen(
-        [sys.executable, "-m", "oma_host", "--framing", "ndjson"],
+        [sys.executable, "-m", "oma_host", *serve],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
         start_new_session=True,  # its own group, as a terminal's foreground job
     )
     child_pid = None
+    connection: socket.socket | None = None
     try:
-        _send(host, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
-        script = f"echo $$ > {pid_file}; exec sleep 60"
-        config = {
-            "name": "sleeper",
-            "backend": {
-                "kind": "process",
-                "command": "sh",
-                "args": ["-c", script],
-                "input": "none",
-            },
-        }
-        created = _send(
-            host,
-            {"jsonrpc": "2.0", "id": 2, "method": "agent/create", "params": {"config": config}},
-        )
-        assert host.stdin is not None
-        run = {"agentId": created["result"]["agentId"], "input": "go"}
-        host.stdin.write(
-            json.dumps({"jsonrpc": "2.0", "id": 3, "method": "agent/run", "params": run}).encode()
-            + b"\n"
-        )
-        host.stdin.flush()
-        deadline = time.monotonic() + 30
-        while not pid_file.exists() or not pid_file.read_text().strip():
-            assert time.monotonic() < deadline, "the process agent never started"
-            time.sleep(0.02)
-        child_pid = int(pid_file.read_text())
-        _, stderr = _ctrl_c(host)
+        initialize: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "initialize"}
+        if door == "stdio":
+            send, receive = _stdio_channel(host)
+            initialize["params"] = {}
+        else:
+            connection, token = _tcp_connection(host)
+            send, receive = _socket_channel(connection)
+            initialize["params"] = {"initializationOptions": {"authToken": token}}
+        send(initialize)
+        assert "result" in receive(), "initialize failed"
+        create, run = _sleeper_run(pid_file)
+        send(create)
+        run["params"] = {"agentId": receive()["result"]["agentId"], "input": "go"}
+        send(run)
+        child_pid = _wait_for_pid(pid_file)
+        stdout, stderr = _ctrl_c(host)
         assert host.returncode == INTERRUPTED, stderr.decode()
         assert b"Traceback" not in stderr, stderr.decode()
+        _assert_cancelled(json.loads(stdout) if door == "stdio" else receive())
         deadline = time.monotonic() + 10
         while _alive(child_pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _alive(child_pid), "the run's process outlived the interrupted host"
     finally:
+        if connection is not None:
+            connection.close()
         if host.poll() is None:
             host.kill()
         if child_pid is not None and _alive(child_pid):
             os.kill(child_pid, signal.SIGKILL)
+
+
+Channel = tuple[Callable[[dict[str, Any]], None], Callable[[], dict[str, Any]]]
+
+
+def _stdio_channel(host: subprocess.Popen[bytes]) -> Channel:
+    assert host.stdin is not None and host.stdout is not None
+    stdin, stdout = host.stdin, host.stdout
+
+    def send(message: dict[str, Any]) -> None:
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
+
+    def receive() -> dict[str, Any]:
+        answer: dict[str, Any] = json.loads(stdout.readline())
+        return answer
+
+    return send, receive
+
+
+def _tcp_connection(host: subprocess.Popen[bytes]) -> tuple[socket.socket, str]:
+    """Connect to a ``--tcp 0`` host, by the port and token file it prints."""
+    assert host.stderr is not None
+    port = int(host.stderr.readline().decode().rsplit(":", 1)[1])
+    token_line = host.stderr.readline().decode()
+    assert token_line.startswith("oma-host token file: "), token_line
+    token = Path(token_line.split(": ", 1)[1].strip()).read_text().strip()
+    return socket.create_connection(("127.0.0.1", port), timeout=30), token
+
+
+def _socket_channel(connection: socket.socket) -> Channel:
+    lines = connection.makefile("rb")
+
+    def send(message: dict[str, Any]) -> None:
+        connection.sendall(json.dumps(message).encode() + b"\n")
+
+    def receive() -> dict[str, Any]:
+        answer: dict[str, Any] = json.loads(lines.readline())
+        return answer
+
+    return send, receive
 
 
 @pytest.mark.parametrize("command", [["demo"], ["--tcp", "0"]])
