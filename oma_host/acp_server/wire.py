@@ -47,6 +47,8 @@ from typing import Any
 from acp import RequestError
 from pydantic import ValidationError
 
+from oma_host.core.collector import request_finished, request_started
+
 log = logging.getLogger(__name__)
 
 # One JSON-RPC message per line; a prompt with images makes long lines. The
@@ -201,6 +203,8 @@ class AcpWire:
         task = asyncio.ensure_future(step)
         self._running.add(task)
         task.add_done_callback(self._running.discard)
+        request_started()
+        task.add_done_callback(request_finished)
 
     async def _answer(
         self, request_id: Any, method: Any, handler: RequestHandler | None, params: Any

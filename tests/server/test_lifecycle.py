@@ -161,10 +161,18 @@ async def test_answering_initialize_loads_neither_pydantic_nor_the_agent_core() 
     assert not heavy & modules
 
 
+# At exit: the thresholds, the frozen objects, and the highest young
+# threshold the host set while it served.
 _REPORT_COLLECTOR = (
     "import atexit, gc, sys\n"
+    "young = [0]\n"
+    "set_threshold = gc.set_threshold\n"
+    "def spy(*thresholds):\n"
+    "    young.append(thresholds[0])\n"
+    "    set_threshold(*thresholds)\n"
+    "gc.set_threshold = spy\n"
     "atexit.register(lambda: print('GC', *gc.get_threshold(), gc.get_freeze_count(),"
-    " file=sys.stderr))\n"
+    " max(young), file=sys.stderr))\n"
     "from oma_host.cli.main import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
@@ -173,7 +181,8 @@ _REPORT_COLLECTOR = (
 async def test_a_serving_host_runs_with_the_collector_tuned_for_many_runs() -> None:
     """Both doors serve with what startup built frozen and the thresholds of
     oma_host.core.collector (CPython's 700, 10, 10 cost a third of the
-    host's CPU with 1,000 runs in flight)."""
+    host's CPU with 1,000 runs in flight): the busy one while a request is
+    in flight, the idle one once none is."""
     from oma_host.core import collector
 
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
@@ -189,7 +198,8 @@ async def test_a_serving_host_runs_with_the_collector_tuned_for_many_runs() -> N
     for args, stdin in doors:
         stdout, report = await _reported(_REPORT_COLLECTOR, args, stdin, "GC ")
         assert b'"result"' in stdout, (args, stdout)
-        young, middle, old, frozen = map(int, report)
+        young, middle, old, frozen, busy_young = map(int, report)
         expected = (collector.YOUNG_THRESHOLD, collector.MIDDLE_THRESHOLD, collector.OLD_THRESHOLD)
         assert (young, middle, old) == expected, args
+        assert busy_young == collector.BUSY_YOUNG_THRESHOLD, args  # while initialize ran
         assert frozen > 10_000, args  # the modules startup imported
