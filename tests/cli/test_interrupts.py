@@ -34,17 +34,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _sleeper_run(pid_file: Path) -> list[dict[str, Any]]:
-    """initialize, create a process agent that writes its pid then sleeps, run it."""
+def _sleeper(pid_file: Path) -> dict[str, Any]:
+    """A process agent whose command writes its pid, then sleeps."""
     script = f"echo $$ > {pid_file}; exec sleep 60"
-    config = {
+    return {
         "name": "sleeper",
         "backend": {"kind": "process", "command": "sh", "args": ["-c", script], "input": "none"},
     }
-    return [
-        {"jsonrpc": "2.0", "id": 2, "method": "agent/create", "params": {"config": config}},
-        {"jsonrpc": "2.0", "id": 3, "method": "agent/run", "params": {"agentId": None}},
-    ]
 
 
 def _wait_for_pid(pid_file: Path) -> int:
@@ -91,10 +87,10 @@ def test_ctrl_c_ends_a_serving_host_quietly_and_its_runs_with_it(tmp_path: Path,
             initialize["params"] = {"initializationOptions": {"authToken": token}}
         send(initialize)
         assert "result" in receive(), "initialize failed"
-        create, run = _sleeper_run(pid_file)
-        send(create)
-        run["params"] = {"agentId": receive()["result"]["agentId"], "input": "go"}
-        send(run)
+        config = _sleeper(pid_file)
+        send({"jsonrpc": "2.0", "id": 2, "method": "agent/create", "params": {"config": config}})
+        run = {"agentId": receive()["result"]["agentId"], "input": "go"}
+        send({"jsonrpc": "2.0", "id": 3, "method": "agent/run", "params": run})
         child_pid = _wait_for_pid(pid_file)
         stdout, stderr = _ctrl_c(host)
         assert host.returncode == INTERRUPTED, stderr.decode()
