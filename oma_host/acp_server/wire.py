@@ -47,7 +47,7 @@ from typing import Any
 from acp import RequestError
 from pydantic import ValidationError
 
-from oma_host.core.collector import request_finished, request_started
+from oma_host.core.collector import count_in_flight
 
 log = logging.getLogger(__name__)
 
@@ -203,8 +203,7 @@ class AcpWire:
         task = asyncio.ensure_future(step)
         self._running.add(task)
         task.add_done_callback(self._running.discard)
-        request_started()
-        task.add_done_callback(request_finished)
+        count_in_flight(task)
 
     async def _answer(
         self, request_id: Any, method: Any, handler: RequestHandler | None, params: Any

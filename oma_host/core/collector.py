@@ -34,6 +34,10 @@ allocations, so they stay bounded.
 from __future__ import annotations
 
 import gc
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 # Net allocations of container objects between young collections (CPython: 700).
 YOUNG_THRESHOLD = 10_000
@@ -80,3 +84,10 @@ def request_finished(_: object = None) -> None:
     _in_flight -= 1
     if _in_flight == 0 and _serving:
         gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD)
+
+
+def count_in_flight(task: asyncio.Future[Any]) -> None:
+    """Count ``task``, a request's, as in flight until it is done: the
+    :func:`request_started` and :func:`request_finished` pair, kept together."""
+    request_started()
+    task.add_done_callback(request_finished)

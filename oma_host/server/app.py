@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oma_host.core.abort import AbortSignal
-from oma_host.core.collector import request_finished, request_started
+from oma_host.core.collector import count_in_flight
 from oma_host.core.errors import OmaError
 from oma_host.core.suggest import did_you_mean
 from oma_host.server.auth import looks_like_http, token_matches
@@ -400,8 +400,7 @@ class HostSession:
         task = asyncio.get_running_loop().create_task(self._run(ctx, params, msg_id))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        request_started()
-        task.add_done_callback(request_finished)
+        count_in_flight(task)
         if msg_id is not None:
             self._requests[msg_id] = ctx.abort
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.server.helpers import kill_quietly, process_config, read_tcp_banner, wait_dead
+
 INTERRUPTED = 130
 
 
@@ -24,23 +26,6 @@ def _ctrl_c(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
     """What a terminal does on Ctrl-C: SIGINT to the foreground process group."""
     os.killpg(process.pid, signal.SIGINT)
     return process.communicate(timeout=30)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _sleeper(pid_file: Path) -> dict[str, Any]:
-    """A process agent whose command writes its pid, then sleeps."""
-    script = f"echo $$ > {pid_file}; exec sleep 60"
-    return {
-        "name": "sleeper",
-        "backend": {"kind": "process", "command": "sh", "args": ["-c", script], "input": "none"},
-    }
 
 
 def _wait_for_pid(pid_file: Path) -> int:
@@ -87,7 +72,7 @@ def test_ctrl_c_ends_a_serving_host_quietly_and_its_runs_with_it(tmp_path: Path,
             initialize["params"] = {"initializationOptions": {"authToken": token}}
         send(initialize)
         assert "result" in receive(), "initialize failed"
-        config = _sleeper(pid_file)
+        config = process_config("sleeper", f"echo $$ > {pid_file}; exec sleep 60", input="none")
         send({"jsonrpc": "2.0", "id": 2, "method": "agent/create", "params": {"config": config}})
         run = {"agentId": receive()["result"]["agentId"], "input": "go"}
         send({"jsonrpc": "2.0", "id": 3, "method": "agent/run", "params": run})
@@ -96,17 +81,14 @@ def test_ctrl_c_ends_a_serving_host_quietly_and_its_runs_with_it(tmp_path: Path,
         assert host.returncode == INTERRUPTED, stderr.decode()
         assert b"Traceback" not in stderr, stderr.decode()
         _assert_cancelled(json.loads(stdout) if door == "stdio" else receive())
-        deadline = time.monotonic() + 10
-        while _alive(child_pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(child_pid), "the run's process outlived the interrupted host"
+        assert wait_dead(child_pid), "the run's process outlived the interrupted host"
     finally:
         if connection is not None:
             connection.close()
         if host.poll() is None:
             host.kill()
-        if child_pid is not None and _alive(child_pid):
-            os.kill(child_pid, signal.SIGKILL)
+        if child_pid is not None:
+            kill_quietly(child_pid)
 
 
 Channel = tuple[Callable[[dict[str, Any]], None], Callable[[], dict[str, Any]]]
@@ -130,10 +112,8 @@ def _stdio_channel(host: subprocess.Popen[bytes]) -> Channel:
 def _tcp_connection(host: subprocess.Popen[bytes]) -> tuple[socket.socket, str]:
     """Connect to a ``--tcp 0`` host, by the port and token file it prints."""
     assert host.stderr is not None
-    port = int(host.stderr.readline().decode().rsplit(":", 1)[1])
-    token_line = host.stderr.readline().decode()
-    assert token_line.startswith("oma-host token file: "), token_line
-    token = Path(token_line.split(": ", 1)[1].strip()).read_text().strip()
+    port, token_file = read_tcp_banner(host.stderr.readline(), host.stderr.readline())
+    token = token_file.read_text().strip()
     return socket.create_connection(("127.0.0.1", port), timeout=30), token
 
 

@@ -100,6 +100,15 @@ async def wait_for_progress(client: HostClient, token: Any, count: int = 1) -> N
     raise AssertionError(f"fewer than {count} progress events for {token!r} arrived")
 
 
+def read_tcp_banner(banner: bytes, token_line: bytes) -> tuple[int, Path]:
+    """The port and token file of a ``--tcp`` host, from the first two
+    lines it writes on stderr."""
+    port = int(banner.decode().rsplit(":", 1)[1])
+    line = token_line.decode()
+    assert line.startswith("oma-host token file: "), line
+    return port, Path(line.split(": ", 1)[1].strip())
+
+
 class TcpHost:
     """A real ``oma-host --tcp 0`` keeping its token under ``runtime_dir``
     (its ``XDG_RUNTIME_DIR``); its stderr is collected in ``log``."""
@@ -125,15 +134,14 @@ class TcpHost:
         )
         assert process.stderr is not None
         try:
-            banner = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
-            port = int(banner.rsplit(":", 1)[1])
-            line = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
-            assert line.startswith("oma-host token file: "), line
+            banner = await asyncio.wait_for(process.stderr.readline(), 30)
+            token_line = await asyncio.wait_for(process.stderr.readline(), 30)
+            port, token_file = read_tcp_banner(banner, token_line)
         except BaseException:
             process.kill()  # a host that did not start as expected is not left behind
             await process.wait()
             raise
-        return cls(process, port, Path(line.split(": ", 1)[1].strip()))
+        return cls(process, port, token_file)
 
     async def _collect(self) -> None:
         assert self.process.stderr is not None
