@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.harness import Comparison, calibrate, interleave, per_call
-from oma_host.core.messages import clone, guard_run_input
+from oma_host.core.guard import clone, guard_run_input
 
 GUARD = "guard_run_input (validate + copy)"
 DEEPCOPY = "copy.deepcopy"

@@ -29,6 +29,13 @@ from oma_host.core.backends import (
 )
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.guard import (
+    clone,
+    clone_messages,
+    guard_messages,
+    guard_prompt_input,
+    guard_run_input,
+)
 from oma_host.core.hooks import (
     LOSSY_MESSAGES,
     AfterRunContext,
@@ -40,15 +47,7 @@ from oma_host.core.hooks import (
     make_before_run_context,
     read_after_run_answer,
 )
-from oma_host.core.messages import (
-    LLMMessage,
-    clone,
-    clone_messages,
-    guard_messages,
-    guard_prompt_input,
-    guard_run_input,
-    latest_user_prompt,
-)
+from oma_host.core.messages import LLMMessage, latest_user_prompt
 from oma_host.core.redact import Redactor
 from oma_host.core.results import (
     AgentRunResult,

@@ -18,14 +18,8 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from oma_host.core.errors import InvalidMessageError
-from oma_host.core.messages import (
-    LLMMessage,
-    clone,
-    copy_plain,
-    guard_messages,
-    latest_user_prompt,
-    rewrite_latest_prompt,
-)
+from oma_host.core.guard import clone, copy_plain, guard_messages
+from oma_host.core.messages import LLMMessage, latest_user_prompt, rewrite_latest_prompt
 from oma_host.core.results import AgentRunResult
 
 T = TypeVar("T")

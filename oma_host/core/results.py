@@ -24,7 +24,8 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from oma_host.core.messages import LLMMessage, clone
+from oma_host.core.guard import clone
+from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
 
 StatusCode = Literal["ok", "error", "cancelled", "timeout", "budget_exhausted"]

@@ -18,8 +18,9 @@ from oma_host.core.agent import Agent, new_run_id
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_model_defaults
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.guard import clone, copy_plain
 from oma_host.core.hooks import AfterRunHook, BeforeRunHook
-from oma_host.core.messages import LLMMessage, clone, copy_plain
+from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
 from oma_host.core.results import AgentRunResult
 from oma_host.orchestration.evaluation import (

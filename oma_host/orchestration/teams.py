@@ -26,7 +26,7 @@ from oma_host.core.agent import Agent, check_agent_config, new_run_id
 from oma_host.core.backends import backend_entry
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
-from oma_host.core.messages import clone
+from oma_host.core.guard import clone
 from oma_host.core.results import AgentRunResult, TokenUsage, add_token_usage, zero_usage
 
 log = logging.getLogger(__name__)

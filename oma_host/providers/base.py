@@ -83,7 +83,7 @@ def checked_messages(messages: list[LLMMessage], options: ChatOptions) -> list[L
         return messages
     # Imported here: the registry imports this module to answer initialize,
     # which must not load pydantic (the message types need it).
-    from oma_host.core.messages import guard_messages
+    from oma_host.core.guard import guard_messages
 
     return guard_messages(messages, "messages")
 

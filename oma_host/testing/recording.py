@@ -19,7 +19,8 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from oma_host.core.messages import LLMMessage, clone
+from oma_host.core.guard import clone
+from oma_host.core.messages import LLMMessage
 from oma_host.core.results import StreamEvent, TokenUsage
 from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
 

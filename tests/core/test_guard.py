@@ -15,13 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oma_host.core.errors import InvalidMessageError, OmaError
-from oma_host.core.messages import (
-    guard_messages,
-    guard_prompt_input,
-    guard_run_input,
-    latest_user_prompt,
-    rewrite_latest_prompt,
-)
+from oma_host.core.guard import guard_messages, guard_prompt_input, guard_run_input
+from oma_host.core.messages import latest_user_prompt, rewrite_latest_prompt
 from tests.builders import assistant, image, text, tool_result, user
 
 # --------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oma_host.core import messages
+from oma_host.core import guard
 from oma_host.core.errors import InvalidMessageError
 from tests.core import guard_oracle
 
@@ -239,9 +239,9 @@ def assert_same(new: Callable[[], Any], old: Callable[[], Any]) -> None:
 
 
 GUARDS = [
-    ("run input", messages.guard_run_input, guard_oracle.guard_run_input, "input"),
-    ("history", messages.guard_messages, guard_oracle.guard_messages, "config.history"),
-    ("prompt", messages.guard_prompt_input, guard_oracle.guard_prompt_input, "prompt"),
+    ("run input", guard.guard_run_input, guard_oracle.guard_run_input, "input"),
+    ("history", guard.guard_messages, guard_oracle.guard_messages, "config.history"),
+    ("prompt", guard.guard_prompt_input, guard_oracle.guard_prompt_input, "prompt"),
 ]
 
 EXAMPLES = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -261,7 +261,7 @@ def test_message_lists_are_guarded_as_before(value: Any) -> None:
 @EXAMPLES
 @given(_sequence(blocks, 4))
 def test_prompt_blocks_are_guarded_as_before(value: Any) -> None:
-    new, old = messages.guard_prompt_input, guard_oracle.guard_prompt_input
+    new, old = guard.guard_prompt_input, guard_oracle.guard_prompt_input
     for path in ("input", "prompt"):
         assert_same(lambda: new(value, path), lambda: old(value, path))  # noqa: B023
         assert_same(
@@ -305,9 +305,7 @@ def test_deep_nesting_after_a_shape_fault_reports_the_nesting_as_before() -> Non
         {"role": "system", "content": []},
         {"role": "user", "content": [{"type": "custom", "x": deep}]},
     ]
-    assert_same(
-        lambda: messages.guard_run_input(value), lambda: guard_oracle.guard_run_input(value)
-    )
+    assert_same(lambda: guard.guard_run_input(value), lambda: guard_oracle.guard_run_input(value))
 
 
 # --------------------------------------------------------------------------
@@ -434,7 +432,7 @@ def assert_all_guards_agree(value: Any, blocks: Any) -> None:
             lambda: new(value, path, owned=True),  # noqa: B023
             lambda: old(value, path, owned=True),  # noqa: B023
         )
-    new_prompt, old_prompt = messages.guard_prompt_input, guard_oracle.guard_prompt_input
+    new_prompt, old_prompt = guard.guard_prompt_input, guard_oracle.guard_prompt_input
     assert_same(lambda: new_prompt(blocks), lambda: old_prompt(blocks))
     assert_same(lambda: new_prompt(blocks, owned=True), lambda: old_prompt(blocks, owned=True))
 
@@ -453,7 +451,7 @@ SINGLE_FAULTS = single_faults(SITE_BASE)
 def test_the_fault_table_covers_every_place() -> None:
     assert len(SINGLE_FAULTS) > 2000
     assert_all_guards_agree(SITE_BASE, SITE_BASE[0]["content"])
-    assert messages.guard_run_input(SITE_BASE) == SITE_BASE
+    assert guard.guard_run_input(SITE_BASE) == SITE_BASE
 
 
 def test_every_single_fault_is_reported_as_before() -> None:
