@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from oma_host.cli.client import HostClient
+from oma_host.testing.simulator import Simulator
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -25,6 +26,13 @@ def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
         os.environ.pop("XDG_STATE_HOME", None)
     else:
         os.environ["XDG_STATE_HOME"] = previous
+
+
+@pytest.fixture
+def sim() -> Iterator[Simulator]:
+    """A provider simulator on 127.0.0.1, in a thread of the test's process."""
+    with Simulator() as simulator:
+        yield simulator
 
 
 @pytest.fixture

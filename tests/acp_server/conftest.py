@@ -9,7 +9,6 @@ Node.js or a failed install fails the tests: it never skips them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,12 +31,6 @@ def acp_agent_dir() -> Path:
     """The TypeScript SDK's scripted ACP agent, for wrapped-agent tests."""
     ensure_npm_packages(ACP_AGENT_DIR, "@agentclientprotocol/sdk/package.json")
     return ACP_AGENT_DIR
-
-
-@pytest.fixture
-def sim() -> Iterator[Simulator]:
-    with Simulator() as simulator:
-        yield simulator
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from tests.acp_server.helpers import (
     text,
 )
 from tests.npm_packages import ensure_npm_packages
+from tests.server.helpers import pid_alive
 
 SERVERS = Path(__file__).resolve().parent.parent / "llm" / "mcp_servers"
 EVERYTHING = {
@@ -57,15 +58,6 @@ def _results(door: Door, request: int) -> dict[str, dict[str, Any]]:
     return {block["tool_use_id"]: block for block in content if block["type"] == "tool_result"}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    return state != "Z"
-
-
 def test_an_llm_agent_calls_the_editors_servers_tools(door: Door) -> None:
     door.sim.script(
         Reply(
@@ -93,7 +85,7 @@ def test_an_llm_agent_calls_the_editors_servers_tools(door: Door) -> None:
     found = re.search(r"echo: ping \(pid (\d+)\)", str(results["f"]["content"]))
     assert found, results["f"]
     # The server ended with the session's process.
-    assert not _alive(int(found.group(1)))
+    assert not pid_alive(int(found.group(1)))
 
 
 def test_session_load_adds_the_editors_servers_to_the_loaded_session(door: Door) -> None:

@@ -15,14 +15,7 @@ from pathlib import Path
 import pytest
 
 from bridges.procgroup import end_process_group, spawn_group
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+from tests.server.helpers import pid_alive
 
 
 async def _child_pid(pidfile: Path, within_s: float) -> int | None:
@@ -63,7 +56,7 @@ async def test_a_cancelled_start_ends_the_whole_group(tmp_path: Path, passes: in
         return  # cancelled before the command ran its first line
     try:
         for _ in range(150):
-            if not _alive(child):
+            if not pid_alive(child):
                 return
             await asyncio.sleep(0.02)
         pytest.fail(f"the command's child {child} outlived the cancelled start")

@@ -1,6 +1,7 @@
 """The LLM backend's tool tests drive a real host against the provider
-simulator, with the same fixtures as the provider tests."""
+simulator (the suite's ``sim``), with the same host fixture as the provider
+tests."""
 
-from tests.providers.conftest import host, sim
+from tests.providers.conftest import host
 
-__all__ = ["host", "sim"]
+__all__ = ["host"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -19,17 +19,11 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
-from tests.providers.helpers import llm_config
+from tests.providers.helpers import llm_config, results_sent
 
 KEY = "sk-ant-api03-edit-test-key-DO-NOT-LEAK-777"
 ALLOW_WRITES = [{"tool": "file_*", "action": "allow"}]
 WRITE_TOOLS = ["file_read", "file_write", "file_edit"]
-
-
-@pytest.fixture
-def sim() -> Iterator[Simulator]:
-    with Simulator() as simulator:
-        yield simulator
 
 
 async def spawn(apply_edit: bool) -> HostClient:
@@ -64,11 +58,6 @@ async def create(host: HostClient, sim: Simulator, cwd: Path, **extra: Any) -> s
 
 def use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
     return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
-
-
-def results_sent(sim: Simulator, index: int = 1) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = sim.requests[index].body["messages"][-1]["content"]
-    return content
 
 
 def utf16_offset(text: str, line: int, character: int) -> int:

@@ -10,7 +10,7 @@ import asyncio
 import base64
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,8 @@ from oma_host.cli.client import HostClient
 from oma_host.llm.mcp_servers import offered_name
 from oma_host.testing.simulator import Reply, Simulator
 from tests.npm_packages import ensure_npm_packages
-from tests.providers.helpers import llm_config
+from tests.providers.helpers import llm_config, results_sent
+from tests.server.helpers import pid_alive
 
 SERVERS = Path(__file__).resolve().parent / "mcp_servers"
 BIN = SERVERS / "node_modules" / ".bin"
@@ -32,12 +33,6 @@ KEY = "sk-ant-api03-mcp-test-key-DO-NOT-LEAK-424242"
 @pytest.fixture(scope="module", autouse=True)
 def npm_servers() -> None:
     ensure_npm_packages(SERVERS, "@modelcontextprotocol/server-filesystem")
-
-
-@pytest.fixture
-def sim() -> Iterator[Simulator]:
-    with Simulator() as simulator:
-        yield simulator
 
 
 @pytest.fixture
@@ -66,24 +61,9 @@ def offered(sim: Simulator, index: int = 0) -> dict[str, dict[str, Any]]:
     return {tool["name"]: tool for tool in sim.requests[index].body.get("tools", [])}
 
 
-def results_sent(sim: Simulator, index: int = 1) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = sim.requests[index].body["messages"][-1]["content"]
-    return content
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead too; the host reaps its children.
-    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    return state != "Z"
-
-
 async def wait_dead(pid: int) -> None:
     for _ in range(400):
-        if not alive(pid):
+        if not pid_alive(pid):
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"process {pid} is still alive")
@@ -185,7 +165,7 @@ async def test_filesystem_server_reads_the_agents_folder_and_servers_are_reused(
     pid_one = echo_one["content"].rsplit("pid ", 1)[1].rstrip(")")
     pid_two = echo_two["content"].rsplit("pid ", 1)[1].rstrip(")")
     assert pid_one == pid_two
-    assert alive(int(pid_one))
+    assert pid_alive(int(pid_one))
     # Dispose ends it.
     await host.request("agent/dispose", {"agentId": agent})
     await wait_dead(int(pid_one))
@@ -207,7 +187,7 @@ async def test_reset_ends_the_servers_and_the_next_run_starts_them_again(
     await wait_dead(pid_one)
     await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
     pid_two = int(results_sent(sim, 3)[0]["content"].rsplit("pid ", 1)[1].rstrip(")"))
-    assert pid_two != pid_one and alive(pid_two)
+    assert pid_two != pid_one and pid_alive(pid_two)
 
 
 async def test_a_one_off_run_ends_its_servers(host: HostClient, sim: Simulator) -> None:
@@ -363,7 +343,7 @@ async def test_shutdown_ends_the_servers(sim: Simulator) -> None:
     sim.script(Reply(content=[use("p", "faults__echo", text="one")]), Reply.text("done"))
     await client.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
     pid = int(results_sent(sim)[0]["content"].rsplit("pid ", 1)[1].rstrip(")"))
-    assert alive(pid)
+    assert pid_alive(pid)
     assert await client.close() == 0
     await wait_dead(pid)
 

@@ -4,7 +4,7 @@ record of a call carries its ``permission`` event's data, through a real
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +13,6 @@ import pytest
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
 from tests.providers.helpers import llm_config
-
-
-@pytest.fixture
-def sim() -> Iterator[Simulator]:
-    with Simulator() as simulator:
-        yield simulator
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ is a ``permission`` stream event."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from oma_host.cli.client import HostClient
 from oma_host.core.config import PermissionRule
 from oma_host.llm.permissions import evaluate, target_of
 from oma_host.testing.simulator import Reply, Simulator
-from tests.providers.helpers import llm_config
+from tests.providers.helpers import llm_config, results_sent
 
 KEY = "sk-ant-api03-permission-test-key-DO-NOT-LEAK-99"
 
@@ -62,12 +62,6 @@ def test_the_main_argument_is_the_path_or_the_command() -> None:
 
 
 @pytest.fixture
-def sim() -> Iterator[Simulator]:
-    with Simulator() as simulator:
-        yield simulator
-
-
-@pytest.fixture
 async def host() -> AsyncIterator[HostClient]:
     client = await HostClient.spawn(env={"ANTHROPIC_API_KEY": KEY})
     await client.initialize()
@@ -104,11 +98,6 @@ def asked(host: HostClient) -> list[dict[str, Any]]:
     return [
         params for method, params in host.server_requests if method == "agent/requestPermission"
     ]
-
-
-def results_sent(sim: Simulator, index: int) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = sim.requests[index].body["messages"][-1]["content"]
-    return content
 
 
 async def test_allow_once_asks_every_time(host: HostClient, sim: Simulator, tmp_path: Path) -> None:

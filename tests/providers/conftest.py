@@ -4,23 +4,16 @@ with a known API key in its environment, once per HTTP transport."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
 from oma_host.cli.client import HostClient
-from oma_host.testing.simulator import Simulator
 from tests.providers.helpers import TRANSPORTS
 
 ANTHROPIC_KEY = "sk-ant-api03-test-key-DO-NOT-LEAK-1234567890"
 OPENAI_KEY = "sk-proj-test-key-DO-NOT-LEAK-0987654321"
 AZURE_KEY = "azure-test-key-DO-NOT-LEAK-5678901234abcdef"
-
-
-@pytest.fixture
-def sim() -> Iterator[Simulator]:
-    with Simulator() as simulator:
-        yield simulator
 
 
 @pytest.fixture(params=TRANSPORTS)

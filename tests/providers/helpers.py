@@ -93,3 +93,10 @@ def system_text(provider: str, body: dict[str, Any]) -> str:
         return system if isinstance(system, str) else "".join(b["text"] for b in system)
     content: str = body["messages"][0]["content"]
     return content
+
+
+def results_sent(sim: Simulator, index: int = 1) -> list[dict[str, Any]]:
+    """The blocks of the last message of the simulator's request ``index``:
+    after a tool call, the tool results the host sent back."""
+    content: list[dict[str, Any]] = sim.requests[index].body["messages"][-1]["content"]
+    return content

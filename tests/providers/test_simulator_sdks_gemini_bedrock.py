@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -45,12 +44,6 @@ REPLY = [
         "providerMetadata": {"google": {"thoughtSignature": SIGNATURE}},
     },
 ]
-
-
-@pytest.fixture
-def sim() -> Iterator[Simulator]:
-    with Simulator() as simulator:
-        yield simulator
 
 
 # --------------------------------------------------------------------------

@@ -45,6 +45,7 @@ def process_config(name: str, script: str, **backend: Any) -> dict[str, Any]:
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether the process runs: a zombie (exited, not yet reaped) counts as dead."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
