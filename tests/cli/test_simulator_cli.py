@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 SIMULATOR = [sys.executable, "-m", "oma_host.testing.simulator"]
+HOST_CALL = [sys.executable, "-m", "oma_host", "call"]
 # "message(s)" or, on the Responses wire (Azure's), "input item(s)".
 ANSWER = re.compile(r"simulator saw 1 [a-z ]+\(s\); the last user message holds: text 'hi'")
 
@@ -67,8 +68,7 @@ def test_an_agent_set_up_as_the_help_says_gets_the_unscripted_answer(
     env = {**os.environ, **aws}
     for streamed in ("agent/run", "agent/stream"):
         done = subprocess.run(
-            [sys.executable, "-m", "oma_host", "call", streamed, json.dumps({"input": "hi"})]
-            + ["--agent", json.dumps(config)],
+            [*HOST_CALL, streamed, json.dumps({"input": "hi"}), "--agent", json.dumps(config)],
             capture_output=True,
             text=True,
             timeout=120,
