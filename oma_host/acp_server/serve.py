@@ -1,6 +1,6 @@
 """``oma-host acp``: check the agents, then serve ACP on stdio until the
-editor closes it. A bad agents file is one line on stderr and exit status 2,
-before any ACP traffic."""
+editor closes it (or SIGTERM or SIGHUP ends it, as Ctrl-C does). A bad
+agents file is one line on stderr and exit status 2, before any ACP traffic."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 
 from oma_host.acp_server.agents import AgentsFileError, load_agents
 from oma_host.core.config import AgentConfig
+from oma_host.core.termination import Termination
 
 # The exit status of a usage error, as argparse gives it.
 USAGE_ERROR = 2
@@ -21,11 +22,26 @@ def serve_acp(agents_file: str | None, state_dir: str | None) -> int:
     except AgentsFileError as error:
         print(f"oma-host acp: {error}", file=sys.stderr, flush=True)
         return USAGE_ERROR
-    asyncio.run(_serve(configs, state_dir))
-    return 0
+    return asyncio.run(_serve(configs, state_dir))
 
 
-async def _serve(configs: list[AgentConfig], state_dir: str | None) -> None:
+async def _serve(configs: list[AgentConfig], state_dir: str | None) -> int:
+    """Serve until the editor closes stdin (0), or until SIGTERM or SIGHUP
+    (128 plus its number), the sessions' agents and servers ended either way."""
+    task = asyncio.current_task()
+    assert task is not None
+    termination = Termination(task)
+    try:
+        await _serve_editor(configs, state_dir)
+    except asyncio.CancelledError:
+        if termination.signum is None:
+            raise  # Ctrl-C: asyncio.run makes it a KeyboardInterrupt (exit 130)
+    finally:
+        termination.remove()
+    return 0 if termination.signum is None else termination.exit_code
+
+
+async def _serve_editor(configs: list[AgentConfig], state_dir: str | None) -> None:
     from acp.stdio import stdio_streams
 
     from oma_host.acp_server.door import OmaAcpAgent

@@ -5,7 +5,7 @@ the token the host keeps for that port, or the one in ``--token-file``),
 initializes it, optionally creates an agent first (``--agent CONFIG``, whose
 ``agentId`` is put into the params), sends the request, prints progress and
 other notifications live on stderr (on a terminal, a run's work-done
-reports as a status line), and prints the result (or the error) as
+reports as a status line and a stream's text as it comes), and prints the result (or the error) as
 pretty JSON on stdout, so ``| jq`` works.
 
 The exit code says how it went: 0 for a result (a run's with ``success:
@@ -78,31 +78,50 @@ def _describe(notification: dict[str, Any]) -> str:
 class _Stderr:
     """Notifications on stderr, one line each. On a terminal, the run's
     work-done reports ("waiting for claude-sonnet-4-5 (3 s)") are one status
-    line instead, redrawn in place behind a spinner and cleared at the end."""
+    line instead, redrawn in place behind a spinner and cleared at the end,
+    and a stream's text deltas are written as they come, as one text, the
+    way a person reads a reply (a script reading a pipe gets a line each)."""
 
     def __init__(self, terminal: bool) -> None:
         self.terminal = terminal
         self._frames = itertools.cycle("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
         self._status_shown = False
+        self._mid_text = False  # a streamed text is written up to here, with no newline
 
     def notification(self, notification: dict[str, Any]) -> None:
         params = notification.get("params") or {}
-        if (
-            self.terminal
-            and notification.get("method") == "$/progress"
-            and params.get("token") == WORK_DONE_TOKEN
-        ):
+        if self.terminal and notification.get("method") == "$/progress":
             value = params.get("value") or {}
-            self._status(value.get("message") if value.get("kind") == "report" else None)
-            return
+            if params.get("token") == WORK_DONE_TOKEN:
+                self._status(value.get("message") if value.get("kind") == "report" else None)
+                return
+            if value.get("type") == "text" and isinstance(value.get("data"), str):
+                self._text(value["data"])
+                return
         self.line(_describe(notification))
 
     def line(self, text: str) -> None:
         self._status(None)
+        self.end_text()
         print(text, file=sys.stderr, flush=True)
+
+    def end_text(self) -> None:
+        """End a streamed text's last line, if it has no newline yet."""
+        if self._mid_text:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self._mid_text = False
+
+    def _text(self, delta: str) -> None:
+        self._status(None)
+        sys.stderr.write(delta)
+        sys.stderr.flush()
+        if delta:
+            self._mid_text = not delta.endswith("\n")
 
     def _status(self, message: str | None) -> None:
         if message is not None:
+            self.end_text()  # a status line drawn over a text's last line would erase it
             sys.stderr.write(f"\r\x1b[K{next(self._frames)} {message}")
         elif self._status_shown:
             sys.stderr.write("\r\x1b[K")
@@ -180,6 +199,7 @@ async def _call(
         response = await asyncio.wait_for(pending, timeout)
         with contextlib.suppress(NotImplementedError):
             loop.remove_signal_handler(signal.SIGINT)
+        stderr.end_text()
         code = _print_response(response)
         return EXIT_INTERRUPTED if interrupted else code
     except RpcError as error:  # initialize or agent/create refused

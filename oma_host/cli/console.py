@@ -35,6 +35,7 @@ from typing import Any
 
 from oma_host.cli.client import host_argv
 from oma_host.cli.console_commands import COMMANDS, Console
+from oma_host.core.redact import redact_patterns
 
 PROMPT = "oma> "
 _NAME_COMMANDS = {"run", "stream", "prompt", "image", "history", "reset"}
@@ -170,9 +171,15 @@ def _setup_readline(console: Console) -> ModuleType | None:
 
 
 def _save_history(readline: ModuleType | None) -> None:
+    """Write the line history, with credentials taken out: a key typed into a
+    ``create`` line stays usable (arrow up) for the session, never on disk."""
     history = _history_file()
     if readline is None or history is None:
         return
+    for position in range(readline.get_current_history_length()):
+        line = readline.get_history_item(position + 1)  # items count from 1, replacing from 0
+        if isinstance(line, str) and (redacted := redact_patterns(line)) != line:
+            readline.replace_history_item(position, redacted)
     with contextlib.suppress(OSError):  # an unwritable home must not spoil the exit
         history.parent.mkdir(parents=True, exist_ok=True)
         readline.write_history_file(history)

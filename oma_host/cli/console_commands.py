@@ -93,6 +93,29 @@ def _run_input(text: str) -> Any:
     return text
 
 
+_MESSAGES_EXAMPLE = '[{"role":"user","content":[{"type":"text","text":"hi"}]}]'
+_BLOCKS_EXAMPLE = '[{"type":"text","text":"hi"}]'
+
+
+def _shape_hint(command: str, run_input: Any) -> str | None:
+    """What shape ``command`` takes, when ``run_input`` has the other one:
+    messages given to ``prompt``, or bare content blocks to ``run``/``stream``."""
+    if not isinstance(run_input, list) or not run_input or not isinstance(run_input[0], dict):
+        return None
+    first = run_input[0]
+    if command == "prompt" and "role" in first:
+        return (
+            f"prompt takes TEXT or content blocks ({_BLOCKS_EXAMPLE}), one user turn; "
+            "a list of messages goes to run or stream"
+        )
+    if command != "prompt" and "role" not in first and "type" in first:
+        return (
+            f"{command} takes TEXT or a list of messages ({_MESSAGES_EXAMPLE}); "
+            "content blocks alone go to prompt"
+        )
+    return None
+
+
 def _describe_block(block: Any) -> str:
     if not isinstance(block, dict) or block.get("type") not in ("text", "image"):
         return _one_line(json.dumps(block), 120)
@@ -304,13 +327,16 @@ class Console:
         method = "agent/prompt" if command == "prompt" else f"agent/{command}"
         msg_id, pending = self.client.start_request(method, params)
         self.runs[msg_id] = f"{command} {name} (#{msg_id})"
-        finished = self._spawn_task(self._report_run(command, name, msg_id, pending, token))
+        hint = _shape_hint(command, run_input)
+        finished = self._spawn_task(self._report_run(command, name, msg_id, pending, token, hint))
         if not background:
             await finished
 
     async def _report_run(
-        self, command: str, name: str, msg_id: Any, pending: Any, token: str
+        self, command: str, name: str, msg_id: Any, pending: Any, token: str, hint: str | None
     ) -> None:
+        """Show how a run ended; ``hint`` follows an error answer (the shape
+        the command takes, when the input had another)."""
         started = time.monotonic()
         try:
             response = await pending
@@ -334,7 +360,7 @@ class Console:
                 self.screen.line(f"[{name}: cancelled after {elapsed:.2f}s]")
             else:
                 rpc = RpcError(error.get("code", 0), str(error.get("message", "")), data)
-                self.screen.line(describe_error(rpc))
+                self.screen.line(describe_error(rpc) + (f"\n  {hint}" if hint else ""))
             return
         result = response.get("result") or {}
         status = result.get("status") or {}

@@ -237,7 +237,8 @@ class Agent:
         backend: object = self._ensure_backend()
         if not isinstance(backend, Configurable):
             raise InvalidParamsError(
-                f"agent {self.name!r} has {self._entry.described}, which has no options to set"
+                f"agent {self.name!r} has {self._entry.described}, which has no options to "
+                "set (agent/configure sets the session options of an ACP agent)"
             )
         return await backend.configure(config_id, value)
 

@@ -52,5 +52,6 @@ register_backend(
         # reset ends (the next run starts the servers afresh).
         keeps_session=True,
         check_config=_check_config,
+        label="an LLM backend",
     )
 )

@@ -21,6 +21,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
+from oma_host.core.termination import Termination
+
 if TYPE_CHECKING:
     from oma_host.server.app import SessionOptions
 
@@ -67,10 +69,22 @@ async def _serve_stdio(options: SessionOptions) -> int:
 
     frames_out = _protect_stdout()
     session = HostSession(stdout_writer(frames_out), options)
+    termination = Termination(_current_task())
     try:
         return await session.serve(await _stdin_reader())
+    except asyncio.CancelledError:
+        if termination.signum is None:
+            raise  # Ctrl-C: asyncio.run makes it a KeyboardInterrupt (exit 130)
+        return termination.exit_code  # the session ended its runs on the way out
     finally:
+        termination.remove()
         await close_http_client()
+
+
+def _current_task() -> asyncio.Task[object]:
+    task = asyncio.current_task()
+    assert task is not None, "called from a coroutine"
+    return task
 
 
 async def close_http_client() -> None:

@@ -45,12 +45,24 @@ from oma_host.server.runs import note_secrets, tracked_run
 @handles(Method.AGENT_CREATE)
 async def agent_create(ctx: RequestContext, params: CreateParams) -> CreateResult:
     """Validates the config and copies `config.history`; with `sessionId`, the
-    stored conversation is restored (or a new one stored)."""
+    stored conversation is restored (or a new one stored). The `agentId` is
+    taken when the request is read: requests naming it that arrive before
+    the answer wait for it."""
     state = ctx.state
     config = parse_agent_config(params.config, state.defaults, ctx.where("config"))
     note_secrets(ctx, config)
-    session_id = params.session_id
-    store = None if session_id is None else state.store()
+    agent_id = state.agents.reserve()
+    try:
+        agent = await _create_agent(ctx, config, params.session_id)
+    except BaseException:
+        state.agents.abandon(agent_id)
+        raise
+    state.agents.fulfil(agent_id, agent, params.session_id)
+    return {"agentId": agent_id}
+
+
+async def _create_agent(ctx: RequestContext, config: AgentConfig, session_id: str | None) -> Agent:
+    store = None if session_id is None else ctx.state.store()
     stored = None
     if store is not None and session_id is not None:
         stored = await asyncio.to_thread(store.load_session, session_id)
@@ -72,7 +84,7 @@ async def agent_create(ctx: RequestContext, params: CreateParams) -> CreateResul
         if stored is not None:
             config = config.model_copy(update={"history": stored or None})
             agent = _build_agent(ctx, config, store, session_id, link)
-    return {"agentId": state.agents.add(agent, session_id)}
+    return agent
 
 
 def _session_link(store: Store, session_id: str, known: str | None) -> SessionLink:
@@ -117,20 +129,21 @@ def _turn_sink(store: Store, session_id: str, config: AgentConfig) -> TurnSink:
 @handles(Method.AGENT_HISTORY)
 async def agent_history(ctx: RequestContext, params: AgentIdParams) -> HistoryResult:
     """A copy of the persistent history."""
-    return {"messages": ctx.state.agents.get(params.agent_id).get_history()}
+    return {"messages": (await ctx.state.agents.ready(params.agent_id)).get_history()}
 
 
 @handles(Method.AGENT_STATE)
 async def agent_state(ctx: RequestContext, params: AgentIdParams) -> AgentStateResult:
     """The agent's status (idle, running, completed, error) and its token usage."""
-    return cast(AgentStateResult, ctx.state.agents.get(params.agent_id).state)
+    agent = await ctx.state.agents.ready(params.agent_id)
+    return cast(AgentStateResult, agent.state)
 
 
 @handles(Method.AGENT_CONFIGURE)
 async def agent_configure(ctx: RequestContext, params: ConfigureParams) -> AgentChoicesResult:
     """Sets one of an ACP agent's session choices (a config option, its mode
     or model), opening the session first if need be; answers the choices."""
-    agent = ctx.state.agents.get(params.agent_id)
+    agent = await ctx.state.agents.ready(params.agent_id)
     return cast(AgentChoicesResult, await agent.configure(params.config_id, params.value))
 
 
@@ -138,7 +151,7 @@ async def agent_configure(ctx: RequestContext, params: ConfigureParams) -> Agent
 async def agent_reset(ctx: RequestContext, params: AgentIdParams) -> None:
     """Clears history and usage, status idle; an ACP agent's session is dropped too."""
     agents = ctx.state.agents
-    agents.get(params.agent_id).reset()
+    (await agents.ready(params.agent_id)).reset()
     session_id = agents.session_of(params.agent_id)
     if session_id is not None:
         await asyncio.to_thread(ctx.state.store().clear_session, session_id)
@@ -147,7 +160,9 @@ async def agent_reset(ctx: RequestContext, params: AgentIdParams) -> None:
 @handles(Method.AGENT_DISPOSE)
 async def agent_dispose(ctx: RequestContext, params: AgentIdParams) -> None:
     """Ends the agent's processes or ACP session; the id is invalid afterwards."""
-    await ctx.state.agents.remove(params.agent_id).close()
+    agents = ctx.state.agents
+    await agents.ready(params.agent_id)
+    await agents.remove(params.agent_id).close()
 
 
 @handles(Method.AGENT_LIST)
@@ -175,7 +190,7 @@ def _progress_emitter(ctx: RequestContext, token: int | str | None) -> EmitFn | 
 
 
 async def _run(ctx: RequestContext, params: RunParams, token: int | str | None) -> AgentRunResult:
-    agent = ctx.state.agents.get(params.agent_id)
+    agent = await ctx.state.agents.ready(params.agent_id)
     # Params were just parsed off the wire: nobody else holds them, so no copy.
     messages: list[LLMMessage] = agent.validate_run_input(params.input, owned=True)
     emit = _progress_emitter(ctx, token)
@@ -205,7 +220,7 @@ async def agent_stream(ctx: RequestContext, params: StreamParams) -> AgentRunRes
 async def agent_prompt(ctx: RequestContext, params: PromptParams) -> AgentRunResult:
     """Appends the user turn and the reply to history (once the turn completes)."""
     agents = ctx.state.agents
-    agent = agents.get(params.agent_id)
+    agent = await agents.ready(params.agent_id)
     turn = agent.validate_prompt_input(params.input, owned=True)
     emit = _progress_emitter(ctx, params.partial_result_token)
     return await tracked_run(

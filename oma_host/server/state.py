@@ -12,6 +12,7 @@ session exists before ``initialize`` is answered.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,19 +44,49 @@ class Settings:
 @dataclass
 class AgentRegistry:
     """The session's agents: agentId -> Agent, and agentId -> the persistent
-    sessionId it was created with."""
+    sessionId it was created with.
+
+    An ``agent/create`` takes its id when it is read (:meth:`reserve`), before
+    it restores a stored session, so a request that names that id and was
+    sent after it (a client piping its requests without waiting) waits for
+    the create (:meth:`ready`) instead of finding no agent. A create that
+    fails gives its id back when no later create took one."""
 
     _agents: dict[str, Agent] = field(default_factory=dict)
     _sessions: dict[str, str] = field(default_factory=dict)
+    _pending: dict[str, asyncio.Future[None]] = field(default_factory=dict)
     _created: int = 0
 
-    def add(self, agent: Agent, session_id: str | None) -> str:
+    def reserve(self) -> str:
+        """The id of an agent being created; :meth:`fulfil` or :meth:`abandon` follows."""
         self._created += 1
         agent_id = f"agent-{self._created}"
+        self._pending[agent_id] = asyncio.get_running_loop().create_future()
+        return agent_id
+
+    def fulfil(self, agent_id: str, agent: Agent, session_id: str | None) -> None:
         self._agents[agent_id] = agent
         if session_id is not None:
             self._sessions[agent_id] = session_id
-        return agent_id
+        self._settle(agent_id)
+
+    def abandon(self, agent_id: str) -> None:
+        """The create failed: requests waiting for the id find no agent."""
+        self._settle(agent_id)
+        if agent_id == f"agent-{self._created}":
+            self._created -= 1
+
+    def _settle(self, agent_id: str) -> None:
+        waiting = self._pending.pop(agent_id, None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(None)
+
+    async def ready(self, agent_id: str) -> Agent:
+        """The agent, once a create that holds its id has finished."""
+        waiting = self._pending.get(agent_id)
+        if waiting is not None:
+            await asyncio.shield(waiting)
+        return self.get(agent_id)
 
     def get(self, agent_id: str) -> Agent:
         agent = self._agents.get(agent_id)

@@ -14,7 +14,7 @@ like HTTP is closed unread. TCP also needs bounds that stdio does not:
   is dropped: its runs go on producing output while it is not read, and a
   client that reads nothing would have the host buffer that output forever.
 
-SIGTERM (and Ctrl-C) stop the server: sessions are ended as by ``exit`` and
+SIGTERM, SIGHUP and Ctrl-C stop the server: sessions are ended as by ``exit`` and
 the token file is removed.
 """
 
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from oma_host.core.termination import ENDING_SIGNALS
 from oma_host.server import close_http_client
 from oma_host.server.app import HostSession, SessionOptions
 from oma_host.server.auth import new_token, read_token_file, remove_token_file, write_token_file
@@ -117,7 +117,8 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
     server = await asyncio.start_server(connection, tcp.host, tcp.port, limit=2**16)
     token_files: list[Path] = []
     stop = asyncio.Event()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    for signum in ENDING_SIGNALS:
+        loop.add_signal_handler(signum, stop.set)
     try:
         for sock in server.sockets:
             # The line a launcher may parse to learn the port (``--tcp 0``).
@@ -129,7 +130,7 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
         try:
             await stop.wait()
         finally:
-            # SIGTERM, or Ctrl-C (asyncio.run cancels this task): the sessions
+            # SIGTERM or SIGHUP, or Ctrl-C (asyncio.run cancels this task): the sessions
             # end their runs in order, before asyncio.run would cancel every
             # task at once (see HostSession._interrupted for why that hangs).
             log.info("stopping: ending %d session(s)", len(sessions))
@@ -139,14 +140,15 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
             if sessions:
                 await asyncio.wait(set(sessions.values()), timeout=_STOP_WAIT_S)
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+        for signum in ENDING_SIGNALS:
+            loop.remove_signal_handler(signum)
         for path in token_files:
             remove_token_file(path)
         await close_http_client()
 
 
 def serve_tcp(tcp: TcpOptions, options: SessionOptions | None = None) -> int:
-    """Serve clients over TCP until SIGTERM (returns 0) or Ctrl-C (which
+    """Serve clients over TCP until SIGTERM or SIGHUP (returns 0) or Ctrl-C (which
     raises KeyboardInterrupt to the command line, which exits 130)."""
     asyncio.run(_serve_tcp(tcp, options or SessionOptions(framing="auto")))
     return 0

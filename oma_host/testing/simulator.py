@@ -275,9 +275,39 @@ class _SimulatorHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+_HELP_EPILOG = """\
+Unscripted, it answers every POST in the wire format its path names, with a
+text reply that says what the request's latest user message held ("simulator
+saw 1 message(s); the last user message holds: text 'hi'"), streamed when the
+request asks for a stream, with small token usage. The paths it answers:
+Anthropic .../messages, OpenAI .../chat/completions and .../responses (also
+Azure's), Gemini .../models/MODEL:generateContent and :streamGenerateContent,
+Bedrock .../model/MODEL/converse and converse-stream. GET .../models lists
+a few model names. It keeps no state between requests and checks no key.
+
+Point an agent at it with baseURL and any key, e.g. with --port 8765:
+  {"name": "sim", "provider": "anthropic", "model": "sim-1",
+   "baseURL": "http://127.0.0.1:8765", "apiKey": "any"}
+  {"name": "sim", "provider": "openai", "model": "sim-1",
+   "baseURL": "http://127.0.0.1:8765/v1", "apiKey": "any"}
+Gemini and Azure take the bare URL as baseURL too; Bedrock takes it with any
+AWS credentials and AWS_REGION in the environment. Scripted replies (tool
+calls, faults, pacing) are for tests, through the Simulator class in Python.
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run the oma-host provider simulator.")
-    parser.add_argument("--port", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        prog="python3 -m oma_host.testing.simulator",
+        description="A provider simulator on 127.0.0.1: a real HTTP server that speaks the "
+        "Anthropic, OpenAI, Azure OpenAI, Gemini and Bedrock wire formats, for trying agents "
+        "without a provider account.",
+        epilog=_HELP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="the port on 127.0.0.1 (default: any free one)"
+    )
     args = parser.parse_args(argv)
     simulator = Simulator(port=args.port)
     print(f"simulator listening on {simulator.base_url}", flush=True)

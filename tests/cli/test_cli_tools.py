@@ -57,9 +57,8 @@ def test_call_exits_1_for_a_run_that_failed() -> None:
     assert json.loads(failed.stdout)["success"] is False
 
 
-def test_call_shows_a_runs_steps_as_a_status_line_when_stderr_is_a_terminal() -> None:
-    agent = json.dumps({"name": "e", "provider": "test", "model": "echo"})
-    args = ["agent/run", json.dumps({"input": "hi"}), "--agent", agent]
+def _call_on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``oma-host call`` with its stderr on a pseudo-terminal; what that showed."""
     leader, follower = pty.openpty()
     try:
         done = subprocess.run(
@@ -76,6 +75,12 @@ def test_call_shows_a_runs_steps_as_a_status_line_when_stderr_is_a_terminal() ->
         os.close(leader)
         if follower >= 0:
             os.close(follower)
+    return done, terminal
+
+
+def test_call_shows_a_runs_steps_as_a_status_line_when_stderr_is_a_terminal() -> None:
+    args = ["agent/run", json.dumps({"input": "hi"}), "--agent", ECHO_AGENT]
+    done, terminal = _call_on_a_terminal(*args)
     assert done.returncode == 0, terminal
     assert json.loads(done.stdout)["success"] is True
     assert re.search(r"\r\x1b\[K. waiting for echo \(\d+ s\)", terminal), terminal
@@ -83,6 +88,18 @@ def test_call_shows_a_runs_steps_as_a_status_line_when_stderr_is_a_terminal() ->
     # Piped stderr (a script): no token is sent, so no status line either.
     piped = call(*args)
     assert "waiting for" not in piped.stderr and "call-work" not in piped.stderr
+
+
+def test_call_writes_a_streams_text_as_one_text_when_stderr_is_a_terminal() -> None:
+    done, terminal = _call_on_a_terminal(
+        "agent/stream", json.dumps({"input": "hello"}), "--agent", ECHO_AGENT
+    )
+    assert done.returncode == 0, terminal
+    output = json.loads(done.stdout)["output"]
+    assert len(output) > 16  # the echo model streams it in several deltas
+    # The deltas joined, as a person reads a reply, and a newline after the last.
+    assert output + "\r\n" in terminal, terminal
+    assert "progress call: text" not in terminal
 
 
 def _read_all(fd: int) -> str:

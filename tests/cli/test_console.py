@@ -125,6 +125,16 @@ def test_errors_are_one_readable_line_with_the_json_path(console: pexpect.spawn)
         r"error -32602 InvalidMessageError at input: agent 'cat' has a process backend, "
         r"which accepts string prompts only"
     )
+    console.sendline('create turns {"provider":"test","model":"echo"}')
+    console.expect_exact("created turns (agent-2)")
+    console.sendline('prompt turns [{"role":"user","content":[{"type":"text","text":"hi"}]}]')
+    console.expect_exact("error -32602 InvalidMessageError at input[0].type: must be a string")
+    console.expect_exact("prompt takes TEXT or content blocks")
+    console.expect_exact("a list of messages goes to run or stream")
+    console.sendline('run turns [{"type":"text","text":"hi"}]')
+    console.expect_exact("error -32602 InvalidMessageError at input[0].role")
+    console.expect_exact("run takes TEXT or a list of messages")
+    console.expect_exact("content blocks alone go to prompt")
     console.sendline("history nobody")
     console.expect(r"error -32001 AgentNotFound: [^\r\n]*nobody")
     # Raw JSON-RPC: sent as is, the answer printed; garbage gets the host's -32700.
@@ -161,6 +171,20 @@ def test_image_prompt_history_and_ctrl_d(console: pexpect.spawn, tmp_path: Path)
     # Line history was saved where XDG says state belongs.
     history = (tmp_path / "state" / "oma-host" / "console_history").read_text()
     assert "history eye" in history and f"image eye {png}" in history
+
+
+def test_a_key_typed_into_a_create_line_is_not_written_to_the_history_file(
+    console: pexpect.spawn, tmp_path: Path
+) -> None:
+    key = "sk-ant-api03-typed-into-the-console-0123456789"
+    console.sendline(f'create keyed {{"provider":"test","model":"echo","apiKey":"{key}"}}')
+    console.expect_exact("created keyed (agent-1)")
+    console.sendline("run keyed hello")
+    console.expect(r"\[keyed: ok, ")
+    assert _quit(console) == 0
+    history = (tmp_path / "state" / "oma-host" / "console_history").read_text()
+    assert key not in history
+    assert '"apiKey":"[redacted]"' in history and "run keyed hello" in history
 
 
 def test_an_unwritable_state_dir_does_not_stop_the_console(tmp_path: Path) -> None:

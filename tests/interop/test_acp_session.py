@@ -192,11 +192,12 @@ async def test_configure_opens_the_session_and_a_bad_start_choice_fails_the_run(
     assert "backend.config.mode: 'yolo' is not a value of 'mode'" in result["status"]["message"]
 
     plain = await create(host, name="llm-agent", provider="anthropic", model="m")
-    await expect_error(
+    refused = await expect_error(
         host.request("agent/configure", {"agentId": plain, "configId": "mode", "value": "x"}),
         -32602,
         "InvalidParams",
     )
+    assert "agent 'llm-agent' has an LLM backend, which has no options to set" in refused.message
 
 
 async def test_the_agent_reads_files_inside_cwd_only(
