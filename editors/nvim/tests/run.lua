@@ -690,6 +690,55 @@ tests[#tests + 1] = { ':help oma covers the setup, every command, option and Lua
   vim.cmd('helpclose')
 end }
 
+tests[#tests + 1] = { ':help oma names only commands and tools that exist', function()
+  local doc = table.concat(vim.fn.readfile(root .. '/editors/nvim/doc/oma.txt'), '\n')
+  local commands = vim.api.nvim_get_commands({})
+  for name in doc:gmatch(':(Oma%w+)') do
+    check(commands[name] ~= nil, ':help oma names :' .. name .. ', which is not a command')
+  end
+  -- The tools: the `[tool NAME]` examples and every `snake_case` word that is
+  -- not an option, a Lua function or the selection's `file_name`.
+  local not_tools = { file_name = true }
+  for option in pairs(require('oma.options').types) do
+    not_tools[option] = true
+  end
+  for name, value in pairs(oma) do
+    if type(value) == 'function' then
+      not_tools[name] = true
+    end
+  end
+  local named = {}
+  for name in doc:gmatch('%[tool ([%w_]+)%]') do
+    named[name] = true
+  end
+  for name in doc:gmatch('`([%l]+_[%l_]+)`') do
+    if not not_tools[name] then
+      named[name] = true
+    end
+  end
+  check(named.file_edit, 'file_edit is among the names found: ' .. vim.inspect(named))
+  use(echo_agent())
+  local function accepted(tool)
+    local answer = nil
+    local config = { name = 'tools-' .. tool, provider = 'test', model = 'echo', tools = { tool } }
+    require('oma.client').request(oma.config, 'agent/create', { config = config }, function(err, result)
+      answer = { err = err, result = result }
+    end)
+    wait_for('agent/create with ' .. tool, function()
+      return answer ~= nil
+    end)
+    if answer.result then
+      require('oma.client').request(oma.config, 'agent/dispose', { agentId = answer.result.agentId }, function() end)
+    end
+    return answer.err == nil, answer.err
+  end
+  check(not accepted('read_file'), 'the host refuses a tool it does not have')
+  for name in pairs(named) do
+    local ok, err = accepted(name)
+    check(ok, ':help oma names the tool ' .. name .. ', which the host refuses: ' .. oma.describe_error(err))
+  end
+end }
+
 tests[#tests + 1] = { 'base64 matches coreutils for every tail length', function()
   local base64 = require('oma.input').base64
   for _, sample in ipairs({ '', 'a', 'ab', 'abc', 'abcd', '\0\255\128' }) do
