@@ -153,6 +153,57 @@ tests[#tests + 1] = { ':OmaAsk streams the reply into the buffer as it arrives',
   equal(notes, {}, 'no messages')
 end }
 
+tests[#tests + 1] = { 'interleaved runs: each reply stays under its own heading', function()
+  local gate = tmp .. '/interleave-gate'
+  local slow = process_agent('slow', 'echo slow-first; while [ ! -e ' .. gate .. ' ]; do sleep 0.02; done; '
+    .. 'printf slow-; echo second')
+  local quick = process_agent('quick', 'echo quick-reply')
+  use(nil, { agents = { slow, quick } })
+  vim.cmd('OmaAsk first question')
+  wait_for('the slow run to stream', function()
+    return vim.tbl_contains(lines(), 'slow-first')
+  end)
+  vim.cmd('OmaAgent quick')
+  vim.cmd('OmaAsk second question')
+  wait_for('the quick run to finish while the slow one streams', function()
+    return oma.status().running == 1 and oma.status().last ~= nil and oma.status().last.agent == 'quick'
+  end)
+  io.open(gate, 'w'):close()
+  equal(finished().agent, 'slow', 'the slow run ends last')
+  equal(lines(), {
+    '## ask · slow', '', '> first question', '', 'slow-first', 'slow-second', '',
+    '## ask · quick', '', '> second question', '', 'quick-reply', '',
+  }, 'reply buffer')
+
+  -- A conversation turn while an image question streams: slow-echo sends 16
+  -- characters every 50 ms of a reply that repeats the system prompt, so this
+  -- one streams for about 7 s, on one line, which the turn's heading must not split.
+  local looker = echo_agent('looker', 'slow-echo')
+  looker.systemPrompt = string.rep('look ', 400)
+  use(nil, { agents = { looker, process_agent('talker', 'echo talked') } })
+  vim.cmd('OmaImage ' .. png .. ' what is this?')
+  wait_for('the image reply to start streaming', function()
+    return (lines()[6] or '') ~= ''
+  end)
+  vim.cmd('OmaAgent talker')
+  vim.cmd('OmaChat hello')
+  wait_for('the turn to finish while the image reply streams', function()
+    return oma.status().running == 1 and oma.status().last ~= nil and oma.status().last.agent == 'talker'
+  end)
+  local image = finished()
+  equal({ image.agent, image.outcome }, { 'looker', 'done' }, 'the image run')
+  local all = lines()
+  local turn = nil
+  for index, line in ipairs(all) do
+    turn = turn or (line == '## chat · talker' and index or nil)
+  end
+  check(turn ~= nil, 'the turn has a heading:\n' .. text())
+  equal(vim.list_slice(all, turn), { '## chat · talker', '', '> hello', '', 'talked', '' }, 'the turn')
+  equal(all[1], '## image · looker', 'the image heading comes first')
+  equal(table.concat(vim.list_slice(all, 6, turn - 1), ''), image.result.output,
+    'the whole image reply sits under its heading')
+end }
+
 tests[#tests + 1] = { 'an image for a process agent: the InvalidMessageError with its path', function()
   local marker = tmp .. '/spawned'
   use(process_agent('p', 'touch ' .. marker .. '; cat'))
@@ -637,6 +688,55 @@ tests[#tests + 1] = { ':help oma covers the setup, every command, option and Lua
     end
   end
   vim.cmd('helpclose')
+end }
+
+tests[#tests + 1] = { ':help oma names only commands and tools that exist', function()
+  local doc = table.concat(vim.fn.readfile(root .. '/editors/nvim/doc/oma.txt'), '\n')
+  local commands = vim.api.nvim_get_commands({})
+  for name in doc:gmatch(':(Oma%w+)') do
+    check(commands[name] ~= nil, ':help oma names :' .. name .. ', which is not a command')
+  end
+  -- The tools: the `[tool NAME]` examples and every `snake_case` word that is
+  -- not an option, a Lua function or the selection's `file_name`.
+  local not_tools = { file_name = true }
+  for option in pairs(require('oma.options').types) do
+    not_tools[option] = true
+  end
+  for name, value in pairs(oma) do
+    if type(value) == 'function' then
+      not_tools[name] = true
+    end
+  end
+  local named = {}
+  for name in doc:gmatch('%[tool ([%w_]+)%]') do
+    named[name] = true
+  end
+  for name in doc:gmatch('`([%l]+_[%l_]+)`') do
+    if not not_tools[name] then
+      named[name] = true
+    end
+  end
+  check(named.file_edit, 'file_edit is among the names found: ' .. vim.inspect(named))
+  use(echo_agent())
+  local function accepted(tool)
+    local answer = nil
+    local config = { name = 'tools-' .. tool, provider = 'test', model = 'echo', tools = { tool } }
+    require('oma.client').request(oma.config, 'agent/create', { config = config }, function(err, result)
+      answer = { err = err, result = result }
+    end)
+    wait_for('agent/create with ' .. tool, function()
+      return answer ~= nil
+    end)
+    if answer.result then
+      require('oma.client').request(oma.config, 'agent/dispose', { agentId = answer.result.agentId }, function() end)
+    end
+    return answer.err == nil, answer.err
+  end
+  check(not accepted('read_file'), 'the host refuses a tool it does not have')
+  for name in pairs(named) do
+    local ok, err = accepted(name)
+    check(ok, ':help oma names the tool ' .. name .. ', which the host refuses: ' .. oma.describe_error(err))
+  end
 end }
 
 tests[#tests + 1] = { 'base64 matches coreutils for every tail length', function()

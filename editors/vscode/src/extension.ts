@@ -9,7 +9,7 @@
  * (models/list); the choice is kept per agent in workspace state.
  *
  * The host is spawned by vscode-languageclient over stdio with the command
- * from `oma.host.command`; its stderr and its state changes go to the
+ * from `oma.host.command`, or the one ./core/hostCommand finds; its stderr and its state changes go to the
  * "oma-host" output channel, its state to the status bar; a crash restarts it
  * (RestartPolicy), after which agents are created anew. The language client
  * declares `workspace.applyEdit` and applies the host's `workspace/applyEdit`
@@ -31,6 +31,7 @@ import {
 } from 'vscode-languageclient/node';
 
 import { type ChatAgentPicker, type ChatHost, registerChatParticipant, showHistory } from './chat';
+import { findHostCommand } from './core/hostCommand';
 import { type Ask, imageBlock, isImagePath } from './core/input';
 import { chooseModel, type ModelChoices, modelPickItems, withModelChoices } from './core/modelChoice';
 import { MODEL_VENDOR, registerAgentModels } from './models';
@@ -155,9 +156,12 @@ class Host {
 
   private start(current: OmaSettings): void {
     const policy = new RestartPolicy();
-    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const folders = (vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.fsPath);
+    const cwd = folders[0];
+    const program = findHostCommand(current.command, folders, process.env.PATH);
+    this.output.info(`host command: ${program.command} (${program.how})`);
     const serverOptions: ServerOptions = {
-      command: current.command,
+      command: program.command,
       args: current.args,
       // No `transport`: TransportKind.stdio would append `--stdio` to the
       // arguments, which oma-host refuses; stdio is the default without it.
@@ -196,7 +200,7 @@ class Host {
       if (event.newState === State.Running) {
         session.forgetAgents(); // a (re)started host knows none of our agentIds
       }
-      this.status.hostState(event.newState, client.initializeResult?.serverInfo, current.command);
+      this.status.hostState(event.newState, client.initializeResult?.serverInfo, program.command);
     });
     this.client = client;
     this.session = session;

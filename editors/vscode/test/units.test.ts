@@ -213,7 +213,7 @@ test('settings: defaults, checks, and which agent an ask goes to', () => {
   const values: Record<string, unknown> = {};
   const read = (key: string): unknown => values[key];
   assert.deepEqual(readSettings(read), {
-    command: 'oma-host',
+    command: '',
     args: [],
     stateDir: '',
     agents: [],

@@ -71,7 +71,7 @@ local function fail(run, err)
   end
   local message = M.describe_error(err)
   run.error = message
-  reply.error(reply.buffer(), message)
+  reply.error(run, message)
   finish(run, 'error')
   vim.notify('oma: ' .. message, vim.log.levels.ERROR)
 end
@@ -81,7 +81,7 @@ local function cancelled(run, partial)
     return
   end
   run.result = partial
-  reply.cancelled(reply.buffer(), run, partial)
+  reply.cancelled(run, partial)
   finish(run, 'cancelled')
 end
 
@@ -98,7 +98,7 @@ local function on_response(run, err, result)
     return
   end
   run.result = result
-  reply.finish(reply.buffer(), run, result)
+  reply.finish(run, result)
   finish(run, 'done')
   if not result.success then
     local status = result.status or {}
@@ -140,7 +140,7 @@ local function start_run(kind, method, ask, build_params, needs_agent)
     local count = select(2, ask.selection.text:gsub('\n', '')) + 1
     shown = { { type = 'text', text = string.format('[%d selected lines]', count) } }
   end
-  reply.section(buf, kind, agent.name, shown)
+  run.place = reply.section(buf, kind, agent.name, shown)
 
   local function send(agent_id, retried)
     local params = build_params(agent, agent_id, run)
@@ -191,7 +191,7 @@ local function on_progress(err, params, ctx, config)
   end
   local value = params.value
   if params.token == run.stream_token then
-    reply.event(reply.buffer(), run, value)
+    reply.event(run, value)
     return
   end
   -- Work-done progress: also to the default handler, so statusline plugins

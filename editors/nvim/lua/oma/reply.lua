@@ -2,13 +2,19 @@
 -- streamed replies are appended to, and the rendering of StreamEvents,
 -- results, cancellations and errors into it.
 --
--- Text deltas are appended as they arrive; reasoning, tool calls, tool results,
--- permission decisions and errors become short bracketed lines.
+-- Each ask gets a heading at the end of the buffer and a place of its own: an
+-- extmark just after the text it has written so far. Its reply is written
+-- there, not at the end of the buffer, so runs that stream at the same time
+-- (an :OmaAsk on a slow agent, then an :OmaChat with another) each keep their
+-- text under their own heading. Text deltas are written as they arrive;
+-- reasoning, tool calls, tool results, permission decisions and errors become
+-- short bracketed lines.
 
 local M = {}
 
 local NAME = 'oma://reply'
 local PREVIEW = 200
+local NAMESPACE = vim.api.nvim_create_namespace('oma-reply')
 
 local function scratch(name, filetype)
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
@@ -51,27 +57,79 @@ local function last_line(buf)
   return vim.api.nvim_buf_get_lines(buf, count - 1, count, false)[1] or '', count
 end
 
---- Append `text` at the end of `buf` (it may hold newlines); follows it in open windows.
-function M.append(buf, text)
-  if text == nil or text == '' then
-    return
-  end
-  local line, count = last_line(buf)
+--- Insert `text` (it may hold newlines) at `row`, `col` of `buf`; returns the
+--- position just after it. Windows showing `buf` follow to its last line.
+local function insert(buf, row, col, text)
   local parts = vim.split(text, '\n', { plain = true })
-  parts[1] = line .. parts[1]
-  vim.api.nvim_buf_set_lines(buf, count - 1, count, false, parts)
+  vim.api.nvim_buf_set_text(buf, row, col, row, col, parts)
   local last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(vim.api.nvim_list_wins()) do
     if vim.api.nvim_win_get_buf(win) == buf then
       vim.api.nvim_win_set_cursor(win, { last, 0 })
     end
   end
+  if #parts == 1 then
+    return row, col + #parts[1]
+  end
+  return row + #parts - 1, #parts[#parts]
 end
 
---- Append `line` on a line of its own.
-function M.line(buf, line)
-  local current = last_line(buf)
-  M.append(buf, (current == '' and '' or '\n') .. line .. '\n')
+--- A mark at `row`, `col` that stays put when text is inserted right at it
+--- (left gravity): a heading appended where a run's text ends leaves that
+--- run's place before the heading. A run moves its own mark past what it writes.
+local function mark(buf, row, col, id)
+  return vim.api.nvim_buf_set_extmark(buf, NAMESPACE, row, col, { id = id, right_gravity = false })
+end
+
+local function end_of(buf)
+  local line, count = last_line(buf)
+  return count - 1, #line
+end
+
+--- Where `run`'s next text goes: its buffer, row and column (0-based). A run
+--- whose buffer was wiped goes on at the end of a new reply buffer.
+local function position(run)
+  local place = run.place
+  if place and vim.api.nvim_buf_is_valid(place.buf) then
+    local at = vim.api.nvim_buf_get_extmark_by_id(place.buf, NAMESPACE, place.mark, {})
+    if at[1] ~= nil then
+      return place.buf, at[1], at[2]
+    end
+  end
+  local buf = M.buffer()
+  local row, col = end_of(buf)
+  run.place = { buf = buf, mark = mark(buf, row, col) }
+  return buf, row, col
+end
+
+--- The text of `run`'s current line up to its place.
+local function line_before(run)
+  local buf, row, col = position(run)
+  return vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]:sub(1, col)
+end
+
+--- Write `text` at `run`'s place, moving the place past it.
+local function write(run, text)
+  if text == nil or text == '' then
+    return
+  end
+  local buf, row, col = position(run)
+  local end_row, end_col = insert(buf, row, col, text)
+  mark(buf, end_row, end_col, run.place.mark)
+end
+
+--- `line` on a line of its own at `run`'s place.
+local function write_line(run, line)
+  write(run, (line_before(run) == '' and '' or '\n') .. line .. '\n')
+end
+
+--- The run is over: its place is no longer needed.
+local function release(run)
+  local place = run.place
+  if place and vim.api.nvim_buf_is_valid(place.buf) then
+    vim.api.nvim_buf_del_extmark(place.buf, NAMESPACE, place.mark)
+  end
+  run.place = nil
 end
 
 local function preview(value)
@@ -93,7 +151,8 @@ local function describe_block(block)
   return '[' .. tostring(block.type) .. ']'
 end
 
---- The heading above a reply: `## kind · agent`, then the question quoted.
+--- The heading above a reply, at the end of `buf`: `## kind · agent`, then
+--- the question quoted. Returns the place the reply goes (`run.place`).
 function M.section(buf, kind, agent_name, blocks)
   local lines = {}
   if type(blocks) == 'string' then
@@ -106,45 +165,45 @@ function M.section(buf, kind, agent_name, blocks)
   end
   local line, count = last_line(buf)
   local heading = string.format('## %s · %s\n\n%s\n\n', kind, agent_name, table.concat(lines, '\n'))
-  if count == 1 and line == '' then
-    M.append(buf, heading)
-  else
-    M.append(buf, (line == '' and '\n' or '\n\n') .. heading)
+  if not (count == 1 and line == '') then
+    heading = (line == '' and '\n' or '\n\n') .. heading
   end
+  local row, col = insert(buf, count - 1, #line, heading)
+  return { buf = buf, mark = mark(buf, row, col) }
 end
 
---- Render one StreamEvent of `run` into `buf`.
-function M.event(buf, run, event)
+--- Render one StreamEvent at `run`'s place.
+function M.event(run, event)
   local data = event.data
   if event.type == 'reasoning' and type(data) == 'string' then
     if not run.in_reasoning then
-      data = (last_line(buf) == '' and '' or '\n') .. '[reasoning] ' .. data
+      data = (line_before(run) == '' and '' or '\n') .. '[reasoning] ' .. data
     end
     run.in_reasoning = true
-    M.append(buf, data)
+    write(run, data)
     return
   end
   if run.in_reasoning then
     run.in_reasoning = false
-    M.append(buf, '\n')
+    write(run, '\n')
   end
   local field = function(name)
     return type(data) == 'table' and data[name] or nil
   end
   if event.type == 'text' and type(data) == 'string' then
     run.text = run.text .. data
-    M.append(buf, data)
+    write(run, data)
   elseif event.type == 'tool_use' then
-    M.line(buf, string.format('[tool %s] %s', tostring(field('name')), preview(field('input'))))
+    write_line(run, string.format('[tool %s] %s', tostring(field('name')), preview(field('input'))))
   elseif event.type == 'tool_result' then
     local label = field('is_error') == true and 'tool error' or 'tool result'
-    M.line(buf, string.format('[%s] %s', label, preview(field('content'))))
+    write_line(run, string.format('[%s] %s', label, preview(field('content'))))
   elseif event.type == 'permission' then
-    M.line(buf, string.format('[permission] %s: %s', tostring(field('title')), tostring(field('decision'))))
+    write_line(run, string.format('[permission] %s: %s', tostring(field('title')), tostring(field('decision'))))
   elseif event.type == 'error' then
     local message = tostring(field('message'))
     run.errors_shown[message] = true
-    M.line(buf, '[error] ' .. message)
+    write_line(run, '[error] ' .. message)
   end
   -- acp_update and unknown kinds are not shown.
 end
@@ -152,10 +211,10 @@ end
 --- The run's result arrived: the output if nothing streamed, then the status if not ok.
 --- A failed run's output and status often repeat an error already streamed
 --- (a missing API key says so in all three): each error is shown once.
-function M.finish(buf, run, result)
+function M.finish(run, result)
   if run.in_reasoning then
     run.in_reasoning = false
-    M.append(buf, '\n')
+    write(run, '\n')
   end
   local status = result.status or {}
   local failed = status.code ~= 'ok'
@@ -164,26 +223,31 @@ function M.finish(buf, run, result)
   local repeats = failed and (output == status.message or shown[output])
   if run.text == '' and type(output) == 'string' and output ~= '' and not repeats then
     run.text = output
-    M.append(buf, output)
+    write(run, output)
   end
   if failed and not (status.message and shown[status.message]) then
     local message = status.message and (': ' .. status.message) or ''
-    M.line(buf, '[' .. tostring(status.code) .. message .. ']')
-  elseif last_line(buf) ~= '' then
-    M.append(buf, '\n')
+    write_line(run, '[' .. tostring(status.code) .. message .. ']')
+  elseif line_before(run) ~= '' then
+    write(run, '\n')
   end
+  release(run)
 end
 
-function M.cancelled(buf, run, partial)
+--- The run was cancelled: the text it had, if none streamed, then `[cancelled]`.
+function M.cancelled(run, partial)
   if run.text == '' and partial and type(partial.output) == 'string' then
     run.text = partial.output
-    M.append(buf, partial.output)
+    write(run, partial.output)
   end
-  M.line(buf, '[cancelled]')
+  write_line(run, '[cancelled]')
+  release(run)
 end
 
-function M.error(buf, message)
-  M.line(buf, '[' .. message .. ']')
+--- The run ended with a JSON-RPC error (or the host went away): `[message]`.
+function M.error(run, message)
+  write_line(run, '[' .. message .. ']')
+  release(run)
 end
 
 --- A history buffer (`oma://history`) holding `messages`, shown per `open`.

@@ -7,7 +7,7 @@
 import type { AgentConfig, InitializationOptions } from './protocol';
 
 export interface OmaSettings {
-  /** The host executable, `oma-host` by default. */
+  /** `oma.host.command` as set; empty when it is not (./hostCommand then looks for one). */
   command: string;
   args: string[];
   /** initializationOptions.stateDir; empty means the host's default. */
@@ -40,7 +40,7 @@ export function readSettings(read: SettingReader): OmaSettings {
     throw new Error(`oma.agents: the name "${duplicate}" is used twice`);
   }
   return {
-    command: stringSetting(read, 'host.command', 'oma-host').trim() || 'oma-host',
+    command: stringSetting(read, 'host.command', '').trim(),
     args: Array.isArray(args) ? args.filter((a): a is string => typeof a === 'string') : [],
     stateDir: stringSetting(read, 'stateDir', '').trim(),
     agents: list.map((agent) => ({ ...(agent as AgentConfig) })),
