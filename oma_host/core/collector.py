@@ -6,27 +6,24 @@ provider takes to answer. At CPython's default thresholds (700, 10, 10) a
 young collection runs every 700 net allocations, so with hundreds of runs in
 flight every one of those objects is traversed again and again, survives
 into the oldest generation, and the full collections that follow traverse
-the whole heap: measured with 1,000 runs at 100 ms, 170 µs of the host's
-~570 µs of CPU per run went to the collector.
+the whole heap, until the collector takes a large share of the host's CPU.
 
 So the young threshold depends on whether the host is busy:
 
 - **Idle or lightly used:** 10,000 net allocations, as a host sees between
   bursts and one request at a time.
 - **While any request is in flight** (over every session, both doors):
-  :data:`BUSY_YOUNG_THRESHOLD`. Hundreds of runs in flight no longer set off
-  collections that traverse their live objects for nothing: with 10,000,
-  a 1,000-run burst still spent about 30 ms of its ~400 ms in about ten
-  young collections, each of them 2-3 ms, since the young generation also
-  holds the objects of the runs that started since the last one.
-  ``bench/README.md`` has the before and after.
+  :data:`BUSY_YOUNG_THRESHOLD`, so hundreds of runs in flight do not set off
+  young collections that traverse their live objects for nothing (the young
+  generation counts net allocations, and it also holds the objects of every
+  run that started since the last collection and is still running).
 
 When the last request ends, the usual threshold is back, and the collection
 that waited runs at the next allocation, with the runs' objects gone.
 
 Garbage still goes the usual way: reference counting frees almost
-everything at once (a 1,000-run burst leaves about 160 objects in cycles);
-only reference cycles wait for a collection. Under a load that never lets
+everything at once (a burst of runs leaves few objects in cycles); only
+reference cycles wait for a collection. Under a load that never lets
 up, they are still collected every :data:`BUSY_YOUNG_THRESHOLD` net
 allocations, so they stay bounded.
 """

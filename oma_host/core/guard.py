@@ -168,8 +168,8 @@ def _is_base64(data: str) -> bool:
     """Whether ``data`` is in the base64 alphabet with at most two ``=`` at
     its end. ``isascii`` is constant time; deleting the alphabet with
     ``bytes.translate`` is a table loop in C, the fastest check the standard
-    library has (a regex fullmatch or ``b64decode(validate=True)`` take 3-6
-    times as long). It runs on 64 KiB slices, so a 20 MB image costs no
+    library has (a regex fullmatch or ``b64decode(validate=True)`` take
+    several times as long). It runs on 64 KiB slices, so a 20 MB image costs no
     20 MB temporary buffers (and their page faults), only cache-sized ones."""
     if not data.isascii():
         return False

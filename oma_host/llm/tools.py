@@ -106,8 +106,8 @@ def _file_read_target(arguments: dict[str, Any], root: Root, stop: Stop) -> str:
 
 class _LineSearch:
     """A pattern matched line by line, as grep does, at about one RE2 call
-    per matching line rather than one per line (each call costs some 1.5 µs,
-    fifteen times ``re``'s). The lines are joined by newlines and searched
+    per matching line rather than one per line (an RE2 call costs many times
+    what an ``re`` call does). The lines are joined by newlines and searched
     in multi-line mode, where whatever the pattern finds in a line it also
     finds at the same place in the joined text (``^`` and ``$`` hold at line
     ends; ``\\b`` sees a non-word character beyond them). So the line holding

@@ -8,8 +8,8 @@ It also owns the providers' cheap way to build and send a request
 (:meth:`ProviderClient.prepare`, :meth:`ProviderClient.dispatch`): the same
 request httpx's ``build_request`` makes, from a template built by httpx once
 per URL and headers, handed straight to the transport httpx's mounts choose
-for the URL. ``build_request`` plus ``send`` cost about a third of a request's
-CPU time, for work (merging defaults, auth and redirect layers) that a
+for the URL. ``build_request`` plus ``send`` are a large share of a request's
+CPU time, spent on work (merging defaults, auth and redirect layers) that a
 provider's POST never needs. The request is filled in attribute by attribute,
 as httpx's own constructor would fill it (tests/providers/test_http_prepare.py
 holds the two to the same attributes): its constructor would copy the
@@ -101,8 +101,8 @@ class ProviderClient(httpx.AsyncClient):
 
     API providers authenticate every request by its key; one cookie jar for
     every agent and session of the host would carry one account's cookies
-    into another's requests, and reading each response's cookies costs about
-    5% of a request's time."""
+    into another's requests, and reading each response's cookies costs time
+    on every request."""
 
     def __init__(self, factory: TransportFactory | None, **options: Any) -> None:
         self._factory = factory  # read by httpx's __init__, through the two hooks below

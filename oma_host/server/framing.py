@@ -2,8 +2,9 @@
 
 LSP framing is ``Content-Length: N\\r\\n\\r\\n`` + N bytes of JSON; ndjson is one
 JSON message per line, for people typing at a terminal and line-oriented tools.
-pygls's own reader drops a frame it cannot parse without answering and has no
-size limit; PROTOCOL.md section 1 asks for both, so the readers live here. Each
+PROTOCOL.md section 1 asks for an answer to a frame that cannot be parsed and
+for a size limit, which off-the-shelf readers (pygls's) do not give, so the
+readers live here. Each
 yields one :class:`Frame` per message: the parsed JSON, or the reason it could
 not be parsed (and, for an oversized message, the id recovered from its head or
 tail when possible). A bad message never ends the loop; only end of input does.

@@ -1,7 +1,8 @@
 """The method registry: every JSON-RPC method of the host, declared once.
 
 Dispatch, the ``initialize`` capability list (``methods``), ``oma-host schema``
-(``docs/protocol.schema.json``) and the README's method table all read it.
+(``docs/protocol.schema.json``) and the generated reference in
+``docs/protocol.md`` all read it.
 It has two halves, so that answering ``initialize`` loads nothing heavy:
 
 - **the index** (this module; it imports neither pydantic nor the core): each
@@ -142,7 +143,7 @@ class MethodSpec:
     handler: Handler
     # None for a method without params (shutdown); else a WireParams type.
     params: type[WireParams] | None
-    result: Any  # the result type, for the schema and the README
+    result: Any  # the result type, for the schema and docs/protocol.md
 
     @property
     def summary(self) -> str:

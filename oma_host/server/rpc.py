@@ -11,22 +11,17 @@ a stream read from one network chunk, leave in one write); and keeps the
 futures of the host's own requests to the client (hooks, permission,
 scoring), resolving each with the client's answer.
 
-Why not pygls: the host used pygls's ``JsonRPCProtocol`` for two things only,
-running handlers and the futures of server-to-client requests, and to do even
-that it overrode pygls's private ``_send_data`` and ``_send_response``, read
-``_request_futures`` and ``fm.features``, and took each request's id from a
-context variable. Everything else was ours already, because pygls drops an
-unparseable frame unanswered, has no size limit and no ndjson, no gate before
-``initialize``, no cancellation that answers with a partial result, answers an
-unknown method without ``error.data``, and keeps client request ids and its
-own in one table. Its public API offers no way in between (a handler gets the
-params alone; responses go out through ``_send_response``), and importing it
-(with lsprotocol and cattrs) took longer than everything else the host does
-before answering ``initialize``. What it did is the ``request``/``_deliver``
-pair here and the request tasks of ``server/app.py``. The bench still measures
-startup against a bare pygls server (``bench/README.md``). With
-``--log-level DEBUG`` every message in and out is logged, through the stderr
-handler's redaction, as pygls logged them.
+Why not pygls: it would serve only the handlers' tasks and the futures of
+server-to-client requests (the ``request``/``_deliver`` pair here and the
+request tasks of ``server/app.py``), and only through its private methods,
+since it drops an unparseable frame unanswered, has no size limit and no
+ndjson, no gate before ``initialize``, no cancellation that answers with a
+partial result, answers an unknown method without ``error.data``, and keeps
+client request ids and its own in one table; and importing it (with
+lsprotocol and cattrs) takes longer than everything else the host does before
+answering ``initialize``. The startup benchmark compares the host with a bare
+pygls server. With ``--log-level DEBUG`` every message in and out is logged,
+through the stderr handler's redaction.
 """
 
 from __future__ import annotations
@@ -56,7 +51,7 @@ _COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"))
 
 def _one_encoder() -> Callable[[Any], str]:
     """``_COMPACT.encode`` for a message, without building an encoder per call
-    (C's, when there is one: the set-up was a third of an answer's cost). It
+    (C's, when there is one: setting one up is a large share of a small answer's cost). It
     keeps no list of the containers it is in, so a cycle is a RecursionError
     rather than a ValueError: both say the data is not JSON."""
     make: Any = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed

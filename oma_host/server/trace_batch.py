@@ -24,10 +24,10 @@ class TraceBatch:
     trace starts a writer, which waits ``GATHER_S`` for more (a drain at
     shutdown ends the wait) and writes them all in one transaction; traces
     that finish while it writes join the next batch. Runs one after another
-    then cost a transaction and a thread hand-off every ``GATHER_S`` (they
-    cost a third of a short run's time when each had its own), and a burst
-    a few. A host torn down while the writer waits (Ctrl-C) still writes
-    the batch, from a thread the teardown waits for."""
+    then cost a transaction and a thread hand-off every ``GATHER_S`` rather
+    than one each (a large share of a short run's time), and a burst a few.
+    A host torn down while the writer waits (Ctrl-C) still writes the batch,
+    from a thread the teardown waits for."""
 
     def __init__(self, supervisor: Supervisor, store: Callable[[], Store]) -> None:
         self._supervisor = supervisor

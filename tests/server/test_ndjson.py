@@ -186,7 +186,7 @@ async def test_tcp_connections_detect_ndjson_too(tmp_path: Path) -> None:
 
 
 def _session_file(tmp_path: Path, script: str) -> Path:
-    """The README's piped session: initialize, a process agent, a stream; no shutdown."""
+    """docs/debugging.md's piped session: initialize, a process agent, a stream; no shutdown."""
     config = {
         "name": "slow",
         "backend": {"kind": "process", "command": "sh", "args": ["-c", script], "input": "none"},
