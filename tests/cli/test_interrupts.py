@@ -10,14 +10,19 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.server.helpers import kill_quietly, process_config, read_tcp_banner, wait_dead
+from tests.server.helpers import (
+    kill_quietly,
+    process_config,
+    read_tcp_banner,
+    wait_dead,
+    wait_for_pid,
+)
 
 INTERRUPTED = 130
 
@@ -26,14 +31,6 @@ def _ctrl_c(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
     """What a terminal does on Ctrl-C: SIGINT to the foreground process group."""
     os.killpg(process.pid, signal.SIGINT)
     return process.communicate(timeout=30)
-
-
-def _wait_for_pid(pid_file: Path) -> int:
-    deadline = time.monotonic() + 30
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        assert time.monotonic() < deadline, "the process agent never started"
-        time.sleep(0.02)
-    return int(pid_file.read_text())
 
 
 def _assert_cancelled(answer: dict[str, Any]) -> None:
@@ -76,7 +73,7 @@ def test_ctrl_c_ends_a_serving_host_quietly_and_its_runs_with_it(tmp_path: Path,
         send({"jsonrpc": "2.0", "id": 2, "method": "agent/create", "params": {"config": config}})
         run = {"agentId": receive()["result"]["agentId"], "input": "go"}
         send({"jsonrpc": "2.0", "id": 3, "method": "agent/run", "params": run})
-        child_pid = _wait_for_pid(pid_file)
+        child_pid = wait_for_pid(pid_file)
         stdout, stderr = _ctrl_c(host)
         assert host.returncode == INTERRUPTED, stderr.decode()
         assert b"Traceback" not in stderr, stderr.decode()

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 
 from oma_host.testing.simulator import Reply, Simulator
 from tests.providers.helpers import llm_config
-from tests.server.helpers import kill_quietly, process_config, wait_dead
+from tests.server.helpers import kill_quietly, process_config, wait_dead, wait_for_pid
 
 FAULTS_SERVER = Path(__file__).resolve().parents[1] / "llm" / "mcp_servers" / "faults.py"
 SLEEPER = "echo $$ > {pid_file}; exec sleep 60"
@@ -72,18 +71,8 @@ class Host:
             self.process.wait()
 
 
-def _wait_for_pid(pid_file: Path) -> int:
-    deadline = time.monotonic() + 30
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        assert time.monotonic() < deadline, "the process agent never started"
-        time.sleep(0.02)
-    return int(pid_file.read_text())
-
-
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_the_json_rpc_door_ends_its_runs_on_sigterm_and_sighup(
-    tmp_path: Path, signum: int
-) -> None:
+def test_the_json_rpc_door_ends_its_runs_on_sigterm_and_sighup(tmp_path: Path, signum: int) -> None:
     pid_file = tmp_path / "child.pid"
     host = Host("--framing", "ndjson")
     child_pid = None
@@ -92,7 +81,7 @@ def test_the_json_rpc_door_ends_its_runs_on_sigterm_and_sighup(
         config = process_config("sleeper", SLEEPER.format(pid_file=pid_file), input="none")
         agent_id = host.request("agent/create", {"config": config})["agentId"]
         run = host.send("agent/run", {"agentId": agent_id, "input": "go"})
-        child_pid = _wait_for_pid(pid_file)
+        child_pid = wait_for_pid(pid_file)
         stdout, stderr = host.end_with(signum)
         assert host.process.returncode == 128 + signum, stderr.decode()
         assert b"Traceback" not in stderr, stderr.decode()
@@ -150,7 +139,7 @@ def test_the_acp_door_ends_its_turns_on_sigterm_and_sighup(tmp_path: Path, signu
         session = host.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
         prompt = [{"type": "text", "text": "go"}]
         host.send("session/prompt", {"sessionId": session["sessionId"], "prompt": prompt})
-        child_pid = _wait_for_pid(pid_file)
+        child_pid = wait_for_pid(pid_file)
         _, stderr = host.end_with(signum)
         assert host.process.returncode == 128 + signum, stderr.decode()
         assert b"Traceback" not in stderr, stderr.decode()

@@ -58,6 +58,15 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def wait_for_pid(pid_file: Path) -> int:
+    """The pid a started command wrote to ``pid_file`` (``echo $$ > FILE``)."""
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline, "the process agent never started"
+        time.sleep(0.02)
+    return int(pid_file.read_text())
+
+
 def wait_dead(pid: int, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
