@@ -23,9 +23,10 @@ module only takes them out."""
 
 from __future__ import annotations
 
+import heapq
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 REDACTED = "[redacted]"
@@ -42,7 +43,7 @@ _VALUE = (
 _ASSIGN = r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
 _SCHEME = r"(?i:basic|bearer|digest|token)[ \t]+"
 # Each rule replaces only its group ``s``, so ``"password": "..."`` stays
-# valid JSON. Every rule's match starts with one of _ANCHORS (case aside).
+# valid JSON.
 _RULES = (
     r"(?P<s>-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
     r"(?s:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*))",
@@ -57,27 +58,9 @@ _RULES = (
     _START + r"(?P<s>xox[a-z]-[A-Za-z0-9\-]{10,})",
     _START + r"(?P<s>eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+)",
 )
-_ANCHORS = (
-    "-----begin ",
-    "authorization",
-    "bearer",
-    "passw",
-    "secret",
-    "token",
-    "api",
-    "private",
-    "access",
-    "credential",
-    "sk-",
-    "gh",
-    "github_pat_",
-    "akia",
-    "asia",
-    "xox",
-    "eyj",
-)
 # All rules in one pattern: rule i is group ``r{i}`` holding its secret as
-# ``s{i}``. ASCII case folding only, as for the anchors.
+# ``s{i}``. ASCII case folding only. This is what redaction means; the finders
+# below only say where it is worth trying.
 _PATTERNS = re.compile(
     "|".join(
         f"(?P<r{index}>{rule.replace('(?P<s>', f'(?P<s{index}>')})"
@@ -85,6 +68,52 @@ _PATTERNS = re.compile(
     ),
     re.ASCII,
 )
+
+# Where a rule can match, searched for in C. Each finder starts with a literal
+# (so the regex engine skips ahead to it with its fast prefix search instead of
+# trying every position) and checks enough of what follows that a text made of
+# a rule's beginning over and over (``ghgh...``, ``token=\n``...) is refused
+# inside the engine, not at a Python step per place. Every position where a
+# rule can match is a hit of one of its finders; the full pattern, tried at a
+# hit, decides. Finders marked True run over the text with its ASCII letters
+# lowered (the rules whose names fold case).
+_VALUE_START = r"(?:(?<=\")(?:[^\"\\\n]|\\[^\"\n])|(?<=')[^'\n]|[^\s\"'`,;&()<>{}\[\]\\])"
+_TOKEN_PART = r"[A-Za-z0-9_\-]"
+_FINDERS: tuple[tuple[str, bool], ...] = (
+    (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----", False),
+    (r"authorization" + _ASSIGN, True),
+    (r"bearer(?<![a-z0-9_]bearer)[ \t]++[a-z0-9._~+/=\-]{16}", True),
+    *(
+        (name + _ASSIGN + _VALUE_START, True)
+        for name in (
+            r"passw(?:or)?d",
+            r"secret",
+            r"token",
+            r"api[_\-]?key",
+            r"private[_\-]?key",
+            r"access[_\-]?key",
+            r"credentials?",
+        )
+    ),
+    (r"sk-(?<![A-Za-z0-9]sk-)(?:ant-)?[A-Za-z0-9_\-]{16}", False),
+    (r"gh(?<!" + _TOKEN_PART + r"gh)[pousr]_[A-Za-z0-9]{20}", False),
+    (r"github_pat_(?<!" + _TOKEN_PART + r"github_pat_)[A-Za-z0-9_]{20}", False),
+    (r"AKIA(?<![A-Za-z0-9]AKIA)[0-9A-Z]{16}(?![A-Za-z0-9])", False),
+    (r"ASIA(?<![A-Za-z0-9]ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])", False),
+    (r"xox(?<!" + _TOKEN_PART + r"xox)[a-z]-[A-Za-z0-9\-]{10}", False),
+    (
+        r"eyJ(?<!"
+        + _TOKEN_PART
+        + r"eyJ)"
+        + _TOKEN_PART
+        + r"++\."
+        + _TOKEN_PART
+        + r"++\."
+        + _TOKEN_PART,
+        False,
+    ),
+)
+_COMPILED_FINDERS = tuple((re.compile(finder, re.ASCII), lowered) for finder, lowered in _FINDERS)
 
 
 def _replace(match: re.Match[str]) -> str:
@@ -94,36 +123,64 @@ def _replace(match: re.Match[str]) -> str:
     return text[start : match.start(secret)] + REDACTED + text[match.end(secret) : end]
 
 
-def _anchor_positions(lowered: str) -> Iterator[int]:
-    for anchor in _ANCHORS:
-        position = lowered.find(anchor)
-        while position != -1:
-            yield position
-            position = lowered.find(anchor, position + 1)
+def _ascii_lowered(text: str) -> str:
+    """``text`` with its ASCII letters lowered and every other character where
+    it was, as the patterns fold case (ASCII only). ``str.lower`` would lower
+    other letters too, some into two characters, and builds a four-byte copy
+    of a text that is not ASCII; ``bytes.lower`` changes only bytes of ASCII
+    capitals, and in UTF-16 a character that is not ASCII keeps a byte that is
+    not, so it stays one character that is not ASCII."""
+    if text.isascii():
+        return text.lower()
+    return text.encode("utf-16-le", "surrogatepass").lower().decode("utf-16-le", "surrogatepass")
 
 
 def redact_patterns(text: str) -> str:
-    """``text`` with every credential-shaped string replaced.
+    """``text`` with every credential-shaped string replaced: the same as
+    ``_PATTERNS.sub(_replace, text)``, in time linear in the text and with
+    memory for one lowered copy of it, whatever the text holds.
 
-    The same as ``_PATTERNS.sub``, only fast: the pattern is tried only where
-    an anchor occurs (found by ``str.find``), not at every position, which
-    matters for a 20 MB base64 image in a stored session or a trace."""
-    lowered = text.lower()
-    if len(lowered) != len(text):  # a few letters lower to two characters
-        return _PATTERNS.sub(_replace, text)
-    pieces: list[str] = []
-    done = 0
-    for start in sorted(set(_anchor_positions(lowered))):
-        if start < done:
-            continue
-        match = _PATTERNS.match(text, start)
-        if match is not None:
-            pieces += (text[done:start], _replace(match))
-            done = match.end()
-    if not pieces:
+    Each finder keeps its next hit in a small heap; the lowest hit at or after
+    the end of the last replacement is matched with the full pattern (which
+    tries the rules in order, as ``sub`` does there), and a finder whose hit
+    fell inside a replacement searches again from its end, in C."""
+    lowered = _ascii_lowered(text)
+    sources = [lowered if on_lowered else text for _, on_lowered in _COMPILED_FINDERS]
+    heap: list[tuple[int, int]] = []
+    for index, (finder, _) in enumerate(_COMPILED_FINDERS):
+        hit = finder.search(sources[index])
+        if hit is not None:
+            heap.append((hit.start(), index))
+    if not heap:
         return text
-    pieces.append(text[done:])
-    return "".join(pieces)
+    heapq.heapify(heap)
+    pieces: list[str] = []  # joined into a chunk now and then: many small strings cost more
+    chunks: list[str] = []
+    done = 0
+    tried = -1  # two finders can hit at one place; the pattern is tried there once
+    while heap:
+        start, index = heap[0]
+        if start >= done and start != tried:
+            tried = start
+            match = _PATTERNS.match(text, start)
+            if match is not None:
+                pieces += (text[done:start], _replace(match))
+                done = match.end()
+                if len(pieces) >= 4096:
+                    chunks.append("".join(pieces))
+                    pieces.clear()
+        # The next hit of this finder at or after both this one and the end
+        # of what is replaced: hits inside a replacement are never looked at.
+        hit = _COMPILED_FINDERS[index][0].search(sources[index], max(start + 1, done))
+        if hit is None:
+            heapq.heappop(heap)
+        else:
+            heapq.heapreplace(heap, (hit.start(), index))
+    if done == 0:
+        return text
+    chunks += pieces
+    chunks.append(text[done:])
+    return "".join(chunks)
 
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)

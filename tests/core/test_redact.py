@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import json
 import random
+import sys
 import time
+import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -123,12 +125,25 @@ FRAGMENTS = st.sampled_from(
         "0123456789abcdefghij",
         "İ",
         "é",
+        "K",  # KELVIN SIGN: lowers to an ASCII k
+        "secret",
+        "api_key",
+        "access-key",
+        "private_key",
+        "credentials",
+        "passwd",
+        "github_pat_",
+        "ASIA",
+        "\t",
+        "-",
+        "_",
+        "xyz123",
     ]
 )
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(FRAGMENTS, max_size=30).map("".join))
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(FRAGMENTS, max_size=40).map("".join))
 def test_the_fast_path_equals_the_pattern_and_redacting_twice_changes_nothing(
     text: str,
 ) -> None:
@@ -217,3 +232,21 @@ def test_redact_owned_finds_a_secret_deep_in_a_result() -> None:
     assert redacted is not result
     assert redacted["messages"][0]["content"][0]["text"] == f"k={REDACTED}"
     assert result["messages"][0]["content"][0]["text"] == "k=sk-own"  # the input is left alone
+
+
+@pytest.mark.parametrize(
+    "unit", ["gh", "eyJ", "token=\n", "Bearer ", "xox", "sk-", "-----BEGIN ", "İgh"]
+)
+def test_a_rule_s_beginning_repeated_costs_memory_of_one_copy_of_the_text(unit: str) -> None:
+    """A text made of the start of a credential shape over and over (what
+    an adversarial prompt sends) is redacted in memory for one lowered copy of
+    it, not a record per place the shape could start."""
+    text = unit * (2_000_000 // len(unit))
+    tracemalloc.start()
+    try:
+        redacted = redact_patterns(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert redacted == redact._PATTERNS.sub(redact._replace, text)
+    assert peak < 3 * sys.getsizeof(text)
