@@ -110,14 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
     tcp.add_argument(
         "--token-file",
         metavar="FILE",
-        help="the token clients must send (a file only you can read); default: a random one",
+        help="the token clients must send (at least 32 characters, in a file only you can "
+        "read); default: a random one",
     )
     tcp.add_argument(
         "--max-connections",
         metavar="N",
         type=_positive_int,
         default=DEFAULT_MAX_CONNECTIONS,
-        help=f"connections served at once; more are closed (default {DEFAULT_MAX_CONNECTIONS})",
+        help="connections served at once once they show the token; more are closed "
+        f"(default {DEFAULT_MAX_CONNECTIONS})",
     )
     tcp.add_argument(
         "--handshake-timeout",

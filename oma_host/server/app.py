@@ -30,7 +30,7 @@ from oma_host.core.abort import AbortSignal
 from oma_host.core.collector import count_in_flight
 from oma_host.core.errors import OmaError
 from oma_host.core.suggest import did_you_mean
-from oma_host.server.auth import looks_like_http, token_matches
+from oma_host.server.auth import UNAUTHENTICATED_MAX_MESSAGE_BYTES, looks_like_http, token_matches
 from oma_host.server.context import RequestContext
 from oma_host.server.framing import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -91,15 +91,19 @@ class HostSession:
         options: SessionOptions | None = None,
         *,
         ready_to_read: Callable[[], Awaitable[None]] | None = None,
+        admit: Callable[[], bool] | None = None,
     ) -> None:
         """``write`` sends bytes to the client (raising OSError once it is
         gone); ``ready_to_read`` is awaited before each next frame is read
-        (TCP backpressure: it waits while too many replies are unsent)."""
+        (TCP backpressure: it waits while too many replies are unsent);
+        ``admit`` is asked once the token is shown whether the connection
+        may be served (TCP's connection limit), and a False closes it."""
         self.options = options or SessionOptions()
         self.connection = Connection(
             write, self.options.tracer, self.options.max_message_bytes, self._client_gone
         )
         self._ready_to_read = ready_to_read
+        self._admit = admit
         self.authenticated = self.options.auth_token is None
         self.supervisor = Supervisor()
         self.state = SessionState(
@@ -238,26 +242,42 @@ class HostSession:
                 log.info("framing: %s", framing)
         self._framing = framing
         self.connection.use_framing(framing)
-        max_bytes = self.options.max_message_bytes
-        async for frame in frame_reader(framing, reader, max_bytes, prefix):
-            if not self._handle_frame(frame):
+        if not self.authenticated:
+            # Until the token is shown, room for an initialize and no more: a
+            # frame over it is not read at all, and the connection is closed.
+            limit = min(self.options.max_message_bytes, UNAUTHENTICATED_MAX_MESSAGE_BYTES)
+            first = frame_reader(framing, reader, limit, prefix, discard_oversized=False)
+            frame = await anext(first, None)
+            await first.aclose()
+            if frame is None or not await self._take(frame):
                 return
-            if self._ready_to_read is not None:
-                # Backpressure: the handler runs (and writes what it answers
-                # at once) before the next frame, so waiting for the writes
-                # to drain bounds what a client that does not read costs.
-                await asyncio.sleep(0)
-                await self._ready_to_read()
-            elif self._gate_may_change():
-                # Let the handler just started run up to its first await
-                # before the next frame meets the gate: an initialize (or
-                # shutdown) read in one chunk with the requests after it
-                # then settles how they are answered. Any other handler
-                # starts in arrival order all the same (tasks start first
-                # in, first out), so a burst of runs in one read costs no
-                # event loop pass per frame.
-                await asyncio.sleep(0)
-            self._gating_started = False
+            prefix = b""
+        async for frame in frame_reader(framing, reader, self.options.max_message_bytes, prefix):
+            if not await self._take(frame):
+                return
+
+    async def _take(self, frame: Frame) -> bool:
+        """Handle one frame, then wait until the next may be read; False when
+        the connection must close."""
+        if not self._handle_frame(frame):
+            return False
+        if self._ready_to_read is not None:
+            # Backpressure: the handler runs (and writes what it answers
+            # at once) before the next frame, so waiting for the writes
+            # to drain bounds what a client that does not read costs.
+            await asyncio.sleep(0)
+            await self._ready_to_read()
+        elif self._gate_may_change():
+            # Let the handler just started run up to its first await
+            # before the next frame meets the gate: an initialize (or
+            # shutdown) read in one chunk with the requests after it
+            # then settles how they are answered. Any other handler
+            # starts in arrival order all the same (tasks start first
+            # in, first out), so a burst of runs in one read costs no
+            # event loop pass per frame.
+            await asyncio.sleep(0)
+        self._gating_started = False
+        return True
 
     def _gate_may_change(self) -> bool:
         """Whether a handler started now could change how the next frame is
@@ -305,6 +325,8 @@ class HostSession:
             and valid_id(message.get("id"))
         )
         if is_initialize and token_matches(self.options.auth_token, given_token):
+            if self._admit is not None and not self._admit():
+                return False
             self.authenticated = True
             return True
         log.warning(

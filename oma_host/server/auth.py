@@ -27,6 +27,12 @@ from typing import Any
 
 _TOKEN_BYTES = 32
 _TOKEN_FILE_MAX = 4096
+# The shortest token a --token-file may hold: 32 random bytes are 43
+# characters in URL-safe base64 (what new_token makes), 64 in hex.
+MIN_TOKEN_CHARS = 32
+# Room for the first message of a connection that has not yet shown the
+# token: an initialize, with its initializationOptions, and no more.
+UNAUTHENTICATED_MAX_MESSAGE_BYTES = 1024 * 1024
 # An HTTP request line (methods of RFC 9110, WebDAV's are no different, and
 # HTTP/2's preface), as detect_framing hands over the first bytes.
 _HTTP_REQUEST = re.compile(rb"[A-Z]{3,16} ")
@@ -127,6 +133,12 @@ def read_token_file(path: Path) -> str:
         token = file.read(_TOKEN_FILE_MAX).decode(errors="replace").strip()
     if not token:
         raise TokenFileError(f"the token file {path} is empty")
+    if len(token) < MIN_TOKEN_CHARS:
+        raise TokenFileError(
+            f"the token in {path} is {len(token)} characters; a token must have at least "
+            f"{MIN_TOKEN_CHARS} (make one of 32 random bytes, e.g. "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
     return token
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -209,8 +209,14 @@ async def read_frames(
     reader: asyncio.StreamReader,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     prefix: bytes = b"",
-) -> AsyncIterator[Frame]:
-    """Yield LSP-framed messages until end of input (``prefix``: see :func:`detect_framing`)."""
+    *,
+    discard_oversized: bool = True,
+) -> AsyncGenerator[Frame, None]:
+    """Yield LSP-framed messages until end of input (``prefix``: see :func:`detect_framing`).
+
+    An oversized frame is read and dropped, and reading goes on; with
+    ``discard_oversized`` False it is reported unread and reading stops (the
+    caller closes the connection: a client that has not authenticated)."""
     while True:
         headers = await _read_headers(reader, prefix)
         prefix = b""
@@ -221,6 +227,9 @@ async def read_frames(
             yield Frame(error=problem or "a header block without Content-Length", error_code=-32700)
             continue
         if length > max_message_bytes:
+            if not discard_oversized:
+                yield _oversized("frame", length, max_message_bytes, b"", b"")
+                return
             head, tail = await _discard(reader, length)
             yield _oversized("frame", length, max_message_bytes, head, tail)
             continue
@@ -265,29 +274,36 @@ async def read_lines(
     reader: asyncio.StreamReader,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     prefix: bytes = b"",
-) -> AsyncIterator[Frame]:
+    *,
+    discard_oversized: bool = True,
+) -> AsyncGenerator[Frame, None]:
     """Yield one message per line until end of input; blank lines are skipped.
 
     A line longer than ``max_message_bytes`` is read and discarded piecewise
-    (never held whole) and reported like an oversized LSP frame."""
+    (never held whole) and reported like an oversized LSP frame; with
+    ``discard_oversized`` False, reported as soon as it is over, and reading
+    stops (see :func:`read_frames`)."""
     while True:
-        line = await _read_line(reader, max_message_bytes, prefix)
+        line = await _read_line(reader, max_message_bytes, prefix, discard_oversized)
         prefix = b""
         if line is None:
             return
         body, size, head, tail = line
         if body is None:
             yield _oversized("line", size, max_message_bytes, head, tail)
+            if not discard_oversized:
+                return
         elif body.strip():
             yield parse_json(body, "line")
 
 
 async def _read_line(
-    reader: asyncio.StreamReader, limit: int, prefix: bytes
+    reader: asyncio.StreamReader, limit: int, prefix: bytes, discard: bool = True
 ) -> tuple[bytes | None, int, bytes, bytes] | None:
     """One line without its terminator, as (body, size, head, tail); body is None
     when the line was over ``limit`` (head and tail then hold its ends, to find
-    the id). None at end of input."""
+    the id; unless ``discard``, the rest of the line is left unread). None at
+    end of input."""
     parts = [prefix] if prefix else []
     size = len(prefix)
     head = tail = b""
@@ -317,6 +333,8 @@ async def _read_line(
                     [],
                     True,
                 )
+                if not discard:
+                    return (None, size, head, tail)
         if ended:
             break
     if discarding:
@@ -356,11 +374,16 @@ async def detect_framing(reader: asyncio.StreamReader) -> tuple[Framing, bytes]:
 
 
 def frame_reader(
-    framing: Framing, reader: asyncio.StreamReader, max_message_bytes: int, prefix: bytes = b""
-) -> AsyncIterator[Frame]:
-    """The message reader for ``framing``."""
+    framing: Framing,
+    reader: asyncio.StreamReader,
+    max_message_bytes: int,
+    prefix: bytes = b"",
+    *,
+    discard_oversized: bool = True,
+) -> AsyncGenerator[Frame, None]:
+    """The message reader for ``framing`` (``discard_oversized``: see :func:`read_frames`)."""
     read = read_lines if framing == "ndjson" else read_frames
-    return read(reader, max_message_bytes, prefix)
+    return read(reader, max_message_bytes, prefix, discard_oversized=discard_oversized)
 
 
 def frame_encoder(framing: Framing) -> Callable[[bytes], bytes]:

@@ -5,7 +5,12 @@ each connection is a guarded :class:`HostSession`: it must open with an
 ``initialize`` carrying the token (``server/auth.py``), and one that opens
 like HTTP is closed unread. TCP also needs bounds that stdio does not:
 
-- at most ``max_connections`` connections at once (more are closed at once);
+- at most ``max_connections`` served connections at once (one more that
+  shows the token is closed);
+- connections that have not shown the token yet are counted apart: at most
+  ``MAX_UNAUTHENTICATED`` wait at once, the longest waiting closed for a new
+  one, so silent sockets cannot lock the real client out; each may send one
+  message of up to 1 MiB (its ``initialize``), and a larger one is not read;
 - a connection that has not completed its authenticated first message within
   ``handshake_timeout_s`` is closed;
 - backpressure: a connection is not read while more than
@@ -23,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -34,6 +40,7 @@ from oma_host.server.auth import new_token, read_token_file, remove_token_file, 
 log = logging.getLogger("oma_host.server")
 
 DEFAULT_MAX_CONNECTIONS = 64
+MAX_UNAUTHENTICATED = 16
 DEFAULT_HANDSHAKE_TIMEOUT_S = 30.0
 _STOP_WAIT_S = 10.0
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -50,7 +57,9 @@ class TcpOptions:
     handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S
 
 
-def _session(writer: asyncio.StreamWriter, options: SessionOptions) -> HostSession:
+def _session(
+    writer: asyncio.StreamWriter, options: SessionOptions, admit: Callable[[], bool]
+) -> HostSession:
     """A session writing to ``writer`` within the bounds of the module docstring."""
     transport = writer.transport
     limit = options.max_message_bytes
@@ -65,7 +74,7 @@ def _session(writer: asyncio.StreamWriter, options: SessionOptions) -> HostSessi
             raise ConnectionResetError(f"the client left over {drop_at} bytes of replies unread")
         writer.write(data)
 
-    return HostSession(write, options, ready_to_read=writer.drain)
+    return HostSession(write, options, ready_to_read=writer.drain, admit=admit)
 
 
 async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
@@ -73,22 +82,39 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
     guarded = replace(options, auth_token=token)
     loop = asyncio.get_running_loop()
     sessions: dict[HostSession, asyncio.Task[None]] = {}
+    # Of those, the ones that have not shown the token, oldest first, and the served ones.
+    waiting: dict[HostSession, asyncio.StreamWriter] = {}
+    served: set[HostSession] = set()
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
-        if len(sessions) >= tcp.max_connections:
+        if len(waiting) >= MAX_UNAUTHENTICATED:
+            oldest, its_writer = next(iter(waiting.items()))
+            del waiting[oldest]
             log.warning(
-                "closed a connection from %s: %d are open, the most --max-connections allows",
-                peer,
-                len(sessions),
+                "closed the connection waiting longest to authenticate: %d are waiting",
+                MAX_UNAUTHENTICATED,
             )
-            writer.transport.abort()
-            return
+            its_writer.transport.abort()
         log.info("client connected from %s", peer)
-        session = _session(writer, guarded)
+
+        def admit() -> bool:
+            waiting.pop(session, None)
+            if len(served) >= tcp.max_connections:
+                log.warning(
+                    "closed a connection from %s: %d are served, the most --max-connections allows",
+                    peer,
+                    len(served),
+                )
+                return False
+            served.add(session)
+            return True
+
+        session = _session(writer, guarded, admit)
         task = asyncio.current_task()
         assert task is not None
         sessions[session] = task
+        waiting[session] = writer
 
         def expire() -> None:
             if not session.authenticated:
@@ -105,6 +131,8 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
         finally:
             timer.cancel()
             del sessions[session]
+            waiting.pop(session, None)
+            served.discard(session)
             writer.close()
             log.info("client %s disconnected", peer)
 

@@ -277,13 +277,13 @@ async def _oma_host(env: dict[str, str], *args: str) -> tuple[int, str, str]:
 
 async def test_call_connect_finds_the_token_and_a_token_file_can_be_given(tmp_path: Path) -> None:
     token_file = tmp_path / "my.token"
-    token_file.write_text("a-token-of-my-own\n")
+    token_file.write_text("a-token-of-my-own-of-forty-characters-0\n")
     token_file.chmod(0o600)
     runtime = tmp_path / "runtime"
     runtime.mkdir()
     host = await TcpHost.start(runtime, "--token-file", str(token_file))
     try:
-        assert host.token == "a-token-of-my-own"
+        assert host.token == "a-token-of-my-own-of-forty-characters-0"
         env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
         call = ["call", "--connect", f"127.0.0.1:{host.port}"]
         code, out, err = await _oma_host(env, *call, "agent/list")
@@ -296,12 +296,12 @@ async def test_call_connect_finds_the_token_and_a_token_file_can_be_given(tmp_pa
         assert code == 2 and "no token file" in err
     finally:
         await host.stop()
-    assert token_file.read_text() == "a-token-of-my-own\n"  # the user's file stays
+    assert token_file.read_text() == "a-token-of-my-own-of-forty-characters-0\n"  # it stays
 
 
 def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
     token_file = tmp_path / "open.token"
-    token_file.write_text("secret\n")
+    token_file.write_text("x" * 40 + "\n")
     token_file.chmod(0o644)
     done = subprocess.run(
         [sys.executable, "-m", "oma_host", "--tcp", "0", "--token-file", str(token_file)],
@@ -336,3 +336,70 @@ def test_an_unbracketed_ipv6_address_is_refused_with_a_hint() -> None:
     assert done.returncode == 2
     assert "[::1]:PORT" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_token_file_with_a_short_token_is_refused(tmp_path: Path) -> None:
+    token_file = tmp_path / "short.token"
+    token_file.write_text("a" * 31 + "\n")
+    token_file.chmod(0o600)
+    done = subprocess.run(
+        [sys.executable, "-m", "oma_host", "--tcp", "0", "--token-file", str(token_file)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
+    )
+    assert done.returncode == 2
+    assert "is 31 characters; a token must have at least 32" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("framing", ["lsp", "ndjson"])
+async def test_before_the_token_a_large_first_message_is_not_read(
+    tmp_path: Path, framing: str
+) -> None:
+    """Twelve connections each start a 60 MiB first message: each is closed
+    as soon as it is over 1 MiB, long before the handshake timeout, and the
+    host does not hold their bytes."""
+    host = await TcpHost.start(tmp_path, "--handshake-timeout", "120")
+    try:
+        before = _rss_bytes(host.process.pid)
+        opened = [await host.open() for _ in range(12)]
+        chunk = b"[" * (2 * 1024 * 1024)
+        for _, writer in opened:
+            if framing == "lsp":
+                writer.write(b"Content-Length: %d\r\n\r\n" % (60 * 1024 * 1024))
+            writer.write(chunk)
+        for reader, writer in opened:
+            assert await read_until_closed(reader, timeout=60) == b""
+            writer.close()
+        assert _rss_bytes(host.process.pid) - before < 24 * 1024 * 1024
+        client = await host.client()
+        assert await client.request("agent/list", {}) == {"agents": []}
+        await client.close()
+    finally:
+        await host.stop()
+
+
+async def test_silent_connections_do_not_lock_out_the_client_with_the_token(
+    tmp_path: Path,
+) -> None:
+    """Seventy sockets that never speak: they are counted apart from the
+    served connections, the longest waiting closed as new ones come, and a
+    client with the token is served among them."""
+    host = await TcpHost.start(tmp_path, "--handshake-timeout", "120")
+    silent = []
+    try:
+        for _ in range(70):
+            silent.append(await host.open())
+        client = await host.client()
+        assert await client.request("agent/list", {}) == {"agents": []}
+        await client.close()
+        closed = 0
+        for reader, _ in silent[:54]:  # the 54 waiting longest were closed for newer ones
+            closed += await read_until_closed(reader, timeout=30) == b""
+        assert closed == 54
+    finally:
+        for _, writer in silent:
+            writer.close()
+        await host.stop()
