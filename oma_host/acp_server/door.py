@@ -233,7 +233,7 @@ class OmaAcpAgent:
         except InvalidMessageError as error:
             raise _error(error) from None
         abort = AbortSignal()
-        session.abort = abort
+        session.turns.add(abort)
         sender = UpdateSender(self.client, session_id, session.cwd)
         reader = self._file_reader(session_id)
         writer = self._file_writer(session_id)
@@ -246,14 +246,12 @@ class OmaAcpAgent:
                 result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
             sender.send(usage_update(result, agent.config.max_token_budget))
         finally:
-            session.abort = None
+            session.turns.discard(abort)
             await sender.close()
         return prompt_answer(stop_reason(result), result)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
-        session = self._sessions.get(session_id)
-        if session.abort is not None:
-            session.abort.abort()
+        self._sessions.get(session_id).cancel_turns()
 
     # -- the editor's answers -------------------------------------------------------
 

@@ -52,7 +52,19 @@ class DoorSession:
     # whichever agent the session runs (see SessionBook._agent).
     mcp_servers: list[McpServer] = field(default_factory=list)
     agent: Agent = field(init=False)
-    abort: AbortSignal | None = None  # set while a turn runs
+    # The abort signal of each prompt in flight: the one running and those
+    # queued behind it (an agent runs its prompts one after another).
+    turns: set[AbortSignal] = field(default_factory=set)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a turn runs or waits to run."""
+        return bool(self.turns)
+
+    def cancel_turns(self) -> None:
+        """``session/cancel``: the turn running and every turn queued."""
+        for abort in self.turns:
+            abort.abort()
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -123,8 +135,15 @@ class SessionBook:
         # An agent no longer in the agents file: the session goes on with the default.
         config = self.configs.get(settings.get("agent"), self.default)
         model = settings.get("model") if config.name == settings.get("agent") else config.model
-        previous = self._sessions.pop(session_id, None)
+        previous = self._sessions.get(session_id)
+        if previous is not None and previous.busy:
+            # The live agent would go on appending to a history the loaded
+            # one no longer holds, and the two would disagree.
+            raise RequestError.invalid_params(
+                {"type": "InvalidParams", "message": "a turn is running; load after it ends"}
+            )
         if previous is not None:
+            del self._sessions[session_id]
             await previous.agent.close()
         titled = infos[0]["title"] is not None
         session = self._build(session_id, cwd, config, model, history, mcp_servers, titled=titled)
@@ -228,7 +247,7 @@ class SessionBook:
 
     async def set_option(self, session: DoorSession, config_id: str, value: str) -> None:
         """Switch the agent or the model for the next turn; the history stays."""
-        if session.abort is not None:
+        if session.busy:
             raise RequestError.invalid_params(
                 {"type": "InvalidParams", "message": "a turn is running; switch after it ends"}
             )
@@ -266,8 +285,7 @@ class SessionBook:
 
     async def close(self) -> None:
         for session in self._sessions.values():
-            if session.abort is not None:
-                session.abort.abort()
+            session.cancel_turns()
         await asyncio.gather(*(s.agent.close() for s in self._sessions.values()))
         self._sessions.clear()
         if self._store is not None:

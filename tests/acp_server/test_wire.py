@@ -60,7 +60,10 @@ class RawEditor:
         return message
 
     async def answer(self, msg_id: int | None) -> dict[str, Any]:
-        """Read until the answer to request ``msg_id``."""
+        """The answer to request ``msg_id``: read already, or read until it comes."""
+        for message in self.received:
+            if "method" not in message and message.get("id") == msg_id:
+                return message
         while True:
             message = await self.read()
             if "method" not in message and message.get("id") == msg_id:
@@ -261,3 +264,56 @@ async def test_an_error_answer_to_a_permission_request_denies_the_tool(door: Doo
     ]
     assert tool_results[0]["is_error"] is True
     assert "the notes" not in json.dumps(tool_results)
+
+
+async def test_cancel_ends_the_running_turn_and_the_one_queued_behind_it(door: Door) -> None:
+    """Two prompts sent at once run one after another; session/cancel ends
+    both, the running one included, and the session then takes a switch."""
+    door.write_agents(door.llm(name="other"), first=door.llm(models=["model-two"]))
+    slow = "".join(f"word{index} " for index in range(40))
+    door.sim.script(*(Reply.text(slow, chunk_size=5, event_delay_s=0.25) for _ in range(2)))
+    async with raw_editor(door) as editor:
+        session_id = await editor.start(door)
+        running = editor.send("session/prompt", {"sessionId": session_id, "prompt": [text("a")]})
+        queued = editor.send("session/prompt", {"sessionId": session_id, "prompt": [text("b")]})
+        while not editor.updates_of(session_id):  # the first turn has started streaming
+            await editor.read()
+        editor.send("session/cancel", {"sessionId": session_id}, notify=True)
+        answers = [await editor.answer(running), await editor.answer(queued)]
+        assert [answer["result"]["stopReason"] for answer in answers] == ["cancelled"] * 2
+        streamed = "".join(
+            u["content"]["text"] for u in editor.updates_of(session_id) if "content" in u
+        )
+        assert slow.startswith(streamed) and streamed != slow
+        switched = await editor.call(
+            "session/set_config_option",
+            {"sessionId": session_id, "configId": "model", "value": "model-two"},
+        )
+        assert "result" in switched, switched
+    assert len(door.sim.requests) == 1  # the queued turn never reached the provider
+
+
+async def test_a_running_turn_refuses_a_switch_and_a_load_of_its_session(door: Door) -> None:
+    door.write_agents(first=door.llm(models=["model-two"]))
+    door.sim.script(Reply.text("one two three four five six", chunk_size=4, event_delay_s=0.3))
+    async with raw_editor(door) as editor:
+        session_id = await editor.start(door)
+        turn = editor.send("session/prompt", {"sessionId": session_id, "prompt": [text("go")]})
+        while not editor.updates_of(session_id):
+            await editor.read()
+        switch = await editor.call(
+            "session/set_config_option",
+            {"sessionId": session_id, "configId": "model", "value": "model-two"},
+        )
+        load = await editor.call(
+            "session/load", {"sessionId": session_id, "cwd": str(door.cwd), "mcpServers": []}
+        )
+        for refused in (switch, load):
+            assert refused["error"]["code"] == -32602, refused
+            assert "a turn is running" in json.dumps(refused["error"])
+        answer = await editor.answer(turn)
+        assert answer["result"]["stopReason"] == "end_turn"
+        loaded = await editor.call(
+            "session/load", {"sessionId": session_id, "cwd": str(door.cwd), "mcpServers": []}
+        )
+        assert "result" in loaded, loaded
