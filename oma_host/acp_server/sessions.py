@@ -194,13 +194,16 @@ class SessionBook:
         )
 
     def _turn_sink(self, session: DoorSession, config: AgentConfig) -> TurnSink:
-        redact = Redactor.for_config(config).redact_tree
+        redactor = Redactor.for_config(config)
+        redact = redactor.redact_tree
 
         async def commit(messages: list[LLMMessage]) -> None:
             store = await self.store()
             await asyncio.to_thread(store.append_turn, session.session_id, messages, redact)
             if not session.titled:
                 title = _title(messages[0])
+                # A key pasted into the first prompt stays out of session/list.
+                title = None if title is None else redactor.redact(title)
                 await asyncio.to_thread(
                     store.put_session_info, session.session_id, session.cwd, session.settings, title
                 )

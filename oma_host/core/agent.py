@@ -48,7 +48,7 @@ from oma_host.core.hooks import (
     read_after_run_answer,
 )
 from oma_host.core.messages import LLMMessage, latest_user_prompt
-from oma_host.core.redact import Redactor
+from oma_host.core.redact import Redactor, remember_secrets
 from oma_host.core.results import (
     AgentRunResult,
     EmitFn,
@@ -211,8 +211,10 @@ class Agent:
         self._turn_lock: asyncio.Lock | None = None
         self._generation = 0  # bumped by reset()
         self._closed = False
-        # The agent's own secret values, kept out of results and events.
+        # The agent's own secret values, kept out of results and events, and
+        # out of the log whichever agent a logged line is about.
         self._secrets = Redactor(self.config.secrets, patterns=False)
+        remember_secrets(self.config.secrets)
         self._has_secrets = bool(self._secrets.values)
 
     # -- inspection -----------------------------------------------------

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import os
 import re
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -296,15 +297,102 @@ class Redactor:
         return value
 
 
+# Fields that carry a key or the TCP token (AgentConfig accepts both spellings).
+_KEY_FIELDS = {"apiKey", "api_key", "authToken"}
+# Fields that name the environment variable holding an agent's key.
+_KEY_ENV_FIELDS = {"apiKeyEnv", "api_key_env"}
+
+
+# MCP servers' variables and headers, as ACP and AgentConfig write them.
+_PAIR_LISTS = {"env", "headers"}
+
+
+def _is_secret_pair(field: str, pair: Any) -> bool:
+    """Whether an item of an ``env`` or ``headers`` list holds a secret value."""
+    if not isinstance(pair, dict) or not isinstance(pair.get("value"), str):
+        return False
+    return field == "headers" or is_secret_name(str(pair.get("name", "")))
+
+
+def scrub_credentials(value: Any) -> tuple[Any, set[str]]:
+    """A copy of a JSON-RPC message with its credential fields replaced, and
+    the secret values found there, for the paths that write whole messages
+    (``--trace``, the DEBUG log) before any config in them is parsed: values
+    of ``apiKey`` and ``authToken``, the variable an ``apiKeyEnv`` names, the
+    secret-looking names of an ``env`` object and of ``env`` lists of
+    ``{name, value}`` (MCP servers'), and every value of a ``headers`` list
+    (a header carries a token whatever its name). Iterative: messages nest as
+    deep as JSON parses."""
+    found: set[str] = set()
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        item, parent, slot = stack.pop()
+        if isinstance(item, dict):
+            clean: dict[str, Any] = {}
+            for key, child in item.items():
+                if key in _KEY_FIELDS and isinstance(child, str):
+                    found.add(child)
+                    clean[key] = REDACTED
+                elif key in _KEY_ENV_FIELDS and isinstance(child, str):
+                    found.add(os.environ.get(child, ""))
+                    clean[key] = child
+                elif key in _PAIR_LISTS and isinstance(child, list):
+                    clean[key] = [None] * len(child)
+                    for index, pair in enumerate(child):
+                        if _is_secret_pair(key, pair):
+                            found.add(pair["value"])
+                            pair = {**pair, "value": REDACTED}
+                        stack.append((pair, clean[key], index))
+                elif key == "env" and isinstance(child, dict):
+                    clean[key] = {}
+                    for name, val in child.items():
+                        if is_secret_name(str(name)):
+                            if isinstance(val, str):
+                                found.add(val)
+                            clean[key][name] = REDACTED
+                        else:
+                            clean[key][name] = None  # a place, so the order is kept
+                            stack.append((val, clean[key], name))
+                else:
+                    clean[key] = None
+                    stack.append((child, clean, key))
+            parent[slot] = clean
+        elif isinstance(item, list):
+            items: list[Any] = [None] * len(item)
+            stack.extend((child, items, index) for index, child in enumerate(item))
+            parent[slot] = items
+        else:
+            parent[slot] = item
+    found.discard("")
+    return root[0], found
+
+
+# Every secret value this process has met in an agent's config (its key, MCP
+# servers' secret variables and headers, credentials read from a file), for
+# the output paths that serve no one agent: the log.
+_known_secrets: set[str] = set()
+
+
+def remember_secrets(values: Iterable[str]) -> None:
+    """Keep ``values`` out of the log from now on (see :class:`RedactingFilter`)."""
+    _known_secrets.update(value for value in values if len(value) >= 4)
+
+
 class RedactingFilter(logging.Filter):
     """Applied to the stderr log handler: a log line (``--log-level DEBUG``
-    logs whole message bodies) never carries a credential-shaped string."""
+    logs whole message bodies) never carries a credential-shaped string, nor
+    a secret value the process has been told of (:func:`remember_secrets`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self._redactor = Redactor()
+        self._known = 0  # how many remembered secrets the redactor holds
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if len(_known_secrets) != self._known:
+            self._known = len(_known_secrets)
+            self._redactor = Redactor(_known_secrets)
         message = record.getMessage()
         cleaned = self._redactor.redact(message)
         if cleaned != message:

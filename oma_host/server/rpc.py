@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from oma_host.core.redact import remember_secrets, scrub_credentials
 from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES, Framing, frame_encoder
 
 if TYPE_CHECKING:
@@ -374,7 +375,11 @@ class Connection:
         returned for the session to handle. ``maybe_surrogates``: the frame
         may hold a lone surrogate (see :func:`lone_surrogate_at`). Never raises."""
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("received %s", json.dumps(message, ensure_ascii=False))
+            # Logged before any config in it is parsed: its credential fields
+            # are taken out here, and their values from every later line.
+            clean, found = scrub_credentials(message)
+            remember_secrets(found)
+            log.debug("received %s", json.dumps(clean, ensure_ascii=False))
         if not isinstance(message, dict):
             kind = "a batch (array)" if isinstance(message, list) else type(message).__name__
             self._refuse(None, f"a JSON-RPC message must be an object, got {kind}")

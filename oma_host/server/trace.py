@@ -1,8 +1,10 @@
 """``oma-host --trace FILE``: every frame in and out, with a timestamp, one
 JSON object per line, for bug reports.
 
-Keys never reach the file. Values of ``apiKey`` and ``authToken`` fields and
-of secret-looking names in ``env`` objects are replaced before writing; the
+Keys never reach the file. Values of ``apiKey`` and ``authToken`` fields, of
+secret-looking names in ``env`` objects and in MCP servers' ``env`` lists of
+``{name, value}``, and every value of their ``headers`` lists (a header
+carries a token whatever its name) are replaced before writing; the
 values they hold, the variable an ``apiKeyEnv`` names, and every
 secret-looking variable of the host's environment (where the providers'
 standard keys and an external agent's inherited ones live) are secrets from
@@ -26,57 +28,13 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from oma_host.core.redact import REDACTED, Redactor, is_secret_name
+from oma_host.core.redact import Redactor, is_secret_name, scrub_credentials
 
 log = logging.getLogger("oma_host.server")
-
-# Fields that carry a key or the TCP token (AgentConfig accepts both spellings).
-_KEY_FIELDS = {"apiKey", "api_key", "authToken"}
-# Fields that name the environment variable holding an agent's key.
-_KEY_ENV_FIELDS = {"apiKeyEnv", "api_key_env"}
 
 
 class TraceFileError(PermissionError):
     """A --trace file that belongs to another user."""
-
-
-def _scrub(value: Any, found: set[str]) -> Any:
-    """A copy of ``value`` with key fields replaced; the secret values seen
-    are added to ``found``. Iterative: frames nest as deep as JSON parses."""
-    root: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
-    while stack:
-        item, parent, slot = stack.pop()
-        if isinstance(item, dict):
-            clean: dict[str, Any] = {}
-            for key, child in item.items():
-                if key in _KEY_FIELDS and isinstance(child, str):
-                    found.add(child)
-                    clean[key] = REDACTED
-                elif key in _KEY_ENV_FIELDS and isinstance(child, str):
-                    found.add(os.environ.get(child, ""))
-                    clean[key] = child
-                elif key == "env" and isinstance(child, dict):
-                    clean[key] = {}
-                    for name, val in child.items():
-                        if is_secret_name(str(name)):
-                            if isinstance(val, str):
-                                found.add(val)
-                            clean[key][name] = REDACTED
-                        else:
-                            clean[key][name] = None  # a place, so the order is kept
-                            stack.append((val, clean[key], name))
-                else:
-                    clean[key] = None
-                    stack.append((child, clean, key))
-            parent[slot] = clean
-        elif isinstance(item, list):
-            items: list[Any] = [None] * len(item)
-            stack.extend((child, items, index) for index, child in enumerate(item))
-            parent[slot] = items
-        else:
-            parent[slot] = item
-    return root[0]
 
 
 def _open_own(path: str) -> int:
@@ -133,8 +91,7 @@ class FrameTracer:
         if error is not None:
             entry["error"] = error
         else:
-            found: set[str] = set()
-            entry["message"] = _scrub(message, found)
+            entry["message"], found = scrub_credentials(message)
             self.add_secrets(found)
         return json.dumps(self._redactor.redact_tree(entry), ensure_ascii=False)
 

@@ -3,10 +3,12 @@ and their updates, the string-only boundary, cancel, storage and load."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+from oma_host.orchestration.store import DB_NAME
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import (
     IMAGE,
@@ -259,3 +261,17 @@ def test_a_wrapped_acp_agents_own_stop_reasons_pass_through(
     assert reply_text(tokens["updates"]) == "stopping: max_tokens"
     assert turns["result"]["stopReason"] == "max_turn_requests"
     assert ended["result"]["stopReason"] == "end_turn"
+
+
+def test_a_key_typed_into_the_first_prompt_stays_out_of_the_title(door: Door) -> None:
+    """The title session/list shows and the store keeps is redacted of the
+    agent's own key (of no credential shape) and of credential shapes."""
+    own = "Zq81own0Key9Lm27"
+    door.write_agents(first=door.llm(apiKey=own))
+    door.sim.script(Reply.text("noted"))
+    door.run(initialize(), new_session(door.cwd), prompt(text(f"my key is {own} ok")))
+    _, listed = door.run(initialize(), step("session/list", cwd=str(door.cwd)))
+    assert listed["result"]["sessions"][0]["title"] == "my key is [redacted] ok"
+    with sqlite3.connect(door.state / DB_NAME) as db:
+        titles = [row[0] for row in db.execute("SELECT title FROM session_info")]
+    assert titles == ["my key is [redacted] ok"]

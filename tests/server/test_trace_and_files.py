@@ -113,3 +113,46 @@ def test_trace_refuses_a_file_of_another_user(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert b"belongs to another user" in done.stderr and b"Traceback" not in done.stderr
     assert trace.read_text() == ""
+
+
+async def test_mcp_server_secrets_and_a_key_typed_in_a_prompt_stay_out_of_trace_and_log(
+    tmp_path: Path,
+) -> None:
+    """MCP servers' secret variables and every header, and an agent's own key
+    (of no credential shape) typed into its input, reach neither the --trace
+    file nor the DEBUG log; a variable of no secret name is kept."""
+    trace = tmp_path / "trace.jsonl"
+    own, password, header, cookie = "Zq81own0Key9Lm27", "db-pw-Tr47xq", "hdr-Vb82nm", "ck-Pw19ds"
+    client = await _traced(trace, "--log-level", "DEBUG")
+    config = {
+        **ECHO,
+        "apiKey": own,
+        "mcpServers": [
+            {
+                "name": "db",
+                "command": "true",
+                "env": [
+                    {"name": "DB_PASSWORD", "value": password},
+                    {"name": "REGION", "value": "kept-region-value"},
+                ],
+            },
+            {
+                "type": "http",
+                "name": "api",
+                "url": "http://127.0.0.1:9/mcp",
+                "headers": [
+                    {"name": "X-Api-Key", "value": header},
+                    {"name": "Cookie", "value": cookie},
+                ],
+            },
+        ],
+    }
+    agent = await client.request("agent/create", {"config": config})
+    await client.request("agent/run", {"agentId": agent["agentId"], "input": f"my key {own}"})
+    assert await client.close() == 0
+    log = await client.stderr_text()
+    assert "received" in log  # the DEBUG log shows the traffic
+    for text in (trace.read_text(), log):
+        for secret in (own, password, header, cookie):
+            assert secret not in text
+    assert "kept-region-value" in trace.read_text()
