@@ -44,8 +44,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from oma_host.core.subreaper import subreaper_enabled
+from oma_host.core.warden import MARKER, marker_value, start_warden, warden_pid
 
-MARKER = "OMA_HOST_SPAWN"
 _numbers = itertools.count(1)
 # Spawns started and not yet ended, by marker.
 _open: dict[str, Spawn] = {}
@@ -59,13 +59,18 @@ class Spawn:
     process tree has been ended."""
 
     def __init__(self) -> None:
-        self.marker = f"{os.getpid()}-{next(_numbers)}"
+        self.marker = marker_value(str(next(_numbers)))
         self.pid = 0
         _open[self.marker] = self
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
-        """``env`` with this spawn's marker, when orphans are tracked."""
-        return {**env, MARKER: self.marker} if subreaper_enabled() else env
+        """``env`` with this spawn's marker, when orphans are tracked; the
+        warden that ends marked processes if the host is killed is started
+        with the first (:mod:`oma_host.core.warden`)."""
+        if not subreaper_enabled():
+            return env
+        start_warden()
+        return {**env, MARKER: self.marker}
 
     @contextlib.contextmanager
     def starting(self) -> Iterator[None]:
@@ -242,7 +247,10 @@ def strays(spawn: Spawn) -> list[Stray]:
     # orphan's), or its owner would read its exit status as lost (255).
     starting = any(other.pid == 0 for other in _open.values())
     stack: list[_Proc] = []
+    warden = warden_pid()
     for top in children.get(os.getpid(), []):
+        if top.pid == warden:  # the host's own helper, no one's orphan
+            continue
         if top.pid in _unreaped:  # a command the host started: this one, or one that ended
             if leaders.get(top.pid, spawn) is spawn:
                 stack.extend(children.get(top.pid, []))

@@ -148,3 +148,41 @@ def test_the_acp_door_ends_its_turns_on_sigterm_and_sighup(tmp_path: Path, signu
         host.close()
         if child_pid is not None:
             kill_quietly(child_pid)
+
+
+ESCAPER = "setsid sleep 60 & echo $! > {daemon_file}; echo $$ > {pid_file}; exec sleep 60"
+
+
+@pytest.mark.parametrize("door", ["json-rpc", "acp"])
+def test_a_killed_host_leaves_nothing_it_started(tmp_path: Path, door: str) -> None:
+    """SIGKILL, which the host cannot handle: its warden ends the run's
+    process and a daemon that left the run's process group and session."""
+    pid_file, daemon_file = tmp_path / "child.pid", tmp_path / "daemon.pid"
+    command = ESCAPER.format(pid_file=pid_file, daemon_file=daemon_file)
+    config = process_config("sleeper", command, input="none")
+    prompt = [{"type": "text", "text": "go"}]
+    if door == "acp":
+        agents = tmp_path / "agents.json"
+        agents.write_text(json.dumps([config]))
+        host = Host("acp", "--agents", str(agents))
+    else:
+        host = Host("--framing", "ndjson")
+    pids: list[int] = []
+    try:
+        if door == "acp":
+            host.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+            session = host.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+            host.send("session/prompt", {"sessionId": session["sessionId"], "prompt": prompt})
+        else:
+            host.request("initialize", {})
+            agent_id = host.request("agent/create", {"config": config})["agentId"]
+            host.send("agent/run", {"agentId": agent_id, "input": "go"})
+        pids = [wait_for_pid(pid_file), wait_for_pid(daemon_file)]
+        host.end_with(signal.SIGKILL)
+        assert host.process.returncode == -signal.SIGKILL
+        for pid in pids:
+            assert wait_dead(pid), f"process {pid} outlived the killed host"
+    finally:
+        host.close()
+        for pid in pids:
+            kill_quietly(pid)

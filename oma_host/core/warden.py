@@ -1,0 +1,127 @@
+"""Nothing the host starts outlives it, however the host ends (SIGKILL too).
+
+Every command the host starts carries a marker in its environment,
+``OMA_HOST_SPAWN=<host pid>-<tag>``, which its descendants inherit: the
+external bridges' process and ACP agents (:mod:`bridges.orphans` gives each
+its own tag) and the LLM agents' MCP servers. A host that ends on purpose
+(``exit``, end of input, SIGTERM, SIGHUP, Ctrl-C) ends them itself. One that
+is killed cannot, so the first time it starts a command, the host starts a
+warden: a small process in a session of its own (a signal to the host's
+process group does not reach it) whose stdin is a pipe the host holds open
+and never writes. When the host is gone, however it went, the pipe reads end
+of file, and the warden ends every process whose environment holds the
+host's marker, and their process groups: SIGTERM, then SIGKILL for what is
+left a second later. A descendant that cleared its environment is ended with
+its process group, if it stayed in it.
+
+The warden runs this file as a script with ``python -I -S``: no site
+packages, nothing of the host's imported, the standard library only. Like
+the subreaper (:mod:`.subreaper`, which the markers come with), it serves
+the ``oma-host`` command only: the library in someone else's process marks
+nothing and starts no warden.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+MARKER = "OMA_HOST_SPAWN"
+_GRACE_S = 1.0  # SIGTERM first; SIGKILL what is left after this
+_ROUNDS = 3  # sweeps, for descendants that forked while being ended
+
+_warden: subprocess.Popen[bytes] | None = None
+
+
+def marker_value(tag: str) -> str:
+    """This host's marker for one command it starts (``tag`` tells them apart)."""
+    return f"{os.getpid()}-{tag}"
+
+
+def start_warden() -> int:
+    """Start this host's warden if it is not running yet; its pid. The host
+    keeps the warden's stdin open for as long as it lives."""
+    global _warden
+    if _warden is None or _warden.poll() is not None:
+        _warden = subprocess.Popen(
+            [sys.executable, "-I", "-S", os.path.abspath(__file__), str(os.getpid())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return _warden.pid
+
+
+def warden_pid() -> int | None:
+    """The warden's pid, if this host has started one."""
+    return None if _warden is None else _warden.pid
+
+
+# -- the warden process ----------------------------------------------------------------
+
+
+def _marked(prefix: bytes) -> dict[int, int]:
+    """pid -> process group of every process whose environment holds ``prefix``."""
+    found: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as file:
+                environ = file.read()
+            with open(f"/proc/{name}/stat", "rb") as file:
+                stat = file.read()
+        except OSError:  # gone, or not ours to read
+            continue
+        if any(entry.startswith(prefix) for entry in environ.split(b"\0")):
+            # The process group is the fifth field, after the parenthesised name.
+            found[int(name)] = int(stat.rsplit(b")", 1)[1].split()[2])
+    return found
+
+
+def _signal_all(processes: dict[int, int], sig: signal.Signals) -> None:
+    for group in set(processes.values()):
+        if group > 1:
+            with contextlib.suppress(OSError):
+                os.killpg(group, sig)
+    for pid in processes:
+        with contextlib.suppress(OSError):
+            os.kill(pid, sig)
+
+
+def end_marked(host_pid: int) -> None:
+    """End every process marked by ``host_pid``, and their process groups."""
+    prefix = f"{MARKER}={host_pid}-".encode()
+    found = _marked(prefix)
+    for _ in range(_ROUNDS):
+        if not found:
+            break
+        _signal_all(found, signal.SIGTERM)
+        deadline = time.monotonic() + _GRACE_S
+        while found and time.monotonic() < deadline:
+            time.sleep(0.05)
+            found = _marked(prefix)
+        _signal_all(found, signal.SIGKILL)
+        time.sleep(0.05)
+        found = _marked(prefix)
+
+
+def main(argv: list[str]) -> int:
+    """The warden: wait for the host's end (its pipe's end of file), then end
+    what it marked. Signals that would end it early are ignored."""
+    host_pid = int(argv[1])
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        while os.read(0, 4096):
+            pass
+    end_marked(host_pid)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
