@@ -105,9 +105,11 @@ class OmaAcpAgent:
     """The ACP agent behind ``oma-host acp`` (the methods of the library's
     ``acp.interfaces.Agent`` it serves, called by :mod:`.routes`)."""
 
-    def __init__(self, configs: list[AgentConfig], state_dir: str | None) -> None:
+    def __init__(
+        self, configs: list[AgentConfig], state_dir: str | None, idle_timeout_s: float
+    ) -> None:
         self._configs = configs
-        self._sessions = SessionBook(configs, state_dir, self._permission_handler)
+        self._sessions = SessionBook(configs, state_dir, self._permission_handler, idle_timeout_s)
         self._client: EditorClient | None = None
         self._client_capabilities = ClientCapabilities()
         self.request_ids = itertools.count(1)
@@ -233,7 +235,7 @@ class OmaAcpAgent:
         except InvalidMessageError as error:
             raise _error(error) from None
         abort = AbortSignal()
-        session.turns.add(abort)
+        self._sessions.turn_started(session, abort)
         sender = UpdateSender(self.client, session_id, session.cwd)
         reader = self._file_reader(session_id)
         writer = self._file_writer(session_id)
@@ -246,7 +248,7 @@ class OmaAcpAgent:
                 result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
             sender.send(usage_update(result, agent.config.max_token_budget))
         finally:
-            session.turns.discard(abort)
+            self._sessions.turn_ended(session, abort)
             await sender.close()
         return prompt_answer(stop_reason(result), result)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import dataclass
 
 from oma_host.acp_server.agents import AgentsFileError, load_agents
 from oma_host.core.config import AgentConfig
@@ -15,24 +16,34 @@ from oma_host.core.termination import Termination
 USAGE_ERROR = 2
 
 
-def serve_acp(agents_file: str | None, state_dir: str | None) -> int:
-    """Serve the agents of ``agents_file`` (see :mod:`.agents`) on stdio."""
+@dataclass(frozen=True)
+class AcpOptions:
+    """The command line's choices for ``oma-host acp``."""
+
+    agents_file: str | None
+    state_dir: str | None
+    # How long a session's agent keeps its processes while it runs nothing.
+    session_idle_timeout_s: float
+
+
+def serve_acp(options: AcpOptions) -> int:
+    """Serve the agents of ``options.agents_file`` (see :mod:`.agents`) on stdio."""
     try:
-        configs = load_agents(agents_file)
+        configs = load_agents(options.agents_file)
     except AgentsFileError as error:
         print(f"oma-host acp: {error}", file=sys.stderr, flush=True)
         return USAGE_ERROR
-    return asyncio.run(_serve(configs, state_dir))
+    return asyncio.run(_serve(configs, options))
 
 
-async def _serve(configs: list[AgentConfig], state_dir: str | None) -> int:
+async def _serve(configs: list[AgentConfig], options: AcpOptions) -> int:
     """Serve until the editor closes stdin (0), or until SIGTERM or SIGHUP
     (128 plus its number), the sessions' agents and servers ended either way."""
     task = asyncio.current_task()
     assert task is not None
     termination = Termination(task)
     try:
-        await _serve_editor(configs, state_dir)
+        await _serve_editor(configs, options)
     except asyncio.CancelledError:
         if termination.signum is None:
             raise  # Ctrl-C: asyncio.run makes it a KeyboardInterrupt (exit 130)
@@ -41,7 +52,7 @@ async def _serve(configs: list[AgentConfig], state_dir: str | None) -> int:
     return 0 if termination.signum is None else termination.exit_code
 
 
-async def _serve_editor(configs: list[AgentConfig], state_dir: str | None) -> None:
+async def _serve_editor(configs: list[AgentConfig], options: AcpOptions) -> None:
     from acp.stdio import stdio_streams
 
     from oma_host.acp_server.door import OmaAcpAgent
@@ -49,7 +60,7 @@ async def _serve_editor(configs: list[AgentConfig], state_dir: str | None) -> No
     from oma_host.acp_server.routes import door_routes
     from oma_host.acp_server.wire import LINE_LIMIT, AcpWire
 
-    agent = OmaAcpAgent(configs, state_dir)
+    agent = OmaAcpAgent(configs, options.state_dir, options.session_idle_timeout_s)
     try:
         # The library's stdio streams (the platform's pipes); the JSON-RPC on
         # them is ours (:mod:`.wire`).

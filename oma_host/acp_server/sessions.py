@@ -55,6 +55,8 @@ class DoorSession:
     # The abort signal of each prompt in flight: the one running and those
     # queued behind it (an agent runs its prompts one after another).
     turns: set[AbortSignal] = field(default_factory=set)
+    # Rests the agent once the session has been idle long enough (see SessionBook).
+    idle_timer: asyncio.TimerHandle | None = None
 
     @property
     def busy(self) -> bool:
@@ -65,6 +67,11 @@ class DoorSession:
         """``session/cancel``: the turn running and every turn queued."""
         for abort in self.turns:
             abort.abort()
+
+    def stop_idle_timer(self) -> None:
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+            self.idle_timer = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -86,17 +93,28 @@ def unknown_session(session_id: str) -> RequestError:
 
 
 class SessionBook:
-    """Every session of this process, and the store behind them."""
+    """Every session of this process, and the store behind them.
+
+    A session whose agent has run nothing for ``idle_timeout_s`` (no
+    ``session/close`` came: editors seldom send one) has its agent rest
+    (:meth:`Agent.rest`): its MCP servers and any ACP agent's process end, and
+    its next turn starts them again, on the same history."""
 
     def __init__(
-        self, configs: list[AgentConfig], state_dir: str | None, permission: PermissionFactory
+        self,
+        configs: list[AgentConfig],
+        state_dir: str | None,
+        permission: PermissionFactory,
+        idle_timeout_s: float,
     ) -> None:
         self.configs = {config.name: config for config in configs}
         self.default = configs[0]
         self._state_dir = state_dir
         self._permission = permission
+        self._idle_timeout_s = idle_timeout_s
         self._store: Store | None = None
         self._sessions: dict[str, DoorSession] = {}
+        self._resting: set[asyncio.Task[bool]] = set()
 
     async def store(self) -> Store:
         if self._store is None:
@@ -109,6 +127,35 @@ class SessionBook:
             raise unknown_session(session_id)
         return session
 
+    # -- turns ------------------------------------------------------------------------
+
+    def turn_started(self, session: DoorSession, abort: AbortSignal) -> None:
+        session.turns.add(abort)
+        session.stop_idle_timer()
+
+    def turn_ended(self, session: DoorSession, abort: AbortSignal) -> None:
+        session.turns.discard(abort)
+        if not session.busy:
+            self._idle_from_now(session)
+
+    def _idle_from_now(self, session: DoorSession) -> None:
+        session.stop_idle_timer()
+        loop = asyncio.get_running_loop()
+        session.idle_timer = loop.call_later(self._idle_timeout_s, self._rest_soon, session)
+
+    def _rest_soon(self, session: DoorSession) -> None:
+        session.idle_timer = None
+        if session.busy or self._sessions.get(session.session_id) is not session:
+            return
+        task = asyncio.get_running_loop().create_task(session.agent.rest())
+        self._resting.add(task)
+        task.add_done_callback(self._rested)
+
+    def _rested(self, task: asyncio.Task[bool]) -> None:
+        self._resting.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("an idle session's agent failed to rest: %s", task.exception())
+
     # -- opening ------------------------------------------------------------------
 
     async def open(self, cwd: str, mcp_servers: list[McpServer]) -> DoorSession:
@@ -120,6 +167,7 @@ class SessionBook:
         await asyncio.to_thread(store.create_session, session_id, config.name, [], redact)
         await self._save_settings(session)
         self._sessions[session_id] = session
+        self._idle_from_now(session)
         return session
 
     async def load(
@@ -144,11 +192,13 @@ class SessionBook:
             )
         if previous is not None:
             del self._sessions[session_id]
+            previous.stop_idle_timer()
             await previous.agent.close()
         titled = infos[0]["title"] is not None
         session = self._build(session_id, cwd, config, model, history, mcp_servers, titled=titled)
         await self._save_settings(session)
         self._sessions[session_id] = session
+        self._idle_from_now(session)
         return session, history
 
     def _build(
@@ -289,6 +339,7 @@ class SessionBook:
     async def close(self) -> None:
         for session in self._sessions.values():
             session.cancel_turns()
+            session.stop_idle_timer()
         await asyncio.gather(*(s.agent.close() for s in self._sessions.values()))
         self._sessions.clear()
         if self._store is not None:

@@ -18,6 +18,9 @@ from oma_host.server.tcp import (
     serve_tcp,
 )
 
+# oma-host acp: how long a session's agent keeps its processes while it runs nothing.
+DEFAULT_SESSION_IDLE_TIMEOUT_S = 1800.0
+
 
 def _parse_tcp(value: str) -> tuple[str, int]:
     """``PORT``, ``HOST:PORT`` or ``[IPV6]:PORT`` (brackets as in a URL)."""
@@ -181,6 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
     acp.add_argument(
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=argparse.SUPPRESS
     )
+    acp.add_argument(
+        "--session-idle-timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=DEFAULT_SESSION_IDLE_TIMEOUT_S,
+        help="a session that runs nothing this long has its agent's processes (MCP servers, "
+        "an ACP agent) ended; its next prompt starts them again "
+        f"(default {DEFAULT_SESSION_IDLE_TIMEOUT_S:g})",
+    )
     schema = commands.add_parser(
         "schema", help="print the JSON Schema of every method's params and result"
     )
@@ -252,11 +264,13 @@ def _run(args: argparse.Namespace) -> int:
         )
         return call_exit
     if args.command == "acp":
-        from oma_host.acp_server.serve import serve_acp
+        from oma_host.acp_server.serve import AcpOptions, serve_acp
 
         enable_subreaper()  # a host: what its runs leave behind comes back to it
         tune_for_serving()
-        acp_exit: int = serve_acp(args.agents, args.state_dir)
+        acp_exit: int = serve_acp(
+            AcpOptions(args.agents, args.state_dir, args.session_idle_timeout)
+        )
         return acp_exit
     if args.command == "schema":
         from oma_host.cli.schema import write_schema

@@ -268,6 +268,18 @@ class Agent:
             _closing.add(closing)
             closing.add_done_callback(_closing.discard)
 
+    async def rest(self) -> bool:
+        """Release the backend while no run is in flight: the processes it
+        keeps (an LLM agent's MCP servers, an ACP agent's process) end, and
+        the next run starts them again; the history, and the link to an ACP
+        agent's own session (which that run resumes), stay. False when a run
+        is in flight or there is nothing to release."""
+        if self._active_runs or self._backend is None or self._closed:
+            return False
+        backend, self._backend = self._backend, None
+        await backend.close()
+        return True
+
     async def close(self) -> None:
         """Release the backend (ends a process tree or an ACP session). Prompts
         still queued then fail: the agent is gone."""

@@ -79,6 +79,7 @@ class Door:
         self.state = tmp_path / "state"
         self.agents_file = tmp_path / "agents.json"
         self.env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key"}
+        self.flags: list[str] = []  # more options for oma-host acp
         self.write_agents()
 
     def llm(self, name: str = "claude", **fields: Any) -> dict[str, Any]:
@@ -104,6 +105,7 @@ class Door:
             str(self.agents_file),
             "--state-dir",
             str(self.state),
+            *self.flags,
         ]
 
     def run(

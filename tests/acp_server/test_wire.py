@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +21,7 @@ from pydantic import ValidationError
 
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, text
+from tests.server.helpers import wait_dead_async
 
 TIMEOUT_S = 30
 EditorAnswer = Callable[[dict[str, Any]], dict[str, Any]]
@@ -317,3 +320,42 @@ async def test_a_running_turn_refuses_a_switch_and_a_load_of_its_session(door: D
             "session/load", {"sessionId": session_id, "cwd": str(door.cwd), "mcpServers": []}
         )
         assert "result" in loaded, loaded
+
+
+FAULTS_SERVER = Path(__file__).resolve().parents[1] / "llm" / "mcp_servers" / "faults.py"
+
+
+async def test_an_idle_sessions_mcp_server_is_ended_and_its_next_turn_starts_it(
+    door: Door,
+) -> None:
+    """No session/close comes: after --session-idle-timeout the agent rests,
+    its MCP server ends, and the next turn starts a new one on the history."""
+    faults = {"name": "faults", "command": sys.executable, "args": [str(FAULTS_SERVER)]}
+    allow = [{"tool": "*__*", "action": "allow"}]
+    door.write_agents(first=door.llm(mcpServers=[faults], permissions=allow))
+    door.flags = ["--session-idle-timeout", "1"]
+    echo = {"type": "tool_use", "id": "e", "name": "faults__echo", "input": {"text": "x"}}
+    door.sim.script(
+        Reply(content=[echo]), Reply.text("one"), Reply(content=[echo]), Reply.text("two")
+    )
+
+    def server_pid(request_index: int) -> int:
+        (result,) = door.sim.requests[request_index].body["messages"][-1]["content"]
+        return int(str(result["content"]).rsplit("pid ", 1)[1].split(")")[0])
+
+    async with raw_editor(door) as editor:
+        session_id = await editor.start(door)
+        first = await editor.call(
+            "session/prompt", {"sessionId": session_id, "prompt": [text("a")]}
+        )
+        assert first["result"]["stopReason"] == "end_turn", first
+        pid = server_pid(1)
+        assert await wait_dead_async(pid, timeout=20), "the idle session's MCP server lives on"
+        second = await editor.call(
+            "session/prompt", {"sessionId": session_id, "prompt": [text("b")]}
+        )
+        assert second["result"]["stopReason"] == "end_turn", second
+        assert server_pid(3) != pid
+    # The second turn carried the first: the history stayed while the agent rested.
+    texts = [json.dumps(message) for message in door.sim.requests[2].body["messages"]]
+    assert any('"one"' in entry for entry in texts)
