@@ -34,6 +34,7 @@ def _acp(config: AgentConfig, context: BackendContext) -> Backend:
         config.backend,
         permission_handler=context.permission_handler,
         session_link=context.session_link,
+        editor=context.editor,
     )
 
 

@@ -27,7 +27,8 @@ ALLOWED: dict[str, set[str]] = {
     "oma_host.providers": {"oma_host.core"},
     "oma_host.llm": {"oma_host.core", "oma_host.providers"},
     # The ACP bridge serves an agent's fs/* with the LLM tools' confinement,
-    # edits and permission policy (oma_host.llm.confined, edits, permissions).
+    # edits, editor channel and permission policy (oma_host.llm.confined,
+    # edits, editor_files, permissions, and file_write's declaration).
     "bridges": {"oma_host.core", "oma_host.llm"},
     "oma_host.orchestration": {"oma_host.core"},
     "oma_host.testing": {"oma_host.core", "oma_host.providers"},

@@ -58,7 +58,6 @@ from pydantic import BaseModel, ValidationError
 
 from bridges.acp.files import AgentFiles
 from oma_host.core.backends import OptionPicker, PermissionHandler
-from oma_host.core.file_view import current_file_reader, current_file_writer
 from oma_host.core.results import RunRecorder, ToolCallRecord
 
 log = logging.getLogger(__name__)
@@ -337,12 +336,8 @@ class BridgeClient:
         return self._ask_timeout_s
 
     def files_for_turn(self, recorder: RunRecorder) -> None:
-        """The ``fs/*`` calls of this turn read (and write) the editor's view
-        of the files the run's door gives it, and report permission events
-        to this run."""
+        """The ``fs/*`` calls of this turn report permission events to this run."""
         if self.files is not None:
-            self.files.reader = current_file_reader()
-            self.files.writer = current_file_writer()
             self.files.events = lambda event: recorder.event("permission", event)
 
     def begin(self, turn: Turn) -> None:

@@ -80,6 +80,7 @@ from bridges.procgroup import (
 )
 from oma_host.core.backends import BackendRequestError, PermissionHandler, SessionLink
 from oma_host.core.config import AcpBackend, AgentConfig
+from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
@@ -179,10 +180,12 @@ class AcpBridge:
         *,
         permission_handler: PermissionHandler | None = None,
         session_link: SessionLink | None = None,
+        editor: EditorChannel | None = None,
     ) -> None:
         self._config = config
         self._backend = backend
         self._permission_handler = permission_handler
+        self._editor = editor or NO_EDITOR  # what the door's client does with files
         self._link = session_link  # the ACP sessionId kept with the host's session
         self._redactor = Redactor.for_config(config)
         self._live: _Live | None = None
@@ -270,7 +273,7 @@ class AcpBridge:
             policy=PermissionPolicy(
                 self._config.permissions, self._permission_handler, self._config.name, client.ask_s
             ),
-            apply_edit=getattr(self._permission_handler, "apply_edit", None),
+            editor=self._editor,
         )
         try:
             await self._handshake(live, cwd)

@@ -16,8 +16,10 @@ Of the editor, a turn may ask three things: ``session/request_permission``
 (:class:`EditorPermission`); when the editor advertised ``fs.readTextFile``,
 ``fs/read_text_file`` for ``file_read`` (and for planning ``file_edit``);
 and when it advertised ``fs.writeTextFile``, ``fs/write_text_file`` with the
-whole new text for ``file_write`` and ``file_edit``, the host writing nothing
-(:mod:`oma_host.core.file_view`, both set around the turn).
+whole new text for ``file_write`` and ``file_edit``, the host writing nothing.
+Each session's agent is given both, the permission handler and the editor
+channel (:class:`oma_host.core.editor_channel.EditorChannel`), as its client
+callbacks (:meth:`OmaAcpAgent._callbacks`).
 
 The editor's ``mcpServers`` from ``session/new`` and ``session/load`` join
 the session's agent (:mod:`.editor_mcp`, :meth:`.SessionBook._agent`).
@@ -25,7 +27,6 @@ the session's agent (:mod:`.editor_mcp`, :meth:`.SessionBook._agent`).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
@@ -71,10 +72,10 @@ from oma_host.acp_server.updates import (
     wire_update,
 )
 from oma_host.core.abort import AbortSignal
-from oma_host.core.backends import PermissionHandler, backend_entry
+from oma_host.core.backends import AgentCallbacks, backend_entry
 from oma_host.core.config import AgentConfig
+from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
-from oma_host.core.file_view import FileReader, FileWriter, reading_through, writing_through
 from oma_host.core.messages import LLMMessage
 from oma_host.core.version import __version__
 
@@ -109,7 +110,7 @@ class OmaAcpAgent:
         self, configs: list[AgentConfig], state_dir: str | None, idle_timeout_s: float
     ) -> None:
         self._configs = configs
-        self._sessions = SessionBook(configs, state_dir, self._permission_handler, idle_timeout_s)
+        self._sessions = SessionBook(configs, state_dir, self._callbacks, idle_timeout_s)
         self._client: EditorClient | None = None
         self._client_capabilities = ClientCapabilities()
         self.request_ids = itertools.count(1)
@@ -237,15 +238,8 @@ class OmaAcpAgent:
         abort = AbortSignal()
         self._sessions.turn_started(session, abort)
         sender = UpdateSender(self.client, session_id, session.cwd)
-        reader = self._file_reader(session_id)
-        writer = self._file_writer(session_id)
         try:
-            with contextlib.ExitStack() as editor_files:
-                if reader is not None:
-                    editor_files.enter_context(reading_through(reader))
-                if writer is not None:
-                    editor_files.enter_context(writing_through(writer))
-                result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
+            result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
             sender.send(usage_update(result, agent.config.max_token_budget))
         finally:
             self._sessions.turn_ended(session, abort)
@@ -257,35 +251,26 @@ class OmaAcpAgent:
 
     # -- the editor's answers -------------------------------------------------------
 
-    def _permission_handler(self, session_id: str) -> PermissionHandler:
-        return EditorPermission(self, session_id)
-
-    def _file_reader(self, session_id: str) -> FileReader | None:
-        """``file_read`` through the editor when it advertised
-        ``fs.readTextFile``, so an unsaved buffer wins over the disk (the
-        tool confines the path to ``cwd`` before asking)."""
+    def _callbacks(self, session_id: str) -> AgentCallbacks:
+        """What a session's agent may ask of the editor: permission, and the
+        files the editor advertised it serves (``fs.readTextFile``: so an
+        unsaved buffer wins over the disk; ``fs.writeTextFile``: it gets the
+        whole new text and applies it). The tools confine every path to
+        ``cwd`` before the editor is asked."""
         fs = self._client_capabilities.fs
-        if fs is None or not fs.read_text_file:
-            return None
 
         async def read(path: str) -> str:
             answer = await self.client.read_text_file(session_id=session_id, path=path)
             return answer.content
 
-        return read
-
-    def _file_writer(self, session_id: str) -> FileWriter | None:
-        """``file_write`` and ``file_edit`` through the editor when it
-        advertised ``fs.writeTextFile``: it gets the whole new text and applies
-        it (the tool confines the path to ``cwd`` before asking)."""
-        fs = self._client_capabilities.fs
-        if fs is None or not fs.write_text_file:
-            return None
-
         async def write(path: str, content: str) -> None:
             await self.client.write_text_file(session_id=session_id, path=path, content=content)
 
-        return write
+        editor = EditorChannel(
+            read_text=read if fs is not None and fs.read_text_file else None,
+            write_text=write if fs is not None and fs.write_text_file else None,
+        )
+        return {"permission_handler": EditorPermission(self, session_id), "editor": editor}
 
 
 class EditorPermission:

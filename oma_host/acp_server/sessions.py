@@ -26,7 +26,7 @@ from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption, Ses
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent, TurnSink
-from oma_host.core.backends import PermissionHandler
+from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
@@ -35,8 +35,8 @@ from oma_host.orchestration.store import Store
 log = logging.getLogger(__name__)
 
 TITLE_CHARS = 80
-# Builds the permission handler of one session (it asks that session's editor).
-PermissionFactory = Callable[[str], PermissionHandler]
+# Builds the client callbacks of one session (they ask that session's editor).
+CallbacksFactory = Callable[[str], AgentCallbacks]
 
 
 @dataclass
@@ -104,13 +104,13 @@ class SessionBook:
         self,
         configs: list[AgentConfig],
         state_dir: str | None,
-        permission: PermissionFactory,
+        callbacks: CallbacksFactory,
         idle_timeout_s: float,
     ) -> None:
         self.configs = {config.name: config for config in configs}
         self.default = configs[0]
         self._state_dir = state_dir
-        self._permission = permission
+        self._callbacks = callbacks
         self._idle_timeout_s = idle_timeout_s
         self._store: Store | None = None
         self._sessions: dict[str, DoorSession] = {}
@@ -240,7 +240,7 @@ class SessionBook:
         return Agent(
             config,
             on_turn=self._turn_sink(session, config),
-            permission_handler=self._permission(session.session_id),
+            **self._callbacks(session.session_id),
         )
 
     def _turn_sink(self, session: DoorSession, config: AgentConfig) -> TurnSink:

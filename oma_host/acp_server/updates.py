@@ -2,8 +2,12 @@
 result as a ``session/prompt`` answer.
 
 - ``text`` -> ``agent_message_chunk``; ``reasoning`` -> ``agent_thought_chunk``;
-- ``tool_use`` -> ``tool_call`` (``kind`` read for ``file_read``, search for
-  ``grep`` and ``glob``, with ``locations``); ``tool_result`` ->
+- ``tool_use`` -> ``tool_call``, its ``kind`` and ``locations`` from the
+  built-in tool's declaration (:func:`oma_host.core.tools.builtin_tool`):
+  ``read`` (``search`` for grep and glob), ``edit`` for the write tools,
+  ``execute``; ``other`` for any other tool (an MCP tool, whose declaration
+  says ``other``, a wrapped agent's own). A location is sent only for a path
+  that stays inside the session's ``cwd``; ``tool_result`` ->
   ``tool_call_update`` with the status and the output as content;
 - ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged;
 - ``permission`` and ``error`` send nothing: the first was the permission
@@ -29,8 +33,8 @@ that failed otherwise is answered with an ACP error carrying its status.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from acp import RequestError
@@ -57,6 +61,7 @@ from oma_host.core.results import (
     StreamEvent,
     ended_at_turn_limit,
 )
+from oma_host.core.tools import Effect, ToolDeclaration, builtin_tool
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +79,14 @@ StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "
 # providers do not report their context windows.
 NOMINAL_CONTEXT_SIZE = 200_000
 
-_TOOL_KINDS = {"file_read": "read", "grep": "search", "glob": "search"}
+ToolKind = Literal["read", "edit", "search", "execute", "other"]
+# The ACP kind of each effect (a read that searches is "search").
+_TOOL_KINDS: dict[Effect, ToolKind] = {
+    "read": "read",
+    "write": "edit",
+    "execute": "execute",
+    "other": "other",
+}
 
 
 class UpdateSink(Protocol):
@@ -111,12 +123,26 @@ def _text(text: str) -> TextContentBlock:
     return TextContentBlock(type="text", text=text)
 
 
-def _locations(name: str, tool_input: Mapping[str, Any], cwd: str) -> list[ToolCallLocation]:
-    if name not in _TOOL_KINDS:
+def _kind(tool: ToolDeclaration | None) -> ToolKind:
+    if tool is None:
+        return "other"
+    return "search" if tool.search else _TOOL_KINDS[tool.effect]
+
+
+def _locations(
+    tool: ToolDeclaration | None, tool_input: Mapping[str, Any], cwd: str
+) -> list[ToolCallLocation]:
+    """The file or folder the call touches, as an absolute path, when the
+    tool declares one and it stays inside ``cwd`` (no ``..`` out of it, no
+    absolute path elsewhere): a path outside is the model's, not shown."""
+    where = tool.location(tool_input) if tool is not None and tool.location else None
+    if where is None:
         return []
-    relative = tool_input.get("path")
-    target = Path(cwd) / relative if isinstance(relative, str) and relative else Path(cwd)
-    return [ToolCallLocation(path=str(target))]
+    root = os.path.normpath(cwd)
+    target = os.path.normpath(os.path.join(root, where))
+    if target != root and not target.startswith(root.rstrip("/") + "/"):
+        return []
+    return [ToolCallLocation(path=target)]
 
 
 def tool_use_update(block: ContentBlock, cwd: str) -> ToolCallStart:
@@ -124,13 +150,14 @@ def tool_use_update(block: ContentBlock, cwd: str) -> ToolCallStart:
     name = str(block.get("name", "tool"))
     given = block.get("input")
     tool_input: dict[str, Any] = given if isinstance(given, dict) else {}
+    tool = builtin_tool(name)
     return ToolCallStart(
         session_update="tool_call",
         tool_call_id=str(block.get("id", "")),
         title=name,
-        kind=_TOOL_KINDS.get(name, "other"),  # type: ignore[arg-type]
+        kind=_kind(tool),
         status="in_progress",
-        locations=_locations(name, tool_input, cwd) or None,
+        locations=_locations(tool, tool_input, cwd) or None,
         raw_input=tool_input,
     )
 

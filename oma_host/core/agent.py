@@ -28,6 +28,7 @@ from oma_host.core.backends import (
     backend_entry,
 )
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
+from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.guard import (
     clone,
@@ -195,6 +196,7 @@ class Agent:
         permission_handler: PermissionHandler | None = None,
         on_turn: TurnSink | None = None,
         session_link: SessionLink | None = None,
+        editor: EditorChannel | None = None,
     ) -> None:
         self.config = parse_agent_config(config, defaults)
         self._history: list[LLMMessage] = check_agent_config(self.config)
@@ -202,6 +204,7 @@ class Agent:
         self._before_run = before_run
         self._after_run = after_run
         self._permission_handler = permission_handler
+        self._editor = editor
         self._on_turn = on_turn
         self._session_link = session_link  # the backend's own session id, persisted
         self._backend: Backend | None = None
@@ -503,7 +506,9 @@ class Agent:
     def _ensure_backend(self) -> Backend:
         if self._backend is None:
             context = BackendContext(
-                permission_handler=self._permission_handler, session_link=self._session_link
+                permission_handler=self._permission_handler,
+                session_link=self._session_link,
+                editor=self._editor,
             )
             self._backend = self._entry.build(self.config, context)
         return self._backend

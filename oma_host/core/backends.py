@@ -21,21 +21,38 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 from oma_host.core.config import AgentConfig
+from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidParamsError, OmaError
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import AgentRunResult, RunRecorder
+
+if TYPE_CHECKING:
+    from oma_host.core.hooks import AfterRunHook, BeforeRunHook
 
 LLM_KIND = "llm"
 # Imported on the first lookup of a kind nobody registered; each registers its kinds.
 PLUGINS = ("oma_host.llm", "bridges")
 
-# Answers a backend's permission request (an ACP agent's, for ``permission:
-# "ask-client"``): receives ``{agentName, title, kind, optionKinds}``, returns
-# ``{approve: bool}``.
+# Answers a backend's permission request: an LLM agent's tool call under its
+# ``permissions`` (``source: "tool"``), or an ACP agent's with ``permission:
+# "ask-client"``. Receives ``{agentName, title, kind, optionKinds, ...}``,
+# returns ``{approve: bool, scope?}``.
 PermissionHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+class AgentCallbacks(TypedDict, total=False):
+    """The client callbacks a door gives an agent, for one session: the
+    keyword arguments an Agent (or a one-off run) takes for them. Each door
+    builds one set per session (``server/callbacks.py``, the ACP door's
+    ``door.py``), so the same agent runs the same way behind either."""
+
+    before_run: BeforeRunHook
+    after_run: AfterRunHook
+    permission_handler: PermissionHandler
+    editor: EditorChannel
 
 
 @runtime_checkable
@@ -113,6 +130,7 @@ class BackendContext:
 
     permission_handler: PermissionHandler | None = None
     session_link: SessionLink | None = None
+    editor: EditorChannel | None = None  # what the client does with files (None: the disk)
 
 
 @dataclass(frozen=True)

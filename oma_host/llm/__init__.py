@@ -39,7 +39,7 @@ def _check_config(config: AgentConfig) -> None:
 def _build(config: AgentConfig, context: BackendContext) -> Backend:
     from oma_host.llm.loop import LLMBackend
 
-    return LLMBackend(config, context.permission_handler)
+    return LLMBackend(config, context.permission_handler, context.editor)
 
 
 register_backend(

@@ -1,31 +1,27 @@
-"""The write tools, ``file_write {path, content}`` and ``file_edit {path, old,
-new}``: what they change, planned beneath the agent's ``cwd`` with the read
-tools' confinement (:mod:`oma_host.llm.confined`), then carried out one of
-two ways.
+"""The write tools' planning: what ``file_write {path, content}`` and
+``file_edit {path, old, new}`` change, worked out beneath the agent's
+``cwd`` with the read tools' confinement (:mod:`oma_host.llm.confined`), and
+the two ways the host itself can make it.
 
 An :class:`Edit` is planned first: the file read (if it exists) through
 descriptors opened beneath the root, the new text worked out, and the LSP
-edit that makes it (a range in UTF-16 code units, as LSP counts). Where the
-client applies edits (``workspace/applyEdit``), :func:`workspace_edit` is what
-it is sent and the host writes nothing; otherwise :func:`write_file` writes
-the whole new text atomically: a temporary file in the same directory, its
-mode set to the old file's, synced, then renamed over the name (the rename
-replaces a name in a directory held open beneath the root, so it cannot land
-outside). Missing directories of a new file are made one by one the same way.
+edit that makes it (a range in UTF-16 code units, as LSP counts).
+:func:`workspace_edit` is that edit as ``workspace/applyEdit`` params;
+:func:`write_file` writes the whole new text atomically: a temporary file in
+the same directory, its mode set to the old file's, synced, then renamed over
+the name (the rename replaces a name in a directory held open beneath the
+root, so it cannot land outside). Missing directories of a new file are made
+one by one the same way. Which of those, or the editor's own write, carries
+an edit out is decided in :mod:`oma_host.llm.editor_files`.
 
 ``file_edit`` replaces exactly one occurrence of ``old``; none, or more than
-one, is an error result that tells the model what to do instead.
-
-Behind the ACP door (:func:`edit_in_editor_view`), an editor that serves
-``fs/read_text_file`` has the edit planned against its text of the file (the
-text the model read), and one that serves ``fs/write_text_file`` is sent the
-whole new text to apply; the host then writes nothing. An editor that reads
-but cannot write has the new text written to disk as above.
+one, is an error result that tells the model what to do instead. Where the
+editor holds the file's text (an unsaved buffer), the replacement is made in
+that text (:func:`replace_once`), the one the model read.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import os
@@ -35,7 +31,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from oma_host.core.file_view import FileReader, FileWriter
 from oma_host.llm.confined import Root, ToolError, open_beneath, read_at_most
 
 MAX_EDIT_BYTES = 4 * 1024 * 1024
@@ -131,64 +126,48 @@ def _locate(root: Root, path: str) -> tuple[str, tuple[str, ...], str, str | Non
     raise ToolError(f"path {path!r} names no file")  # unreachable: depth 0 is the root
 
 
-def _string(arguments: dict[str, Any], field: str, *, empty: bool) -> str:
-    value = arguments.get(field)
-    if not isinstance(value, str) or (not empty and not value):
-        raise ToolError(f"{field} must be a {'' if empty else 'non-empty '}string")
-    return value
-
-
-def plan_write(arguments: dict[str, Any], root: Root) -> Edit:
+def plan_write(path: str, content: str, root: Root) -> Edit:
     """``file_write``: the file's whole text becomes ``content``."""
-    path = _string(arguments, "path", empty=False)
-    content = _string(arguments, "content", empty=True)
     directory, missing, name, existing, mode = _locate(root, path)
     end = (0, 0) if existing is None else _position(existing, len(existing))
     return Edit(path, directory, missing, name, existing, mode, content, (0, 0), end, content)
 
 
-def plan_edit(arguments: dict[str, Any], root: Root) -> Edit:
-    """``file_edit``: the one occurrence of ``old`` becomes ``new``."""
-    path = _string(arguments, "path", empty=False)
-    old = _string(arguments, "old", empty=False)
-    new = _string(arguments, "new", empty=True)
-    directory, missing, name, existing, mode = _locate(root, path)
-    if existing is None:
+def existing_file(path: str, root: Root) -> Edit:
+    """``file_edit``'s file, located and read, not yet changed; a ToolError
+    when there is none."""
+    edit = plan_write(path, "", root)
+    if edit.existing is None:
         raise ToolError(f"{path} does not exist; use file_write to create it")
-    text, start, end = _replace_once(path, existing, old, new)
-    return Edit(path, directory, missing, name, existing, mode, text, start, end, new)
+    return edit
 
 
-def _replace_once(
-    path: str, existing: str, old: str, new: str
-) -> tuple[str, tuple[int, int], tuple[int, int]]:
-    """``existing`` with its one ``old`` made ``new``, and the range replaced."""
-    count = existing.count(old)
+def plan_edit(path: str, old: str, new: str, root: Root) -> Edit:
+    """``file_edit`` on the disk's text: the one occurrence of ``old`` becomes ``new``."""
+    located = existing_file(path, root)
+    assert located.existing is not None
+    return replace_once(located, located.existing, old, new)
+
+
+def replace_once(located: Edit, current: str, old: str, new: str) -> Edit:
+    """``located``'s file with the one ``old`` of ``current`` (its text, the
+    disk's or the editor's) made ``new``; a ToolError when ``old`` does not
+    occur in it exactly once."""
+    count = current.count(old)
     if count == 0:
         raise ToolError(
-            f"old does not occur in {path}; read the file again and copy the text to "
+            f"old does not occur in {located.path}; read the file again and copy the text to "
             "replace exactly, whitespace included"
         )
     if count > 1:
         raise ToolError(
-            f"old occurs {count} times in {path}; include more of the surrounding text "
+            f"old occurs {count} times in {located.path}; include more of the surrounding text "
             "so that it occurs once"
         )
-    at = existing.index(old)
-    text = existing[:at] + new + existing[at + len(old) :]
-    return text, _position(existing, at), _position(existing, at + len(old))
-
-
-def rebase(edit: Edit, tool: str, arguments: dict[str, Any], current: str) -> Edit:
-    """``edit`` planned again against ``current``, the file's text as the
-    editor has it (an unsaved buffer), rather than the disk's: the model read
-    that text (``file_read`` through the editor), so ``old`` is looked for
-    there. ToolError when ``old`` is not in it exactly once."""
-    if tool == "file_write":
-        end = _position(current, len(current))
-        return replace(edit, existing=current, end=end)
-    text, start, end = _replace_once(edit.path, current, arguments["old"], arguments["new"])
-    return replace(edit, existing=current, text=text, start=start, end=end)
+    at = current.index(old)
+    text = current[:at] + new + current[at + len(old) :]
+    start, end = _position(current, at), _position(current, at + len(old))
+    return replace(located, existing=current, text=text, start=start, end=end, replacement=new)
 
 
 def workspace_edit(edit: Edit, root: str) -> dict[str, Any]:
@@ -256,73 +235,3 @@ def write_file(edit: Edit, root: Root) -> None:
             raise
     finally:
         os.close(fd)
-
-
-_PLANS = {"file_write": plan_write, "file_edit": plan_edit}
-
-
-def _plan_at(tool: str, arguments: dict[str, Any], root_path: str) -> Edit:
-    with Root(root_path) as root:
-        return _PLANS[tool](arguments, root)
-
-
-def _locate_at(tool: str, arguments: dict[str, Any], root_path: str) -> Edit:
-    """For planning against the editor's text: the arguments checked and the
-    file located and confined as ``tool`` would, the change not yet worked
-    out for ``file_edit`` (:func:`rebase` does that)."""
-    with Root(root_path) as root:
-        if tool != "file_edit":
-            return plan_write(arguments, root)
-        path = _string(arguments, "path", empty=False)
-        _string(arguments, "old", empty=False)
-        _string(arguments, "new", empty=True)
-        edit = plan_write({"path": path, "content": ""}, root)
-        if edit.existing is None:
-            raise ToolError(f"{path} does not exist; use file_write to create it")
-        return edit
-
-
-def _write_at(edit: Edit, root_path: str) -> None:
-    with Root(root_path) as root:
-        write_file(edit, root)
-
-
-async def edit_in_editor_view(
-    tool: str,
-    arguments: dict[str, Any],
-    root_path: str,
-    reader: FileReader | None,
-    writer: FileWriter | None,
-    timeout_s: float,
-) -> tuple[str, bool]:
-    """``file_write`` / ``file_edit`` in the editor's view (see the module
-    doc): (output, is_error), every failure an error result. The path is
-    confined beneath ``root_path`` on disk before the editor is asked."""
-    try:
-        # file_write needs no old text: the editor and the disk take the whole new one.
-        from_editor = reader is not None and tool == "file_edit"
-        plan = _locate_at if from_editor else _plan_at
-        edit = await asyncio.to_thread(plan, tool, arguments, root_path)
-        path = edit.absolute(root_path)
-        if reader is not None and from_editor:
-            try:
-                current = await asyncio.wait_for(reader(path), timeout_s)
-            except Exception as error:
-                raise ToolError(f"the editor could not read {path}: {error}") from None
-            edit = rebase(edit, tool, arguments, current)
-        if writer is None:
-            await asyncio.to_thread(_write_at, edit, root_path)
-            return edit.summary(), False
-    except ToolError as error:
-        return f"{tool}: {error}", True
-    except OSError as error:
-        return f"{tool}: {error.strerror or error}", True
-    except Exception as error:  # e.g. a NUL byte in a path (ValueError)
-        return f"{tool}: {type(error).__name__}: {error}", True
-    try:
-        await asyncio.wait_for(writer(path, edit.text), timeout_s)
-    except TimeoutError:
-        return f"{tool}: the editor did not write {path} within {timeout_s:g} s", True
-    except Exception as error:  # the editor answered an error
-        return f"{tool}: the editor could not write {path}: {error}", True
-    return f"{edit.summary()} (written by the editor)", False

@@ -16,13 +16,14 @@ import time
 from typing import Any
 
 from oma_host.core.activity import report_activity
+from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import AgentConfig
+from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.messages import ContentBlock, LLMMessage
 from oma_host.core.redact import Redactor
 from oma_host.core.results import MAX_TOKENS_KIND, AgentRunResult, RunRecorder
 from oma_host.llm.agent_tools import AgentTools, output_text
 from oma_host.llm.mcp_errors import McpFailure
-from oma_host.llm.permissions import PermissionHandler
 from oma_host.providers import get_adapter
 from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
 
@@ -68,11 +69,14 @@ class LLMBackend:
     """Runs an agent that has no ``backend`` through its provider adapter."""
 
     def __init__(
-        self, config: AgentConfig, permission_handler: PermissionHandler | None = None
+        self,
+        config: AgentConfig,
+        permission_handler: PermissionHandler | None = None,
+        editor: EditorChannel | None = None,
     ) -> None:
         self._config = config
         self._adapter = get_adapter(config)
-        self._tools = AgentTools(config, permission_handler)
+        self._tools = AgentTools(config, permission_handler, editor)
         system = config.system_prompt
         if config.output_schema is not None:
             instruction = _SCHEMA_INSTRUCTION + json.dumps(config.output_schema)
@@ -80,7 +84,7 @@ class LLMBackend:
         self._options = dataclasses.replace(
             ChatOptions.from_config(config),
             system_prompt=system,
-            tools=self._tools.registry.specs,
+            tools=self._tools.builtin_specs,
             guarded=True,  # the agent guarded the input; the loop adds only its own blocks
         )
         self._redactor = Redactor.for_config(config)

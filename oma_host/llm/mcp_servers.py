@@ -40,8 +40,10 @@ from mcp.shared.exceptions import MCPError
 
 from oma_host.core.config import McpServer, McpServerHttp
 from oma_host.core.redact import Redactor
+from oma_host.core.tools import ToolDeclaration
 from oma_host.llm.mcp_errors import McpFailure
-from oma_host.providers.base import ToolSpec
+from oma_host.llm.permissions import undeclared_tool
+from oma_host.llm.tools.base import ToolOutput, Workspace
 
 TOOL_NAME_LIMIT = 64  # the providers' limit on a tool name
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
@@ -61,14 +63,20 @@ def offered_name(server: str, tool: str, taken: set[str]) -> str:
 
 @dataclass(frozen=True)
 class McpTool:
-    """One tool of one server, as offered to the model."""
+    """One tool of one server, as offered to the model: a
+    :class:`oma_host.llm.tools.base.Tool` declared from the server's listing
+    (:func:`oma_host.llm.permissions.undeclared_tool`: the host cannot tell
+    what it does)."""
 
-    spec: ToolSpec
+    declaration: ToolDeclaration
     server: McpConnection
     name: str  # the server's own name for it
 
-
-ToolOutput = str | list[dict[str, Any]]
+    async def call(
+        self, arguments: dict[str, Any], workspace: Workspace
+    ) -> tuple[ToolOutput, bool]:
+        """Call it on the server (McpFailure when the server is gone)."""
+        return await self.server.call(self.name, arguments)
 
 
 def _part(block: Any) -> dict[str, Any]:
@@ -288,8 +296,9 @@ class McpServers:
                 assert not isinstance(found, BaseException)
                 for tool in found:
                     offered = offered_name(server.name, tool.name, set(tools))
-                    spec = ToolSpec(offered, tool.description or tool.name, tool.input_schema)
-                    tools[offered] = McpTool(spec, server, tool.name)
+                    description = tool.description or tool.name
+                    declaration = undeclared_tool(offered, description, tool.input_schema)
+                    tools[offered] = McpTool(declaration, server, tool.name)
             self._tools = tools
             return tools
 

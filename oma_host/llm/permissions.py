@@ -2,9 +2,11 @@
 
 Rules are tried in order; the first whose ``tool`` (a name or an fnmatch
 glob such as ``fs__*``) matches the tool's name and whose ``pattern``, if it
-has one, matches the call's main argument (its ``path``, ``command``...,
-see :func:`target_of`) decides. When none matches, the defaults hold: the
-read tools are allowed, the write tools and every MCP tool ask.
+has one, matches the call's main argument (the target its declaration
+names, :class:`oma_host.core.tools.ToolDeclaration`; for an MCP tool the
+first string among ``path``, ``command``..., :func:`target_of`) decides.
+When none matches, the default follows the tool's declared effect: a tool
+that reads is allowed, any other (the write tools, every MCP tool) asks.
 
 ``ask`` goes to the client (``agent/requestPermission`` with ``source:
 "tool"``) through the agent's permission handler, for at most
@@ -19,30 +21,25 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import PermissionRule
+from oma_host.core.tools import ToolDeclaration, first_string
 
 Action = Literal["allow", "ask", "deny"]
-READ_TOOLS = frozenset({"file_read", "grep", "glob"})
-WRITE_TOOLS = frozenset({"file_write", "file_edit"})
-# The argument that says what a call touches, in the order looked for.
-_TARGET_FIELDS = ("path", "command", "file", "filename", "uri", "url", "pattern")
-PermissionHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+# The main argument of a tool that names none (an MCP server's): the first
+# string among ``path``, ``command``, ``file``, ``filename``, ``uri``, ``url``,
+# ``pattern``.
+target_of = first_string("path", "command", "file", "filename", "uri", "url", "pattern")
 
 
-def target_of(arguments: Any) -> str | None:
-    """The call's main argument: the first string among ``path``,
-    ``command``, ``file``, ``filename``, ``uri``, ``url``, ``pattern``."""
-    if not isinstance(arguments, dict):
-        return None
-    for field in _TARGET_FIELDS:
-        value = arguments.get(field)
-        if isinstance(value, str):
-            return value
-    return None
+def undeclared_tool(name: str, description: str, input_schema: dict[str, Any]) -> ToolDeclaration:
+    """The declaration of a tool the host knows only by its listing (an MCP
+    server's): the effect ``other``, which asks by default, and the main
+    argument :func:`target_of` finds."""
+    return ToolDeclaration(name, description, input_schema, effect="other", target=target_of)
 
 
 @dataclass(frozen=True)
@@ -54,25 +51,22 @@ class Verdict:
     rule: int | None  # None: a default
 
 
-def default_action(tool: str, is_mcp: bool) -> Action:
-    if is_mcp or tool in WRITE_TOOLS:
-        return "ask"
-    return "allow" if tool in READ_TOOLS else "ask"
+def default_action(tool: ToolDeclaration) -> Action:
+    """What a call no rule matches gets: reading is allowed, the rest asks."""
+    return "allow" if tool.effect == "read" else "ask"
 
 
-def evaluate(
-    rules: list[PermissionRule], tool: str, target: str | None, *, is_mcp: bool
-) -> Verdict:
+def evaluate(rules: list[PermissionRule], tool: ToolDeclaration, target: str | None) -> Verdict:
     """The first matching rule's action, else the default."""
     for index, rule in enumerate(rules):
-        if not fnmatch.fnmatchcase(tool, rule.tool):
+        if not fnmatch.fnmatchcase(tool.name, rule.tool):
             continue
         if rule.pattern is not None and (
             target is None or not fnmatch.fnmatchcase(target, rule.pattern)
         ):
             continue
         return Verdict(rule.action, index)
-    return Verdict(default_action(tool, is_mcp), None)
+    return Verdict(default_action(tool), None)
 
 
 @dataclass(frozen=True)
@@ -100,10 +94,11 @@ class PermissionPolicy:
         self._granted: set[tuple[str, int | None]] = set()  # (tool, rule) allowed for the session
 
     async def decide(
-        self, tool: str, arguments: Any, *, is_mcp: bool, run_id: str, tool_use_id: str
+        self, declaration: ToolDeclaration, arguments: Any, *, run_id: str, tool_use_id: str
     ) -> Decision:
-        target = target_of(arguments)
-        verdict = evaluate(self._rules, tool, target, is_mcp=is_mcp)
+        tool = declaration.name
+        target = declaration.target(arguments)
+        verdict = evaluate(self._rules, declaration, target)
         event: dict[str, Any] = {"toolUseId": tool_use_id, "tool": tool, "action": verdict.action}
         if target is not None:
             event["target"] = target
@@ -123,7 +118,7 @@ class PermissionPolicy:
             "agentName": self._agent_name,
             "runId": run_id,
             "title": f"{tool} {target}" if target else tool,
-            "kind": "edit" if tool in WRITE_TOOLS else None,
+            "kind": "edit" if declaration.effect == "write" else None,
             "optionKinds": ["allow_once", "allow_always", "reject_once"],
             "source": "tool",
             "tool": {"name": tool, "input": arguments if isinstance(arguments, dict) else {}},

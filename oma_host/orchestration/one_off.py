@@ -17,6 +17,7 @@ from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent, new_run_id
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_model_defaults
+from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.guard import clone, copy_plain
 from oma_host.core.hooks import AfterRunHook, BeforeRunHook
@@ -103,6 +104,7 @@ class OpenMultiAgent:
         after_run: AfterRunHook | None = None,
         input_owned: bool = False,
         permission_handler: PermissionHandler | None = None,
+        editor: EditorChannel | None = None,
     ) -> Callable[[AbortSignal | None], Coroutine[Any, Any, AgentRunResult]]:
         """Validate config and input now (raising InvalidParamsError or
         InvalidMessageError) and return the run, not yet started.
@@ -113,6 +115,7 @@ class OpenMultiAgent:
             after_run=after_run,
             defaults=self.defaults,
             permission_handler=permission_handler,
+            editor=editor,
         )
         messages = agent.validate_run_input(input, owned=input_owned)
         run_id = run_id or new_run_id()

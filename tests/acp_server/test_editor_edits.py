@@ -1,8 +1,9 @@
 """``file_write`` and ``file_edit`` behind the ACP door, driven by the
 TypeScript SDK's client: through ``fs/write_text_file`` when the editor
 advertised it (the whole new text, planned from the editor's buffer; the
-disk untouched), to disk otherwise; and the editor's "always allow" for a
-tool that asks lasting the session."""
+disk untouched), to disk otherwise; each call shown to the editor as an
+``edit`` of its file, located only when it stays inside ``cwd``; and the
+editor's "always allow" for a tool that asks lasting the session."""
 
 from __future__ import annotations
 
@@ -101,6 +102,31 @@ def test_a_path_outside_cwd_is_refused_before_the_editor_is_asked(
     assert "outside the agent's working directory" in result["content"]
     assert not _asked(turn, "writeTextFile")
     assert (tmp_path / "outside.txt").read_text() == "keep"
+
+
+def test_a_write_reaches_the_editor_as_an_edit_located_only_inside_cwd(
+    door: Door, tmp_path: Path
+) -> None:
+    _setup(
+        door,
+        _use("in", "file_write", path="src/new.txt", content="x"),
+        _use("up", "file_write", path="src/../../outside.txt", content="x"),
+        _use("abs", "file_write", path=str(tmp_path / "outside.txt"), content="x"),
+    )
+    _, _, turn = door.run(initialize(), new_session(door.cwd), prompt(text("write")))
+    started = {
+        update["toolCallId"]: update
+        for update in turn["updates"]
+        if update.get("sessionUpdate") == "tool_call"
+    }
+    assert {call: update["kind"] for call, update in started.items()} == {
+        "in": "edit",
+        "up": "edit",
+        "abs": "edit",
+    }
+    assert started["in"]["locations"] == [{"path": str(door.cwd / "src" / "new.txt")}]
+    assert "locations" not in started["up"]
+    assert "locations" not in started["abs"]
 
 
 def test_without_the_capability_the_host_writes_the_disk(door: Door) -> None:

@@ -5,10 +5,12 @@ line search against searching each line."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -16,12 +18,14 @@ from hypothesis import strategies as st
 
 from oma_host.core.patterns import Pattern, PatternError
 from oma_host.llm.confined import Cancelled, Root, Stop, ToolError, open_beneath, walk
-from oma_host.llm.tools import BUILTIN_TOOLS, ToolRegistry, _LineSearch
+from oma_host.llm.tools import BUILTIN_TOOLS
+from oma_host.llm.tools.base import Workspace, call_tool
+from oma_host.llm.tools.grep import _LineSearch
 
 
 def run_tool(name: str, root: Path, stop: Stop | None = None, **arguments: str) -> str:
-    with Root(str(root.resolve())) as opened:
-        return BUILTIN_TOOLS[name].run(arguments, opened, stop or Stop(60))
+    workspace = Workspace(str(root.resolve()))
+    return asyncio.run(BUILTIN_TOOLS[name].execute(arguments, workspace, stop or Stop(60)))
 
 
 def resolved(root: Path, path: str) -> str:
@@ -143,13 +147,16 @@ async def test_file_read_and_grep_never_read_outside_while_a_name_flips_to_a_sym
 
     flipper = threading.Thread(target=flip)
     flipper.start()
-    registry = ToolRegistry(["file_read", "grep"], str(root))
-    outputs: list[str] = []
+    workspace = Workspace(str(root.resolve()))
+    read, grep = BUILTIN_TOOLS["file_read"], BUILTIN_TOOLS["grep"]
+    outputs: list[Any] = []
     try:
         for _ in range(500):
-            outputs.append((await registry.call("file_read", {"path": "notes.txt"}))[0])
-            outputs.append((await registry.call("grep", {"pattern": "I", "path": "notes.txt"}))[0])
-            outputs.append((await registry.call("grep", {"pattern": "I"}))[0])
+            outputs.append((await call_tool(read, {"path": "notes.txt"}, workspace))[0])
+            outputs.append(
+                (await call_tool(grep, {"pattern": "I", "path": "notes.txt"}, workspace))[0]
+            )
+            outputs.append((await call_tool(grep, {"pattern": "I"}, workspace))[0])
     finally:
         stop.set()
         flipper.join()

@@ -15,7 +15,8 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.core.config import PermissionRule
-from oma_host.llm.permissions import evaluate, target_of
+from oma_host.core.tools import builtin_tool
+from oma_host.llm.permissions import evaluate, target_of, undeclared_tool
 from oma_host.testing.simulator import Reply, Simulator
 from tests.providers.helpers import llm_config, results_sent
 
@@ -50,7 +51,12 @@ RULES = [
 def test_rules_first_match_wins_then_the_defaults(
     tool: str, arguments: dict[str, Any], is_mcp: bool, action: str, rule: int | None
 ) -> None:
-    verdict = evaluate(RULES, tool, target_of(arguments), is_mcp=is_mcp)
+    declaration = builtin_tool(tool)
+    if is_mcp:  # declared as oma_host.llm.mcp_servers declares a server's tool
+        assert declaration is None
+        declaration = undeclared_tool(tool, "", {})
+    assert declaration is not None
+    verdict = evaluate(RULES, declaration, declaration.target(arguments))
     assert (verdict.action, verdict.rule) == (action, rule)
 
 

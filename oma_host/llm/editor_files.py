@@ -1,0 +1,81 @@
+"""Where a run's file text comes from and where its edits go: the one place
+that reads the door's editor channel (:class:`oma_host.core.editor_channel.EditorChannel`).
+
+A planned :class:`oma_host.llm.edits.Edit` is carried out by
+:func:`carry_out`, for the write tools and for an ACP agent's
+``fs/write_text_file`` alike: through the editor's own write when it serves
+one (ACP ``fs/write_text_file``, the whole new text), else as a workspace
+edit when the client applies them (JSON-RPC ``workspace/applyEdit``), else
+atomically to the disk. Through the editor, the host writes nothing: the
+editor shows the change and it joins its undo stack. :func:`editor_text`
+reads a file's text from the editor (its unsaved buffer over the disk).
+
+Every path handed to the editor is absolute and was confined beneath the
+agent's ``cwd`` on disk first, by the caller's planning. What the editor
+fails to do (an error answer, a refusal, no answer in time) raises
+:class:`EditorFailed`, which the tools report as an error result and the ACP
+bridge as an internal error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from oma_host.core.editor_channel import EditorChannel, FileReader
+from oma_host.llm.confined import Root, ToolError
+from oma_host.llm.edits import Edit, workspace_edit, write_file
+
+
+class EditorFailed(ToolError):
+    """The editor did not read or make what it was asked to; the message says why."""
+
+
+async def editor_text(read: FileReader, path: str, timeout_s: float) -> str:
+    """The editor's text of the file at the absolute ``path``."""
+    try:
+        return await asyncio.wait_for(read(path), timeout_s)
+    except TimeoutError:
+        raise EditorFailed(f"the editor did not send {path} within {timeout_s:g} s") from None
+    except Exception as error:  # the editor answered an error
+        raise EditorFailed(f"the editor could not read {path}: {error}") from None
+
+
+def _write_at(edit: Edit, root_path: str) -> None:
+    with Root(root_path) as root:
+        write_file(edit, root)
+
+
+async def carry_out(edit: Edit, root_path: str, editor: EditorChannel, timeout_s: float) -> str:
+    """Make ``edit`` (planned beneath ``root_path``) where the channel says
+    (see the module docstring); the summary the model reads."""
+    if editor.write_text is not None:
+        path = edit.absolute(root_path)
+        try:
+            await asyncio.wait_for(editor.write_text(path, edit.text), timeout_s)
+        except TimeoutError:
+            raise EditorFailed(f"the editor did not write {path} within {timeout_s:g} s") from None
+        except Exception as error:  # the editor answered an error
+            raise EditorFailed(f"the editor could not write {path}: {error}") from None
+        return f"{edit.summary()} (written by the editor)"
+    if editor.apply_edit is not None:
+        params = workspace_edit(edit, root_path)
+        try:
+            answer = await asyncio.wait_for(editor.apply_edit(params), timeout_s)
+        except TimeoutError:
+            limit = f"{timeout_s:g} s"
+            raise EditorFailed(f"the editor did not apply the edit within {limit}") from None
+        except Exception as error:  # the client answered an error
+            raise EditorFailed(f"the editor could not apply the edit: {error}") from None
+        if not _applied(answer):
+            reason = answer.get("failureReason") if isinstance(answer, dict) else None
+            because = f": {reason}" if isinstance(reason, str) and reason else ""
+            raise EditorFailed(f"the editor refused the edit{because}")
+        return f"{edit.summary()} (applied in the editor)"
+    await asyncio.to_thread(_write_at, edit, root_path)
+    return edit.summary()
+
+
+def _applied(answer: Any) -> bool:
+    """Whether an ``ApplyWorkspaceEditResult`` says the edit was applied."""
+    return isinstance(answer, dict) and answer.get("applied") is True

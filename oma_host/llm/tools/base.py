@@ -1,0 +1,189 @@
+"""What a tool is to the LLM backend, and how a call of one runs.
+
+A built-in tool is one :func:`declare` call in its own module: its name,
+description, a typed params model (:class:`ToolParams`), its effect and
+target, and its run. The params model makes the JSON schema the model sees
+(as plain as a hand-written one: no titles, no defaults, no
+``additionalProperties``, since unknown fields are ignored) and validates
+each call, a problem coming back to the model as an error result that names
+the field (:func:`oma_host.core.validation.describe_validation_error`). The
+rest becomes the tool's :class:`oma_host.core.tools.ToolDeclaration`, which
+the permission policy and the doors read. An MCP server's tool is a
+:class:`Tool` too, with a declaration built from the server's listing.
+
+A call runs with the agent's :class:`Workspace`: its confined ``cwd`` and
+the editor channel its door gave it. The work on files runs in a worker
+thread (:meth:`Workspace.in_thread`) so a large grep does not stall the
+event loop; a cancelled call tells the worker to stop, which it does at its
+next check, and a call that runs past its time budget answers with what it
+found so far. Whatever goes wrong is an error result, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Generic, Protocol, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import CoreSchema
+
+from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
+from oma_host.core.tools import ArgumentReader, Effect, ToolDeclaration
+from oma_host.core.validation import describe_validation_error, predicate_error
+from oma_host.llm.confined import Root, Stop, ToolError
+from oma_host.providers.base import ToolSpec
+
+CALL_BUDGET_S = 20.0  # then grep and glob answer with what they found
+DEFAULT_EDITOR_TIMEOUT_S = 30.0
+
+T = TypeVar("T")
+P = TypeVar("P", bound="ToolParams")
+# A tool's output: text, or parts (an MCP tool's text, images and files).
+ToolOutput = str | list[dict[str, Any]]
+
+
+class ToolParams(BaseModel):
+    """A built-in tool's input: strict types, unknown fields ignored."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
+
+
+def _non_empty(value: str) -> str:
+    if not value:
+        raise predicate_error("must be a non-empty string")
+    return value
+
+
+# A string the call must not leave empty (a path, a pattern).
+NonEmpty = Annotated[str, AfterValidator(_non_empty)]
+
+
+class _PlainSchema(GenerateJsonSchema):
+    """pydantic's JSON schema without the titles and defaults it adds."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def default_schema(self, schema: Any) -> JsonSchemaValue:
+        # The default is the run's to apply; the model is told in the description.
+        return self.generate_inner(schema["schema"])
+
+    def generate(self, schema: CoreSchema, mode: Any = "validation") -> JsonSchemaValue:
+        generated = super().generate(schema, mode)
+        generated.pop("title", None)
+        return generated
+
+
+def input_schema(params: type[ToolParams]) -> dict[str, Any]:
+    """The JSON schema the model sees for ``params``."""
+    generated = params.model_json_schema(schema_generator=_PlainSchema)
+    return {
+        "type": "object",
+        "properties": generated.get("properties", {}),
+        "required": generated.get("required", []),
+    }
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where one agent's tools work: its ``cwd`` (resolved) and its door's
+    editor channel, asked for at most ``editor_timeout_s`` a request."""
+
+    root: str
+    editor: EditorChannel = NO_EDITOR
+    editor_timeout_s: float = DEFAULT_EDITOR_TIMEOUT_S
+
+    async def in_thread(self, work: Callable[[Root], T]) -> T:
+        """``work`` in a worker thread, given the root opened."""
+
+        def run() -> T:
+            with Root(self.root) as root:
+                return work(root)
+
+        return await asyncio.to_thread(run)
+
+
+class Tool(Protocol):
+    """A tool the model may call: a built-in or an MCP server's."""
+
+    @property
+    def declaration(self) -> ToolDeclaration: ...
+
+    async def call(
+        self, arguments: dict[str, Any], workspace: Workspace
+    ) -> tuple[ToolOutput, bool]:
+        """Run it on a JSON object: (output, is_error)."""
+        ...
+
+
+@dataclass(frozen=True)
+class BuiltinTool(Generic[P]):
+    """A built-in tool (see the module docstring); made by :func:`declare`."""
+
+    declaration: ToolDeclaration
+    params: type[P]
+    # Runs a validated call; raises ToolError (or OSError) for an error result.
+    run: Callable[[P, Workspace, Stop], Awaitable[str]]
+
+    async def execute(self, arguments: dict[str, Any], workspace: Workspace, stop: Stop) -> str:
+        """Validate and run a call: its output, or ValidationError, ToolError,
+        OSError (or whatever else went wrong) raised."""
+        return await self.run(self.params.model_validate(arguments), workspace, stop)
+
+    async def call(
+        self, arguments: dict[str, Any], workspace: Workspace
+    ) -> tuple[ToolOutput, bool]:
+        name = self.declaration.name
+        stop = Stop(CALL_BUDGET_S)
+        try:
+            return (await self.execute(arguments, workspace, stop), False)
+        except asyncio.CancelledError:
+            stop.cancel()  # the worker gives up at its next check
+            raise
+        except ValidationError as error:
+            return (f"{name}: {describe_validation_error(error, '')}", True)
+        except ToolError as error:
+            return (f"{name}: {error}", True)
+        except OSError as error:
+            return (f"{name}: {error.strerror or error}", True)
+        except Exception as error:  # e.g. a NUL byte in a path (ValueError)
+            return (f"{name}: {type(error).__name__}: {error}", True)
+
+
+def declare(
+    name: str,
+    description: str,
+    params: type[P],
+    run: Callable[[P, Workspace, Stop], Awaitable[str]],
+    *,
+    effect: Effect,
+    target: ArgumentReader,
+    location: ArgumentReader | None = None,
+    search: bool = False,
+) -> BuiltinTool[P]:
+    """A built-in tool; see :class:`oma_host.core.tools.ToolDeclaration` for the fields."""
+    schema = input_schema(params)
+    declaration = ToolDeclaration(name, description, schema, effect, target, location, search)
+    return BuiltinTool(declaration, params, run)
+
+
+def spec_of(declaration: ToolDeclaration) -> ToolSpec:
+    """What a provider is told of a tool."""
+    return ToolSpec(declaration.name, declaration.description, declaration.input_schema)
+
+
+def unknown_tool(name: str, available: list[str]) -> tuple[ToolOutput, bool]:
+    """The error result for a name the model made up."""
+    known = ", ".join(available) or "none"
+    return (f"unknown tool {name!r}; the tools available are: {known}", True)
+
+
+async def call_tool(tool: Tool, arguments: Any, workspace: Workspace) -> tuple[ToolOutput, bool]:
+    """Run one call of ``tool``: (output, is_error); input that is not a
+    JSON object is an error result."""
+    if not isinstance(arguments, dict):
+        return (f"{tool.declaration.name}: the tool input must be a JSON object", True)
+    return await tool.call(arguments, workspace)

@@ -1,0 +1,52 @@
+"""``file_edit {path, old, new}``: replace the one exact occurrence of
+``old`` with ``new`` in a file under the agent's ``cwd``; none, or several,
+is an error result telling the model to re-read the file or include more
+context.
+
+The file is located and confined beneath ``cwd`` on disk. When the door's
+editor reads files (ACP ``fs/read_text_file``), ``old`` is looked for in the
+editor's text of it (an unsaved buffer: the text the model read), else in
+the disk's. The edit is then carried out where the editor channel says
+(:func:`oma_host.llm.editor_files.carry_out`).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from oma_host.core.tools import first_string, path_argument
+from oma_host.llm.confined import Stop
+from oma_host.llm.editor_files import carry_out, editor_text
+from oma_host.llm.edits import existing_file, plan_edit, replace_once
+from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+
+
+class FileEditParams(ToolParams):
+    path: NonEmpty = Field(description="relative path")
+    old: NonEmpty = Field(description="the exact text to replace")
+    new: str = Field(description="the text to put in its place")
+
+
+async def _run(params: FileEditParams, workspace: Workspace, stop: Stop) -> str:
+    read, timeout_s = workspace.editor.read_text, workspace.editor_timeout_s
+    if read is None:
+        edit = await workspace.in_thread(
+            lambda root: plan_edit(params.path, params.old, params.new, root)
+        )
+    else:
+        located = await workspace.in_thread(lambda root: existing_file(params.path, root))
+        current = await editor_text(read, located.absolute(workspace.root), timeout_s)
+        edit = replace_once(located, current, params.old, params.new)
+    return await carry_out(edit, workspace.root, workspace.editor, timeout_s)
+
+
+TOOL = declare(
+    "file_edit",
+    "Replace one exact occurrence of old with new in a file under the working "
+    "directory; old must occur exactly once (include surrounding lines to make it so).",
+    FileEditParams,
+    _run,
+    effect="write",
+    target=first_string("path"),
+    location=path_argument("path"),
+)

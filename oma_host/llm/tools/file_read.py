@@ -1,0 +1,78 @@
+"""``file_read {path}``: a regular file's text under the agent's ``cwd``,
+up to 256 KiB (then a truncation note).
+
+The path is confined beneath ``cwd`` (:mod:`oma_host.llm.confined`); only a
+regular file is read, so a FIFO cannot block the call. When the door's
+editor reads files (ACP ``fs/read_text_file``), the path is confined the
+same way on disk, then the editor's text of that file is read instead, so
+an unsaved buffer wins over the disk.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from pydantic import Field
+
+from oma_host.core.tools import first_string, path_argument
+from oma_host.llm.confined import Root, Stop, ToolError, open_beneath, read_at_most
+from oma_host.llm.editor_files import editor_text
+from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+
+MAX_READ_BYTES = 256 * 1024
+
+
+class FileReadParams(ToolParams):
+    path: NonEmpty = Field(description="relative path")
+
+
+def _open(path: str, root: Root) -> tuple[int, str]:
+    """The regular file at ``path``, opened beneath the root; and its path."""
+    fd, where = open_beneath(root, path, "path")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ToolError(f"{where or '.'} is not a file")
+    return fd, where
+
+
+def _text(data: bytes) -> str:
+    text = data[:MAX_READ_BYTES].decode(errors="replace")
+    if len(data) > MAX_READ_BYTES:
+        text += f"\n[truncated at {MAX_READ_BYTES} bytes]"
+    return text
+
+
+def _read_disk(path: str, root: Root) -> str:
+    fd, _ = _open(path, root)
+    try:
+        return _text(read_at_most(fd, MAX_READ_BYTES + 1))
+    finally:
+        os.close(fd)
+
+
+def _confined(path: str, root: Root) -> str:
+    """The absolute path of the file ``path`` names, confined as on disk."""
+    fd, where = _open(path, root)
+    os.close(fd)
+    return os.path.join(root.path, where)
+
+
+async def _run(params: FileReadParams, workspace: Workspace, stop: Stop) -> str:
+    read = workspace.editor.read_text
+    if read is None:
+        return await workspace.in_thread(lambda root: _read_disk(params.path, root))
+    path = await workspace.in_thread(lambda root: _confined(params.path, root))
+    text = await editor_text(read, path, workspace.editor_timeout_s)
+    return _text(text.encode(errors="replace"))
+
+
+TOOL = declare(
+    "file_read",
+    "Read a text file under the working directory.",
+    FileReadParams,
+    _run,
+    effect="read",
+    target=first_string("path"),
+    location=path_argument("path", "."),
+)

@@ -1,0 +1,113 @@
+"""``glob {pattern}``: the paths under the agent's ``cwd`` matching a glob
+such as ``**/*.py``, with pathlib's rules (``**`` goes through no symlink).
+
+The walk (:func:`oma_host.llm.confined.walk`) is lazy, in name order,
+confined beneath ``cwd``, and goes into a directory only while the pattern
+can still match beneath it; it stops at 500 paths or when the call's time
+budget runs out (answering what it found).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+from typing import Any
+
+from oma_host.core.tools import first_string
+from oma_host.llm.confined import Entry, Root, Stop, TimeUp, ToolError, open_beneath, walk
+from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+
+MAX_RESULTS = 500
+
+
+class GlobParams(ToolParams):
+    pattern: NonEmpty
+
+
+class _GlobPattern:
+    """A glob as a small automaton over path components, as pathlib's glob:
+    ``**`` stands for any number of directories (never through a symlink),
+    any other component for one name (fnmatch rules, case-sensitive,
+    dotfiles included). A state is the index of the component to match next;
+    the walk goes into a directory only while some state can go on."""
+
+    def __init__(self, components: tuple[str, ...]) -> None:
+        self.components = components
+        self.start = self._closure([0])
+
+    def _closure(self, states: Iterable[int]) -> frozenset[int]:
+        found: set[int] = set()
+        todo = list(states)
+        while todo:
+            state = todo.pop()
+            if state not in found:
+                found.add(state)
+                if state < len(self.components) and self.components[state] == "**":
+                    todo.append(state + 1)  # "**" may stand for no directory at all
+        return frozenset(found)
+
+    def step(self, states: frozenset[int], entry: Entry[frozenset[int]]) -> frozenset[int]:
+        following = []
+        for state in states:
+            if state == len(self.components):
+                continue
+            component = self.components[state]
+            if component == "**":
+                if entry.is_dir and not entry.linked:  # "**" follows no symlink
+                    following.append(state)
+            elif fnmatch.fnmatchcase(entry.name, component):
+                following.append(state + 1)
+        return self._closure(following)
+
+    def accepts(self, states: frozenset[int]) -> bool:
+        return len(self.components) in states
+
+    def enter(self, entry: Entry[frozenset[int]]) -> frozenset[int] | None:
+        inner = self.step(entry.context, entry)
+        return inner if any(state < len(self.components) for state in inner) else None
+
+
+def _glob(params: GlobParams, root: Root, stop: Stop) -> str:
+    text = params.pattern
+    pure = PurePosixPath(text)
+    if pure.is_absolute() or ".." in pure.parts:
+        raise ToolError(f"pattern {text!r} is outside the agent's working directory")
+    if not pure.parts:
+        raise ToolError(f"pattern {text!r} names no path; give one such as **/*.py")
+    pattern = _GlobPattern(pure.parts)
+    found = ["."] if pattern.accepts(pattern.start) else []
+    start_fd, _ = open_beneath(root, ".", "path")
+    try:
+        for entry in walk(root, start_fd, "", pattern.start, stop, pattern.enter):
+            if pattern.accepts(pattern.step(entry.context, entry)):
+                found.append(entry.path)
+                if len(found) >= MAX_RESULTS:
+                    found.append(f"[stopped at {MAX_RESULTS} paths]")
+                    break
+    except TimeUp:
+        found.append(f"[stopped after {stop.budget_s:g} s; use a narrower pattern]")
+    finally:
+        os.close(start_fd)
+    return "\n".join(found) if found else "no paths match"
+
+
+async def _run(params: GlobParams, workspace: Workspace, stop: Stop) -> str:
+    return await workspace.in_thread(lambda root: _glob(params, root, stop))
+
+
+def _the_cwd(arguments: Any) -> str:
+    return "."  # a glob searches the whole working directory
+
+
+TOOL = declare(
+    "glob",
+    "List paths under the working directory matching a glob such as **/*.py.",
+    GlobParams,
+    _run,
+    effect="read",
+    search=True,
+    target=first_string("pattern"),
+    location=_the_cwd,
+)

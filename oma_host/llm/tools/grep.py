@@ -1,0 +1,161 @@
+"""``grep {pattern, path?}``: lines matching a regular expression in the
+files under the agent's ``cwd`` (or under ``path``), as ``path:line: text``.
+
+Patterns run on RE2 (:mod:`oma_host.core.patterns`): matching takes time
+linear in the text, so no pattern can backtrack for seconds, but RE2 has no
+backreferences or lookaround. The walk (:func:`oma_host.llm.confined.walk`)
+is lazy, in name order, confined beneath ``cwd``; it skips hidden and
+symlinked directories, files over 1 MiB and binary files, and stops at 200
+matches or when the call's time budget runs out (answering what it found).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from bisect import bisect_right
+from collections.abc import Iterator
+from itertools import accumulate
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from oma_host.core.patterns import Pattern, PatternError, encode
+from oma_host.core.tools import first_string, path_argument
+from oma_host.llm.confined import (
+    Entry,
+    Root,
+    Stop,
+    TimeUp,
+    ToolError,
+    open_beneath,
+    open_file,
+    read_at_most,
+    walk,
+)
+from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+
+MAX_FILE_BYTES = 1024 * 1024
+MAX_MATCHES = 200
+
+
+class GrepParams(ToolParams):
+    pattern: NonEmpty
+    path: str = Field(".", description="file or folder, default .")
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _whole_tree(cls, value: Any) -> Any:
+        # A missing, null or empty path is the whole tree, as the description says.
+        return value or "."
+
+
+class _LineSearch:
+    """A pattern matched line by line, as grep does, at about one RE2 call
+    per matching line rather than one per line (an RE2 call costs many times
+    what an ``re`` call does). The lines are joined by newlines and searched
+    in multi-line mode, where whatever the pattern finds in a line it also
+    finds at the same place in the joined text (``^`` and ``$`` hold at line
+    ends; ``\\b`` sees a non-word character beyond them). So the line holding
+    the first match in the joined text is the first line that can match; it
+    is checked on its own, and the search goes on from the next line. Only
+    ``\\A``, ``\\z`` and a flag group turning multi-line off break that
+    reasoning; such patterns are tried on every line."""
+
+    _TEXT_BOUND = re.compile(r"\\[Az]|\(\?[a-zA-Z]*-")
+
+    def __init__(self, source: str) -> None:
+        try:
+            self.line = Pattern(source)
+        except PatternError as error:
+            raise ToolError(f"pattern is not one RE2 can run: {error}") from None
+        self.joined = None if self._TEXT_BOUND.search(source) else Pattern(f"(?m){source}")
+
+    def matching(self, lines: list[str], stop: Stop) -> Iterator[int]:
+        """The indexes of the lines the pattern occurs in."""
+        if self.joined is None:
+            for index, line in enumerate(lines):
+                stop.check()
+                if self.line.search(line):
+                    yield index
+            return
+        data = encode("\n".join(lines))
+        found = self.joined.find(data, 0)
+        if found is None or not lines:
+            return
+        starts = [0, *accumulate(len(encode(line)) + 1 for line in lines)]
+        while found is not None:
+            stop.check()
+            index = bisect_right(starts, found) - 1
+            if self.line.search(lines[index]):
+                yield index
+            if index + 1 >= len(lines):
+                return
+            found = self.joined.find(data, starts[index + 1])
+
+
+def _search_file(fd: int, path: str, search: _LineSearch, matches: list[str], stop: Stop) -> None:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+        return
+    data = read_at_most(fd, MAX_FILE_BYTES)
+    if b"\0" in data[:4096]:
+        return  # binary
+    lines = data.decode(errors="replace").splitlines()
+    for index in search.matching(lines, stop):
+        matches.append(f"{path}:{index + 1}: {lines[index][:300]}")
+        if len(matches) >= MAX_MATCHES:
+            return
+
+
+def _enter(entry: Entry[bool]) -> bool | None:
+    """grep walks into directories that are neither hidden nor symlinks."""
+    return None if entry.linked or entry.name.startswith(".") else True
+
+
+def _grep(params: GrepParams, root: Root, stop: Stop) -> str:
+    search = _LineSearch(params.pattern)
+    start_fd, start = open_beneath(root, params.path, "path")
+    matches: list[str] = []
+    note = ""
+    try:
+        if not stat.S_ISDIR(os.fstat(start_fd).st_mode):
+            _search_file(start_fd, start, search, matches, stop)
+        else:
+            for entry in walk(root, start_fd, start, True, stop, _enter):
+                fd = None if entry.is_dir else open_file(root, entry)
+                if fd is None:
+                    continue
+                try:
+                    _search_file(fd, entry.path, search, matches, stop)
+                finally:
+                    os.close(fd)
+                if len(matches) >= MAX_MATCHES:
+                    break
+    except TimeUp:
+        note = f"[stopped after {stop.budget_s:g} s; search a narrower path]"
+    finally:
+        os.close(start_fd)
+    if len(matches) >= MAX_MATCHES:
+        note = f"[stopped at {MAX_MATCHES} matches]"
+    if note:
+        matches.append(note)
+    return "\n".join(matches) if matches else "no matches"
+
+
+async def _run(params: GrepParams, workspace: Workspace, stop: Stop) -> str:
+    return await workspace.in_thread(lambda root: _grep(params, root, stop))
+
+
+TOOL = declare(
+    "grep",
+    "Search files under the working directory for a regular expression "
+    "(RE2 syntax: no backreferences or lookaround); answers path:line: text.",
+    GrepParams,
+    _run,
+    effect="read",
+    search=True,
+    target=first_string("path", "pattern"),
+    location=path_argument("path", "."),
+)
