@@ -20,12 +20,12 @@ httpx's transport keeps are kept here too:
 - errors mapped to httpx's by what aiohttp raised.
 - no cookie jar of aiohttp's own (the client keeps no cookies at all).
 
-Proxies (``HTTPS_PROXY``, ``NO_PROXY``...) are httpx's: it mounts one
-transport per proxy, and the client (``providers/http_client.py``) makes each
-of them a :class:`GatedAiohttpTransport` too.
+Proxies (``HTTPS_PROXY``, ``NO_PROXY``...) are the client's: it routes to one
+transport per proxy (``providers/proxies.py``), each of them a
+:class:`GatedAiohttpTransport` too, given its :class:`httpx.Proxy`.
 
 Per request it does no more than it must, since hundreds run at once: the
-URL aiohttp parses is kept per httpx URL (the client's requests share theirs),
+URL aiohttp parses is kept per URL text (the client's requests share theirs),
 the headers decoded to text are kept for the next request (all but the
 length are the same from one request to the next), and the response's httpx
 headers are built only when something reads them (a whole JSON answer is
@@ -272,12 +272,11 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
         # One aiohttp timeout per distinct (connect, read) pair: every request
         # of the client has the same ones.
         self._timeouts: dict[tuple[float | None, float | None], aiohttp.ClientTimeout] = {}
-        # The URL aiohttp would parse from each httpx URL, by the httpx URL's
-        # identity (kept here with it, so the identity stays its own).
-        self._urls: dict[int, tuple[httpx.URL, yarl.URL]] = {}
+        # The URL aiohttp would parse from each httpx URL, by its text.
+        self._urls: dict[str, yarl.URL] = {}
         # Each header item of httpx's as text, as the requests' UTF-8 headers
         # were decoded: the client's requests share all theirs but the length.
-        self._decoded: dict[tuple[bytes, bytes, bytes], tuple[str, str]] = {}
+        self._decoded: dict[tuple[bytes, bytes], tuple[str, str]] = {}
         # The response extensions for each reason phrase.
         self._extensions: dict[str, dict[str, bytes]] = {}
 
@@ -322,18 +321,18 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
 
     def _headers(self, request: httpx.Request) -> list[tuple[str, str]]:
         """The request's headers as aiohttp takes them, in order."""
-        items = request.headers._list
+        items = request.headers.raw
         known = self._decoded
         try:
             return [known.get(item) or self._decode(item) for item in items]
         except UnicodeDecodeError:  # as httpx decodes headers that are not UTF-8
-            return [(name.decode("latin-1"), value.decode("latin-1")) for name, _, value in items]
+            return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in items]
 
-    def _decode(self, item: tuple[bytes, bytes, bytes]) -> tuple[str, str]:
+    def _decode(self, item: tuple[bytes, bytes]) -> tuple[str, str]:
         """A header as text, kept for the next request (but a length, which
         changes with every body); a bounded number are kept."""
-        pair = (item[0].decode(), item[2].decode())
-        if item[1] != b"content-length" and len(self._decoded) < _MAX_HEADERS:
+        pair = (item[0].decode(), item[1].decode())
+        if item[0].lower() != b"content-length" and len(self._decoded) < _MAX_HEADERS:
             self._decoded[item] = pair
         return pair
 
@@ -366,10 +365,11 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
     def _url(self, url: httpx.URL) -> yarl.URL | str:
         """The URL aiohttp would parse from ``url``'s text, parsed once (or
         the text, for aiohttp to refuse as it does)."""
-        kept = self._urls.get(id(url))
-        if kept is not None and kept[0] is url:
-            return kept[1]
         text = str(url)
+        kept = self._urls.get(text)
+        if kept is not None:
+            return kept
+        key = text
         if "@" in text and url.userinfo:
             # Credentials in the URL are httpx's to send (its auth layer made
             # them an Authorization header); aiohttp refuses a URL with them
@@ -381,7 +381,7 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
             return text
         if len(self._urls) >= _MAX_URLS:
             self._urls.clear()
-        self._urls[id(url)] = (url, parsed)
+        self._urls[key] = parsed
         return parsed
 
     def _call(
