@@ -27,9 +27,10 @@ transport per proxy (``providers/proxies.py``), each of them a
 Per request it does no more than it must, since hundreds run at once: the
 URL aiohttp parses is kept per URL text (the client's requests share theirs),
 the headers decoded to text are kept for the next request (all but the
-length are the same from one request to the next), and the response's httpx
-headers are built only when something reads them (a whole JSON answer is
-read without them).
+length are the same from one request to the next), and the response is
+``providers/httpx_internals.py``'s: its httpx headers are built only when
+something reads them, and a whole plain answer is read from aiohttp in one
+call.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from typing import Any
 import aiohttp
 import httpx
 import yarl
+
+from oma_host.providers.httpx_internals import LazyResponse, WholeBody
 
 _UPLOAD_CHUNK = 64 * 1024
 _NO_TIMEOUTS: dict[str, float | None] = {}
@@ -128,7 +131,7 @@ class _Slots(asyncio.Semaphore):
         return True
 
 
-class _Body(httpx.AsyncByteStream):
+class _Body(WholeBody):
     """An aiohttp response's body as httpx's stream; closing it gives the
     connection back to aiohttp's pool (or closes it, if the body was not read
     to the end) and the request's slot back to the transport."""
@@ -138,7 +141,6 @@ class _Body(httpx.AsyncByteStream):
     def __init__(self, response: aiohttp.ClientResponse, slots: _Slots) -> None:
         self._response = response
         self._slots: _Slots | None = slots
-        # No content coding: the bytes aiohttp reads are the body itself.
         self.plain = aiohttp.hdrs.CONTENT_ENCODING not in response.headers
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -166,84 +168,6 @@ class _Body(httpx.AsyncByteStream):
             slots, self._slots = self._slots, None
             if slots is not None:
                 slots.release()
-
-
-class _Response(httpx.Response):
-    """httpx's response on an aiohttp one.
-
-    Its headers become httpx's on first use: a provider's answer carries a
-    score of them (rate limits, request ids...), which reading a whole JSON
-    answer never looks at. Its :meth:`aread` takes a plain body (no content
-    coding) from aiohttp in one call instead of through httpx's chunk-by-chunk
-    decoding pipeline, which costs several times as much for a small JSON
-    answer."""
-
-    def __init__(
-        self,
-        response: aiohttp.ClientResponse,
-        stream: _Body,
-        request: httpx.Request,
-        extensions: dict[str, bytes],
-    ) -> None:
-        # What httpx.Response(status, headers=..., stream=..., request=...,
-        # extensions=...) sets, but the headers (tests/providers/
-        # test_aiohttp_transport.py holds the two to the same attributes).
-        self.status_code = response.status
-        self._raw_headers: tuple[tuple[bytes, bytes], ...] | None = response.raw_headers
-        self._headers: httpx.Headers | None = None
-        self._request: httpx.Request | None = request
-        self.next_request: httpx.Request | None = None
-        self.extensions = dict(extensions)
-        self.history: list[httpx.Response] = []
-        self.is_closed = False
-        self.is_stream_consumed = False
-        self.default_encoding = "utf-8"
-        self.stream = stream
-        self._num_bytes_downloaded = 0
-
-    @property
-    def headers(self) -> httpx.Headers:
-        headers = self._headers
-        if headers is None:
-            headers = self._headers = httpx.Headers(self._raw_headers)
-            self._raw_headers = None
-        return headers
-
-    @headers.setter
-    def headers(self, headers: httpx.Headers) -> None:
-        self._headers = headers
-
-    async def aread(self) -> bytes:
-        stream = self.stream
-        if (
-            not isinstance(stream, _Body)
-            or not stream.plain  # httpx decodes it
-            or hasattr(self, "_content")  # read already
-            or self.is_stream_consumed  # httpx raises the error for these
-            or self.is_closed
-        ):
-            return await super().aread()
-        # What httpx's aread does for a body without content coding.
-        self.is_stream_consumed = True
-        content = await stream.read_all()
-        self._num_bytes_downloaded = len(content)
-        await self.aclose()
-        self._content = content
-        return content
-
-    async def aclose(self) -> None:
-        """httpx's, without its context manager (which sets the request on
-        the error the stream's closing raises, as this does)."""
-        stream = self.stream
-        if self.is_closed or not isinstance(stream, _Body):
-            return await super().aclose()
-        self.is_closed = True
-        try:
-            await stream.aclose()
-        except httpx.RequestError as error:
-            if self._request is not None:
-                error.request = self._request
-            raise
 
 
 class GatedAiohttpTransport(httpx.AsyncBaseTransport):
@@ -317,7 +241,13 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
         except BaseException:
             slots.release()
             raise
-        return _Response(response, _Body(response, slots), request, self._extensions_for(response))
+        return LazyResponse(
+            response.status,
+            response.raw_headers,
+            _Body(response, slots),
+            request,
+            self._extensions_for(response),
+        )
 
     def _headers(self, request: httpx.Request) -> list[tuple[str, str]]:
         """The request's headers as aiohttp takes them, in order."""
