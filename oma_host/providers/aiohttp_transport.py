@@ -20,16 +20,17 @@ httpx's transport keeps are kept here too:
 - errors mapped to httpx's by what aiohttp raised.
 - no cookie jar of aiohttp's own (the client keeps no cookies at all).
 
-Proxies (``HTTPS_PROXY``, ``NO_PROXY``...) are httpx's: it mounts one
-transport per proxy, and the client (``providers/http_client.py``) makes each
-of them a :class:`GatedAiohttpTransport` too.
+Proxies (``HTTPS_PROXY``, ``NO_PROXY``...) are the client's: it routes to one
+transport per proxy (``providers/proxies.py``), each of them a
+:class:`GatedAiohttpTransport` too, given its :class:`httpx.Proxy`.
 
 Per request it does no more than it must, since hundreds run at once: the
-URL aiohttp parses is kept per httpx URL (the client's requests share theirs),
+URL aiohttp parses is kept per URL text (the client's requests share theirs),
 the headers decoded to text are kept for the next request (all but the
-length are the same from one request to the next), and the response's httpx
-headers are built only when something reads them (a whole JSON answer is
-read without them).
+length are the same from one request to the next), and the response is
+``providers/httpx_internals.py``'s: its httpx headers are built only when
+something reads them, and a whole plain answer is read from aiohttp in one
+call.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from typing import Any
 import aiohttp
 import httpx
 import yarl
+
+from oma_host.providers.httpx_internals import LazyResponse, WholeBody
 
 _UPLOAD_CHUNK = 64 * 1024
 _NO_TIMEOUTS: dict[str, float | None] = {}
@@ -128,7 +131,7 @@ class _Slots(asyncio.Semaphore):
         return True
 
 
-class _Body(httpx.AsyncByteStream):
+class _Body(WholeBody):
     """An aiohttp response's body as httpx's stream; closing it gives the
     connection back to aiohttp's pool (or closes it, if the body was not read
     to the end) and the request's slot back to the transport."""
@@ -138,7 +141,6 @@ class _Body(httpx.AsyncByteStream):
     def __init__(self, response: aiohttp.ClientResponse, slots: _Slots) -> None:
         self._response = response
         self._slots: _Slots | None = slots
-        # No content coding: the bytes aiohttp reads are the body itself.
         self.plain = aiohttp.hdrs.CONTENT_ENCODING not in response.headers
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -168,84 +170,6 @@ class _Body(httpx.AsyncByteStream):
                 slots.release()
 
 
-class _Response(httpx.Response):
-    """httpx's response on an aiohttp one.
-
-    Its headers become httpx's on first use: a provider's answer carries a
-    score of them (rate limits, request ids...), which reading a whole JSON
-    answer never looks at. Its :meth:`aread` takes a plain body (no content
-    coding) from aiohttp in one call instead of through httpx's chunk-by-chunk
-    decoding pipeline, which costs several times as much for a small JSON
-    answer."""
-
-    def __init__(
-        self,
-        response: aiohttp.ClientResponse,
-        stream: _Body,
-        request: httpx.Request,
-        extensions: dict[str, bytes],
-    ) -> None:
-        # What httpx.Response(status, headers=..., stream=..., request=...,
-        # extensions=...) sets, but the headers (tests/providers/
-        # test_aiohttp_transport.py holds the two to the same attributes).
-        self.status_code = response.status
-        self._raw_headers: tuple[tuple[bytes, bytes], ...] | None = response.raw_headers
-        self._headers: httpx.Headers | None = None
-        self._request: httpx.Request | None = request
-        self.next_request: httpx.Request | None = None
-        self.extensions = dict(extensions)
-        self.history: list[httpx.Response] = []
-        self.is_closed = False
-        self.is_stream_consumed = False
-        self.default_encoding = "utf-8"
-        self.stream = stream
-        self._num_bytes_downloaded = 0
-
-    @property
-    def headers(self) -> httpx.Headers:
-        headers = self._headers
-        if headers is None:
-            headers = self._headers = httpx.Headers(self._raw_headers)
-            self._raw_headers = None
-        return headers
-
-    @headers.setter
-    def headers(self, headers: httpx.Headers) -> None:
-        self._headers = headers
-
-    async def aread(self) -> bytes:
-        stream = self.stream
-        if (
-            not isinstance(stream, _Body)
-            or not stream.plain  # httpx decodes it
-            or hasattr(self, "_content")  # read already
-            or self.is_stream_consumed  # httpx raises the error for these
-            or self.is_closed
-        ):
-            return await super().aread()
-        # What httpx's aread does for a body without content coding.
-        self.is_stream_consumed = True
-        content = await stream.read_all()
-        self._num_bytes_downloaded = len(content)
-        await self.aclose()
-        self._content = content
-        return content
-
-    async def aclose(self) -> None:
-        """httpx's, without its context manager (which sets the request on
-        the error the stream's closing raises, as this does)."""
-        stream = self.stream
-        if self.is_closed or not isinstance(stream, _Body):
-            return await super().aclose()
-        self.is_closed = True
-        try:
-            await stream.aclose()
-        except httpx.RequestError as error:
-            if self._request is not None:
-                error.request = self._request
-            raise
-
-
 class GatedAiohttpTransport(httpx.AsyncBaseTransport):
     """httpx requests sent by aiohttp, with the pool and upload timeouts and
     the error mapping described in the module docstring."""
@@ -272,12 +196,11 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
         # One aiohttp timeout per distinct (connect, read) pair: every request
         # of the client has the same ones.
         self._timeouts: dict[tuple[float | None, float | None], aiohttp.ClientTimeout] = {}
-        # The URL aiohttp would parse from each httpx URL, by the httpx URL's
-        # identity (kept here with it, so the identity stays its own).
-        self._urls: dict[int, tuple[httpx.URL, yarl.URL]] = {}
+        # The URL aiohttp would parse from each httpx URL, by its text.
+        self._urls: dict[str, yarl.URL] = {}
         # Each header item of httpx's as text, as the requests' UTF-8 headers
         # were decoded: the client's requests share all theirs but the length.
-        self._decoded: dict[tuple[bytes, bytes, bytes], tuple[str, str]] = {}
+        self._decoded: dict[tuple[bytes, bytes], tuple[str, str]] = {}
         # The response extensions for each reason phrase.
         self._extensions: dict[str, dict[str, bytes]] = {}
 
@@ -318,22 +241,28 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
         except BaseException:
             slots.release()
             raise
-        return _Response(response, _Body(response, slots), request, self._extensions_for(response))
+        return LazyResponse(
+            response.status,
+            response.raw_headers,
+            _Body(response, slots),
+            request,
+            self._extensions_for(response),
+        )
 
     def _headers(self, request: httpx.Request) -> list[tuple[str, str]]:
         """The request's headers as aiohttp takes them, in order."""
-        items = request.headers._list
+        items = request.headers.raw
         known = self._decoded
         try:
             return [known.get(item) or self._decode(item) for item in items]
         except UnicodeDecodeError:  # as httpx decodes headers that are not UTF-8
-            return [(name.decode("latin-1"), value.decode("latin-1")) for name, _, value in items]
+            return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in items]
 
-    def _decode(self, item: tuple[bytes, bytes, bytes]) -> tuple[str, str]:
+    def _decode(self, item: tuple[bytes, bytes]) -> tuple[str, str]:
         """A header as text, kept for the next request (but a length, which
         changes with every body); a bounded number are kept."""
-        pair = (item[0].decode(), item[2].decode())
-        if item[1] != b"content-length" and len(self._decoded) < _MAX_HEADERS:
+        pair = (item[0].decode(), item[1].decode())
+        if item[0].lower() != b"content-length" and len(self._decoded) < _MAX_HEADERS:
             self._decoded[item] = pair
         return pair
 
@@ -366,10 +295,11 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
     def _url(self, url: httpx.URL) -> yarl.URL | str:
         """The URL aiohttp would parse from ``url``'s text, parsed once (or
         the text, for aiohttp to refuse as it does)."""
-        kept = self._urls.get(id(url))
-        if kept is not None and kept[0] is url:
-            return kept[1]
         text = str(url)
+        kept = self._urls.get(text)
+        if kept is not None:
+            return kept
+        key = text
         if "@" in text and url.userinfo:
             # Credentials in the URL are httpx's to send (its auth layer made
             # them an Authorization header); aiohttp refuses a URL with them
@@ -381,7 +311,7 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
             return text
         if len(self._urls) >= _MAX_URLS:
             self._urls.clear()
-        self._urls[id(url)] = (url, parsed)
+        self._urls[key] = parsed
         return parsed
 
     def _call(

@@ -2,18 +2,18 @@
 transport (``providers/aiohttp_transport.py``) unless the settings choose
 httpx's own, trusting the certificates of ``providers/tls.py``, with proxies
 from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``,
-``NO_PROXY``, read by httpx), and the settings' limits and timeouts.
+``NO_PROXY``, routed by ``providers/proxies.py``), and the settings' limits
+and timeouts.
 
 It also owns the providers' cheap way to build and send a request
 (:meth:`ProviderClient.prepare`, :meth:`ProviderClient.dispatch`): the same
 request httpx's ``build_request`` makes, from a template built by httpx once
-per URL and headers, handed straight to the transport httpx's mounts choose
-for the URL. ``build_request`` plus ``send`` are a large share of a request's
+per URL and headers, handed straight to the transport the router picks for
+the URL. ``build_request`` plus ``send`` are a large share of a request's
 CPU time, spent on work (merging defaults, auth and redirect layers) that a
-provider's POST never needs. The request is filled in attribute by attribute,
-as httpx's own constructor would fill it (tests/providers/test_http_prepare.py
-holds the two to the same attributes): its constructor would copy the
-template's headers twice and parse the URL again, per request.
+provider's POST never needs. Each request is httpx's own ``Request``, given
+the template's URL and its headers in httpx's order with the body's length
+(tests/providers/test_http_prepare.py holds it to ``build_request``'s).
 """
 
 from __future__ import annotations
@@ -21,18 +21,24 @@ from __future__ import annotations
 import json
 import logging
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import httpx
 
 from oma_host.providers.http_settings import HttpSettings
+from oma_host.providers.proxies import RoutedTransport, environment_proxies
 from oma_host.providers.tls import trust_context
 
-TransportFactory = Callable[
-    [ssl.SSLContext, httpx.Limits, httpx.Proxy | None], httpx.AsyncBaseTransport
-]
+
+class TransportFactory(Protocol):
+    """A transport class the client is built on: the aiohttp one, or httpx's."""
+
+    def __call__(
+        self, *, verify: ssl.SSLContext, limits: httpx.Limits, proxy: httpx.Proxy | None
+    ) -> httpx.AsyncBaseTransport: ...
+
 
 # A request body: JSON (a dict), bytes sent as they are, or none.
 Body = dict[str, Any] | bytes | None
@@ -44,7 +50,7 @@ _httpx_log = logging.getLogger("httpx")
 
 # Bounds the templates kept per client (adapters send to few URLs, with fixed
 # headers; a key rotated in the environment makes a new one).
-_MAX_ROUTES = 256
+_MAX_TEMPLATES = 256
 
 
 class _NoCookies(httpx.Cookies):
@@ -55,22 +61,22 @@ class _NoCookies(httpx.Cookies):
 _NO_COOKIES = _NoCookies()
 
 
-# httpx's header items: (name as given, name in lower case, value).
-_HeaderItem = tuple[bytes, bytes, bytes]
+# A raw header: its name as given, its value.
+_Header = tuple[bytes, bytes]
 
 
 @dataclass(frozen=True, slots=True)
-class _Route:
+class _Template:
     """What every request to one URL with one set of headers and one kind of
-    body shares: its method and URL as httpx normalised them, httpx's header
-    items for it (``head``, then the Content-Length named ``length`` when the
-    body's length goes there, then ``tail``), timeouts, and the transport."""
+    body shares: its method and URL as httpx normalised them, its headers
+    (``head``, then the Content-Length named ``length`` when the body's
+    length goes there, then ``tail``), timeouts, and the transport."""
 
     method: str
     url: httpx.URL
-    head: tuple[_HeaderItem, ...]
-    length: tuple[bytes, bytes] | None
-    tail: tuple[_HeaderItem, ...]
+    head: tuple[_Header, ...]
+    length: bytes | None
+    tail: tuple[_Header, ...]
     extensions: dict[str, Any]
     transport: httpx.AsyncBaseTransport
 
@@ -96,18 +102,21 @@ def encode_body(body: Body) -> tuple[bytes, BodyKind]:
 
 
 class ProviderClient(httpx.AsyncClient):
-    """httpx's client, keeping no cookies, on the transport ``factory`` makes
-    (one direct, one per proxy), or on httpx's own when it is None.
+    """httpx's client, keeping no cookies, on a :class:`RoutedTransport`
+    (one transport direct, one per proxy).
 
     API providers authenticate every request by its key; one cookie jar for
     every agent and session of the host would carry one account's cookies
     into another's requests, and reading each response's cookies costs time
     on every request."""
 
-    def __init__(self, factory: TransportFactory | None, **options: Any) -> None:
-        self._factory = factory  # read by httpx's __init__, through the two hooks below
-        self._routes: dict[tuple[str, str, tuple[tuple[str, str], ...], str], _Route | None] = {}
-        super().__init__(**options)
+    def __init__(self, transport: RoutedTransport, *, timeout: httpx.Timeout) -> None:
+        # The environment's proxies are the router's: httpx reads none itself.
+        super().__init__(transport=transport, timeout=timeout, trust_env=False)
+        self.router = transport
+        self._templates: dict[
+            tuple[str, str, tuple[tuple[str, str], ...], str], _Template | None
+        ] = {}
 
     @property
     def cookies(self) -> httpx.Cookies:
@@ -116,20 +125,6 @@ class ProviderClient(httpx.AsyncClient):
     @cookies.setter
     def cookies(self, cookies: Any) -> None:
         raise TypeError("the providers' HTTP client keeps no cookies")
-
-    # httpx builds its transports through these two hooks (the one direct,
-    # one per proxy it finds in the environment), always with keywords.
-    def _init_transport(self, *args: Any, **options: Any) -> httpx.AsyncBaseTransport:
-        if self._factory is None or options.get("transport") is not None:
-            return super()._init_transport(*args, **options)
-        return self._factory(options["verify"], options["limits"], None)
-
-    def _init_proxy_transport(
-        self, proxy: httpx.Proxy, *args: Any, **options: Any
-    ) -> httpx.AsyncBaseTransport:
-        if self._factory is None:
-            return super()._init_proxy_transport(proxy, *args, **options)
-        return self._factory(options["verify"], options["limits"], proxy)
 
     def prepare(
         self, method: str, url: str, headers: Mapping[str, str], body: Body
@@ -147,31 +142,29 @@ class ProviderClient(httpx.AsyncClient):
     ) -> tuple[httpx.Request, httpx.AsyncBaseTransport | None]:
         """:meth:`prepare` for a body :func:`encode_body` has encoded."""
         key = (method, url, tuple(headers.items()), kind)
-        route = self._routes.get(key)
-        if route is None and key not in self._routes:
-            route = self._route(method, url, headers, kind)
-            if len(self._routes) >= _MAX_ROUTES:
-                self._routes.clear()
-            self._routes[key] = route
-        if route is None:
+        template = self._templates.get(key)
+        if template is None and key not in self._templates:
+            template = self._template(method, url, headers, kind)
+            if len(self._templates) >= _MAX_TEMPLATES:
+                self._templates.clear()
+            self._templates[key] = template
+        if template is None:
             return self._built(method, url, headers, data, kind), None
-        if route.length is None:
-            items = list(route.head)
+        if template.length is None:
+            items: tuple[_Header, ...] | list[_Header] = template.head
         else:  # Content-Length as httpx writes it: str(len(body)), ASCII
-            items = [*route.head, (*route.length, str(len(data)).encode()), *route.tail]
-        # What httpx.Request(method, url, headers=..., stream=ByteStream(data),
-        # extensions=...) followed by read() sets, without its copies.
-        request_headers = httpx.Headers.__new__(httpx.Headers)
-        request_headers._list = items
-        request_headers._encoding = None
-        request = httpx.Request.__new__(httpx.Request)
-        request.method = route.method
-        request.url = route.url
-        request.headers = request_headers
-        request.extensions = dict(route.extensions)
-        request.stream = httpx.ByteStream(data)
-        request._content = data  # the body as bytes, as build_request leaves it
-        return request, route.transport
+            length = (template.length, str(len(data)).encode())
+            items = [*template.head, length, *template.tail]
+        # With stream=, httpx adds no headers of its own: the template has them.
+        request = httpx.Request(
+            template.method,
+            template.url,
+            headers=items,
+            stream=httpx.ByteStream(data),
+            extensions=template.extensions,
+        )
+        request.read()  # the body as bytes, as build_request leaves it
+        return request, template.transport
 
     def _built(
         self, method: str, url: str, headers: Mapping[str, str], data: bytes, kind: BodyKind
@@ -186,9 +179,9 @@ class ProviderClient(httpx.AsyncClient):
             request.headers = httpx.Headers([*raw, (b"Content-Type", b"application/json")])
         return request
 
-    def _route(
+    def _template(
         self, method: str, url: str, headers: Mapping[str, str], kind: BodyKind
-    ) -> _Route | None:
+    ) -> _Template | None:
         """httpx's own request for a stand-in body, as the template."""
         parsed = httpx.URL(url)
         if parsed.scheme not in ("http", "https") or parsed.userinfo:
@@ -202,24 +195,24 @@ class ProviderClient(httpx.AsyncClient):
             probe = self.build_request(method, parsed, headers=headers, content=b"x")
         else:  # no body, or an empty one: the same headers as for the real one
             probe = self.build_request(method, parsed, headers=headers, content=b"")
-        items = tuple(probe.headers._list)
-        head: tuple[_HeaderItem, ...] = items
-        tail: tuple[_HeaderItem, ...] = ()
-        length: tuple[bytes, bytes] | None = None
+        items = tuple(probe.headers.raw)
+        head: tuple[_Header, ...] = items
+        tail: tuple[_Header, ...] = ()
+        length: bytes | None = None
         # A Content-Length the caller gave stays as given, as httpx leaves it.
         if kind in ("json", "bytes") and not any(n.lower() == "content-length" for n in headers):
-            for at, (name, lower, _) in enumerate(items):
-                if lower == b"content-length":
-                    head, length, tail = items[:at], (name, lower), items[at + 1 :]
+            for at, (name, _) in enumerate(items):
+                if name.lower() == b"content-length":
+                    head, length, tail = items[:at], name, items[at + 1 :]
                     break
-        return _Route(
+        return _Template(
             method=probe.method,
             url=probe.url,
             head=head,
             length=length,
             tail=tail,
             extensions=probe.extensions,
-            transport=self._transport_for_url(probe.url),
+            transport=self.router.transport_for(probe.url),
         )
 
     async def dispatch(
@@ -248,23 +241,27 @@ class ProviderClient(httpx.AsyncClient):
 
 def build_client(settings: HttpSettings) -> ProviderClient:
     """A new client with these settings."""
-    factory: TransportFactory | None = None
+    factory: TransportFactory = httpx.AsyncHTTPTransport
     if settings.transport == "aiohttp":
         # Imported here, on the first provider request: aiohttp takes ~0.1 s to load.
         from oma_host.providers.aiohttp_transport import GatedAiohttpTransport
 
         factory = GatedAiohttpTransport
+    verify = trust_context()
+    limits = httpx.Limits(
+        max_connections=settings.max_connections,
+        max_keepalive_connections=settings.max_keep_alive_connections,
+    )
+
+    def make(proxy: httpx.Proxy | None) -> httpx.AsyncBaseTransport:
+        return factory(verify=verify, limits=limits, proxy=proxy)
+
     return ProviderClient(
-        factory,
+        RoutedTransport(make, environment_proxies()),
         timeout=httpx.Timeout(
             connect=settings.connect_timeout_ms / 1000,
             read=settings.read_timeout_ms / 1000,
             write=settings.write_timeout_ms / 1000,
             pool=settings.pool_timeout_ms / 1000,
         ),
-        limits=httpx.Limits(
-            max_connections=settings.max_connections,
-            max_keepalive_connections=settings.max_keep_alive_connections,
-        ),
-        verify=trust_context(),
     )

@@ -2,7 +2,7 @@
 exactly the request httpx's ``build_request`` makes: same method, URL,
 headers in the same order, body and timeouts; requests it cannot send
 directly (credentials in the URL, a scheme that is not http(s)) go through
-httpx's ``send``, and the direct path uses the transport httpx's mounts pick."""
+httpx's ``send``, and the direct path uses the transport the client's router picks."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ async def test_prepare_builds_what_build_request_builds(
         for _ in range(2):  # the first builds the template, the second uses it
             request, via = client.prepare(method, url, headers, body)
             _same(request, expected)
-            assert via is client._transport_for_url(expected.url)
+            assert via is client.router.transport_for(expected.url)
     finally:
         await client.aclose()
 
@@ -113,7 +113,7 @@ async def test_urls_the_direct_path_does_not_take_go_through_httpx_send(url: str
         await client.aclose()
 
 
-async def test_the_direct_path_takes_the_transport_of_the_proxy_mount(
+async def test_the_direct_path_takes_the_transport_of_the_proxy_route(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
@@ -124,8 +124,8 @@ async def test_the_direct_path_takes_the_transport_of_the_proxy_mount(
         _, proxied = client.prepare("POST", URL, KEY, {"a": 1})
         _, direct = client.prepare("POST", "http://localhost:8123/v1/messages", KEY, {"a": 1})
         assert proxied is not None and direct is not None and proxied is not direct
-        assert proxied is client._transport_for_url(httpx.URL(URL))
-        assert direct is client._transport
+        assert proxied is client.router.transport_for(httpx.URL(URL))
+        assert direct is client.router.direct
     finally:
         await client.aclose()
 
