@@ -38,7 +38,7 @@ from oma_host.core.editor_channel import EditorChannel
 from oma_host.llm.confined import Root, ToolError, open_beneath, read_at_most
 from oma_host.llm.editor_files import EditorFailed, carry_out, editor_text
 from oma_host.llm.edits import Edit, plan_write
-from oma_host.llm.permissions import PermissionPolicy
+from oma_host.llm.permissions import PermissionPolicy, confirm_approved
 from oma_host.llm.tools import BUILTIN_TOOLS
 
 MAX_READ_BYTES = 4 * 1024 * 1024  # what one fs/read_text_file answers at most
@@ -116,6 +116,7 @@ class AgentFiles:
             raise RequestError.internal_error({"path": path, "reason": reason})
         try:
             edit = await asyncio.to_thread(_plan, self.root, path, content)
+            confirm_approved(path, edit.resolved(), decision.resolved)
             await carry_out(edit, self.root, self._editor, _EDITOR_TIMEOUT_S)
         except EditorFailed as error:  # refused, timed out, or the client is gone
             raise RequestError.internal_error({"path": path, "reason": str(error)}) from None

@@ -271,7 +271,11 @@ class AcpBridge:
             cwd,
             allow_writes=self._backend.allow_writes,
             policy=PermissionPolicy(
-                self._config.permissions, self._permission_handler, self._config.name, client.ask_s
+                self._config.permissions,
+                self._permission_handler,
+                self._config.name,
+                client.ask_s,
+                await asyncio.to_thread(os.path.realpath, cwd),
             ),
             editor=self._editor,
         )

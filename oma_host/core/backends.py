@@ -9,8 +9,11 @@ Plugins register themselves: importing ``oma_host.llm`` registers ``"llm"``,
 importing ``bridges`` registers ``"process"`` and ``"acp"``, each with
 :func:`register_backend`. The first lookup of a kind nobody has registered
 imports the known plugin packages (``PLUGINS``) by name, once, with
-importlib; a third-party backend registers itself the same way before its
-first agent is built. Registration modules are light on purpose: a factory
+importlib. The registry keeps the core free of the backends' imports; it is
+not an open door: the kinds a config may name are the closed union
+``oma_host.core.config.BackendConfig`` (the wire's contract), so a new kind
+adds its config model there, its entry here, and its package to ``PLUGINS``.
+Registration modules are light on purpose: a factory
 imports the heavy module (the provider stack, the ``acp`` library) only when
 a backend is built, so the flags, and with them the string-only boundary,
 are known without importing it.

@@ -1,4 +1,4 @@
-"""AgentConfig and its backends (PROTOCOL.md section 3), as pydantic models.
+"""AgentConfig and its backends' configs (PROTOCOL.md section 3), as pydantic models.
 
 Wire names are camelCase (``systemPrompt``); Python code may use either the
 wire name or the snake_case attribute. Unknown fields are rejected. ``history``
@@ -90,7 +90,11 @@ class AcpBackend(_ExternalBackend):
     allow_writes: bool = False
 
 
-Backend = Annotated[ProcessBackend | AcpBackend, Field(discriminator="kind")]
+# A config's ``backend``: the external kinds the wire accepts (PROTOCOL.md
+# section 3), told apart by ``kind``. The code that runs each kind is found
+# through the registry of :mod:`oma_host.core.backends` (the ``Backend``
+# protocol): a new kind adds its model here and registers its entry there.
+BackendConfig = Annotated[ProcessBackend | AcpBackend, Field(discriminator="kind")]
 # The tags of that union, which pydantic puts into error locations.
 _BACKEND_KINDS = frozenset(
     kind
@@ -183,7 +187,7 @@ class AgentConfig(_Model):
     history: Any = None
     hooks: HooksConfig | None = None
     output_schema: dict[str, Any] | None = None
-    backend: Backend | None = None
+    backend: BackendConfig | None = None
     mcp_servers: list[McpServer] | None = None
     permissions: list[PermissionRule] | None = None
     thinking: ThinkingConfig | None = None

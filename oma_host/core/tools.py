@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Effect = Literal["read", "write", "execute", "other"]
+# What a call's target is, for permission rules: a path under ``cwd``
+# (matched as the file it names), a text matched as given (a glob's
+# pattern), or not known (an MCP tool: any argument may be a path).
+TargetKind = Literal["path", "text", "unknown"]
 # Reads one string from a call's input (which may be anything the model sent).
 ArgumentReader = Callable[[Any], str | None]
 # Imported on the first lookup of a built-in tool; it registers every built-in.
@@ -66,6 +70,7 @@ class ToolDeclaration:
     # The call's main argument: what a permission rule's ``pattern`` matches,
     # the permission event's ``target`` (a path, or a shell tool's command).
     target: ArgumentReader
+    target_kind: TargetKind
     # The file or folder the call touches, as the model gave it, for an
     # editor to show (ACP ``locations``); None, or a reader answering None:
     # nothing to show.

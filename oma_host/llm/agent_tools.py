@@ -16,6 +16,7 @@ decided from it in :mod:`oma_host.llm.editor_files`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from oma_host.core.backends import PermissionHandler
@@ -47,7 +48,9 @@ class AgentTools:
         timeout_s = (config.hooks.timeout_ms if config.hooks else _DEFAULT_TIMEOUT_MS) / 1000
         self.registry = ToolRegistry(config.tools, config.cwd)
         self._workspace = Workspace(self.registry.root, editor or NO_EDITOR, timeout_s)
-        self._policy = PermissionPolicy(config.permissions, handler, config.name, timeout_s)
+        self._policy = PermissionPolicy(
+            config.permissions, handler, config.name, timeout_s, self.registry.root
+        )
         self._servers: McpServers | None = None
         if config.mcp_servers:
             from oma_host.llm.mcp_servers import McpServers
@@ -81,7 +84,9 @@ class AgentTools:
         recorder.permission(arguments, decision.event)
         if not decision.allowed:
             return (f"{name}: permission denied ({_why(decision.event)})", True)
-        return await call_tool(tool, arguments, self._workspace)
+        # The call may touch the file decided for, and no other (see Workspace.confirm).
+        workspace = replace(self._workspace, approved=decision.resolved)
+        return await call_tool(tool, arguments, workspace)
 
     async def close(self) -> None:
         """End the MCP servers, if any were started."""

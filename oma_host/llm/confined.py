@@ -199,6 +199,58 @@ def open_beneath(root: Root, path: str, what: str) -> tuple[int, str]:
             os.close(fd)
 
 
+def locate_missing(root: Root, path: str) -> tuple[str, tuple[str, ...], str]:
+    """Where a file that does not exist yet would go: (the deepest existing
+    directory on the way, resolved beneath the root; the directories below
+    it still to make; the file's name). A ToolError when the way leads
+    outside, is no directory, or names no file."""
+    if path.startswith("/"):
+        parts_beneath = _parts_beneath(root, path)
+        if parts_beneath is None:
+            raise _outside("path", path)
+        path = "/".join(parts_beneath)
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if not parts or parts[-1] == "..":
+        raise ToolError(f"path {path!r} names no file")
+    for depth in range(len(parts) - 1, -1, -1):
+        try:
+            fd, directory = open_beneath(root, "/".join(parts[:depth]) or ".", "path")
+        except ToolError as error:
+            if error.code == errno.ENOENT and depth > 0:
+                continue
+            raise
+        try:
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                raise ToolError(f"path {path!r}: {os.strerror(errno.ENOTDIR)}")
+        finally:
+            os.close(fd)
+        missing = tuple(parts[depth:-1])
+        if ".." in missing:
+            raise ToolError(f"path {path!r} goes through a directory that does not exist")
+        return directory, missing, parts[-1]
+    raise ToolError(f"path {path!r} names no file")  # unreachable: depth 0 is the root
+
+
+def resolve_beneath(root: Root, path: str) -> str | None:
+    """``path`` as the tools would open it, relative to the root (``""`` for
+    the root): symlinks inside the tree followed, a part that does not exist
+    yet kept as written (``..`` and ``.`` folded); None when it leads outside
+    the tree or cannot be resolved. What permission rules match."""
+    try:
+        fd, resolved = open_beneath(root, path, "path")
+    except ToolError as error:
+        if error.code != errno.ENOENT:
+            return None
+    else:
+        os.close(fd)
+        return resolved
+    try:
+        directory, missing, name = locate_missing(root, path)
+    except ToolError:
+        return None
+    return "/".join(part for part in (directory, *missing, name) if part)
+
+
 def read_at_most(fd: int, limit: int) -> bytes:
     """Up to ``limit`` bytes from ``fd``."""
     chunks: list[bytes] = []

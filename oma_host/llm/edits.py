@@ -8,11 +8,16 @@ descriptors opened beneath the root, the new text worked out, and the LSP
 edit that makes it (a range in UTF-16 code units, as LSP counts).
 :func:`workspace_edit` is that edit as ``workspace/applyEdit`` params;
 :func:`write_file` writes the whole new text atomically: a temporary file in
-the same directory, its mode set to the old file's, synced, then renamed over
-the name (the rename replaces a name in a directory held open beneath the
-root, so it cannot land outside). Missing directories of a new file are made
-one by one the same way. Which of those, or the editor's own write, carries
-an edit out is decided in :mod:`oma_host.llm.editor_files`.
+the same directory, given the old file's mode and owner, synced, then renamed
+over the name (the rename replaces a name in a directory held open beneath
+the root, so it cannot land outside, and replaces a symlink put there since
+rather than following it). A file with other hard links, or whose owner this
+user cannot give a new file, is overwritten in place instead, once checked
+to be the very file planned, so its other names and its owner keep to it.
+Missing directories of a new file are made one by one the same way. A
+read-only file (no write bit) is refused, as is a text over 4 MiB, which
+the tools could not read or edit again. Which of those, or the editor's own
+write, carries an edit out is decided in :mod:`oma_host.llm.editor_files`.
 
 ``file_edit`` replaces exactly one occurrence of ``old``; none, or more than
 one, is an error result that tells the model what to do instead. Where the
@@ -31,7 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from oma_host.llm.confined import Root, ToolError, open_beneath, read_at_most
+from oma_host.llm.confined import Root, ToolError, locate_missing, open_beneath, read_at_most
 
 MAX_EDIT_BYTES = 4 * 1024 * 1024
 
@@ -45,7 +50,7 @@ class Edit:
     missing: tuple[str, ...]  # directories to make below ``directory``
     name: str
     existing: str | None  # the file's text now; None for a new file
-    mode: int | None  # the existing file's permission bits
+    file: os.stat_result | None  # the existing file as planned: mode, owner, links, identity
     text: str  # the whole new text
     start: tuple[int, int]  # the LSP range replaced (line, UTF-16 character)
     end: tuple[int, int]
@@ -53,6 +58,10 @@ class Edit:
 
     def absolute(self, root: str) -> str:
         return os.path.join(root, self.directory, *self.missing, self.name)
+
+    def resolved(self) -> str:
+        """The file, relative to the root, as planned (symlinks resolved)."""
+        return "/".join(part for part in (self.directory, *self.missing, self.name) if part)
 
     def summary(self) -> str:
         if self.existing is None:
@@ -69,23 +78,39 @@ def _position(text: str, offset: int) -> tuple[int, int]:
     return line, len(text[line_start:offset].encode("utf-16-le")) // 2
 
 
-def _read_text(fd: int, path: str) -> tuple[str, int]:
+def check_size(path: str, text: str) -> None:
+    """Refuse a text the tools could not read or edit again once written."""
+    # Cheap first: a character is at most four bytes of UTF-8.
+    if len(text) > MAX_EDIT_BYTES // 4 and len(text.encode("utf-8")) > MAX_EDIT_BYTES:
+        raise ToolError(
+            f"{path} would be over {MAX_EDIT_BYTES} bytes, which the write tools cannot "
+            "read or edit again; it was not written"
+        )
+
+
+def _read_text(fd: int, path: str) -> tuple[str, os.stat_result]:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise ToolError(f"{path} is not a file")
+    if not info.st_mode & 0o222:
+        raise ToolError(
+            f"{path} is read-only (mode {stat.S_IMODE(info.st_mode):04o}); it was not changed"
+        )
     if info.st_size > MAX_EDIT_BYTES:
         raise ToolError(
             f"{path} is over {MAX_EDIT_BYTES} bytes; the write tools take smaller files"
         )
     data = read_at_most(fd, MAX_EDIT_BYTES + 1)
     try:
-        return data.decode("utf-8"), stat.S_IMODE(info.st_mode)
+        return data.decode("utf-8"), info
     except UnicodeDecodeError:
         raise ToolError(f"{path} is not UTF-8 text; it cannot be edited") from None
 
 
-def _locate(root: Root, path: str) -> tuple[str, tuple[str, ...], str, str | None, int | None]:
-    """Where ``path`` is: (directory, missing directories, name, text, mode)."""
+def _locate(
+    root: Root, path: str
+) -> tuple[str, tuple[str, ...], str, str | None, os.stat_result | None]:
+    """Where ``path`` is: (directory, missing directories, name, text, the file's stat)."""
     try:
         fd, resolved = open_beneath(root, path, "path")
     except ToolError as error:
@@ -93,44 +118,21 @@ def _locate(root: Root, path: str) -> tuple[str, tuple[str, ...], str, str | Non
             raise
     else:
         try:
-            text, mode = _read_text(fd, path)
+            text, info = _read_text(fd, path)
         finally:
             os.close(fd)
         directory, _, name = resolved.rpartition("/")
-        return directory, (), name, text, mode
-    # A new file: the deepest existing directory, then the names to make.
-    if path.startswith("/"):
-        normal = os.path.normpath(path)
-        if not normal.startswith(root.path.rstrip("/") + "/"):
-            raise ToolError(f"path {path!r} is outside the agent's working directory")
-        path = normal[len(root.path.rstrip("/")) + 1 :]
-    parts = [part for part in path.split("/") if part not in ("", ".")]
-    if not parts or parts[-1] == "..":
-        raise ToolError(f"path {path!r} names no file")
-    for depth in range(len(parts) - 1, -1, -1):
-        try:
-            fd, directory = open_beneath(root, "/".join(parts[:depth]) or ".", "path")
-        except ToolError as error:
-            if error.code == errno.ENOENT and depth > 0:
-                continue
-            raise
-        try:
-            if not stat.S_ISDIR(os.fstat(fd).st_mode):
-                raise ToolError(f"path {path!r}: {os.strerror(errno.ENOTDIR)}")
-        finally:
-            os.close(fd)
-        missing = tuple(parts[depth:-1])
-        if ".." in missing:
-            raise ToolError(f"path {path!r} goes through a directory that does not exist")
-        return directory, missing, parts[-1], None, None
-    raise ToolError(f"path {path!r} names no file")  # unreachable: depth 0 is the root
+        return directory, (), name, text, info
+    directory, missing, name = locate_missing(root, path)
+    return directory, missing, name, None, None
 
 
 def plan_write(path: str, content: str, root: Root) -> Edit:
     """``file_write``: the file's whole text becomes ``content``."""
-    directory, missing, name, existing, mode = _locate(root, path)
+    check_size(path, content)
+    directory, missing, name, existing, info = _locate(root, path)
     end = (0, 0) if existing is None else _position(existing, len(existing))
-    return Edit(path, directory, missing, name, existing, mode, content, (0, 0), end, content)
+    return Edit(path, directory, missing, name, existing, info, content, (0, 0), end, content)
 
 
 def existing_file(path: str, root: Root) -> Edit:
@@ -166,6 +168,7 @@ def replace_once(located: Edit, current: str, old: str, new: str) -> Edit:
         )
     at = current.index(old)
     text = current[:at] + new + current[at + len(old) :]
+    check_size(located.path, text)
     start, end = _position(current, at), _position(current, at + len(old))
     return replace(located, existing=current, text=text, start=start, end=end, replacement=new)
 
@@ -200,38 +203,81 @@ _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def write_file(edit: Edit, root: Root) -> None:
-    """Write ``edit.text`` atomically beneath the root (see the module doc)."""
-    fd, _ = open_beneath(root, edit.directory or ".", "path")
+    """Write ``edit.text`` beneath the root (see the module docstring): into
+    the directory planned, refused if it now resolves elsewhere."""
+    fd, directory = open_beneath(root, edit.directory or ".", "path")
     try:
+        if directory != edit.directory:
+            raise ToolError(
+                f"{edit.path}: its directory now leads to {directory or '.'}, not to "
+                f"{edit.directory or '.'} as planned; nothing was written"
+            )
         for name in edit.missing:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(name, 0o777, dir_fd=fd)
             inner = os.open(name, _OPEN_DIR, dir_fd=fd)  # never through a symlink
             os.close(fd)
             fd = inner
-        temporary = f".{edit.name}.{uuid.uuid4().hex[:12]}.tmp"
-        # A new file gets 0o666 less the umask, as any editor's would.
-        out = os.open(
-            temporary,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o666 if edit.mode is None else 0o600,
-            dir_fd=fd,
-        )
-        try:
-            try:
-                if edit.mode is not None:
-                    os.fchmod(out, edit.mode)
-                data = edit.text.encode("utf-8")
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(out, view) :]
-                os.fsync(out)
-            finally:
-                os.close(out)
-            os.rename(temporary, edit.name, src_dir_fd=fd, dst_dir_fd=fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=fd)
-            raise
+        data = edit.text.encode("utf-8")
+        if edit.file is not None and edit.file.st_nlink > 1:
+            _write_in_place(edit, fd, data)  # every name of the file sees the new text
+        elif not _replace_atomically(edit, fd, data):
+            _write_in_place(edit, fd, data)  # its owner is one this user cannot give a new file
     finally:
         os.close(fd)
+
+
+def _write_all(out: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(out, view) :]
+    os.fsync(out)
+
+
+def _replace_atomically(edit: Edit, directory: int, data: bytes) -> bool:
+    """A temporary file with the old one's mode and owner, renamed over the
+    name (which replaces a symlink there, never follows it); False, with
+    nothing changed, when the old owner cannot be kept."""
+    temporary = f".{edit.name}.{uuid.uuid4().hex[:12]}.tmp"
+    old = edit.file
+    # A new file gets 0o666 less the umask, as any editor's would.
+    out = os.open(
+        temporary,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        0o666 if old is None else 0o600,
+        dir_fd=directory,
+    )
+    try:
+        try:
+            if old is not None:
+                if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+                    try:
+                        os.fchown(out, old.st_uid, old.st_gid)
+                    except PermissionError:
+                        os.unlink(temporary, dir_fd=directory)
+                        return False
+                os.fchmod(out, stat.S_IMODE(old.st_mode))
+            _write_all(out, data)
+        finally:
+            os.close(out)
+        os.rename(temporary, edit.name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=directory)
+        raise
+    return True
+
+
+def _write_in_place(edit: Edit, directory: int, data: bytes) -> None:
+    """Overwrite the planned file itself (its inode: hard links and owner
+    kept), refused if the name now holds another file or a symlink."""
+    assert edit.file is not None
+    out = os.open(edit.name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+    try:
+        now = os.fstat(out)
+        if (now.st_dev, now.st_ino) != (edit.file.st_dev, edit.file.st_ino):
+            raise ToolError(f"{edit.path} was replaced by another file; nothing was written")
+        os.ftruncate(out, 0)
+        _write_all(out, data)
+    finally:
+        os.close(out)

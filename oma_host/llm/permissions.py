@@ -2,11 +2,22 @@
 
 Rules are tried in order; the first whose ``tool`` (a name or an fnmatch
 glob such as ``fs__*``) matches the tool's name and whose ``pattern``, if it
-has one, matches the call's main argument (the target its declaration
-names, :class:`oma_host.core.tools.ToolDeclaration`; for an MCP tool the
-first string among ``path``, ``command``..., :func:`target_of`) decides.
-When none matches, the default follows the tool's declared effect: a tool
-that reads is allowed, any other (the write tools, every MCP tool) asks.
+has one, matches the call's target (:class:`Target`) decides. When none
+matches, the default follows the tool's declared effect: a tool that reads
+is allowed, any other (the write tools, every MCP tool) asks.
+
+A pattern matches the file a path names, not its spelling: the path is
+resolved beneath ``cwd`` as the tools would open it (``..`` and ``.``
+folded, an absolute path inside ``cwd`` made relative, symlinks inside the
+tree followed), and an ``allow`` rule applies only when that resolved path
+matches. A ``deny`` or ``ask`` rule applies when any form of it matches (as
+written, folded, or resolved): a rule that keeps a file out must not be
+talked around. When the targets cannot all be found (an MCP tool, whose
+arguments the host cannot read the meaning of), an ``allow`` rule with a
+pattern never applies, and a ``deny`` or ``ask`` rule with one applies when
+any string among the arguments, read as a path, matches. The file an
+approval was given for is the one the call may touch
+(:meth:`oma_host.llm.tools.base.Workspace.confirm`).
 
 ``ask`` goes to the client (``agent/requestPermission`` with ``source:
 "tool"``) through the agent's permission handler, for at most
@@ -21,12 +32,15 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import PermissionRule
 from oma_host.core.tools import ToolDeclaration, first_string
+from oma_host.llm.confined import Root, ToolError, resolve_beneath
 
 Action = Literal["allow", "ask", "deny"]
 # The main argument of a tool that names none (an MCP server's): the first
@@ -39,7 +53,80 @@ def undeclared_tool(name: str, description: str, input_schema: dict[str, Any]) -
     """The declaration of a tool the host knows only by its listing (an MCP
     server's): the effect ``other``, which asks by default, and the main
     argument :func:`target_of` finds."""
-    return ToolDeclaration(name, description, input_schema, effect="other", target=target_of)
+    return ToolDeclaration(
+        name, description, input_schema, effect="other", target=target_of, target_kind="unknown"
+    )
+
+
+# The strings of an MCP call read as paths at the most (a call of thousands is
+# matched on these and asks, as one whose targets cannot be found does).
+_MAX_STRINGS = 256
+
+
+@dataclass(frozen=True)
+class Target:
+    """A call's target as rules match it (see the module docstring):
+    ``certain``, the forms an ``allow`` rule's pattern must all match (None:
+    no allow rule with a pattern applies), and ``possible``, the forms any of
+    which makes a ``deny`` or ``ask`` rule's pattern match. ``resolved``: the
+    path's file, relative to ``cwd``, when the target is a path inside it."""
+
+    shown: str | None
+    certain: tuple[str, ...] | None
+    possible: tuple[str, ...]
+    resolved: str | None = None
+
+
+def _folded(path: str, root: str) -> str:
+    """``path`` with ``..`` and ``.`` folded, relative to ``root`` when inside it."""
+    normal = os.path.normpath(os.path.join(root, path))
+    if normal == root:
+        return "."
+    inside = normal.startswith(root.rstrip("/") + "/")
+    return normal[len(root.rstrip("/")) + 1 :] if inside else normal
+
+
+def _path_forms(path: str, root: Root) -> tuple[str | None, tuple[str, ...]]:
+    """(the file ``path`` names, relative to the root, or None outside it;
+    every form of it a deny rule looks at)."""
+    if "\0" in path:  # no file has such a name; the tools refuse it
+        return None, (path,)
+    resolved = resolve_beneath(root, path)
+    forms = [path, _folded(path, root.path)]
+    if resolved is not None:
+        forms.append(resolved or ".")
+    return resolved, tuple(dict.fromkeys(forms))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+
+
+def find_target(declaration: ToolDeclaration, arguments: Any, root: Root) -> Target:
+    """How ``declaration``'s call of ``arguments`` is matched (filesystem reads: a worker's)."""
+    shown = declaration.target(arguments)
+    if declaration.target_kind == "text":
+        return Target(shown, None if shown is None else (shown,), () if shown is None else (shown,))
+    if declaration.target_kind == "path":
+        if shown is None:
+            return Target(None, None, ())
+        resolved, forms = _path_forms(shown, root)
+        certain = None if resolved is None else (resolved or ".",)
+        return Target(shown, certain, forms, resolved)
+    possible: list[str] = []
+    for index, text in enumerate(_strings(arguments)):
+        if index == _MAX_STRINGS:
+            break
+        possible.extend(_path_forms(text, root)[1] if text else (text,))
+    return Target(shown, None, tuple(dict.fromkeys(possible)))
 
 
 @dataclass(frozen=True)
@@ -56,16 +143,21 @@ def default_action(tool: ToolDeclaration) -> Action:
     return "allow" if tool.effect == "read" else "ask"
 
 
-def evaluate(rules: list[PermissionRule], tool: ToolDeclaration, target: str | None) -> Verdict:
+def _applies(rule: PermissionRule, target: Target) -> bool:
+    pattern = rule.pattern
+    if pattern is None:
+        return True
+    if rule.action == "allow":
+        certain = target.certain
+        return bool(certain) and all(fnmatch.fnmatchcase(form, pattern) for form in certain or ())
+    return any(fnmatch.fnmatchcase(form, pattern) for form in target.possible)
+
+
+def evaluate(rules: list[PermissionRule], tool: ToolDeclaration, target: Target) -> Verdict:
     """The first matching rule's action, else the default."""
     for index, rule in enumerate(rules):
-        if not fnmatch.fnmatchcase(tool.name, rule.tool):
-            continue
-        if rule.pattern is not None and (
-            target is None or not fnmatch.fnmatchcase(target, rule.pattern)
-        ):
-            continue
-        return Verdict(rule.action, index)
+        if fnmatch.fnmatchcase(tool.name, rule.tool) and _applies(rule, target):
+            return Verdict(rule.action, index)
     return Verdict(default_action(tool), None)
 
 
@@ -75,6 +167,8 @@ class Decision:
 
     allowed: bool
     event: dict[str, Any]
+    # The file decided for, relative to ``cwd``, when the target is a path.
+    resolved: str | None = None
 
 
 class PermissionPolicy:
@@ -86,8 +180,10 @@ class PermissionPolicy:
         handler: PermissionHandler | None,
         agent_name: str,
         timeout_s: float,
+        root: str,
     ) -> None:
         self._rules = list(rules or [])
+        self._root = root
         self._handler = handler
         self._agent_name = agent_name
         self._timeout_s = timeout_s
@@ -96,9 +192,28 @@ class PermissionPolicy:
     async def decide(
         self, declaration: ToolDeclaration, arguments: Any, *, run_id: str, tool_use_id: str
     ) -> Decision:
-        tool = declaration.name
-        target = declaration.target(arguments)
-        verdict = evaluate(self._rules, declaration, target)
+        found = await asyncio.to_thread(self._find_target, declaration, arguments)
+        decision = await self._decide(declaration, arguments, found, run_id, tool_use_id)
+        return Decision(decision.allowed, decision.event, found.resolved)
+
+    def _find_target(self, declaration: ToolDeclaration, arguments: Any) -> Target:
+        try:
+            with Root(self._root) as root:
+                return find_target(declaration, arguments, root)
+        except OSError:  # no cwd to resolve in (the tools will say so): nothing is certain
+            shown = declaration.target(arguments)
+            return Target(shown, None, () if shown is None else (shown,))
+
+    async def _decide(
+        self,
+        declaration: ToolDeclaration,
+        arguments: Any,
+        found: Target,
+        run_id: str,
+        tool_use_id: str,
+    ) -> Decision:
+        tool, target = declaration.name, found.shown
+        verdict = evaluate(self._rules, declaration, found)
         event: dict[str, Any] = {"toolUseId": tool_use_id, "tool": tool, "action": verdict.action}
         if target is not None:
             event["target"] = target
@@ -143,6 +258,17 @@ class PermissionPolicy:
             if scope == "session":
                 self._granted.add((tool, verdict.rule))
         return Decision(approved, event)
+
+
+def confirm_approved(path: str, resolved: str, approved: str | None) -> None:
+    """Refuse a call whose file (``resolved``, relative to ``cwd``, as the
+    tool resolved ``path`` to carry it out) is no longer ``approved``, the
+    one the policy decided for: a name swapped for a symlink since."""
+    if approved is not None and resolved != approved:
+        raise ToolError(
+            f"{path} now leads to {resolved or '.'}, not to {approved or '.'}, the file the "
+            "permission was given for; nothing was done"
+        )
 
 
 def _read_answer(answer: Any) -> tuple[bool | None, str]:

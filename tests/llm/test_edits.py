@@ -269,3 +269,50 @@ async def test_a_missing_or_ambiguous_old_tells_the_model_why(
     assert nofile["content"] == "file_edit: none.txt does not exist; use file_write to create it"
     assert all(result["is_error"] for result in (missing, twice, nofile))
     assert (tmp_path / "a.txt").read_text() == "x = 1\nx = 1\n"
+
+
+async def test_the_host_keeps_owner_and_links_and_refuses_read_only_and_oversized(
+    plain: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    """An edit on disk keeps the file's owner and mode and its other hard
+    links; a read-only file and a text over 4 MiB are error results the model
+    reads, and nothing changes."""
+    owned, linked, locked = tmp_path / "owned.txt", tmp_path / "linked.txt", tmp_path / "locked.txt"
+    for path in (owned, linked, locked):
+        path.write_text("old\n")
+    owned.chmod(0o640)
+    if os.getuid() == 0:  # only root can give a file to another user
+        os.chown(owned, 4321, 4321)
+    other_name = tmp_path / "other-name.txt"
+    os.link(linked, other_name)
+    locked.chmod(0o444)
+    agent = await create(plain, sim, tmp_path)
+    huge = "x" * (4 * 1024 * 1024 + 1)
+    sim.script(
+        Reply(
+            content=[
+                use("o", "file_edit", path="owned.txt", old="old", new="new"),
+                use("l", "file_write", path="linked.txt", content="new\n"),
+                use("r", "file_edit", path="locked.txt", old="old", new="new"),
+                use("h", "file_write", path="huge.txt", content=huge),
+            ]
+        ),
+        Reply.text("done"),
+    )
+    result = await plain.request("agent/run", {"agentId": agent, "input": "go"})
+    assert result["success"] is True, result
+    assert owned.read_text() == "new\n" and stat.S_IMODE(owned.stat().st_mode) == 0o640
+    if os.getuid() == 0:
+        assert (owned.stat().st_uid, owned.stat().st_gid) == (4321, 4321)
+    assert other_name.read_text() == "new\n"  # the link is not split
+    assert linked.stat().st_ino == other_name.stat().st_ino
+    assert locked.read_text() == "old\n" and stat.S_IMODE(locked.stat().st_mode) == 0o444
+    assert not (tmp_path / "huge.txt").exists()
+    edited, written, read_only, oversized = results_sent(sim)
+    assert "is_error" not in edited and "is_error" not in written
+    assert read_only["is_error"] is True
+    assert (
+        read_only["content"] == "file_edit: locked.txt is read-only (mode 0444); it was not changed"
+    )
+    assert oversized["is_error"] is True
+    assert "huge.txt would be over 4194304 bytes" in oversized["content"]

@@ -7,6 +7,7 @@ is a ``permission`` stream event."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,13 @@ import pytest
 from oma_host.cli.client import HostClient
 from oma_host.core.config import PermissionRule
 from oma_host.core.tools import builtin_tool
-from oma_host.llm.permissions import evaluate, target_of, undeclared_tool
+from oma_host.llm.confined import Root
+from oma_host.llm.permissions import evaluate, find_target, target_of, undeclared_tool
 from oma_host.testing.simulator import Reply, Simulator
 from tests.providers.helpers import llm_config, results_sent
 
 KEY = "sk-ant-api03-permission-test-key-DO-NOT-LEAK-99"
+FAULTS_SERVER = Path(__file__).resolve().parent / "mcp_servers" / "faults.py"
 
 RULES = [
     PermissionRule(tool="file_read", pattern="secrets/*", action="deny"),
@@ -41,22 +44,29 @@ RULES = [
         ("file_edit", {"path": "src/a.py", "old": "a", "new": "b"}, False, "allow", 1),
         ("file_edit", {"path": "docs/a.md", "old": "a", "new": "b"}, False, "ask", None),
         ("file_write", {"path": "src/a.py", "content": ""}, False, "ask", None),
-        ("fs__read_file", {"path": "/tmp/x"}, True, "allow", 2),
-        ("fs__write_file", {"path": "/tmp/x"}, True, "allow", 2),  # first match wins
+        # An MCP tool's targets cannot all be found: an allow rule's pattern never applies.
+        ("fs__read_file", {"path": "/tmp/x"}, True, "ask", None),
+        ("fs__write_file", {"path": "/tmp/x"}, True, "deny", 3),
         ("fs__write_file", {"path": "/etc/x"}, True, "deny", 3),
         ("fs__list", {}, True, "ask", None),  # no target: a pattern rule cannot match
         ("git__status", {"command": "status"}, True, "ask", None),  # every MCP tool asks
     ],
 )
 def test_rules_first_match_wins_then_the_defaults(
-    tool: str, arguments: dict[str, Any], is_mcp: bool, action: str, rule: int | None
+    tool: str,
+    arguments: dict[str, Any],
+    is_mcp: bool,
+    action: str,
+    rule: int | None,
+    tmp_path: Path,
 ) -> None:
     declaration = builtin_tool(tool)
     if is_mcp:  # declared as oma_host.llm.mcp_servers declares a server's tool
         assert declaration is None
         declaration = undeclared_tool(tool, "", {})
     assert declaration is not None
-    verdict = evaluate(RULES, declaration, declaration.target(arguments))
+    with Root(str(tmp_path)) as root:
+        verdict = evaluate(RULES, declaration, find_target(declaration, arguments, root))
     assert (verdict.action, verdict.rule) == (action, rule)
 
 
@@ -76,12 +86,11 @@ async def host() -> AsyncIterator[HostClient]:
 
 
 def write(call_id: str, path: str) -> dict[str, Any]:
-    return {
-        "type": "tool_use",
-        "id": call_id,
-        "name": "file_write",
-        "input": {"path": path, "content": f"{call_id}\n"},
-    }
+    return call(call_id, "file_write", path=path, content=f"{call_id}\n")
+
+
+def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
 
 
 async def create(host: HostClient, sim: Simulator, cwd: Path, **extra: Any) -> str:
@@ -250,3 +259,98 @@ async def test_a_team_has_no_client_to_ask_so_ask_denies(
         "file_write: permission denied (the policy asks and there is no client to ask)"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_rules_match_the_file_a_path_names_not_its_spelling(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    """Five spellings that got past the rules: a deny rule catches each, and
+    an allow rule does not allow a path that only starts like its pattern."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".env").write_text("KEEP=1\n")
+    (tmp_path / "secrets" / "key").write_text("the key\n")
+    (tmp_path / "src" / "notes.txt").symlink_to("../secrets/key")
+    host.handlers["agent/requestPermission"] = lambda params: {"approve": False}
+    rules = [
+        {"tool": "file_write", "pattern": ".env", "action": "deny"},
+        {"tool": "file_write", "pattern": "secrets/*", "action": "deny"},
+        {"tool": "file_write", "pattern": "src/*", "action": "allow"},
+    ]
+    agent = await create(host, sim, tmp_path, permissions=rules)
+    spellings = ["./.env", "src//../.env", str(tmp_path / ".env"), "src/notes.txt"]
+    calls = [write(f"w{index}", path) for index, path in enumerate(spellings)]
+    calls.append(write("hook", "src/../.git/hooks/pre-commit"))
+    sim.script(Reply(content=calls), Reply.text("ok"))
+    await run(host, agent, "spellings")
+    events = permission_events(host, "spellings")
+    assert [(e["decision"], e["by"], e["rule"]) for e in events] == [
+        ("deny", "rule", 0),
+        ("deny", "rule", 0),
+        ("deny", "rule", 0),
+        ("deny", "rule", 1),
+        ("deny", "client", None),  # asked, not allowed by src/*
+    ]
+    assert [request["tool"]["target"] for request in asked(host)] == [
+        "src/../.git/hooks/pre-commit"
+    ]
+    assert (tmp_path / ".env").read_text() == "KEEP=1\n"
+    assert (tmp_path / "secrets" / "key").read_text() == "the key\n"
+    assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_an_mcp_tool_whose_targets_cannot_be_found_is_not_allowed_by_a_pattern(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    """``move {source, target, path}``: a deny rule sees secrets/key in any
+    argument; an allow rule matching the decoy ``path`` does not allow."""
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "key").write_text("the key\n")
+    host.handlers["agent/requestPermission"] = lambda params: {"approve": False}
+    faults = {"name": "faults", "command": sys.executable, "args": [str(FAULTS_SERVER)]}
+    rules = [
+        {"tool": "faults__move", "pattern": "docs/*", "action": "allow"},
+        {"tool": "faults__*", "pattern": "secrets/*", "action": "deny"},
+        {"tool": "faults__*", "action": "allow"},
+    ]
+    agent = await create(host, sim, tmp_path, mcpServers=[faults], permissions=rules)
+    out = {"source": "secrets/key", "target": "stolen.txt"}
+    decoy = {**out, "path": "docs/readme.md"}
+    sim.script(
+        Reply(content=[call("m1", "faults__move", **out), call("m2", "faults__move", **decoy)]),
+        Reply.text("ok"),
+    )
+    await run(host, agent, "mcp")
+    events = permission_events(host, "mcp")
+    assert [(e["decision"], e["by"], e["rule"]) for e in events] == [
+        ("deny", "rule", 1),
+        ("deny", "rule", 1),  # the decoy allow rule did not apply
+    ]
+    assert (tmp_path / "secrets" / "key").exists() and not (tmp_path / "stolen.txt").exists()
+
+
+async def test_a_name_swapped_for_a_symlink_after_the_approval_is_not_written(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    """The user approves notes.txt; before the write it becomes a symlink to
+    a git hook. The approval covers notes.txt, so nothing is written."""
+    hook = tmp_path / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("notes\n")
+
+    def approve_and_swap(params: Any) -> Any:
+        notes.unlink()
+        notes.symlink_to(".git/hooks/pre-commit")
+        return {"approve": True, "scope": "once"}
+
+    host.handlers["agent/requestPermission"] = approve_and_swap
+    agent = await create(host, sim, tmp_path)
+    sim.script(Reply(content=[write("w", "notes.txt")]), Reply.text("ok"))
+    await run(host, agent, "swap")
+    (refused,) = results_sent(sim, 1)
+    assert refused["is_error"] is True
+    assert "now leads to .git/hooks/pre-commit, not to notes.txt" in refused["content"]
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"

@@ -31,9 +31,10 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
-from oma_host.core.tools import ArgumentReader, Effect, ToolDeclaration
+from oma_host.core.tools import ArgumentReader, Effect, TargetKind, ToolDeclaration
 from oma_host.core.validation import describe_validation_error, predicate_error
 from oma_host.llm.confined import Root, Stop, ToolError
+from oma_host.llm.permissions import confirm_approved
 from oma_host.providers.base import ToolSpec
 
 CALL_BUDGET_S = 20.0  # then grep and glob answer with what they found
@@ -95,6 +96,14 @@ class Workspace:
     root: str
     editor: EditorChannel = NO_EDITOR
     editor_timeout_s: float = DEFAULT_EDITOR_TIMEOUT_S
+    # The file the permission policy decided for, as it resolved then
+    # (relative to the root), when the call's target is a path.
+    approved: str | None = None
+
+    def confirm(self, path: str, resolved: str) -> None:
+        """Refuse a call whose file is no longer the one the permission
+        policy decided for (:func:`oma_host.llm.permissions.confirm_approved`)."""
+        confirm_approved(path, resolved, self.approved)
 
     async def in_thread(self, work: Callable[[Root], T]) -> T:
         """``work`` in a worker thread, given the root opened."""
@@ -161,12 +170,15 @@ def declare(
     *,
     effect: Effect,
     target: ArgumentReader,
+    target_kind: TargetKind = "path",
     location: ArgumentReader | None = None,
     search: bool = False,
 ) -> BuiltinTool[P]:
     """A built-in tool; see :class:`oma_host.core.tools.ToolDeclaration` for the fields."""
     schema = input_schema(params)
-    declaration = ToolDeclaration(name, description, schema, effect, target, location, search)
+    declaration = ToolDeclaration(
+        name, description, schema, effect, target, target_kind, location, search
+    )
     return BuiltinTool(declaration, params, run)
 
 

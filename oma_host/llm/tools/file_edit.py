@@ -37,6 +37,7 @@ async def _run(params: FileEditParams, workspace: Workspace, stop: Stop) -> str:
         located = await workspace.in_thread(lambda root: existing_file(params.path, root))
         current = await editor_text(read, located.absolute(workspace.root), timeout_s)
         edit = replace_once(located, current, params.old, params.new)
+    workspace.confirm(params.path, edit.resolved())
     return await carry_out(edit, workspace.root, workspace.editor, timeout_s)
 
 

@@ -43,26 +43,28 @@ def _text(data: bytes) -> str:
     return text
 
 
-def _read_disk(path: str, root: Root) -> str:
-    fd, _ = _open(path, root)
+def _read_disk(path: str, root: Root, workspace: Workspace) -> str:
+    fd, where = _open(path, root)
     try:
+        workspace.confirm(path, where)
         return _text(read_at_most(fd, MAX_READ_BYTES + 1))
     finally:
         os.close(fd)
 
 
-def _confined(path: str, root: Root) -> str:
+def _confined(path: str, root: Root, workspace: Workspace) -> str:
     """The absolute path of the file ``path`` names, confined as on disk."""
     fd, where = _open(path, root)
     os.close(fd)
+    workspace.confirm(path, where)
     return os.path.join(root.path, where)
 
 
 async def _run(params: FileReadParams, workspace: Workspace, stop: Stop) -> str:
     read = workspace.editor.read_text
     if read is None:
-        return await workspace.in_thread(lambda root: _read_disk(params.path, root))
-    path = await workspace.in_thread(lambda root: _confined(params.path, root))
+        return await workspace.in_thread(lambda root: _read_disk(params.path, root, workspace))
+    path = await workspace.in_thread(lambda root: _confined(params.path, root, workspace))
     text = await editor_text(read, path, workspace.editor_timeout_s)
     return _text(text.encode(errors="replace"))
 

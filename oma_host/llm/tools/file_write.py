@@ -26,6 +26,7 @@ class FileWriteParams(ToolParams):
 
 async def _run(params: FileWriteParams, workspace: Workspace, stop: Stop) -> str:
     edit = await workspace.in_thread(lambda root: plan_write(params.path, params.content, root))
+    workspace.confirm(params.path, edit.resolved())
     return await carry_out(edit, workspace.root, workspace.editor, workspace.editor_timeout_s)
 
 

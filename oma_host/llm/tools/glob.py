@@ -109,5 +109,6 @@ TOOL = declare(
     effect="read",
     search=True,
     target=first_string("pattern"),
+    target_kind="text",
     location=_the_cwd,
 )

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from oma_host.core.patterns import Pattern, PatternError, encode
-from oma_host.core.tools import first_string, path_argument
+from oma_host.core.tools import path_argument
 from oma_host.llm.confined import (
     Entry,
     Root,
@@ -156,6 +156,6 @@ TOOL = declare(
     _run,
     effect="read",
     search=True,
-    target=first_string("path", "pattern"),
+    target=path_argument("path", "."),
     location=path_argument("path", "."),
 )

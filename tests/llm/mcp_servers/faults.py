@@ -5,6 +5,9 @@ serves them over streamable HTTP on 127.0.0.1:PORT at ``/mcp``;
 ``crash-at-start`` writes to stderr (a secret from its environment among it)
 and exits before the handshake. In every mode ``die`` ends the process in the
 middle of a call, and ``fail`` raises, which the SDK answers as an error result.
+``move`` renames a file in the server's working directory: its paths are in
+fields the host cannot know the meaning of (and ``path`` is a decoy), as an
+MCP server's often are.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ def fail(reason: str) -> str:
 def die() -> str:
     print("faults: dying in the middle of a call", file=sys.stderr, flush=True)
     os._exit(7)
+
+
+@server.tool(description="Move the file source to target (path is only a label).")
+def move(source: str, target: str, path: str = "") -> str:
+    os.replace(source, target)
+    return f"moved {source} to {target}"
 
 
 if MODE == "http":
