@@ -67,6 +67,9 @@ class _ExternalBackend(_Model):
         return {**os.environ, **self.env}
 
 
+# How long one tool call may take before it is an error result (toolTimeoutMs).
+DEFAULT_TOOL_TIMEOUT_MS = 120_000
+
 # What a process agent's output may hold before the run fails (``output_limit``).
 DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 
@@ -182,6 +185,9 @@ class AgentConfig(_Model):
     top_p: float | None = None
     max_token_budget: Annotated[int, Field(gt=0)] | None = None
     timeout_ms: Annotated[int, Field(gt=0)] | None = None
+    # Bounds every tool call, built-in, MCP or served by the editor (ms;
+    # DEFAULT_TOOL_TIMEOUT_MS when unset).
+    tool_timeout_ms: Annotated[int, Field(gt=0)] | None = None
     tools: list[str] | None = None
     cwd: str | None = None
     history: Any = None

@@ -16,11 +16,12 @@ decided from it in :mod:`oma_host.llm.editor_files`.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from oma_host.core.backends import PermissionHandler
-from oma_host.core.config import AgentConfig
+from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS, AgentConfig
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.messages import ContentBlock
 from oma_host.core.redact import Redactor
@@ -47,6 +48,7 @@ class AgentTools:
     ) -> None:
         timeout_s = (config.hooks.timeout_ms if config.hooks else _DEFAULT_TIMEOUT_MS) / 1000
         self.registry = ToolRegistry(config.tools, config.cwd)
+        self._tool_timeout_s = (config.tool_timeout_ms or DEFAULT_TOOL_TIMEOUT_MS) / 1000
         self._workspace = Workspace(self.registry.root, editor or NO_EDITOR, timeout_s)
         self._policy = PermissionPolicy(
             config.permissions, handler, config.name, timeout_s, self.registry.root
@@ -86,7 +88,15 @@ class AgentTools:
             return (f"{name}: permission denied ({_why(decision.event)})", True)
         # The call may touch the file decided for, and no other (see Workspace.confirm).
         workspace = replace(self._workspace, approved=decision.resolved)
-        return await call_tool(tool, arguments, workspace)
+        try:
+            return await asyncio.wait_for(
+                call_tool(tool, arguments, workspace), self._tool_timeout_s
+            )
+        except TimeoutError:
+            # The call is cancelled (a built-in's worker stops at its next check,
+            # an MCP request is abandoned): the session goes on.
+            limit = f"{self._tool_timeout_s:g} s"
+            return (f"{name}: the call did not finish within {limit} (toolTimeoutMs)", True)
 
     async def close(self) -> None:
         """End the MCP servers, if any were started."""

@@ -364,3 +364,25 @@ async def test_an_mcp_tool_asks_by_default(host: HostClient, sim: Simulator) -> 
     assert request["source"] == "tool" and request["kind"] is None
     assert request["tool"] == {"name": "faults__echo", "input": {"text": "asked"}}
     assert "echo: asked" in results_sent(sim)[0]["content"]
+
+
+async def test_a_call_that_never_answers_is_an_error_after_tool_timeout_ms(
+    host: HostClient, sim: Simulator
+) -> None:
+    """A tool that hangs, and one whose server writes a line that is not
+    JSON and never answers: each is an error result after toolTimeoutMs, and
+    the server answers the next call of the same session."""
+    agent = await create(host, sim, mcpServers=[stdio("faults", FAULTS)], toolTimeoutMs=1000)
+    sim.script(
+        Reply(content=[use("h", "faults__hang"), use("g", "faults__garble")]),
+        Reply(content=[use("e", "faults__echo", text="still here")]),
+        Reply.text("done"),
+    )
+    result = await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
+    assert result["success"] is True, result
+    hung, garbled = results_sent(sim, 1)
+    for late, name in ((hung, "faults__hang"), (garbled, "faults__garble")):
+        assert late["is_error"] is True
+        assert late["content"] == f"{name}: the call did not finish within 1 s (toolTimeoutMs)"
+    (echoed,) = results_sent(sim, 2)
+    assert "echo: still here" in echoed["content"]

@@ -5,7 +5,8 @@ serves them over streamable HTTP on 127.0.0.1:PORT at ``/mcp``;
 ``crash-at-start`` writes to stderr (a secret from its environment among it)
 and exits before the handshake. In every mode ``die`` ends the process in the
 middle of a call, and ``fail`` raises, which the SDK answers as an error result.
-``move`` renames a file in the server's working directory: its paths are in
+``hang`` never answers, and ``garble`` writes a line that is not JSON on the
+protocol's stdout and never answers. ``move`` renames a file in the server's working directory: its paths are in
 fields the host cannot know the meaning of (and ``path`` is a decoy), as an
 MCP server's often are.
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import os
 import sys
+
+import anyio
 
 from mcp.server.mcpserver import MCPServer
 
@@ -41,6 +44,20 @@ def fail(reason: str) -> str:
 def die() -> str:
     print("faults: dying in the middle of a call", file=sys.stderr, flush=True)
     os._exit(7)
+
+
+@server.tool(description="Never answer.")
+async def hang() -> str:
+    await anyio.sleep(3600)
+    return "never"
+
+
+@server.tool(description="Write a line that is not JSON where the answer goes, and never answer.")
+async def garble() -> str:
+    sys.stdout.write("this is not JSON\n")
+    sys.stdout.flush()
+    await anyio.sleep(3600)
+    return "never"
 
 
 @server.tool(description="Move the file source to target (path is only a label).")
