@@ -45,12 +45,12 @@ CONTENTS = {"plain": "lorem ipsum dolor sit amet ", "adversarial": "gh"}
 TIMEOUT_S = 300.0
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _status_kb(pid: int, name: str) -> int:
+def status_kb(pid: int, name: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(name + ":"):
             return int(line.split()[1])
@@ -78,13 +78,13 @@ async def one_prompt(simulator: Simulator, text: str) -> tuple[float, float]:
                 },
             )
             pid = host.process.pid
-            cpu, resident = _cpu_seconds(pid), _status_kb(pid, "VmRSS")
+            cpu, resident = cpu_seconds(pid), status_kb(pid, "VmRSS")
             simulator.script(Reply.text("ok"))
             result = await host.request(
                 "agent/prompt", {"agentId": created["agentId"], "input": text}, timeout=TIMEOUT_S
             )
             assert result["success"], result
-            return _cpu_seconds(pid) - cpu, (_status_kb(pid, "VmHWM") - resident) / 1024
+            return cpu_seconds(pid) - cpu, (status_kb(pid, "VmHWM") - resident) / 1024
         finally:
             await host.close()
 

@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from oma_host.core.subreaper import subreaper_enabled
-from oma_host.core.warden import MARKER, marker_value, start_warden, warden_pid
+from oma_host.core.warden import MARKER, kept_child, marker_held, marker_value, start_warden
 
 _numbers = itertools.count(1)
 # Spawns started and not yet ended, by marker.
@@ -227,6 +227,8 @@ def _claims(spawn: Spawn, orphan: _Proc) -> bool:
     ) or _marker(orphan.pid)
     if marker == spawn.marker:
         return True
+    if marker is not None and marker_held(marker):
+        return False  # below a process the host runs itself (an MCP server's child)
     if marker is not None and marker.startswith(f"{os.getpid()}-"):
         return marker not in _open  # a spawn of ours that has ended
     return all(other is spawn for other in _open.values())  # no one's: the last spawn's
@@ -247,9 +249,8 @@ def strays(spawn: Spawn) -> list[Stray]:
     # orphan's), or its owner would read its exit status as lost (255).
     starting = any(other.pid == 0 for other in _open.values())
     stack: list[_Proc] = []
-    warden = warden_pid()
     for top in children.get(os.getpid(), []):
-        if top.pid == warden:  # the host's own helper, no one's orphan
+        if kept_child(top.pid):  # the warden, an MCP server: the host's own, no orphans
             continue
         if top.pid in _unreaped:  # a command the host started: this one, or one that ended
             if leaders.get(top.pid, spawn) is spawn:

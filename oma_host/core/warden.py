@@ -24,6 +24,7 @@ nothing and starts no warden.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import subprocess
@@ -35,11 +36,48 @@ _GRACE_S = 1.0  # SIGTERM first; SIGKILL what is left after this
 _ROUNDS = 3  # sweeps, for descendants that forked while being ended
 
 _warden: subprocess.Popen[bytes] | None = None
+_numbers = itertools.count(1)
+# Markers held by owners that are not a bridge's spawn (an MCP server), and
+# the host's children that are no command's (the warden, MCP servers): the
+# orphan sweeps of ``bridges.orphans`` leave both alone.
+_held: set[str] = set()
+_kept: set[int] = set()
 
 
 def marker_value(tag: str) -> str:
     """This host's marker for one command it starts (``tag`` tells them apart)."""
     return f"{os.getpid()}-{tag}"
+
+
+def hold_marker(kind: str) -> str:
+    """A marker for a process of ``kind`` the host starts itself, held until
+    :func:`release_marker`; the warden is started with the first."""
+    marker = marker_value(f"{kind}-{next(_numbers)}")
+    _held.add(marker)
+    start_warden()
+    return marker
+
+
+def release_marker(marker: str) -> None:
+    _held.discard(marker)
+
+
+def marker_held(marker: str) -> bool:
+    """Whether ``marker`` is held (its process is running as the host's own)."""
+    return marker in _held
+
+
+def keep_child(pid: int) -> None:
+    """A child of the host that is no command's (see ``_kept``)."""
+    _kept.add(pid)
+
+
+def release_child(pid: int) -> None:
+    _kept.discard(pid)
+
+
+def kept_child(pid: int) -> bool:
+    return pid in _kept
 
 
 def start_warden() -> int:
@@ -53,12 +91,8 @@ def start_warden() -> int:
             stdout=subprocess.DEVNULL,
             start_new_session=True,
         )
+        keep_child(_warden.pid)
     return _warden.pid
-
-
-def warden_pid() -> int | None:
-    """The warden's pid, if this host has started one."""
-    return None if _warden is None else _warden.pid
 
 
 # -- the warden process ----------------------------------------------------------------

@@ -3,12 +3,13 @@
 This module, and with it the SDK, is imported only when an agent has servers.
 The servers start on the agent's first run (all at once), are kept for its
 later runs, and end when the backend closes (the agent disposed or reset,
-the host shut down, a one-off run over). A stdio server runs in its own
-process group in the agent's ``cwd``, with the SDK's minimal environment
-(``PATH``, ``HOME``...) and the config's ``env`` over it; the SDK ends the
-whole group. Each server's connection is owned by one task, which enters and
-leaves the SDK's context managers (anyio wants both in the same task); tool
-calls are made from the run's task.
+the host shut down, a one-off run over). A stdio server runs in a session
+of its own in the agent's ``cwd``, with the SDK's minimal environment
+(``PATH``, ``HOME``...) and the config's ``env`` over it, through the host's
+own transport (:mod:`.mcp_stdio`: linear reads, messages and stderr bounded,
+the whole group ended, nothing left behind by a killed host). Each server's
+connection is owned by one task, which enters and leaves the context managers
+(anyio wants both in the same task); tool calls are made from the run's task.
 
 Tools are offered to the model as ``SERVER__TOOL``: each name with every
 character outside ``[a-zA-Z0-9_-]`` replaced by ``_``; a name longer than
@@ -24,16 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import re
-import tempfile
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 import mcp_types as types
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -42,6 +40,7 @@ from oma_host.core.config import McpServer, McpServerHttp
 from oma_host.core.redact import Redactor
 from oma_host.core.tools import ToolDeclaration
 from oma_host.llm.mcp_errors import McpFailure
+from oma_host.llm.mcp_stdio import ServerProcess, stdio_transport
 from oma_host.llm.permissions import undeclared_tool
 from oma_host.llm.tools.base import ToolOutput, Workspace
 
@@ -49,7 +48,7 @@ TOOL_NAME_LIMIT = 64  # the providers' limit on a tool name
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 START_TIMEOUT_S = 60.0  # npx may fetch a package on a first start
 _PING_TIMEOUT_S = 10.0
-_STDERR_TAIL_BYTES = 2000
+_STDERR_TAIL_CHARS = 2000  # of it in a failure message
 
 
 def offered_name(server: str, tool: str, taken: set[str]) -> str:
@@ -129,7 +128,7 @@ class McpConnection:
         self.name = config.name
         self._cwd = cwd
         self._redactor = redactor
-        self._stderr: IO[str] | None = None
+        self._process: ServerProcess | None = None
         self._session: ClientSession | None = None
         self._ready: asyncio.Future[list[types.Tool]] | None = None
         self._closing = asyncio.Event()
@@ -139,12 +138,10 @@ class McpConnection:
 
     def stderr_tail(self) -> str:
         """The end of what the server wrote to stderr, secrets taken out."""
-        if self._stderr is None:
+        if self._process is None:
             return ""
-        fd = self._stderr.fileno()
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, _STDERR_TAIL_BYTES, max(0, size - _STDERR_TAIL_BYTES))
-        return self._redactor.redact(data.decode(errors="replace").strip())
+        tail = self._process.stderr_tail()[-_STDERR_TAIL_CHARS:]
+        return self._redactor.redact(tail.strip())
 
     def failure(self, what: str) -> McpFailure:
         message = f"MCP server {self.name!r} {what}"
@@ -169,7 +166,7 @@ class McpConnection:
     async def _own(self, ready: asyncio.Future[list[types.Tool]]) -> None:
         try:
             async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(await self._transport(stack))
+                read, write = await self._transport(stack)
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()
                 tools: list[types.Tool] = []
@@ -194,25 +191,22 @@ class McpConnection:
         finally:
             self._session = None
 
-    async def _transport(self, stack: AsyncExitStack) -> Any:
-        """The SDK's transport for the server; ``stack`` closes what it needs."""
+    async def _transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
+        """The session's streams to the server; ``stack`` closes what it needs:
+        the SDK's streamable HTTP, or the host's own stdio (:mod:`.mcp_stdio`)."""
         config = self.config
         if isinstance(config, McpServerHttp):
             headers = {header.name: header.value for header in config.headers}
             # Given a client, the SDK leaves closing it to us.
             client = await stack.enter_async_context(create_mcp_http_client(headers))
-            return streamable_http_client(config.url, http_client=client)
-        # A file, so the tail can be read whenever the server fails.
-        self._stderr = tempfile.TemporaryFile(  # noqa: SIM115 (closed by close())
-            "w+", encoding="utf-8", errors="replace"
+            streams = await stack.enter_async_context(
+                streamable_http_client(config.url, http_client=client)
+            )
+            return streams[0], streams[1]
+        read, write, self._process = await stack.enter_async_context(
+            stdio_transport(config, self._cwd)
         )
-        parameters = StdioServerParameters(
-            command=config.command,
-            args=list(config.args),
-            env={variable.name: variable.value for variable in config.env},
-            cwd=self._cwd,
-        )
-        return stdio_client(parameters, errlog=self._stderr)
+        return read, write
 
     async def check(self) -> None:
         """Before a later run: the server still answers, or McpFailure."""
@@ -252,9 +246,6 @@ class McpConnection:
                 await asyncio.wait_for(asyncio.shield(owner), 15)
             except TimeoutError:
                 owner.cancel()
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
 
 
 def _describe(error: BaseException) -> str:

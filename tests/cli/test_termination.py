@@ -186,3 +186,39 @@ def test_a_killed_host_leaves_nothing_it_started(tmp_path: Path, door: str) -> N
         host.close()
         for pid in pids:
             kill_quietly(pid)
+
+
+def _mcp_server_pid(host: Host, sim: Simulator) -> tuple[str, int]:
+    """An LLM agent whose MCP server has answered one call: its id and the server's pid."""
+    faults = {"name": "faults", "command": sys.executable, "args": [str(FAULTS_SERVER)]}
+    config = llm_config(
+        sim, "anthropic", mcpServers=[faults], permissions=[{"tool": "*__*", "action": "allow"}]
+    )
+    agent_id = host.request("agent/create", {"config": config})["agentId"]
+    echo = {"type": "tool_use", "id": "e", "name": "faults__echo", "input": {"text": "x"}}
+    sim.script(Reply(content=[echo]), Reply.text("done"))
+    result = host.request("agent/run", {"agentId": agent_id, "input": "go"})
+    assert result["success"] is True, result
+    (echoed,) = sim.requests[-1].body["messages"][-1]["content"]
+    return agent_id, int(echoed["content"].rsplit("pid ", 1)[1].rstrip(")"))
+
+
+def test_an_mcp_server_outlives_a_process_run_but_not_a_killed_host(tmp_path: Path) -> None:
+    """A process agent's run ending does not take an LLM agent's MCP server
+    for one of its orphans; SIGKILL of the host ends the server."""
+    host = Host("--framing", "ndjson", env={"ANTHROPIC_API_KEY": "sk-ant-termination-test"})
+    server_pid = None
+    try:
+        with Simulator() as sim:
+            host.request("initialize", {})
+            _, server_pid = _mcp_server_pid(host, sim)
+            echo = process_config("echo", "echo done", input="none")
+            runner = host.request("agent/create", {"config": echo})["agentId"]
+            assert host.request("agent/run", {"agentId": runner, "input": "go"})["success"]
+            assert not wait_dead(server_pid, timeout=1), "a process run's end killed the server"
+            host.end_with(signal.SIGKILL)
+        assert wait_dead(server_pid), "the agent's MCP server outlived the killed host"
+    finally:
+        host.close()
+        if server_pid is not None:
+            kill_quietly(server_pid)

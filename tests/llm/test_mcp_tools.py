@@ -386,3 +386,24 @@ async def test_a_call_that_never_answers_is_an_error_after_tool_timeout_ms(
         assert late["content"] == f"{name}: the call did not finish within 1 s (toolTimeoutMs)"
     (echoed,) = results_sent(sim, 2)
     assert "echo: still here" in echoed["content"]
+
+
+async def test_an_answer_over_the_limit_is_dropped_and_the_call_told_so(
+    host: HostClient, sim: Simulator
+) -> None:
+    """An MCP answer over 16 MiB is not kept: the call is an error result
+    naming the limit, at once (not after toolTimeoutMs), and the server
+    answers the next call."""
+    agent = await create(host, sim, mcpServers=[stdio("faults", FAULTS)])
+    sim.script(
+        Reply(content=[use("b", "faults__big", size=17 * 1024 * 1024)]),
+        Reply(content=[use("s", "faults__big", size=10)]),
+        Reply.text("done"),
+    )
+    result = await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=90)
+    assert result["success"] is True, result
+    (dropped,) = results_sent(sim, 1)
+    assert dropped["is_error"] is True
+    assert "over the 16777216 bytes the host takes from one" in dropped["content"]
+    (small,) = results_sent(sim, 2)
+    assert small["content"] == "x" * 10

@@ -5,7 +5,7 @@ serves them over streamable HTTP on 127.0.0.1:PORT at ``/mcp``;
 ``crash-at-start`` writes to stderr (a secret from its environment among it)
 and exits before the handshake. In every mode ``die`` ends the process in the
 middle of a call, and ``fail`` raises, which the SDK answers as an error result.
-``hang`` never answers, and ``garble`` writes a line that is not JSON on the
+``big`` answers with a text of the size asked, ``hang`` never answers, and ``garble`` writes a line that is not JSON on the
 protocol's stdout and never answers. ``move`` renames a file in the server's working directory: its paths are in
 fields the host cannot know the meaning of (and ``path`` is a decoy), as an
 MCP server's often are.
@@ -44,6 +44,11 @@ def fail(reason: str) -> str:
 def die() -> str:
     print("faults: dying in the middle of a call", file=sys.stderr, flush=True)
     os._exit(7)
+
+
+@server.tool(description="Answer with a text of size bytes.")
+def big(size: int) -> str:
+    return "x" * size
 
 
 @server.tool(description="Never answer.")
