@@ -158,12 +158,20 @@ def tool_result_update(block: ContentBlock) -> ToolCallProgress:
     )
 
 
-def _passed_through(data: Mapping[str, Any]) -> Any:
-    """A wrapped ACP agent's update as it sent it (the bridge keeps its
-    camelCase fields, with ``sessionUpdate`` renamed ``kind``)."""
-    raw = {key: value for key, value in data.items() if key != "kind"}
-    raw["sessionUpdate"] = data.get("kind")
-    return SessionNotification.model_validate({"sessionId": "-", "update": raw}).update
+def _passed_through(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A wrapped ACP agent's update in its wire form (the bridge keeps its
+    camelCase fields, with ``sessionUpdate`` renamed ``kind``): dumped from
+    the schema's model when the library knows its kind, else exactly as the
+    agent sent it. An update kind newer than the library is the editor's to
+    read or ignore; dropping it here would break the bridge's promise that
+    every update is streamed."""
+    raw = {"sessionUpdate": data.get("kind")}
+    raw.update((key, value) for key, value in data.items() if key != "kind")
+    try:
+        notification = SessionNotification.model_validate({"sessionId": "-", "update": raw})
+    except ValidationError:
+        return raw
+    return wire_update(notification.update)
 
 
 def event_update(event: StreamEvent, cwd: str) -> dict[str, Any] | None:
@@ -178,11 +186,7 @@ def event_update(event: StreamEvent, cwd: str) -> dict[str, Any] | None:
     if kind == "tool_result":
         return wire_update(tool_result_update(data))
     if kind == "acp_update":
-        try:
-            return wire_update(_passed_through(data))
-        except ValidationError:
-            log.warning("an update of kind %r has no ACP form here; not sent", data.get("kind"))
-            return None
+        return _passed_through(data)
     if kind == "mcp_filtered":
         log.warning(
             "MCP server %r was not passed to the ACP agent: %s",
