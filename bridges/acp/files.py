@@ -29,10 +29,11 @@ import asyncio
 import os
 import stat
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from acp import RequestError
 
+from oma_host.core.events import ToolPermission
 from oma_host.core.file_view import FileReader, FileWriter
 from oma_host.llm.confined import Root, ToolError, open_beneath, read_at_most
 from oma_host.llm.edits import plan_write, workspace_edit, write_file
@@ -87,7 +88,7 @@ class AgentFiles:
         # The editor's view for the turn in flight (set at each prompt, from its run).
         self.reader: FileReader | None = None
         self.writer: FileWriter | None = None
-        self.events: Callable[[dict[str, Any]], None] | None = None  # the turn's permission events
+        self.events: Callable[[ToolPermission], None] | None = None  # the turn's permission events
 
     async def read(self, path: str, line: int | None, limit: int | None) -> str:
         try:
@@ -110,7 +111,8 @@ class AgentFiles:
             "file_write", arguments, is_mcp=False, run_id="", tool_use_id=call_id
         )
         if self.events is not None:
-            self.events(decision.event)
+            # The policy builds its decision as a plain dict, in the event's shape.
+            self.events(cast(ToolPermission, decision.event))
         if not decision.allowed:
             reason = f"writing {path} was not permitted ({decision.event.get('by', 'policy')})"
             raise RequestError.internal_error({"path": path, "reason": reason})

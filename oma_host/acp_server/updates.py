@@ -1,15 +1,19 @@
-"""A turn's StreamEvents as ACP ``session/update`` notifications, and its
-result as a ``session/prompt`` answer.
+"""A turn's events (:mod:`oma_host.core.events`) as ACP ``session/update``
+notifications, and its result as a ``session/prompt`` answer.
 
 - ``text`` -> ``agent_message_chunk``; ``reasoning`` -> ``agent_thought_chunk``;
 - ``tool_use`` -> ``tool_call`` (``kind`` read for ``file_read``, search for
   ``grep`` and ``glob``, with ``locations``); ``tool_result`` ->
   ``tool_call_update`` with the status and the output as content;
-- ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged;
+- ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged,
+  also when its kind is one the library does not know;
 - ``permission`` and ``error`` send nothing: the first was the permission
   request itself, the second is in the answer to ``session/prompt``;
-  ``mcp_filtered`` (an editor's MCP server a wrapped ACP agent cannot take)
-  has no ACP form and is logged.
+  ``mcp_filtered`` (an editor's MCP server a wrapped ACP agent cannot take),
+  ``authenticated`` and ``session_restarted`` have no ACP form and are logged.
+
+:func:`event_update` matches every event type (mypy checks it does), so an
+event added to the core fails the type check here until it is mapped.
 
 Updates are made in their wire form (what the ``agent-client-protocol``
 library's models dump to). The ones every turn sends (a text or thought
@@ -31,7 +35,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, assert_never, cast
 
 from acp import RequestError
 from acp.schema import (
@@ -50,13 +54,9 @@ from acp.schema import (
 )
 from pydantic import BaseModel, ValidationError
 
+from oma_host.core.events import AcpUpdate, RunEvent
 from oma_host.core.messages import ContentBlock
-from oma_host.core.results import (
-    MAX_TURN_REQUESTS_KIND,
-    AgentRunResult,
-    StreamEvent,
-    ended_at_turn_limit,
-)
+from oma_host.core.results import MAX_TURN_REQUESTS_KIND, AgentRunResult, ended_at_turn_limit
 
 log = logging.getLogger(__name__)
 
@@ -158,14 +158,14 @@ def tool_result_update(block: ContentBlock) -> ToolCallProgress:
     )
 
 
-def _passed_through(data: Mapping[str, Any]) -> dict[str, Any]:
+def _passed_through(data: AcpUpdate) -> dict[str, Any]:
     """A wrapped ACP agent's update in its wire form (the bridge keeps its
     camelCase fields, with ``sessionUpdate`` renamed ``kind``): dumped from
     the schema's model when the library knows its kind, else exactly as the
     agent sent it. An update kind newer than the library is the editor's to
     read or ignore; dropping it here would break the bridge's promise that
     every update is streamed."""
-    raw = {"sessionUpdate": data.get("kind")}
+    raw: dict[str, Any] = {"sessionUpdate": data["kind"]}
     raw.update((key, value) for key, value in data.items() if key != "kind")
     try:
         notification = SessionNotification.model_validate({"sessionId": "-", "update": raw})
@@ -174,29 +174,33 @@ def _passed_through(data: Mapping[str, Any]) -> dict[str, Any]:
     return wire_update(notification.update)
 
 
-def event_update(event: StreamEvent, cwd: str) -> dict[str, Any] | None:
-    """The ACP update for one StreamEvent in its wire form, or None when it has none."""
-    kind, data = event["type"], event["data"]
-    if kind == "text":
-        return _chunk("agent_message_chunk", data)
-    if kind == "reasoning":
-        return _chunk("agent_thought_chunk", data)
-    if kind == "tool_use":
-        return wire_update(tool_use_update(data, cwd))
-    if kind == "tool_result":
-        return wire_update(tool_result_update(data))
-    if kind == "acp_update":
-        return _passed_through(data)
-    if kind == "mcp_filtered":
+def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
+    """The ACP update for one event in its wire form, or None when it has none."""
+    if event["type"] == "text":
+        return _chunk("agent_message_chunk", event["data"])
+    if event["type"] == "reasoning":
+        return _chunk("agent_thought_chunk", event["data"])
+    if event["type"] == "tool_use":
+        # The tool updates read the block as the untyped ContentBlock.
+        return wire_update(tool_use_update(cast(ContentBlock, event["data"]), cwd))
+    if event["type"] == "tool_result":
+        return wire_update(tool_result_update(cast(ContentBlock, event["data"])))
+    if event["type"] == "acp_update":
+        return _passed_through(event["data"])
+    if event["type"] == "mcp_filtered":
+        filtered = event["data"]
         log.warning(
             "MCP server %r was not passed to the ACP agent: %s",
-            data.get("name"),
-            data.get("reason"),
+            filtered["name"],
+            filtered["reason"],
         )
         return None
-    if kind not in ("permission", "error"):
-        log.warning("a %r event has no ACP form; not sent", kind)
-    return None
+    if event["type"] == "permission" or event["type"] == "error":
+        return None
+    if event["type"] == "authenticated" or event["type"] == "session_restarted":
+        log.warning("a %r event has no ACP form; not sent", event["type"])
+        return None
+    assert_never(event)
 
 
 class UpdateSender:
@@ -210,7 +214,7 @@ class UpdateSender:
         self._cwd = cwd
         self._gone = False
 
-    def emit(self, event: StreamEvent) -> None:
+    def emit(self, event: RunEvent) -> None:
         update = event_update(event, self._cwd)
         if update is not None:
             self.send(update)

@@ -17,9 +17,10 @@ work in the editor's view instead (:func:`oma_host.llm.edits.edit_in_editor_view
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from oma_host.core.config import AgentConfig
+from oma_host.core.events import ToolPermission
 from oma_host.core.file_view import current_file_reader, current_file_writer
 from oma_host.core.messages import ContentBlock
 from oma_host.core.redact import Redactor
@@ -76,7 +77,8 @@ class AgentTools:
             run_id=recorder.run_id,
             tool_use_id=call["id"],
         )
-        recorder.permission(arguments, decision.event)
+        # The policy builds its decision as a plain dict, in the event's shape.
+        recorder.permission(arguments, cast(ToolPermission, decision.event))
         if not decision.allowed:
             return (f"{name}: permission denied ({_why(decision.event)})", True)
         if mcp_tool is None:
