@@ -73,6 +73,8 @@ _ALLOW_KINDS = ("allow_once", "allow_always")
 _REJECT_KINDS = ("reject_once", "reject_always")
 _FINAL_STATUSES = ("completed", "failed")
 _HELD_UPDATES = 256  # updates between turns kept for the next run; the oldest go first
+# What update_event takes out of an update: its sessionUpdate, renamed kind.
+_RENAMED = ("sessionUpdate", "kind")
 # The text chunks and the stream each feeds: output text, or reasoning events.
 _TEXT_CHUNKS = {"agent_message_chunk": "text", "agent_thought_chunk": "reasoning"}
 
@@ -118,8 +120,11 @@ def wire(model: BaseModel) -> dict[str, Any]:
 
 
 def update_event(raw: dict[str, Any]) -> AcpUpdateEvent:
-    """The ``acp_update`` event for a ``session/update`` body."""
-    body = {key: value for key, value in raw.items() if key != "sessionUpdate"}
+    """The ``acp_update`` event for a ``session/update`` body: ``kind`` is
+    always its ``sessionUpdate``, so a tool call update's own ``kind`` (the
+    tool's, which the turn keeps on its call) is left out rather than taking
+    its place."""
+    body = {key: value for key, value in raw.items() if key not in _RENAMED}
     # The update's own fields besides ``kind``, which AcpUpdate cannot list.
     data = cast(AcpUpdate, {"kind": raw.get("sessionUpdate", "unknown"), **body})
     return {"type": "acp_update", "data": data}
