@@ -30,11 +30,12 @@ import asyncio
 import os
 import stat
 from collections.abc import Callable
-from typing import Any
+from typing import cast
 
 from acp import RequestError
 
 from oma_host.core.editor_channel import EditorChannel
+from oma_host.core.events import ToolPermission
 from oma_host.llm.confined import Root, ToolError, open_beneath, read_at_most
 from oma_host.llm.editor_files import EditorFailed, carry_out, editor_text
 from oma_host.llm.edits import Edit, plan_write
@@ -91,7 +92,7 @@ class AgentFiles:
         self.allow_writes = allow_writes
         self._policy = policy
         self._editor = editor
-        self.events: Callable[[dict[str, Any]], None] | None = None  # the turn's permission events
+        self.events: Callable[[ToolPermission], None] | None = None  # the turn's permission events
 
     async def read(self, path: str, line: int | None, limit: int | None) -> str:
         try:
@@ -110,7 +111,8 @@ class AgentFiles:
         arguments = {"path": path, "content": content}
         decision = await self._policy.decide(_FILE_WRITE, arguments, run_id="", tool_use_id=call_id)
         if self.events is not None:
-            self.events(decision.event)
+            # The policy builds its decision as a plain dict, in the event's shape.
+            self.events(cast(ToolPermission, decision.event))
         if not decision.allowed:
             reason = f"writing {path} was not permitted ({decision.event.get('by', 'policy')})"
             raise RequestError.internal_error({"path": path, "reason": reason})

@@ -3,12 +3,13 @@
 Owns the client side of one ACP session as the agent sees it: ``session/update``
 notifications checked against the schema (a plain text chunk, most of a turn's
 traffic, by a shape test that accepts exactly what the schema would) and
-turned into StreamEvents, output text, ``toolCalls`` and per-run token
-usage; ``session/request_permission`` answered by the agent's permission
-policy (with ``ask-client``, a handler that is an ``OptionPicker``, as the ACP
-door's is, picks among the agent's own options; any other answers approve or
-reject); ``fs/*`` handed to :mod:`bridges.acp.files`; ``terminal/*``
-answered with method-not-found. Typed updates are also shown to a watcher
+turned into run events (:mod:`oma_host.core.events`), output text,
+``toolCalls`` and per-run token usage; ``session/request_permission``
+answered by the agent's permission policy (with ``ask-client``, a handler
+that is an ``OptionPicker``, as the ACP door's is, picks among the agent's
+own options; any other answers approve or reject); ``fs/*`` handed to
+:mod:`bridges.acp.files`; ``terminal/*`` answered with method-not-found.
+Typed updates are also shown to a watcher
 (the session's choices, :mod:`bridges.acp.config_options`), and while a
 ``session/load`` replays history every update is dropped. The process, the
 handshake and the run lifecycle live in :mod:`bridges.acp.session`.
@@ -35,7 +36,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, TypeVar, cast, get_args
 
 from acp import RequestError
 from acp.schema import (
@@ -58,6 +59,8 @@ from pydantic import BaseModel, ValidationError
 
 from bridges.acp.files import AgentFiles
 from oma_host.core.backends import OptionPicker, PermissionHandler
+from oma_host.core.events import AcpPermission, AcpUpdate, AcpUpdateEvent
+from oma_host.core.messages import ToolResultBlock, ToolUseBlock
 from oma_host.core.results import RunRecorder, ToolCallRecord
 
 log = logging.getLogger(__name__)
@@ -69,6 +72,8 @@ _ALLOW_KINDS = ("allow_once", "allow_always")
 _REJECT_KINDS = ("reject_once", "reject_always")
 _FINAL_STATUSES = ("completed", "failed")
 _HELD_UPDATES = 256  # updates between turns kept for the next run; the oldest go first
+# What update_event takes out of an update: its sessionUpdate, renamed kind.
+_RENAMED = ("sessionUpdate", "kind")
 # The text chunks and the stream each feeds: output text, or reasoning events.
 _TEXT_CHUNKS = {"agent_message_chunk": "text", "agent_thought_chunk": "reasoning"}
 
@@ -113,10 +118,15 @@ def wire(model: BaseModel) -> dict[str, Any]:
     return data
 
 
-def update_event(raw: dict[str, Any]) -> dict[str, Any]:
-    """The ``acp_update`` payload for a ``session/update`` body."""
-    body = {key: value for key, value in raw.items() if key != "sessionUpdate"}
-    return {"kind": raw.get("sessionUpdate", "unknown"), **body}
+def update_event(raw: dict[str, Any]) -> AcpUpdateEvent:
+    """The ``acp_update`` event for a ``session/update`` body: ``kind`` is
+    always its ``sessionUpdate``, so a tool call update's own ``kind`` (the
+    tool's, which the turn keeps on its call) is left out rather than taking
+    its place."""
+    body = {key: value for key, value in raw.items() if key not in _RENAMED}
+    # The update's own fields besides ``kind``, which AcpUpdate cannot list.
+    data = cast(AcpUpdate, {"kind": raw.get("sessionUpdate", "unknown"), **body})
+    return {"type": "acp_update", "data": data}
 
 
 def choose_option(
@@ -210,7 +220,7 @@ class Turn:
         if _TEXT_CHUNKS[kind] == "text":
             self.recorder.text(text)
         else:
-            self.recorder.event("reasoning", text)
+            self.recorder.reasoning(text)
 
     def on_update(self, update: Any) -> None:
         """Apply one typed ``session/update``. Runs without awaiting, so
@@ -219,7 +229,7 @@ class Turn:
         if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
             recorder.text(update.content.text)
         elif isinstance(update, AgentThoughtChunk) and isinstance(update.content, TextContentBlock):
-            recorder.event("reasoning", update.content.text)
+            recorder.reasoning(update.content.text)
         elif isinstance(update, ToolCallStart):
             self._start(update)
         elif isinstance(update, ToolCallProgress):
@@ -227,11 +237,11 @@ class Turn:
         else:
             if isinstance(update, UsageUpdate):
                 recorder.add_usage(input_tokens=self._usage.advance(update.used))
-            recorder.event("acp_update", update_event(wire(update)))
+            recorder.event(update_event(wire(update)))
 
     def on_unknown(self, raw: dict[str, Any]) -> None:
         """An update kind the schema does not know: streamed, never dropped."""
-        self.recorder.event("acp_update", update_event(raw))
+        self.recorder.event(update_event(raw))
 
     def _start(self, update: ToolCallStart) -> None:
         call = _ToolCall(
@@ -244,10 +254,13 @@ class Turn:
             update.raw_output,
         )
         self._calls[call.call_id] = call
-        self.recorder.event(
-            "tool_use",
-            {"type": "tool_use", "id": call.call_id, "name": call.title, "input": call.input},
-        )
+        block: ToolUseBlock = {
+            "type": "tool_use",
+            "id": call.call_id,
+            "name": call.title,
+            "input": call.input,
+        }
+        self.recorder.event({"type": "tool_use", "data": block})
         if call.status in _FINAL_STATUSES:
             self._finish(call)
 
@@ -258,7 +271,7 @@ class Turn:
             call = _ToolCall(update.tool_call_id, title, update.kind, {}, None, None, None)
             self._calls[call.call_id] = call
         if call.status in _FINAL_STATUSES:
-            self.recorder.event("acp_update", update_event(wire(update)))
+            self.recorder.event(update_event(wire(update)))
             return
         if update.title:
             call.title = update.title
@@ -275,7 +288,7 @@ class Turn:
         if call.status in _FINAL_STATUSES:
             self._finish(call)
         else:
-            self.recorder.event("acp_update", update_event(wire(update)))
+            self.recorder.event(update_event(wire(update)))
 
     def _finish(self, call: _ToolCall) -> None:
         output = _tool_output(call)
@@ -286,11 +299,14 @@ class Turn:
             "duration": round((time.monotonic() - call.started) * 1000, 3),
         }
         self.recorder.tool_calls.append(record)
-        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call.call_id}
-        result["content"] = output
+        result: ToolResultBlock = {
+            "type": "tool_result",
+            "tool_use_id": call.call_id,
+            "content": output,
+        }
         if call.status == "failed":
             result["is_error"] = True
-        self.recorder.event("tool_result", result)
+        self.recorder.event({"type": "tool_result", "data": result})
 
     def finish(self) -> None:
         """The turn ended: tool calls that never reported an end are recorded
@@ -325,7 +341,7 @@ class BridgeClient:
         self.turn: Turn | None = None
         self.usage = UsageMeter()  # the session's, across turns
         self._cancelled = asyncio.Event()
-        self._held: deque[dict[str, Any]] = deque(maxlen=_HELD_UPDATES)
+        self._held: deque[AcpUpdateEvent] = deque(maxlen=_HELD_UPDATES)
         self.muted = False  # during session/load: the replayed history is no run's
         self.watch: Callable[[Any], None] | None = None  # sees each typed update (choices)
         self.files: AgentFiles | None = None  # serves fs/* (bridges.acp.files)
@@ -338,13 +354,13 @@ class BridgeClient:
     def files_for_turn(self, recorder: RunRecorder) -> None:
         """The ``fs/*`` calls of this turn report permission events to this run."""
         if self.files is not None:
-            self.files.events = lambda event: recorder.event("permission", event)
+            self.files.events = lambda data: recorder.event({"type": "permission", "data": data})
 
     def begin(self, turn: Turn) -> None:
         self.turn = turn
         self._cancelled.clear()
         while self._held:
-            turn.recorder.event("acp_update", self._held.popleft())
+            turn.recorder.event(self._held.popleft())
 
     def end(self, *, cancelled: bool = False) -> None:
         """Detach the turn; on cancel, pending permission requests are answered
@@ -413,11 +429,12 @@ class BridgeClient:
         seen_title, seen_kind = turn.describe(tool_call.tool_call_id) if turn else ("", None)
         title = tool_call.title or seen_title
         kind = tool_call.kind or seen_kind
+        option_kinds: list[str] = [option.kind for option in options]
         request = {
             "agentName": self._agent_name,
             "title": title,
             "kind": kind,
-            "optionKinds": [option.kind for option in options],
+            "optionKinds": option_kinds,
         }
         picker: object = self._ask if self._mode == "ask-client" else None
         if isinstance(picker, OptionPicker):  # the client picks among the agent's own options
@@ -429,20 +446,19 @@ class BridgeClient:
                 if approve is None
                 else choose_option(options, approve is not False, always=approve == "session")
             )
-        event: dict[str, Any] = {
+        event: AcpPermission = {
             "title": title,
             "kind": kind,
-            "optionKinds": request["optionKinds"],
+            "optionKinds": option_kinds,
+            "decision": "cancelled" if option is None else option.kind,
         }
         if option is None:
-            event["decision"] = "cancelled"
             outcome: AllowedOutcome | DeniedOutcome = DeniedOutcome(outcome="cancelled")
         else:
-            event["decision"] = option.kind
             event["optionId"] = option.option_id
             outcome = AllowedOutcome(outcome="selected", option_id=option.option_id)
         if turn is not None and self.turn is turn:
-            turn.recorder.event("permission", event)
+            turn.recorder.event({"type": "permission", "data": event})
         return RequestPermissionResponse(outcome=outcome)
 
     async def _decide(self, request: dict[str, Any]) -> bool | Literal["session"] | None:

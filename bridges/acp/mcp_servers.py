@@ -10,8 +10,6 @@ which the bridge emits in the first run of the session.
 
 from __future__ import annotations
 
-from typing import Any
-
 from acp.schema import (
     AcpMcpServer,
     AgentCapabilities,
@@ -23,6 +21,7 @@ from acp.schema import (
 )
 
 from oma_host.core.config import McpServer, McpServerHttp
+from oma_host.core.events import McpFiltered
 
 # What NewSessionRequest.mcp_servers holds.
 SessionServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
@@ -30,12 +29,12 @@ SessionServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 
 def session_servers(
     configs: list[McpServer], capabilities: AgentCapabilities | None
-) -> tuple[list[SessionServer], list[dict[str, Any]]]:
+) -> tuple[list[SessionServer], list[McpFiltered]]:
     """(the servers to send, the ``mcp_filtered`` event data of each left out)."""
     mcp = capabilities.mcp_capabilities if capabilities is not None else None
     takes_http = bool(mcp is not None and mcp.http)
     passed: list[SessionServer] = []
-    left_out: list[dict[str, Any]] = []
+    left_out: list[McpFiltered] = []
     for server in configs:
         if isinstance(server, McpServerHttp):
             if not takes_http:

@@ -82,6 +82,7 @@ from oma_host.core.backends import BackendRequestError, PermissionHandler, Sessi
 from oma_host.core.config import AcpBackend, AgentConfig
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.errors import InvalidParamsError
+from oma_host.core.events import McpFiltered, RunEvent, SessionRestarted
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
 from oma_host.core.results import AgentRunResult, RunRecorder
@@ -130,11 +131,11 @@ class _Live:
     auth_methods: list[str] = field(default_factory=list)
     prompted: bool = False  # the session has had its first prompt (and the systemPrompt)
     # mcp_filtered event data: servers session/new left out, reported in the first run
-    mcp_left_out: list[dict[str, Any]] = field(default_factory=list)
+    mcp_left_out: list[McpFiltered] = field(default_factory=list)
     capabilities: AgentCapabilities | None = None  # from its initialize answer
     auth_offers: list[dict[str, Any]] = field(default_factory=list)  # authMethods, wire form
     choices: SessionChoices = field(default_factory=SessionChoices)  # its models and modes
-    notices: list[tuple[str, Any]] = field(default_factory=list)  # events for the next run
+    notices: list[RunEvent] = field(default_factory=list)  # events for the next run
     draining: asyncio.Future[None] | None = None  # an abandoned turn ending
     stuck: bool = False  # an abandoned turn never ended: the session is unusable
     closed: bool = False
@@ -366,8 +367,12 @@ class AcpBridge:
         live.session_id = answer["sessionId"]
         live.choices.take(answer)
         if remembered:
-            restarted = {"previous": remembered, "sessionId": live.session_id, "reason": reason}
-            live.notices.append(("session_restarted", restarted))
+            restarted: SessionRestarted = {
+                "previous": remembered,
+                "sessionId": live.session_id,
+                "reason": reason,
+            }
+            live.notices.append({"type": "session_restarted", "data": restarted})
         if link is not None and link.known != live.session_id:
             link.known = live.session_id
             await link.remember(live.session_id)
@@ -401,7 +406,7 @@ class AcpBridge:
                 f"its login methods: {describe(live.auth_offers)}",
             )
         await self._ask(live, "authenticate", {"methodId": method}, AuthenticateResponse)
-        live.notices.append(("authenticated", {"methodId": method}))
+        live.notices.append({"type": "authenticated", "data": {"methodId": method}})
 
     async def _apply_config(self, live: _Live) -> None:
         for config_id, value in self._backend.config.items():
@@ -456,9 +461,9 @@ class AcpBridge:
         text = prompt if live.prompted else compose_prompt(self._config.system_prompt, prompt)
         if not live.prompted:
             for left_out in live.mcp_left_out:
-                recorder.event("mcp_filtered", left_out)
-        for kind, data in live.notices:
-            recorder.event(kind, data)
+                recorder.event({"type": "mcp_filtered", "data": left_out})
+        for notice in live.notices:
+            recorder.event(notice)
         live.notices.clear()
         live.client.files_for_turn(recorder)
         live.prompted = True

@@ -9,7 +9,7 @@ store and agents, and imports neither that door nor the command line:
   before any ACP traffic;
 - :mod:`.content`: ACP content blocks to the core's blocks, and stored turns
   back to ACP updates for ``session/load``;
-- :mod:`.updates`: a turn's StreamEvents to ``session/update`` notifications,
+- :mod:`.updates`: a turn's events to ``session/update`` notifications,
   and its result to a stop reason;
 - :mod:`.sessions`: the door's sessions (agent, model, cwd) and their storage;
 - :mod:`.door`: the ACP ``Agent`` itself, one method per ACP request;

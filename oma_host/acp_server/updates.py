@@ -1,5 +1,5 @@
-"""A turn's StreamEvents as ACP ``session/update`` notifications, and its
-result as a ``session/prompt`` answer.
+"""A turn's events (:mod:`oma_host.core.events`) as ACP ``session/update``
+notifications, and its result as a ``session/prompt`` answer.
 
 - ``text`` -> ``agent_message_chunk``; ``reasoning`` -> ``agent_thought_chunk``;
 - ``tool_use`` -> ``tool_call``, its ``kind`` and ``locations`` from the
@@ -9,11 +9,15 @@ result as a ``session/prompt`` answer.
   says ``other``, a wrapped agent's own). A location is sent only for a path
   that stays inside the session's ``cwd``; ``tool_result`` ->
   ``tool_call_update`` with the status and the output as content;
-- ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged;
+- ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged,
+  also when its kind is one the library does not know;
 - ``permission`` and ``error`` send nothing: the first was the permission
   request itself, the second is in the answer to ``session/prompt``;
-  ``mcp_filtered`` (an editor's MCP server a wrapped ACP agent cannot take)
-  has no ACP form and is logged.
+  ``mcp_filtered`` (an editor's MCP server a wrapped ACP agent cannot take),
+  ``authenticated`` and ``session_restarted`` have no ACP form and are logged.
+
+:func:`event_update` matches every event type (mypy checks it does), so an
+event added to the core fails the type check here until it is mapped.
 
 Updates are made in their wire form (what the ``agent-client-protocol``
 library's models dump to). The ones every turn sends (a text or thought
@@ -35,7 +39,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, assert_never, cast
 
 from acp import RequestError
 from acp.schema import (
@@ -54,13 +58,9 @@ from acp.schema import (
 )
 from pydantic import BaseModel, ValidationError
 
+from oma_host.core.events import AcpUpdate, RunEvent
 from oma_host.core.messages import ContentBlock
-from oma_host.core.results import (
-    MAX_TURN_REQUESTS_KIND,
-    AgentRunResult,
-    StreamEvent,
-    ended_at_turn_limit,
-)
+from oma_host.core.results import MAX_TURN_REQUESTS_KIND, AgentRunResult, ended_at_turn_limit
 from oma_host.core.tools import Effect, ToolDeclaration, builtin_tool
 
 log = logging.getLogger(__name__)
@@ -185,41 +185,49 @@ def tool_result_update(block: ContentBlock) -> ToolCallProgress:
     )
 
 
-def _passed_through(data: Mapping[str, Any]) -> Any:
-    """A wrapped ACP agent's update as it sent it (the bridge keeps its
-    camelCase fields, with ``sessionUpdate`` renamed ``kind``)."""
-    raw = {key: value for key, value in data.items() if key != "kind"}
-    raw["sessionUpdate"] = data.get("kind")
-    return SessionNotification.model_validate({"sessionId": "-", "update": raw}).update
+def _passed_through(data: AcpUpdate) -> dict[str, Any]:
+    """A wrapped ACP agent's update in its wire form (the bridge keeps its
+    camelCase fields, with ``sessionUpdate`` renamed ``kind``): dumped from
+    the schema's model when the library knows its kind, else exactly as the
+    agent sent it. An update kind newer than the library is the editor's to
+    read or ignore; dropping it here would break the bridge's promise that
+    every update is streamed."""
+    raw: dict[str, Any] = {"sessionUpdate": data["kind"]}
+    raw.update((key, value) for key, value in data.items() if key != "kind")
+    try:
+        notification = SessionNotification.model_validate({"sessionId": "-", "update": raw})
+    except ValidationError:
+        return raw
+    return wire_update(notification.update)
 
 
-def event_update(event: StreamEvent, cwd: str) -> dict[str, Any] | None:
-    """The ACP update for one StreamEvent in its wire form, or None when it has none."""
-    kind, data = event["type"], event["data"]
-    if kind == "text":
-        return _chunk("agent_message_chunk", data)
-    if kind == "reasoning":
-        return _chunk("agent_thought_chunk", data)
-    if kind == "tool_use":
-        return wire_update(tool_use_update(data, cwd))
-    if kind == "tool_result":
-        return wire_update(tool_result_update(data))
-    if kind == "acp_update":
-        try:
-            return wire_update(_passed_through(data))
-        except ValidationError:
-            log.warning("an update of kind %r has no ACP form here; not sent", data.get("kind"))
-            return None
-    if kind == "mcp_filtered":
+def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
+    """The ACP update for one event in its wire form, or None when it has none."""
+    if event["type"] == "text":
+        return _chunk("agent_message_chunk", event["data"])
+    if event["type"] == "reasoning":
+        return _chunk("agent_thought_chunk", event["data"])
+    if event["type"] == "tool_use":
+        # The tool updates read the block as the untyped ContentBlock.
+        return wire_update(tool_use_update(cast(ContentBlock, event["data"]), cwd))
+    if event["type"] == "tool_result":
+        return wire_update(tool_result_update(cast(ContentBlock, event["data"])))
+    if event["type"] == "acp_update":
+        return _passed_through(event["data"])
+    if event["type"] == "mcp_filtered":
+        filtered = event["data"]
         log.warning(
             "MCP server %r was not passed to the ACP agent: %s",
-            data.get("name"),
-            data.get("reason"),
+            filtered["name"],
+            filtered["reason"],
         )
         return None
-    if kind not in ("permission", "error"):
-        log.warning("a %r event has no ACP form; not sent", kind)
-    return None
+    if event["type"] == "permission" or event["type"] == "error":
+        return None
+    if event["type"] == "authenticated" or event["type"] == "session_restarted":
+        log.warning("a %r event has no ACP form; not sent", event["type"])
+        return None
+    assert_never(event)
 
 
 class UpdateSender:
@@ -233,7 +241,7 @@ class UpdateSender:
         self._cwd = cwd
         self._gone = False
 
-    def emit(self, event: StreamEvent) -> None:
+    def emit(self, event: RunEvent) -> None:
         update = event_update(event, self._cwd)
         if update is not None:
             self.send(update)

@@ -2,11 +2,11 @@
 server-to-client request and notification, written from the method registry
 and the JSON Schema (``oma-host schema``), so the reference cannot drift from
 the code: a summary table (``?`` marks an optional field), then each method's
-params, result and errors, the requests the host sends the client and its
-notifications. The prose around it (transport, lifecycle, examples) is written
-by hand; the text between the ``reference`` markers is this module's output,
-and a test fails when it differs. ``python3 -m oma_host.cli.protocol_doc``
-rewrites it.
+params, result and errors, the requests the host sends the client, its
+notifications, and the stream events with what each carries. The prose
+around it (transport, lifecycle, examples) is written by hand; the text
+between the ``reference`` markers is this module's output, and a test fails
+when it differs. ``python3 -m oma_host.cli.protocol_doc`` rewrites it.
 """
 
 from __future__ import annotations
@@ -108,6 +108,32 @@ def _result(result: dict[str, Any]) -> str:
     return f"{_type(result)}{' or `null`' if nullable else ''}."
 
 
+def _payload(schema: dict[str, Any], defs: dict[str, Any]) -> str:
+    """An event's ``data`` type, a named object with its fields spelled out."""
+    if "anyOf" in schema:
+        return " \\| ".join(_payload(option, defs) for option in schema["anyOf"])
+    name = _type(schema)
+    properties = defs.get(name, {}).get("properties") if "$ref" in schema else None
+    if not properties:
+        return name
+    required = set(defs[name].get("required", []))
+    fields = ", ".join(f"{key}{'' if key in required else '?'}" for key in properties)
+    return f"{name} `{{{fields}}}`"
+
+
+def events_table(schema: dict[str, Any]) -> list[str]:
+    """One row per StreamEvent: its ``type``, its ``data`` and when it is sent."""
+    defs: dict[str, Any] = schema["$defs"]
+    lines = ["| `type` | `data` | sent |", "|---|---|---|"]
+    for option in defs["StreamEvent"]["oneOf"]:
+        event = defs[_type(option)]
+        tag = event["properties"]["type"]["const"]
+        data = _payload(event["properties"]["data"], defs)
+        sent = " ".join(event.get("description", "").split())
+        lines.append(f"| `{tag}` | {data} | {sent} |")
+    return lines
+
+
 # -- the summary table -------------------------------------------------------
 
 # Shown by name in the table, not field by field (each is defined under Data types).
@@ -207,6 +233,8 @@ def reference() -> str:
         lines.extend([f"### `{name}`", "", params.get("description", ""), ""])
         lines.extend(_fields_table(params, "Params"))
         lines.append("")
+    lines.extend(["## Stream events", "", schema["$defs"]["StreamEvent"]["description"], ""])
+    lines.extend(events_table(schema))
     return "\n".join(lines).rstrip() + "\n"
 
 

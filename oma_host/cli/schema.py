@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 from typing_extensions import TypedDict
 
 from oma_host.core.config import AgentConfig
+from oma_host.core.events import RunEvent
 from oma_host.core.messages import (
     ImageBlock,
     LLMMessage,
@@ -28,7 +29,7 @@ from oma_host.core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from oma_host.core.results import AgentRunResult
+from oma_host.core.results import AgentRunResult, StreamEvent
 from oma_host.core.version import __version__
 from oma_host.orchestration.evaluation import EvaluationConfig
 from oma_host.server import registry
@@ -39,6 +40,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = ROOT / "docs" / "protocol.schema.json"
 _REF = "#/$defs/{model}"
 _BLOCKS = ("TextBlock", "ImageBlock", "ToolUseBlock", "ToolResultBlock", "ReasoningBlock")
+_RUN_EVENT = "An event a run streams while it runs: every StreamEvent but done."
+_STREAM_EVENT = "An event of a run's stream, which ends with done (the result)."
 
 
 class UnknownBlock(TypedDict):
@@ -98,6 +101,14 @@ def build_schema() -> dict[str, Any]:
     schema.define("AgentConfig", AgentConfig)
     schema.define("EvaluationConfig", EvaluationConfig)
     schema.define("AgentRunResult", AgentRunResult)
+    # The events, each by its ``type`` (oma_host/core/events.py): what
+    # $/progress carries, and what Agent.stream yields (``done`` last).
+    schema.defs["RunEvent"] = schema(
+        Annotated[RunEvent, Field(discriminator="type", description=_RUN_EVENT)]
+    )
+    schema.defs["StreamEvent"] = schema(
+        Annotated[StreamEvent, Field(discriminator="type", description=_STREAM_EVENT)]
+    )
 
     def pair(params: Any, result: Any) -> dict[str, Any]:
         return {"params": schema(params), "result": schema(result)}

@@ -30,6 +30,7 @@ from oma_host.core.backends import (
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.events import EmitFn, RunError
 from oma_host.core.guard import (
     clone,
     clone_messages,
@@ -52,7 +53,6 @@ from oma_host.core.messages import LLMMessage, latest_user_prompt
 from oma_host.core.redact import Redactor, remember_secrets
 from oma_host.core.results import (
     AgentRunResult,
-    EmitFn,
     RunRecorder,
     StreamEvent,
     TokenUsage,
@@ -542,7 +542,7 @@ def _emit_failure(recorder: RunRecorder, result: AgentRunResult) -> None:
     """A failed streaming run sends an ``error`` event before ``done``."""
     if result["status"]["code"] in ("ok", "cancelled"):
         return
-    error: dict[str, str] = {"message": result["status"].get("message", "")}
+    error: RunError = {"message": result["status"].get("message", "")}
     if "errorInfo" in result:
         error["kind"] = result["errorInfo"]["kind"]
     recorder.emit({"type": "error", "data": error})

@@ -5,15 +5,16 @@ the Python API and the wire return the same thing. A :class:`RunRecorder` is
 the running tally of one run (text, messages, usage, tool calls); when a run is
 cancelled or times out, the partial result is built from it.
 
-The recorder also keeps an agent's own secret values out of its text streams
-(``text`` and ``reasoning`` deltas) with a :class:`StreamRedaction` per stream:
-a key sent in pieces is redacted as the stream, not piece by piece.
+The recorder is also where a run's events (:mod:`.events`) are emitted, each
+method taking its payload's type, and it keeps an agent's own secret values
+out of its text streams (``text`` and ``reasoning`` deltas) with a
+:class:`StreamRedaction` per stream: a key sent in pieces is redacted as the
+stream, not piece by piece.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import (
     Any,
@@ -24,6 +25,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
+from oma_host.core.events import EmitFn, ReasoningEvent, RunEvent, TextEvent, ToolPermission
 from oma_host.core.guard import clone
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
@@ -70,7 +72,7 @@ class ToolCallRecord(TypedDict):
     duration: float
     # An LLM agent's permission decision for the call: its ``permission``
     # event's data (an optional field, so older readers are unaffected).
-    permission: NotRequired[dict[str, Any]]
+    permission: NotRequired[ToolPermission]
 
 
 class ErrorInfo(TypedDict):
@@ -92,15 +94,25 @@ class AgentRunResult(TypedDict):
     errorInfo: NotRequired[ErrorInfo]
 
 
-class StreamEvent(TypedDict):
-    type: str
-    data: Any
+class DoneEvent(TypedDict):
+    """The last event of ``Agent.stream``: the run's result. Not emitted while
+    the run runs, so not sent as ``$/progress``: the answer carries it."""
+
+    type: Literal["done"]
+    data: AgentRunResult
 
 
-EmitFn = Callable[[StreamEvent], None]
+# What ``Agent.stream`` yields: the run's events, then ``done``.
+StreamEvent = RunEvent | DoneEvent
 
-# The events whose string data are deltas of one text, redacted as a stream.
-_STREAMED_KINDS = ("text", "reasoning")
+# The events whose data are deltas of one text, redacted as a stream.
+StreamedKind = Literal["text", "reasoning"]
+
+
+def _delta_event(kind: StreamedKind, delta: str) -> TextEvent | ReasoningEvent:
+    if kind == "text":
+        return {"type": "text", "data": delta}
+    return {"type": "reasoning", "data": delta}
 
 
 def zero_usage() -> TokenUsage:
@@ -182,9 +194,11 @@ class RunRecorder:
     usage: TokenUsage = field(default_factory=zero_usage)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
-    _streams: dict[str, StreamRedaction] = field(default_factory=dict, init=False, repr=False)
+    _streams: dict[StreamedKind, StreamRedaction] = field(
+        default_factory=dict, init=False, repr=False
+    )
     # (the call's input object, its permission decision), see permission().
-    _permissions: list[tuple[Any, dict[str, Any]]] = field(
+    _permissions: list[tuple[Any, ToolPermission]] = field(
         default_factory=list, init=False, repr=False
     )
 
@@ -194,19 +208,27 @@ class RunRecorder:
             self.text_parts.append(chunk)
             self._stream("text", chunk)
 
-    def event(self, kind: str, data: Any) -> None:
-        """Stream an event other than text; ``data`` is copied for the consumer."""
-        if kind in _STREAMED_KINDS and isinstance(data, str):
-            self._stream(kind, data)
-        else:
-            self.emit({"type": kind, "data": clone(data)})
+    def reasoning(self, chunk: str) -> None:
+        """Stream a chunk of reasoning (not part of the output)."""
+        if chunk:
+            self._stream("reasoning", chunk)
 
-    def permission(self, tool_input: Any, decision: dict[str, Any]) -> None:
+    def event(self, event: RunEvent) -> None:
+        """Stream an event; its data is copied for the consumer. (``text``
+        and ``reasoning`` go as :meth:`text` and :meth:`reasoning` do.)"""
+        if event["type"] == "text":
+            self.text(event["data"])
+        elif event["type"] == "reasoning":
+            self.reasoning(event["data"])
+        else:
+            self.emit(clone(event))
+
+    def permission(self, tool_input: Any, decision: ToolPermission) -> None:
         """Stream a tool call's ``permission`` event and keep the decision
         for that call's ToolCallRecord: the record whose ``input`` is the
         very object ``tool_input`` gets it as ``permission`` in the result."""
         self._permissions.append((tool_input, decision))
-        self.event("permission", decision)
+        self.event({"type": "permission", "data": decision})
 
     def _tool_calls(self) -> list[ToolCallRecord]:
         """The tool call records, each with its permission decision if it had one."""
@@ -218,20 +240,20 @@ class RunRecorder:
             records.append(record if decision is None else {**record, "permission": decision})
         return records
 
-    def _stream(self, kind: str, delta: str) -> None:
+    def _stream(self, kind: StreamedKind, delta: str) -> None:
         if self.redactor is not None:
             stream = self._streams.get(kind)
             if stream is None:
                 stream = self._streams[kind] = StreamRedaction(self.redactor)
             delta = stream.feed(delta)
         if delta:
-            self.emit({"type": kind, "data": delta})
+            self.emit(_delta_event(kind, delta))
 
     def end_streams(self) -> None:
         """Send what each text stream still holds back."""
         for kind, stream in self._streams.items():
             if rest := stream.finish():
-                self.emit({"type": kind, "data": rest})
+                self.emit(_delta_event(kind, rest))
 
     def add_usage(self, input_tokens: int = 0, output_tokens: int = 0) -> None:
         self.usage["input_tokens"] += input_tokens

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS, AgentConfig
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
+from oma_host.core.events import ToolPermission
 from oma_host.core.messages import ContentBlock
 from oma_host.core.redact import Redactor
 from oma_host.core.results import RunRecorder
@@ -83,7 +84,8 @@ class AgentTools:
         decision = await self._policy.decide(
             tool.declaration, arguments, run_id=recorder.run_id, tool_use_id=call["id"]
         )
-        recorder.permission(arguments, decision.event)
+        # The policy builds its decision as a plain dict, in the event's shape.
+        recorder.permission(arguments, cast(ToolPermission, decision.event))
         if not decision.allowed:
             return (f"{name}: permission denied ({_why(decision.event)})", True)
         # The call may touch the file decided for, and no other (see Workspace.confirm).

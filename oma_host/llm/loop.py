@@ -13,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Any
+from typing import Any, assert_never, cast
 
 from oma_host.core.activity import report_activity
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import AgentConfig
 from oma_host.core.editor_channel import EditorChannel
-from oma_host.core.messages import ContentBlock, LLMMessage
+from oma_host.core.messages import ContentBlock, LLMMessage, ToolResultBlock, ToolUseBlock
 from oma_host.core.redact import Redactor
 from oma_host.core.results import MAX_TOKENS_KIND, AgentRunResult, RunRecorder
 from oma_host.llm.agent_tools import AgentTools, output_text
@@ -154,13 +154,17 @@ class LLMBackend:
     async def _stream(self, messages: list[LLMMessage], recorder: RunRecorder) -> LLMResponse:
         response: LLMResponse | None = None
         async for event in self._adapter.stream(messages, self._options):
-            kind = event["type"]
-            if kind == "text":  # nearly every event: tested first
+            if event["type"] == "text":  # nearly every event: tested first
                 recorder.text(event["data"])
-            elif kind == "done":
+            elif event["type"] == "reasoning":
+                recorder.reasoning(event["data"])
+            elif event["type"] == "tool_use":
+                # The adapter built a tool_use block (ContentBlock is the untyped form).
+                recorder.event({"type": "tool_use", "data": cast(ToolUseBlock, event["data"])})
+            elif event["type"] == "done":
                 response = event["data"]
             else:
-                recorder.event(kind, event["data"])
+                assert_never(event)
         if response is None:
             raise ProviderError("the provider stream ended without a final message")
         return response
@@ -188,7 +192,7 @@ class LLMBackend:
             }
             if is_error:
                 block["is_error"] = True
-            recorder.event("tool_result", block)
+            recorder.event({"type": "tool_result", "data": cast(ToolResultBlock, block)})
             results.append(block)
         message: LLMMessage = {"role": "user", "content": results}
         conversation.append(message)

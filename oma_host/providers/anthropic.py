@@ -21,12 +21,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from oma_host.core.messages import ContentBlock, LLMMessage
-from oma_host.core.results import StreamEvent, TokenUsage
+from oma_host.core.results import TokenUsage
 from oma_host.providers.base import (
     MALFORMED,
     ChatOptions,
     LLMResponse,
     ProviderError,
+    ProviderEvent,
     checked_messages,
     malformed_error,
     malformed_reply,
@@ -303,7 +304,7 @@ class AnthropicAdapter:
 
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncIterator[ProviderEvent]:
         body = self._body(messages, options, stream=True)
         state = _StreamState()
         async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
@@ -370,7 +371,7 @@ class _StreamState:
         self.stop_reason = "end_turn"
         self.finished = False
 
-    def feed(self, name: str, data: Any) -> list[StreamEvent]:
+    def feed(self, name: str, data: Any) -> list[ProviderEvent]:
         if not isinstance(data, dict):
             raise ProviderError(f"{_NAME}: a stream event is not an object", kind="malformed")
         kind = data.get("type", name)
@@ -425,14 +426,14 @@ class _StreamState:
                 block[field] += "".join(parts)
         return block
 
-    def text_delta(self, index: int, text: str) -> StreamEvent:
+    def text_delta(self, index: int, text: str) -> ProviderEvent:
         """A ``content_block_delta`` whose delta is ``text_delta``: its event."""
         if index not in self.blocks:
             raise KeyError(index)
         self._append(index, "text", text)
         return {"type": "text", "data": text}
 
-    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[ProviderEvent]:
         if index not in self.blocks:
             raise KeyError(index)
         kind = delta.get("type")
@@ -448,7 +449,7 @@ class _StreamState:
             self.partial_json.setdefault(index, []).append(delta["partial_json"])
         return []
 
-    def _stop(self, index: int) -> list[StreamEvent]:
+    def _stop(self, index: int) -> list[ProviderEvent]:
         block = self._settled(index)
         if block.get("type") == "tool_use":
             text = "".join(self.partial_json.pop(index, []))

@@ -2,8 +2,11 @@
 
 An adapter turns the library's LLMMessage list into one provider request and
 the reply back into content blocks. ``chat`` returns the whole reply;
-``stream`` yields StreamEvents (``text``, ``reasoning``, ``tool_use``) and ends
-with one ``{"type": "done", "data": LLMResponse}``. An adapter that cannot
+``stream`` yields :data:`ProviderEvent` items (``text`` and ``reasoning``
+deltas, each ``tool_use`` block once complete) and ends with one ``{"type":
+"done", "data": LLMResponse}``. They are the adapter's own stream, not the
+run's events (:mod:`oma_host.core.events`): the LLM loop turns them into
+those, and ``done`` carries the reply, not a result. An adapter that cannot
 represent a block raises :class:`ProviderError`; it never drops one. Both
 entry points put the messages through the shape guard first
 (:func:`checked_messages`) unless the caller says it has.
@@ -15,12 +18,12 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
     from oma_host.core.messages import ContentBlock, LLMMessage
-    from oma_host.core.results import StreamEvent, TokenUsage
+    from oma_host.core.results import TokenUsage
 
 
 class ProviderError(Exception):
@@ -72,6 +75,34 @@ class LLMResponse:
     content: list[ContentBlock]
     usage: TokenUsage
     stop_reason: str = "end_turn"
+
+
+class ProviderText(TypedDict):
+    type: Literal["text"]
+    data: str
+
+
+class ProviderReasoning(TypedDict):
+    type: Literal["reasoning"]
+    data: str
+
+
+class ProviderToolUse(TypedDict):
+    """A complete tool_use block, as the adapter put it in the reply's content
+    (with any provider metadata it carries)."""
+
+    type: Literal["tool_use"]
+    data: ContentBlock
+
+
+class ProviderDone(TypedDict):
+    type: Literal["done"]
+    data: LLMResponse
+
+
+# What ``LLMAdapter.stream`` yields. (typing's TypedDict: these are never
+# schema types, and the module is on the startup path.)
+ProviderEvent = ProviderText | ProviderReasoning | ProviderToolUse | ProviderDone
 
 
 def checked_messages(messages: list[LLMMessage], options: ChatOptions) -> list[LLMMessage]:
@@ -139,4 +170,4 @@ class LLMAdapter(Protocol):
 
     def stream(
         self, messages: list[LLMMessage], options: ChatOptions
-    ) -> AsyncIterator[StreamEvent]: ...
+    ) -> AsyncIterator[ProviderEvent]: ...

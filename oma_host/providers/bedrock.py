@@ -32,11 +32,12 @@ from urllib.parse import quote
 import httpx
 
 from oma_host.core.messages import ContentBlock, LLMMessage
-from oma_host.core.results import StreamEvent, TokenUsage
+from oma_host.core.results import TokenUsage
 from oma_host.providers.base import (
     ChatOptions,
     LLMResponse,
     ProviderError,
+    ProviderEvent,
     checked_messages,
     malformed_reply,
 )
@@ -366,7 +367,7 @@ class BedrockAdapter:
 
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncIterator[ProviderEvent]:
         from oma_host.providers.eventstream import EventStreamDecoder, EventStreamError
 
         url, headers, data = self._request(options.model, self._body(messages, options), True)
@@ -409,7 +410,7 @@ class _StreamState:
         self.usage: TokenUsage = {"input_tokens": 0, "output_tokens": 0}
         self.stop_reason: str | None = None
 
-    def feed(self, message: EventMessage) -> list[StreamEvent]:
+    def feed(self, message: EventMessage) -> list[ProviderEvent]:
         headers = message.headers
         kind = headers.get(":message-type", "event")
         if kind == "exception":
@@ -450,7 +451,7 @@ class _StreamState:
             self.usage = usage_of(data.get("usage"))
         return []
 
-    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[ProviderEvent]:
         if "text" in delta:
             block = self.blocks.setdefault(index, {"text": ""})
             block["text"] += delta["text"]
@@ -472,7 +473,7 @@ class _StreamState:
                 return [{"type": "reasoning", "data": piece["text"]}]
         return []
 
-    def _tool_done(self, index: int) -> list[StreamEvent]:
+    def _tool_done(self, index: int) -> list[ProviderEvent]:
         raw = "".join(self.tool_input.pop(index))
         use = self.blocks[index]["toolUse"]
         try:

@@ -26,12 +26,13 @@ from urllib.parse import quote
 import httpx
 
 from oma_host.core.messages import ContentBlock, LLMMessage
-from oma_host.core.results import StreamEvent, TokenUsage
+from oma_host.core.results import TokenUsage
 from oma_host.providers.base import (
     MALFORMED,
     ChatOptions,
     LLMResponse,
     ProviderError,
+    ProviderEvent,
     checked_messages,
     malformed_error,
     malformed_reply,
@@ -325,7 +326,7 @@ class GeminiAdapter:
 
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncIterator[ProviderEvent]:
         body = self._body(messages, options)
         url = self._url(options.model, stream=True)
         state = _StreamState()
@@ -362,7 +363,7 @@ class _StreamState:
         self.usage: TokenUsage = {"input_tokens": 0, "output_tokens": 0}
         self.finish: str | None = None
 
-    def feed(self, data: Any) -> list[StreamEvent]:
+    def feed(self, data: Any) -> list[ProviderEvent]:
         if not isinstance(data, dict):
             raise ProviderError(f"{_NAME}: a stream event is not an object", kind="malformed")
         if isinstance(data.get("error"), dict):
@@ -374,7 +375,7 @@ class _StreamState:
             raise blocked
         if data.get("usageMetadata"):
             self.usage = usage_of(data["usageMetadata"])
-        events: list[StreamEvent] = []
+        events: list[ProviderEvent] = []
         for candidate in data.get("candidates") or []:
             for part in (candidate.get("content") or {}).get("parts") or []:
                 block = from_wire_part(part)
@@ -383,7 +384,7 @@ class _StreamState:
             self.finish = candidate.get("finishReason") or self.finish
         return events
 
-    def _add(self, block: ContentBlock) -> list[StreamEvent]:
+    def _add(self, block: ContentBlock) -> list[ProviderEvent]:
         kind = block["type"]
         if kind == "tool_use":
             self.content.append(block)

@@ -25,11 +25,12 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from oma_host.core.messages import ContentBlock, LLMMessage
-from oma_host.core.results import StreamEvent, TokenUsage
+from oma_host.core.results import TokenUsage
 from oma_host.providers.base import (
     ChatOptions,
     LLMResponse,
     ProviderError,
+    ProviderEvent,
     checked_messages,
     malformed_reply,
 )
@@ -255,7 +256,7 @@ class OpenAIAdapter:
 
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncIterator[ProviderEvent]:
         body = self._body(messages, options, stream=True)
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}

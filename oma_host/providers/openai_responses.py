@@ -33,12 +33,12 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from oma_host.core.messages import ContentBlock, LLMMessage
-from oma_host.core.results import StreamEvent
 from oma_host.providers.base import (
     MALFORMED,
     ChatOptions,
     LLMResponse,
     ProviderError,
+    ProviderEvent,
     checked_messages,
     malformed_error,
     malformed_reply,
@@ -347,7 +347,7 @@ class ResponsesAdapter:
 
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncIterator[ProviderEvent]:
         started = False
         try:
             async for event in self._stream(messages, options):
@@ -361,7 +361,7 @@ class ResponsesAdapter:
 
     async def _stream(
         self, messages: list[LLMMessage], options: ChatOptions
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncIterator[ProviderEvent]:
         body = self._body(messages, options, stream=True)
         state = _StreamState(self.name)
         headers = self._target.headers()
@@ -399,7 +399,7 @@ class _StreamState:
         self.items: dict[int, dict[str, Any]] = {}
         self.final: dict[str, Any] | None = None
 
-    def feed(self, data: Any) -> list[StreamEvent]:
+    def feed(self, data: Any) -> list[ProviderEvent]:
         if not isinstance(data, dict):
             raise ProviderError(
                 f"{self.provider}: a stream event is not an object", kind="malformed"

@@ -12,9 +12,10 @@ from typing import cast
 from oma_host.core.agent import Agent, TurnSink, new_run_id
 from oma_host.core.backends import SessionLink
 from oma_host.core.config import AgentConfig, parse_agent_config
+from oma_host.core.events import EmitFn
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
-from oma_host.core.results import AgentRunResult, EmitFn
+from oma_host.core.results import AgentRunResult
 from oma_host.orchestration.one_off import OpenMultiAgent
 from oma_host.orchestration.store import Store
 from oma_host.server.context import RequestContext

@@ -11,6 +11,7 @@ documents them all from :data:`CLIENT_REQUESTS` and :data:`NOTIFICATIONS`
 from __future__ import annotations
 
 from typing import (
+    Annotated,
     Any,
     Literal,
     NotRequired,  # pydantic needs it before 3.12
@@ -18,8 +19,9 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from oma_host.core.messages import LLMMessage
-from oma_host.core.results import AgentRunResult, StreamEvent, TokenUsage
+from oma_host.core.events import RunEvent
+from oma_host.core.messages import LLMMessage, schema_ref
+from oma_host.core.results import AgentRunResult, TokenUsage
 from oma_host.server.registry import ClientMethod, Notification
 
 # -- method results ---------------------------------------------------------------
@@ -217,11 +219,29 @@ CLIENT_REQUESTS: dict[ClientMethod, tuple[Any, Any]] = {
 # -- notifications ------------------------------------------------------------------
 
 
+class WorkDoneBegin(TypedDict):
+    kind: Literal["begin"]
+    title: str
+
+
+class WorkDoneReport(TypedDict):
+    kind: Literal["report"]
+    message: str
+
+
+class WorkDoneEnd(TypedDict):
+    kind: Literal["end"]
+    message: str
+
+
 class ProgressParams(TypedDict):
-    """A stream event for ``partialResultToken``, or LSP work-done progress."""
+    """A stream event for ``partialResultToken``, or LSP work-done progress
+    for ``workDoneToken``."""
 
     token: int | str
-    value: StreamEvent | dict[str, Any]
+    value: (
+        Annotated[RunEvent, schema_ref("RunEvent")] | WorkDoneBegin | WorkDoneReport | WorkDoneEnd
+    )
 
 
 class OmaProgressParams(TypedDict):

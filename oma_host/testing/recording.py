@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 from oma_host.core.guard import clone
 from oma_host.core.messages import LLMMessage
-from oma_host.core.results import StreamEvent, TokenUsage
-from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
+from oma_host.core.results import TokenUsage
+from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError, ProviderEvent
 
 _SLOW_DELAY_S = 0.05
 
@@ -70,7 +70,7 @@ class RecordingAdapter:
 
     async def stream(
         self, messages: list[LLMMessage], options: ChatOptions
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncIterator[ProviderEvent]:
         reply = self._reply(messages, options, streaming=True)
         delay = _SLOW_DELAY_S if options.model == "slow-echo" else 0.0
         for start in range(0, len(reply), self.chunk_size):

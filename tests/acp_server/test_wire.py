@@ -2,7 +2,8 @@
 driven through the real ``oma-host acp`` by a client that writes and reads
 the lines itself, so it can send what no SDK client would: lines that are
 not JSON, unknown methods, params the schema refuses, requests that overlap
-a running prompt, and an error answer to the door's own request."""
+a running prompt, and an error answer to the door's own request; and it
+reads what an SDK client would not (an update kind its schema does not know)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from acp.schema import NewSessionRequest, PromptRequest
 from pydantic import ValidationError
 
 from oma_host.testing.simulator import Reply
-from tests.acp_server.helpers import Door, text
+from tests.acp_server.helpers import Door, acp_agent, text
 from tests.server.helpers import wait_dead_async
 
 TIMEOUT_S = 30
@@ -217,6 +218,24 @@ async def test_a_prompt_the_models_validate_answers_as_the_plain_shape_does(door
     first, second = (request.body["messages"][-1]["content"] for request in door.sim.requests)
     assert [block["text"] for block in first] == [block["text"] for block in second]
     assert [block["text"] for block in first] == ["hi", "there"]
+
+
+async def test_a_wrapped_agents_update_of_a_kind_the_library_does_not_know_passes_through(
+    door: Door, acp_agent_dir: Path
+) -> None:
+    door.write_agents(first=acp_agent())
+    async with raw_editor(door) as editor:
+        session_id = await editor.start(door)
+        answer = await editor.call(
+            "session/prompt", {"sessionId": session_id, "prompt": [text("[plan][future] hi")]}
+        )
+        assert answer["result"]["stopReason"] == "end_turn"
+        updates = editor.updates_of(session_id)
+    kinds = [update["sessionUpdate"] for update in updates]
+    # As the agent sent it, in its place among the updates the library knows.
+    assert updates[kinds.index("future_thing")] == {"sessionUpdate": "future_thing", "detail": 42}
+    assert kinds.index("current_mode_update") < kinds.index("future_thing")
+    assert kinds.index("future_thing") < kinds.index("agent_message_chunk")
 
 
 async def test_requests_are_answered_while_a_prompt_runs_and_cancel_ends_it(door: Door) -> None:

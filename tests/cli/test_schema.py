@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from oma_host import Agent, InvalidParamsError
 from oma_host.cli.schema import SCHEMA_PATH, build_schema, render_schema
+from oma_host.core.results import StreamEvent
 from oma_host.server import registry
 from oma_host.server.context import RequestContext
 
@@ -57,6 +58,50 @@ async def test_real_results_and_inputs_validate_against_the_schema() -> None:
     _validator({"$ref": "#/$defs/RunInput"}).validate("a string")
     bad = [{"role": "robot", "content": []}]
     assert list(_validator({"$ref": "#/$defs/RunInput"}).iter_errors(bad))
+
+
+# Every event a run streams today; a new one is added here and to core/events.py.
+EVENT_TYPES = {
+    "text",
+    "reasoning",
+    "tool_use",
+    "tool_result",
+    "permission",
+    "error",
+    "mcp_filtered",
+    "acp_update",
+    "authenticated",
+    "session_restarted",
+}
+
+
+def test_the_schema_names_every_event_of_the_union_by_its_type() -> None:
+    defs = build_schema()["$defs"]
+    in_union = {
+        typing.get_type_hints(event)["type"].__args__[0] for event in typing.get_args(StreamEvent)
+    }
+    assert in_union == EVENT_TYPES | {"done"}
+    for name, tags in (("StreamEvent", EVENT_TYPES | {"done"}), ("RunEvent", EVENT_TYPES)):
+        union = defs[name]
+        assert union["discriminator"]["propertyName"] == "type"
+        assert set(union["discriminator"]["mapping"]) == tags, name
+        assert len(union["oneOf"]) == len(tags), name
+
+
+async def test_streamed_events_validate_against_the_schema_and_a_mistyped_one_does_not() -> None:
+    agent = Agent({"name": "s", "provider": "test", "model": "echo"})
+    events = [event async for event in agent.stream("hello there")]
+    assert [event["type"] for event in events][-1] == "done"
+    stream = _validator({"$ref": "#/$defs/StreamEvent"})
+    for event in events:
+        stream.validate(event)
+    progress = _validator({"$ref": "#/$defs/RunEvent"})
+    for event in events[:-1]:
+        progress.validate(event)
+    assert list(progress.iter_errors(events[-1]))  # done is never $/progress
+    assert list(stream.iter_errors({"type": "tool_use", "data": "not a block"}))
+    assert list(stream.iter_errors({"type": "error", "data": {"kind": "provider"}}))
+    assert list(stream.iter_errors({"type": "no_such_event", "data": None}))
 
 
 def test_every_method_and_the_terminal_flag_are_described() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from oma_host.core.messages import ToolUseBlock
 from oma_host.core.redact import Redactor
 from oma_host.core.results import RunRecorder, StreamEvent, StreamRedaction
 
@@ -47,8 +48,9 @@ def test_the_recorder_streams_text_and_reasoning_each_as_one_stream() -> None:
     recorder = RunRecorder("run_1", events.append, Redactor(["secret-value"], patterns=False))
     for piece in ("the secr", "et-va", "lue!"):
         recorder.text(piece)
-        recorder.event("reasoning", piece)
-    recorder.event("tool_use", {"id": "t"})
+        recorder.reasoning(piece)
+    call: ToolUseBlock = {"type": "tool_use", "id": "t", "name": "n", "input": {}}
+    recorder.event({"type": "tool_use", "data": call})
     result = recorder.result()
     joined = {
         kind: "".join(e["data"] for e in events if e["type"] == kind)
@@ -56,7 +58,7 @@ def test_the_recorder_streams_text_and_reasoning_each_as_one_stream() -> None:
     }
     assert joined == {"text": "the [redacted]!", "reasoning": "the [redacted]!"}
     assert result["output"] == "the secret-value!"  # the agent redacts the result whole
-    assert {"type": "tool_use", "data": {"id": "t"}} in events
+    assert {"type": "tool_use", "data": call} in events
 
 
 class _NoShortcut(Redactor):

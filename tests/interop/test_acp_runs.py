@@ -94,6 +94,24 @@ async def test_a_streamed_turn_maps_every_update_kind(host: HostClient, acp: Acp
     assert failed["input"] == {"command": "make test"}
 
 
+async def test_an_intermediate_tool_call_update_is_an_acp_update_of_its_own_kind(
+    host: HostClient, acp: AcpConfig
+) -> None:
+    """``kind`` is the update's ``sessionUpdate`` even when the update has a
+    ``kind`` field of its own (a tool call's), which would otherwise hide it."""
+    agent = await create(host, **acp())
+    await host.request(
+        "agent/stream", {"agentId": agent, "input": "[toolkind]", "partialResultToken": "k"}
+    )
+    events = host.progress("k")
+    assert [event["type"] for event in events[1:4]] == ["tool_use", "acp_update", "tool_result"]
+    assert events[2]["data"] == {
+        "kind": "tool_call_update",
+        "toolCallId": "call-3",
+        "status": "in_progress",
+    }
+
+
 async def test_chunks_with_optional_fields_are_text_and_a_refused_update_is_dropped(
     host: HostClient, acp: AcpConfig
 ) -> None:

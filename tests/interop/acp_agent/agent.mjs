@@ -13,6 +13,7 @@
 //                      (which the schema refuses); replies "alpha beta", stop end_turn
 //   [tool]             a tool_call (pending) then tool_call_update (completed) with output
 //   [failtool]         a tool call that ends with status failed
+//   [toolkind]         a tool call whose in_progress tool_call_update changes its kind, then completes
 //   [usage]            usage_update twice; context grows by 100*turn tokens this turn
 //   [permission] / [permission:k1,k2]
 //                      session/request_permission offering those option kinds
@@ -235,6 +236,22 @@ async function prompt({ params, client }) {
       status: "failed",
       content: [{ type: "content", content: { type: "text", text: "2 tests failed" } }],
     });
+  }
+  if (has("[toolkind]")) {
+    await update(client, sessionId, {
+      sessionUpdate: "tool_call",
+      toolCallId: "call-3",
+      title: "Look at a.txt",
+      kind: "read",
+      status: "pending",
+    });
+    await update(client, sessionId, {
+      sessionUpdate: "tool_call_update",
+      toolCallId: "call-3",
+      kind: "edit",
+      status: "in_progress",
+    });
+    await update(client, sessionId, { sessionUpdate: "tool_call_update", toolCallId: "call-3", status: "completed" });
   }
   if (has("[custom-permission]")) {
     await say(client, sessionId, `permission outcome: ${await askCustomPermission(client, sessionId)}`);

@@ -1,0 +1,202 @@
+"""The events a run streams while it runs: one TypedDict per ``type``, their
+union :data:`RunEvent`, and :data:`EmitFn`, what receives them.
+
+Events are plain dicts ``{"type": <tag>, "data": <payload>}``, on the wire
+exactly as built, so streaming them costs no conversion; the ``Literal`` tag
+lets mypy narrow ``event["data"]`` on ``event["type"]``, and a consumer that
+matches on the tag ends with ``assert_never`` so an event it does not handle
+fails the type check. Backends emit them through the run's
+:class:`~oma_host.core.results.RunRecorder` (``text``, ``reasoning``,
+``permission``, and ``event`` for the rest), which checks each payload's type.
+The ``done`` event that ends :meth:`Agent.stream <oma_host.core.agent.Agent.stream>`
+carries the result, so it lives beside it (``results.DoneEvent``); no door
+sends it as an event.
+
+This module holds types only (the block types come from :mod:`.messages`);
+``oma-host schema`` turns them into the ``$/progress`` schema, so each
+class's docstring is what the schema says of it.
+
+Adding an event:
+
+1. here, a TypedDict for its ``data`` and one for the event, added to
+   :data:`RunEvent`;
+2. the backend emits it with ``recorder.event({"type": ..., "data": ...})``;
+3. each door's dispatch then fails mypy until it handles the new tag: the
+   ACP door's ``event_update`` (``acp_server/updates.py``); the JSON-RPC door
+   sends every event as it is, as ``$/progress``;
+4. ``python3 -m oma_host schema --out docs/protocol.schema.json`` and
+   ``python3 -m oma_host.cli.protocol_doc`` regenerate the schema and the
+   reference, and ``docs/protocol.md`` (section 4) says when it is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal, NotRequired  # NotRequired: pydantic needs it before 3.12
+
+from typing_extensions import TypedDict
+
+from oma_host.core.messages import ToolResultBlock, ToolUseBlock
+
+# -- payloads ----------------------------------------------------------------
+
+
+class ToolPermission(TypedDict):
+    """The permission policy's decision on one tool call (an LLM agent's
+    tools, and an ACP agent's ``fs/write_text_file`` as the tool ``file_write``)."""
+
+    toolUseId: str
+    tool: str
+    target: NotRequired[str]
+    action: Literal["allow", "ask", "deny"]
+    rule: int | None  # the index in config.permissions; None for a default
+    decision: Literal["allow", "deny"]
+    by: Literal[
+        "rule",
+        "default",
+        "client",
+        "session",
+        "no_client",
+        "timeout",
+        "client_error",
+        "bad_answer",
+    ]
+    scope: NotRequired[Literal["once", "session"]]
+    message: NotRequired[str]  # with by: client_error, what the client answered
+
+
+class AcpPermission(TypedDict):
+    """A wrapped ACP agent's ``session/request_permission`` and the option
+    answered (``decision``: its kind, or ``cancelled``)."""
+
+    title: str
+    kind: str | None
+    optionKinds: list[str]
+    decision: str
+    optionId: NotRequired[str]
+
+
+class RunError(TypedDict):
+    """Why a streaming run failed: its ``status.message`` and ``errorInfo.kind``."""
+
+    message: str
+    kind: NotRequired[str]
+
+
+class McpFiltered(TypedDict):
+    """An MCP server a wrapped ACP agent cannot take, left out of ``session/new``."""
+
+    name: str
+    type: str
+    reason: str
+
+
+class AcpUpdate(TypedDict):
+    """A wrapped ACP agent's ``session/update`` with no event of its own: the
+    update's own camelCase fields, ``kind`` being its ``sessionUpdate``."""
+
+    kind: str
+
+
+class Authenticated(TypedDict):
+    """The ACP bridge logged its agent in with this method."""
+
+    methodId: str
+
+
+class SessionRestarted(TypedDict):
+    """The stored ACP session could not be resumed; a new one was opened."""
+
+    previous: str
+    sessionId: str
+    reason: str
+
+
+# -- events ------------------------------------------------------------------
+
+
+class TextEvent(TypedDict):
+    """A delta of the output text."""
+
+    type: Literal["text"]
+    data: str
+
+
+class ReasoningEvent(TypedDict):
+    """A delta of the model's (or an ACP agent's) reasoning."""
+
+    type: Literal["reasoning"]
+    data: str
+
+
+class ToolUseEvent(TypedDict):
+    """A tool call starting."""
+
+    type: Literal["tool_use"]
+    data: ToolUseBlock
+
+
+class ToolResultEvent(TypedDict):
+    """A tool call's result."""
+
+    type: Literal["tool_result"]
+    data: ToolResultBlock
+
+
+class PermissionEvent(TypedDict):
+    """A permission decision, before the tool call it decides."""
+
+    type: Literal["permission"]
+    data: ToolPermission | AcpPermission
+
+
+class ErrorEvent(TypedDict):
+    """A failed run's error, the last event before the answer."""
+
+    type: Literal["error"]
+    data: RunError
+
+
+class McpFilteredEvent(TypedDict):
+    """An MCP server left out, in the first run of an ACP agent's session."""
+
+    type: Literal["mcp_filtered"]
+    data: McpFiltered
+
+
+class AcpUpdateEvent(TypedDict):
+    """A wrapped ACP agent's update with no event of its own, streamed as it
+    sent it: ``{kind: <sessionUpdate>, ...its own fields}``."""
+
+    type: Literal["acp_update"]
+    data: AcpUpdate
+
+
+class AuthenticatedEvent(TypedDict):
+    """An ACP agent was logged in before its session opened."""
+
+    type: Literal["authenticated"]
+    data: Authenticated
+
+
+class SessionRestartedEvent(TypedDict):
+    """An ACP agent's stored session was replaced by a new one."""
+
+    type: Literal["session_restarted"]
+    data: SessionRestarted
+
+
+RunEvent = (
+    TextEvent
+    | ReasoningEvent
+    | ToolUseEvent
+    | ToolResultEvent
+    | PermissionEvent
+    | ErrorEvent
+    | McpFilteredEvent
+    | AcpUpdateEvent
+    | AuthenticatedEvent
+    | SessionRestartedEvent
+)
+
+EmitFn = Callable[[RunEvent], None]
