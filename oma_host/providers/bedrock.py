@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from urllib.parse import quote
 import httpx
 
 from oma_host.core.messages import ContentBlock, LLMMessage
+from oma_host.core.provider_facts import facts_of
 from oma_host.core.results import StreamEvent, TokenUsage
 from oma_host.providers.base import (
     ChatOptions,
@@ -39,6 +39,8 @@ from oma_host.providers.base import (
     ProviderError,
     checked_messages,
     malformed_reply,
+    required_key,
+    resolve_api_key,
 )
 from oma_host.providers.http import open_response, parse_event_json, request_json
 
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 
 _NAME = "bedrock"
 SERVICE = "bedrock"  # the signing name of bedrock-runtime
-BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
+_FACTS = facts_of(_NAME)
 CACHE_POINT = {"cachePoint": {"type": "default"}}
 _IMAGE_FORMATS = {"png", "jpeg", "gif", "webp"}
 _DOCUMENT_FORMATS = {"pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"}
@@ -83,7 +85,7 @@ _EXCEPTION_STATUS = {
 
 
 def default_base_url(region: str) -> str:
-    return f"https://bedrock-runtime.{region}.amazonaws.com"
+    return (_FACTS.default_base_url or "").format(region=region)
 
 
 def _unsupported(where: str, what: str) -> ProviderError:
@@ -273,18 +275,11 @@ class BedrockAdapter:
         self._config = config
 
     def _bearer(self) -> str | None:
-        if self._config.api_key:
-            return self._config.api_key
+        """A Bedrock API key, if there is one (else requests are signed); an
+        ``apiKeyEnv`` that is not set fails rather than falling back."""
         if self._config.api_key_env:
-            token = os.environ.get(self._config.api_key_env)
-            if not token:
-                raise ProviderError(
-                    f"{_NAME}: no API key: the environment variable "
-                    f"{self._config.api_key_env} (apiKeyEnv) is not set",
-                    kind="auth",
-                )
-            return token
-        return os.environ.get(BEARER_ENV) or None
+            return required_key(self._config, _FACTS)
+        return resolve_api_key(self._config, _FACTS.key_variables)
 
     def _request(
         self, model: str, body: dict[str, Any], stream: bool

@@ -2,7 +2,7 @@
 its requests, which of the two APIs it speaks, and how it authenticates.
 
 - **openai**: ``baseURL`` (default ``https://api.openai.com/v1``), a bearer
-  key from ``apiKey`` / ``apiKeyEnv`` / ``OPENAI_API_KEY`` (none needed for a
+  key from ``apiKey`` / ``apiKeyEnv`` / the descriptor's variable (none needed for a
   ``baseURL`` of a local compatible server). ``api`` defaults to
   ``"responses"`` for api.openai.com and to ``"chat"`` for every other base
   URL (the compatible servers: vLLM, llama.cpp, Ollama, OpenRouter...).
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from oma_host.core.provider_facts import facts_of
 from oma_host.providers.base import missing_key_error, resolve_api_key
 
 if TYPE_CHECKING:
@@ -29,8 +30,7 @@ if TYPE_CHECKING:
     from oma_host.core.results import TokenUsage
 
 Api = Literal["chat", "responses"]
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-OPENAI_KEY_ENV = "OPENAI_API_KEY"
+_OPENAI = facts_of("openai")
 
 
 @dataclass(frozen=True)
@@ -58,15 +58,15 @@ def is_openai_host(base_url: str) -> bool:
 
 def openai_target(config: AgentConfig) -> OpenAITarget:
     """The target of a ``provider: "openai"`` agent."""
-    base_url = (config.base_url or OPENAI_BASE_URL).rstrip("/")
+    base_url = (config.base_url or _OPENAI.default_base_url or "").rstrip("/")
     official = is_openai_host(base_url)
 
     def headers() -> dict[str, str]:
-        key = resolve_api_key(config, OPENAI_KEY_ENV)
+        key = resolve_api_key(config, _OPENAI.key_variables)
         if key is None:
             if config.base_url and not official:  # local compatible servers need none
                 return {}
-            raise missing_key_error("openai", config, OPENAI_KEY_ENV)
+            raise missing_key_error(_OPENAI.name, config, _OPENAI.key_variables)
         return {"authorization": f"Bearer {key}"}
 
     api: Api = config.api or ("responses" if official else "chat")

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from oma_host.core.provider_facts import AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+
 ALGORITHM = "AWS4-HMAC-SHA256"
 
 
@@ -166,10 +168,10 @@ def _profile(profile: str) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def resolve_credentials() -> Credentials:
-    access = os.environ.get("AWS_ACCESS_KEY_ID")
-    secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
+    access = os.environ.get(AWS_ACCESS_KEY_ID)
+    secret = os.environ.get(AWS_SECRET_ACCESS_KEY)
     if access and secret:
-        return Credentials(access, secret, os.environ.get("AWS_SESSION_TOKEN") or None)
+        return Credentials(access, secret, os.environ.get(AWS_SESSION_TOKEN) or None)
     profile = os.environ.get("AWS_PROFILE") or "default"
     credentials_section, config_section = _profile(profile)
     for section in (credentials_section, config_section):
@@ -193,7 +195,7 @@ def resolve_credentials() -> Credentials:
         else ""
     )
     raise CredentialsError(
-        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give "
+        f"no AWS credentials: set {AWS_ACCESS_KEY_ID} and {AWS_SECRET_ACCESS_KEY}, or give "
         f"profile {profile!r} aws_access_key_id and aws_secret_access_key in "
         f"{credentials_file} or {config_file}{hint}"
     )

@@ -89,6 +89,7 @@ def test_authenticate_checks_the_methods_own_variables(
 def test_half_of_the_aws_key_pair_does_not_authenticate(three: Door) -> None:
     three.env["AWS_ACCESS_KEY_ID"] = "AKIAOMATESTPAIR00001"
     _, refused = three.run(initialize(), step("authenticate", methodId=_PAIR))
+    assert refused["error"]["code"] == -32000
     assert "AWS_SECRET_ACCESS_KEY" in refused["error"]["data"]["message"]
 
 
