@@ -275,10 +275,7 @@ class AnthropicAdapter:
                 if caching
                 else options.system_prompt
             )
-        if options.temperature is not None:
-            body["temperature"] = options.temperature
-        if options.top_p is not None:
-            body["top_p"] = options.top_p
+        body.update(options.sampling())
         if options.tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}

@@ -69,7 +69,7 @@ def azure_target(config: AgentConfig) -> OpenAITarget:
 
     api: Api = config.api or "responses"
     base_url = v1_base_url(endpoint) if endpoint else ""
-    return OpenAITarget("azure", base_url, api, True, headers)
+    return OpenAITarget(_FACTS.name, base_url, api, True, headers)
 
 
 def azure_adapter(config: AgentConfig) -> LLMAdapter:

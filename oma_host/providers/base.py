@@ -56,6 +56,16 @@ class ChatOptions:
     # (the agent loop's have), so the adapter does not check them again.
     guarded: bool = False
 
+    def sampling(self, top_p: str = "top_p") -> dict[str, float]:
+        """``temperature`` and ``top_p``, those that are set, under the wire's
+        names (Gemini and Bedrock call the second ``topP``)."""
+        fields: dict[str, float] = {}
+        if self.temperature is not None:
+            fields["temperature"] = self.temperature
+        if self.top_p is not None:
+            fields[top_p] = self.top_p
+        return fields
+
     @classmethod
     def from_config(cls, config: AgentConfig) -> ChatOptions:
         return cls(

@@ -321,10 +321,7 @@ class BedrockAdapter:
         inference: dict[str, Any] = {}
         if max_tokens is not None:
             inference["maxTokens"] = max_tokens
-        if options.temperature is not None:
-            inference["temperature"] = options.temperature
-        if options.top_p is not None:
-            inference["topP"] = options.top_p
+        inference.update(options.sampling("topP"))
         if inference:
             body["inferenceConfig"] = inference
         if options.tools:

@@ -286,10 +286,7 @@ class GeminiAdapter:
         generation: dict[str, Any] = {}
         if options.max_tokens is not None:
             generation["maxOutputTokens"] = options.max_tokens
-        if options.temperature is not None:
-            generation["temperature"] = options.temperature
-        if options.top_p is not None:
-            generation["topP"] = options.top_p
+        generation.update(options.sampling("topP"))
         if self._config.thinking is not None:
             generation["thinkingConfig"] = thinking_config(self._config.thinking, options.model)
         if generation:

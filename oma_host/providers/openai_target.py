@@ -17,13 +17,14 @@ models refuse ``max_tokens``), while the compatible servers still read
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from oma_host.core.provider_facts import facts_of
-from oma_host.providers.base import missing_key_error, resolve_api_key
+from oma_host.providers.base import ProviderError, missing_key_error, resolve_api_key
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -70,7 +71,24 @@ def openai_target(config: AgentConfig) -> OpenAITarget:
         return {"authorization": f"Bearer {key}"}
 
     api: Api = config.api or ("responses" if official else "chat")
-    return OpenAITarget("openai", base_url, api, official, headers)
+    return OpenAITarget(_OPENAI.name, base_url, api, official, headers)
+
+
+def tool_input(provider: str, name: str, arguments: str) -> dict[str, Any]:
+    """A tool call's ``arguments`` (JSON text, empty for none) as its input
+    object; text that is not a JSON object is a ``malformed`` ProviderError."""
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        raise ProviderError(
+            f"{provider}: the arguments of tool call {name!r} are not valid JSON", kind="malformed"
+        ) from None
+    if not isinstance(parsed, dict):
+        raise ProviderError(
+            f"{provider}: the arguments of tool call {name!r} are not a JSON object",
+            kind="malformed",
+        )
+    return parsed
 
 
 def token_usage(
@@ -90,6 +108,20 @@ def token_usage(
     if reasoning := int(reasoning_tokens or 0):
         usage["reasoning_tokens"] = reasoning
     return usage
+
+
+def usage_of(data: dict[str, Any] | None, input_field: str, output_field: str) -> TokenUsage:
+    """A reply's ``usage`` as TokenUsage. Chat Completions calls its counts
+    ``prompt_tokens`` and ``completion_tokens``, Responses ``input_tokens``
+    and ``output_tokens``; each count's ``*_details`` holds the cached and the
+    reasoning tokens."""
+    data = data or {}
+    return token_usage(
+        data.get(input_field),
+        data.get(output_field),
+        details(data, f"{input_field}_details", "cached_tokens"),
+        details(data, f"{output_field}_details", "reasoning_tokens"),
+    )
 
 
 def details(usage: dict[str, Any], field: str, count: str) -> Any:

@@ -65,6 +65,10 @@ def signing_key(secret_key: str, date: str, region: str, service: str) -> bytes:
     return key
 
 
+def credential_scope(amz_date: str, region: str, service: str) -> str:
+    return f"{amz_date[:8]}/{region}/{service}/aws4_request"
+
+
 def signature(
     credentials: Credentials,
     method: str,
@@ -90,7 +94,7 @@ def signature(
             _sha256(body),
         ]
     )
-    scope = f"{amz_date[:8]}/{region}/{service}/aws4_request"
+    scope = credential_scope(amz_date, region, service)
     to_sign = f"{ALGORITHM}\n{amz_date}\n{scope}\n{_sha256(canonical.encode())}"
     key = signing_key(credentials.secret_key, amz_date[:8], region, service)
     return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest(), ";".join(names)
@@ -129,7 +133,7 @@ def sign_request(
     value, names = signature(
         credentials, method, url, signed, body, region=region, service=service, amz_date=amz_date
     )
-    scope = f"{amz_date[:8]}/{region}/{service}/aws4_request"
+    scope = credential_scope(amz_date, region, service)
     signed["authorization"] = (
         f"{ALGORITHM} Credential={credentials.access_key}/{scope}, "
         f"SignedHeaders={names}, Signature={value}"
