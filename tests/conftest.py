@@ -2,7 +2,8 @@
 run traces, evaluation records) in a temporary directory, never in the
 developer's own ``~/.local/state/oma-host``; ``host`` is a real ``oma-host``
 spawned over stdio (``python -m oma_host``) and initialized, as an editor
-would."""
+would. Every host, and the tests' own process, offers the in-process
+``test`` provider (``OMA_HOST_TEST_PROVIDER=1``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from oma_host.cli.client import HostClient
+from oma_host.core.provider_facts import TEST_PROVIDER_VARIABLE
 from oma_host.testing.simulator import Simulator
 
 
@@ -26,6 +28,17 @@ def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
         os.environ.pop("XDG_STATE_HOME", None)
     else:
         os.environ["XDG_STATE_HOME"] = previous
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _test_provider_offered() -> Iterator[None]:
+    previous = os.environ.get(TEST_PROVIDER_VARIABLE)
+    os.environ[TEST_PROVIDER_VARIABLE] = "1"
+    yield
+    if previous is None:
+        os.environ.pop(TEST_PROVIDER_VARIABLE, None)
+    else:
+        os.environ[TEST_PROVIDER_VARIABLE] = previous
 
 
 @pytest.fixture

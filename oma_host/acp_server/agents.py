@@ -19,13 +19,7 @@ from pathlib import Path
 from oma_host.core.agent import check_agent_config
 from oma_host.core.config import AgentConfig, parse_agent_config
 from oma_host.core.errors import OmaError
-
-# Provider, the variable its key is read from, and the default agent's model,
-# in the order the variables are looked at.
-DEFAULT_AGENTS: tuple[tuple[str, str, str], ...] = (
-    ("anthropic", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
-    ("openai", "OPENAI_API_KEY", "gpt-4o-mini"),
-)
+from oma_host.core.provider_facts import DEFAULT_PROVIDER, default_providers, facts_of
 
 
 class AgentsFileError(Exception):
@@ -39,12 +33,13 @@ def user_agents_file() -> Path:
 
 
 def default_agent() -> AgentConfig:
-    """One LLM agent for the first provider whose key is set (Anthropic when
-    none is: ``authenticate`` and the first prompt then name the variable)."""
-    provider, _, model = next(
-        (entry for entry in DEFAULT_AGENTS if os.environ.get(entry[1])), DEFAULT_AGENTS[0]
+    """One LLM agent, on its default model, for the first provider whose key
+    is set (:func:`~oma_host.core.provider_facts.default_providers`; Anthropic
+    when none is: ``authenticate`` and the first prompt then name the variable)."""
+    facts = next((f for f in default_providers() if f.key_is_set()), facts_of(DEFAULT_PROVIDER))
+    return parse_agent_config(
+        {"name": facts.name, "provider": facts.name, "model": facts.default_model}
     )
-    return parse_agent_config({"name": provider, "provider": provider, "model": model})
 
 
 def load_agents(path: str | None) -> list[AgentConfig]:

@@ -53,7 +53,6 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from oma_host.acp_server.agents import DEFAULT_AGENTS
 from oma_host.acp_server.content import (
     AcpBlock,
     TextPrompt,
@@ -77,6 +76,7 @@ from oma_host.core.config import AgentConfig
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
+from oma_host.core.provider_facts import DEFAULT_PROVIDER, AuthMethod, facts_of
 from oma_host.core.version import __version__
 
 log = logging.getLogger(__name__)
@@ -94,12 +94,30 @@ def _error(error: OmaError) -> RequestError:
     return RequestError(error.code, str(error), error.error_data())
 
 
-def _key_variable(config: AgentConfig) -> str:
-    """The variable an LLM agent's key is read from."""
+def _auth_methods(config: AgentConfig) -> tuple[AuthMethod, ...]:
+    """The ways an LLM agent's key can reach it from the environment: the
+    ``apiKeyEnv`` variable, else its provider's (:mod:`oma_host.core.provider_facts`)."""
     if config.api_key_env:
-        return config.api_key_env
-    provider = config.provider or DEFAULT_AGENTS[0][0]
-    return next((name for p, name, _ in DEFAULT_AGENTS if p == provider), "ANTHROPIC_API_KEY")
+        return (AuthMethod((config.api_key_env,)),)
+    # The agents file was checked against the offered providers when loaded.
+    return facts_of(config.provider or DEFAULT_PROVIDER).auth_methods
+
+
+def _wire_method(method: AuthMethod) -> EnvVarAuthMethod:
+    """The ACP form of ``method``."""
+    names = " and ".join(f"${name}" for name in method.required)
+    what = "key" if len(method.required) == 1 else "credentials"
+    variables = [
+        AuthEnvVar(name=name, secret=name not in method.public) for name in method.required
+    ]
+    variables += [AuthEnvVar(name=name, secret=True, optional=True) for name in method.optional]
+    return EnvVarAuthMethod(
+        type="env_var",
+        id=method.id,
+        name=" and ".join(method.required),
+        description=f"oma-host reads the provider {what} from {names}",
+        vars=variables,
+    )
 
 
 class OmaAcpAgent:
@@ -128,9 +146,15 @@ class OmaAcpAgent:
 
     # -- lifecycle ------------------------------------------------------------------
 
-    def _key_variables(self) -> list[str]:
-        names = {_key_variable(c) for c in self._configs if c.backend is None and not c.api_key}
-        return sorted(names)
+    def _auth_methods(self) -> dict[str, AuthMethod]:
+        """Every LLM agent's auth methods, by id (an agent with ``apiKey`` needs none)."""
+        methods = {
+            method.id: method
+            for config in self._configs
+            if config.backend is None and not config.api_key
+            for method in _auth_methods(config)
+        }
+        return dict(sorted(methods.items()))
 
     async def initialize(
         self,
@@ -140,16 +164,7 @@ class OmaAcpAgent:
         **_: Any,
     ) -> InitializeResponse:
         self._client_capabilities = client_capabilities or ClientCapabilities()
-        methods = [
-            EnvVarAuthMethod(
-                type="env_var",
-                id=f"env:{name}",
-                name=name,
-                description=f"oma-host reads the provider key from ${name}",
-                vars=[AuthEnvVar(name=name, secret=True)],
-            )
-            for name in self._key_variables()
-        ]
+        methods = [_wire_method(method) for method in self._auth_methods().values()]
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -165,14 +180,16 @@ class OmaAcpAgent:
         )
 
     async def authenticate(self, method_id: str, **_: Any) -> None:
-        """Succeeds when the method's variable holds a key; the key is
-        read from the environment the editor started oma-host with."""
-        name = method_id.removeprefix("env:")
-        if name not in self._key_variables():
+        """Succeeds when the method's variables are set; they are read from
+        the environment the editor started oma-host with."""
+        method = self._auth_methods().get(method_id)
+        if method is None:
             raise RequestError.invalid_params({"message": f"unknown auth method {method_id!r}"})
-        if not os.environ.get(name):
+        missing = method.missing(os.environ)
+        if missing:
+            names = " and ".join(missing)
             raise RequestError.auth_required(
-                {"message": f"set {name} in the environment the editor starts oma-host with"}
+                {"message": f"set {names} in the environment the editor starts oma-host with"}
             )
 
     # -- sessions ---------------------------------------------------------------------

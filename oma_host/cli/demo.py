@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from oma_host.cli.client import HostClient, RpcError, host_argv
+from oma_host.core.provider_facts import TEST_PROVIDER_VARIABLE, default_providers, facts_of
 from oma_host.testing.simulator import Simulator
 
 # A tiny external "agent": reads the prompt on stdin and answers in three
@@ -112,7 +112,8 @@ async def _llm_section(
 
 async def _demo(argv: Sequence[str], live: LiveProvider | None) -> int:
     out = _Transcript()
-    client = await HostClient.spawn(argv)
+    # The host offers the in-process test provider too, as a host for a demo should.
+    client = await HostClient.spawn(argv, env={TEST_PROVIDER_VARIABLE: "1"})
 
     def show_progress(message: dict[str, Any]) -> None:
         value = message["params"]["value"]
@@ -126,6 +127,7 @@ async def _demo(argv: Sequence[str], live: LiveProvider | None) -> int:
     agent_caps = info["capabilities"]["agent"]
     out.line("←", f"{info['serverInfo']['name']} {info['serverInfo']['version']}")
     out.line("←", f"methods: {', '.join(agent_caps['methods'])}")
+    out.line("←", f"providers: {', '.join(agent_caps['providers'])}")
 
     out.heading("a process-backend agent streams its reply")
     with tempfile.TemporaryDirectory() as scratch:
@@ -191,21 +193,15 @@ class LiveProvider:
     model: str
 
 
-_LIVE_DEFAULTS = {
-    "anthropic": ("ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
-    "openai": ("OPENAI_API_KEY", "gpt-4o-mini"),
-}
-
-
 def live_provider(provider: str | None, model: str | None) -> LiveProvider:
-    """The real provider ``--live`` uses: the one named, else the first whose
-    standard key variable is set."""
-    names = [provider] if provider else list(_LIVE_DEFAULTS)
-    for name in names:
-        variable, default_model = _LIVE_DEFAULTS[name]
-        if os.environ.get(variable):
-            return LiveProvider(name, model or default_model)
-    wanted = " or ".join(_LIVE_DEFAULTS[name][0] for name in names)
+    """The real provider ``--live`` uses: the one named, else the first of
+    :func:`~oma_host.core.provider_facts.default_providers` whose key is set,
+    on its default model unless ``model`` is given."""
+    candidates = [facts_of(provider)] if provider else default_providers()
+    for facts in candidates:
+        if facts.key_is_set() and (model or facts.default_model):
+            return LiveProvider(facts.name, model or facts.default_model or "")
+    wanted = " or ".join(name for facts in candidates for name in facts.key_variables)
     raise SystemExit(f"oma-host demo --live: set {wanted} first")
 
 

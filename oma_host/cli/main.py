@@ -7,6 +7,7 @@ import logging
 import sys
 
 from oma_host.core.collector import tune_for_serving
+from oma_host.core.provider_facts import default_providers
 from oma_host.core.subreaper import enable_subreaper
 from oma_host.server.app import DEFAULT_DRAIN_TIMEOUT_S, SessionOptions
 from oma_host.server.auth import TokenFileError
@@ -137,13 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="spawn a host as an editor would and show a readable transcript"
     )
     demo.add_argument("--host-command", nargs="+", help="argv of the host to spawn")
+    live = default_providers()
     demo.add_argument(
         "--live",
         action="store_true",
-        help="use the real provider instead of the simulator "
-        "(needs ANTHROPIC_API_KEY or OPENAI_API_KEY)",
+        help="use the real provider instead of the simulator (needs "
+        + " or ".join(name for facts in live for name in facts.key_variables)
+        + ")",
     )
-    demo.add_argument("--provider", choices=["anthropic", "openai"], help="with --live")
+    demo.add_argument("--provider", choices=[facts.name for facts in live], help="with --live")
     demo.add_argument("--model", help="with --live: the model to ask")
     console = commands.add_parser(
         "console", help="an interactive console: start a host and talk to it by short commands"

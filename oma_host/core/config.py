@@ -19,22 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from oma_host.core.errors import InvalidParamsError
+from oma_host.core.provider_facts import every_secret_variable
 from oma_host.core.redact import is_secret_name
 from oma_host.core.validation import describe_validation_error
-
-# Where a provider's key is read from when the config names no ``apiKeyEnv``.
-_STANDARD_KEYS = (
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "AZURE_OPENAI_API_KEY",  # Azure OpenAI: the api-key, or an Entra ID token
-    "AZURE_OPENAI_AD_TOKEN",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    # Bedrock: the secret only signs; the token and API key go in headers only.
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_BEARER_TOKEN_BEDROCK",
-)
 
 
 class _Model(BaseModel):
@@ -204,14 +191,15 @@ class AgentConfig(_Model):
     @cached_property
     def secrets(self) -> tuple[str, ...]:
         """The secret values a run of this agent can meet, computed once: its
-        key, wherever it comes from (``apiKey``, ``apiKeyEnv``, the provider's
-        standard variable), and, for an external backend, every secret-looking
-        variable of the environment it runs with."""
+        key, wherever it comes from (``apiKey``, ``apiKeyEnv``, else every
+        secret variable of every provider, :mod:`.provider_facts`), and, for
+        an external backend, every secret-looking variable of the environment
+        it runs with."""
         secrets: list[str] = []
         if self.api_key:
             secrets.append(self.api_key)
         if self.backend is None:
-            names = [self.api_key_env] if self.api_key_env else list(_STANDARD_KEYS)
+            names = (self.api_key_env,) if self.api_key_env else every_secret_variable()
             secrets.extend(os.environ[name] for name in names if os.environ.get(name))
         else:
             environment = self.backend.environment()

@@ -1,5 +1,6 @@
-"""The provider registry: provider name → adapter, imported on first use so a
-host that never calls a provider never imports its module."""
+"""The providers this host offers and their adapters, from the descriptors in
+:mod:`oma_host.core.provider_facts`; an adapter's module is imported on first
+use, so a host that never calls a provider never imports it."""
 
 from __future__ import annotations
 
@@ -7,42 +8,50 @@ import importlib
 from typing import TYPE_CHECKING
 
 from oma_host.core.errors import InvalidParamsError
+from oma_host.core.provider_facts import (
+    DEFAULT_PROVIDER,
+    ProviderFacts,
+    offered_providers,
+    provider_facts,
+)
 from oma_host.providers.base import LLMAdapter
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
 
-# name → "module:factory". The factory takes the AgentConfig and returns an adapter.
-_REGISTRY: dict[str, str] = {
-    "anthropic": "oma_host.providers.anthropic:AnthropicAdapter",
-    "azure": "oma_host.providers.azure:azure_adapter",
-    "bedrock": "oma_host.providers.bedrock:BedrockAdapter",
-    "gemini": "oma_host.providers.gemini:GeminiAdapter",
-    "openai": "oma_host.providers.openai_family:openai_adapter",
-    "test": "oma_host.testing.recording:shared_recording_adapter",
-}
-
-DEFAULT_PROVIDER = "anthropic"
+__all__ = ["DEFAULT_PROVIDER", "available_providers", "check_provider", "get_adapter"]
 
 
 def available_providers() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(facts.name for facts in offered_providers())
 
 
-def check_provider(name: str | None, where: str = "config.provider") -> str:
-    """The provider an agent will use; unknown names are InvalidParams."""
+def offered_facts(name: str | None, where: str = "config.provider") -> ProviderFacts:
+    """The descriptor of the provider an agent will use; a provider unknown
+    or not offered by this host is InvalidParams."""
     provider = name or DEFAULT_PROVIDER
-    if provider not in _REGISTRY:
+    facts = provider_facts(provider)
+    if facts is not None and not facts.offered():
+        raise InvalidParamsError(
+            f"{where}: provider {provider!r} is offered only when the host is started "
+            f"with {facts.offered_when}=1 in its environment"
+        )
+    if facts is None:
         known = ", ".join(available_providers())
         raise InvalidParamsError(
             f"{where}: provider {provider!r} is not available in this build (available: {known})"
         )
-    return provider
+    return facts
+
+
+def check_provider(name: str | None, where: str = "config.provider") -> str:
+    """The provider an agent will use; unknown names are InvalidParams."""
+    return offered_facts(name, where).name
 
 
 def get_adapter(config: AgentConfig) -> LLMAdapter:
     """The adapter for an LLM-backed agent's provider."""
-    module_name, factory_name = _REGISTRY[check_provider(config.provider)].split(":")
+    module_name, factory_name = offered_facts(config.provider).adapter.split(":")
     factory = getattr(importlib.import_module(module_name), factory_name)
     adapter: LLMAdapter = factory(config)
     return adapter

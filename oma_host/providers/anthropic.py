@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from oma_host.core.messages import ContentBlock, LLMMessage
+from oma_host.core.provider_facts import facts_of
 from oma_host.core.results import TokenUsage
 from oma_host.providers.base import (
     MALFORMED,
@@ -31,8 +32,7 @@ from oma_host.providers.base import (
     checked_messages,
     malformed_error,
     malformed_reply,
-    missing_key_error,
-    resolve_api_key,
+    required_key,
 )
 from oma_host.providers.http import open_response, request_json
 from oma_host.providers.sse import event_json, sse_batches
@@ -40,10 +40,10 @@ from oma_host.providers.sse import event_json, sse_batches
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig, ThinkingConfig
 
-DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 _NAME = "anthropic"
+_FACTS = facts_of(_NAME)
 EPHEMERAL = {"type": "ephemeral"}
 # budget_tokens for an effort on the models that take no adaptive thinking.
 EFFORT_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
@@ -234,6 +234,16 @@ def mark_cache_prefix(messages: list[dict[str, Any]]) -> None:
             return
 
 
+def base_url(config: AgentConfig) -> str:
+    """The agent's ``baseURL``, else Anthropic's, without a trailing slash."""
+    return (config.base_url or _FACTS.default_base_url or "").rstrip("/")
+
+
+def headers(config: AgentConfig) -> dict[str, str]:
+    """The key and API version every request carries (the messages and the model list)."""
+    return {"x-api-key": required_key(config, _FACTS), "anthropic-version": API_VERSION}
+
+
 class AnthropicAdapter:
     """See the module docstring."""
 
@@ -241,13 +251,10 @@ class AnthropicAdapter:
 
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
-        self._url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
+        self._url = base_url(config) + "/v1/messages"
 
     def _headers(self) -> dict[str, str]:
-        key = resolve_api_key(self._config, "ANTHROPIC_API_KEY")
-        if key is None:
-            raise missing_key_error(_NAME, self._config, "ANTHROPIC_API_KEY")
-        return {"x-api-key": key, "anthropic-version": API_VERSION}
+        return headers(self._config)
 
     def _body(
         self, messages: list[LLMMessage], options: ChatOptions, stream: bool
@@ -269,10 +276,7 @@ class AnthropicAdapter:
                 if caching
                 else options.system_prompt
             )
-        if options.temperature is not None:
-            body["temperature"] = options.temperature
-        if options.top_p is not None:
-            body["top_p"] = options.top_p
+        body.update(options.sampling())
         if options.tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}

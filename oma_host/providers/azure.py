@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from oma_host.core.provider_facts import facts_of
 from oma_host.providers.base import LLMAdapter, ProviderError, resolve_api_key
 from oma_host.providers.openai_family import adapter_for
 from oma_host.providers.openai_target import Api, OpenAITarget
@@ -23,9 +24,10 @@ from oma_host.providers.openai_target import Api, OpenAITarget
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
 
-ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
-KEY_ENV = "AZURE_OPENAI_API_KEY"
-TOKEN_ENV = "AZURE_OPENAI_AD_TOKEN"
+_FACTS = facts_of("azure")
+ENDPOINT_ENV = _FACTS.endpoint_variable or ""
+# The api-key's variable, then the Entra ID token's.
+KEY_ENV, TOKEN_ENV = _FACTS.key_variables
 _V1 = "/openai/v1"
 
 
@@ -52,7 +54,7 @@ def azure_target(config: AgentConfig) -> OpenAITarget:
                 f"or {ENDPOINT_ENV}",
                 kind="connection",
             )
-        key = resolve_api_key(config, KEY_ENV)
+        key = resolve_api_key(config, (KEY_ENV,))
         if key is not None:
             return {"api-key": key}
         token = None if config.api_key_env else os.environ.get(TOKEN_ENV)
@@ -67,7 +69,7 @@ def azure_target(config: AgentConfig) -> OpenAITarget:
 
     api: Api = config.api or "responses"
     base_url = v1_base_url(endpoint) if endpoint else ""
-    return OpenAITarget("azure", base_url, api, True, headers)
+    return OpenAITarget(_FACTS.name, base_url, api, True, headers)
 
 
 def azure_adapter(config: AgentConfig) -> LLMAdapter:

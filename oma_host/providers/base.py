@@ -15,7 +15,7 @@ entry points put the messages through the shape guard first
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
     from oma_host.core.messages import ContentBlock, LLMMessage
+    from oma_host.core.provider_facts import ProviderFacts
     from oma_host.core.results import TokenUsage
 
 
@@ -57,6 +58,16 @@ class ChatOptions:
     # The messages sent with these options have passed the shape guard already
     # (the agent loop's have), so the adapter does not check them again.
     guarded: bool = False
+
+    def sampling(self, top_p: str = "top_p") -> dict[str, float]:
+        """``temperature`` and ``top_p``, those that are set, under the wire's
+        names (Gemini and Bedrock call the second ``topP``)."""
+        fields: dict[str, float] = {}
+        if self.temperature is not None:
+            fields["temperature"] = self.temperature
+        if self.top_p is not None:
+            fields[top_p] = self.top_p
+        return fields
 
     @classmethod
     def from_config(cls, config: AgentConfig) -> ChatOptions:
@@ -143,22 +154,33 @@ def malformed_reply(provider: str) -> Iterator[None]:
         raise malformed_error(provider, error) from None
 
 
-def resolve_api_key(config: AgentConfig, standard_env: str) -> str | None:
-    """``apiKey``, else the variable named by ``apiKeyEnv``, else the
-    provider's standard variable."""
+def resolve_api_key(config: AgentConfig, variables: Sequence[str]) -> str | None:
+    """``apiKey``, else the variable named by ``apiKeyEnv``, else the first
+    of the provider's key ``variables`` that is set."""
     if config.api_key:
         return config.api_key
     if config.api_key_env:
         return os.environ.get(config.api_key_env) or None
-    return os.environ.get(standard_env) or None
+    return next((os.environ[name] for name in variables if os.environ.get(name)), None)
 
 
-def missing_key_error(provider: str, config: AgentConfig, standard_env: str) -> ProviderError:
+def missing_key_error(
+    provider: str, config: AgentConfig, variables: Sequence[str]
+) -> ProviderError:
     if config.api_key_env:
         where = f"the environment variable {config.api_key_env} (apiKeyEnv) is not set"
     else:
-        where = f"set apiKey, apiKeyEnv or {standard_env}"
+        where = f"set apiKey, apiKeyEnv or {' or '.join(variables)}"
     return ProviderError(f"{provider}: no API key: {where}", kind="auth")
+
+
+def required_key(config: AgentConfig, facts: ProviderFacts) -> str:
+    """The key :func:`resolve_api_key` finds from the provider's key
+    variables; none is a ProviderError of kind ``auth`` naming where to set it."""
+    key = resolve_api_key(config, facts.key_variables)
+    if key is None:
+        raise missing_key_error(facts.name, config, facts.key_variables)
+    return key
 
 
 class LLMAdapter(Protocol):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from urllib.parse import quote
 import httpx
 
 from oma_host.core.messages import ContentBlock, LLMMessage
+from oma_host.core.provider_facts import facts_of
 from oma_host.core.results import TokenUsage
 from oma_host.providers.base import (
     ChatOptions,
@@ -40,6 +40,8 @@ from oma_host.providers.base import (
     ProviderEvent,
     checked_messages,
     malformed_reply,
+    required_key,
+    resolve_api_key,
 )
 from oma_host.providers.http import open_response, parse_event_json, request_json
 
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 
 _NAME = "bedrock"
 SERVICE = "bedrock"  # the signing name of bedrock-runtime
-BEARER_ENV = "AWS_BEARER_TOKEN_BEDROCK"
+_FACTS = facts_of(_NAME)
 CACHE_POINT = {"cachePoint": {"type": "default"}}
 _IMAGE_FORMATS = {"png", "jpeg", "gif", "webp"}
 _DOCUMENT_FORMATS = {"pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"}
@@ -84,7 +86,7 @@ _EXCEPTION_STATUS = {
 
 
 def default_base_url(region: str) -> str:
-    return f"https://bedrock-runtime.{region}.amazonaws.com"
+    return (_FACTS.default_base_url or "").format(region=region)
 
 
 def _unsupported(where: str, what: str) -> ProviderError:
@@ -274,18 +276,11 @@ class BedrockAdapter:
         self._config = config
 
     def _bearer(self) -> str | None:
-        if self._config.api_key:
-            return self._config.api_key
+        """A Bedrock API key, if there is one (else requests are signed); an
+        ``apiKeyEnv`` that is not set fails rather than falling back."""
         if self._config.api_key_env:
-            token = os.environ.get(self._config.api_key_env)
-            if not token:
-                raise ProviderError(
-                    f"{_NAME}: no API key: the environment variable "
-                    f"{self._config.api_key_env} (apiKeyEnv) is not set",
-                    kind="auth",
-                )
-            return token
-        return os.environ.get(BEARER_ENV) or None
+            return required_key(self._config, _FACTS)
+        return resolve_api_key(self._config, _FACTS.key_variables)
 
     def _request(
         self, model: str, body: dict[str, Any], stream: bool
@@ -327,10 +322,7 @@ class BedrockAdapter:
         inference: dict[str, Any] = {}
         if max_tokens is not None:
             inference["maxTokens"] = max_tokens
-        if options.temperature is not None:
-            inference["temperature"] = options.temperature
-        if options.top_p is not None:
-            inference["topP"] = options.top_p
+        inference.update(options.sampling("topP"))
         if inference:
             body["inferenceConfig"] = inference
         if options.tools:

@@ -26,6 +26,7 @@ from urllib.parse import quote
 import httpx
 
 from oma_host.core.messages import ContentBlock, LLMMessage
+from oma_host.core.provider_facts import facts_of
 from oma_host.core.results import TokenUsage
 from oma_host.providers.base import (
     MALFORMED,
@@ -36,8 +37,7 @@ from oma_host.providers.base import (
     checked_messages,
     malformed_error,
     malformed_reply,
-    missing_key_error,
-    resolve_api_key,
+    required_key,
 )
 from oma_host.providers.http import error_message, open_response, request_json
 from oma_host.providers.sse import event_json, sse_batches
@@ -46,10 +46,9 @@ if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig, ThinkingConfig
     from oma_host.providers.model_list import ModelInfo
 
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 API_VERSION = "v1beta"
-KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 _NAME = "gemini"
+_FACTS = facts_of(_NAME)
 # Ids made up for function calls Gemini gave none; they never go back.
 _LOCAL_ID = "gemini_call_"
 _STOP_REASONS = {"STOP": "end_turn", "MAX_TOKENS": "max_tokens"}
@@ -261,23 +260,15 @@ class GeminiAdapter:
 
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
-        self._base = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        self._base = (config.base_url or _FACTS.default_base_url or "").rstrip("/")
 
     def _url(self, model: str, stream: bool) -> str:
         method = "streamGenerateContent?alt=sse" if stream else "generateContent"
         name = quote(model.removeprefix("models/"), safe="")
         return f"{self._base}/{API_VERSION}/models/{name}:{method}"
 
-    def _key(self) -> str:
-        key = resolve_api_key(self._config, KEY_VARIABLES[0])
-        if key is None and not self._config.api_key_env:
-            key = resolve_api_key(self._config, KEY_VARIABLES[1])
-        if key is None:
-            raise missing_key_error(_NAME, self._config, " or ".join(KEY_VARIABLES))
-        return key
-
     def _headers(self) -> dict[str, str]:
-        return {"x-goog-api-key": self._key()}
+        return {"x-goog-api-key": required_key(self._config, _FACTS)}
 
     def _body(self, messages: list[LLMMessage], options: ChatOptions) -> dict[str, Any]:
         body: dict[str, Any] = {"contents": to_wire_contents(checked_messages(messages, options))}
@@ -296,10 +287,7 @@ class GeminiAdapter:
         generation: dict[str, Any] = {}
         if options.max_tokens is not None:
             generation["maxOutputTokens"] = options.max_tokens
-        if options.temperature is not None:
-            generation["temperature"] = options.temperature
-        if options.top_p is not None:
-            generation["topP"] = options.top_p
+        generation.update(options.sampling("topP"))
         if self._config.thinking is not None:
             generation["thinkingConfig"] = thinking_config(self._config.thinking, options.model)
         if generation:

@@ -1,11 +1,10 @@
 """A provider's model list, from its own list endpoint (``models/list``):
-Anthropic ``GET {baseURL}/v1/models`` (every page), OpenAI and compatible
-servers ``GET {baseURL}/models``, Azure ``GET .../openai/v1/models``. Keys
-and endpoints are found as an agent's are (``apiKeyEnv``, else the standard
-variables); a failure is a :class:`ProviderError` of the usual kinds.
-
-Each provider's lister is registered in :data:`LISTERS` by name, imported on
-first use.
+each provider's descriptor
+(:attr:`~oma_host.core.provider_facts.ProviderFacts.model_list`) names the
+endpoint and the lister here (or in the adapter's module) that reads it,
+imported on first use. Keys and endpoints are found as an agent's are
+(``apiKeyEnv``, else the provider's variables); a failure is a
+:class:`ProviderError` of the usual kinds.
 """
 
 from __future__ import annotations
@@ -17,17 +16,12 @@ from urllib.parse import quote
 
 from typing_extensions import TypedDict
 
-from oma_host.providers.base import (
-    ProviderError,
-    malformed_reply,
-    missing_key_error,
-    resolve_api_key,
-)
+from oma_host.core.provider_facts import PROVIDERS, provider_facts
+from oma_host.providers.base import ProviderError, malformed_reply
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
 
-_ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 # Anthropic pages its list; more pages than this is not a model list.
 _MAX_PAGES = 20
 
@@ -40,15 +34,6 @@ class ModelInfo(TypedDict):
 
 
 Lister = Callable[["AgentConfig"], Awaitable[list[ModelInfo]]]
-
-# provider name -> "module:function" taking the AgentConfig that says where
-# to ask (provider, baseURL, apiKeyEnv) and answering its models.
-LISTERS: dict[str, str] = {
-    "anthropic": "oma_host.providers.model_list:anthropic_models",
-    "openai": "oma_host.providers.model_list:openai_models",
-    "azure": "oma_host.providers.model_list:azure_models",
-    "gemini": "oma_host.providers.gemini:list_models",
-}
 
 
 async def fetch_json(url: str, headers: dict[str, str], provider: str) -> Any:
@@ -63,26 +48,23 @@ async def fetch_json(url: str, headers: dict[str, str], provider: str) -> Any:
 async def list_models(config: AgentConfig) -> list[ModelInfo]:
     """The models of ``config.provider`` (which the caller has checked)."""
     provider = config.provider or ""
-    spec = LISTERS.get(provider)
-    if spec is None:
+    facts = provider_facts(provider)
+    if facts is None or facts.model_list is None:
+        known = sorted(f.name for f in PROVIDERS if f.model_list is not None)
         raise ProviderError(
-            f"{provider}: this provider has no model list (models/list knows "
-            f"{', '.join(sorted(LISTERS))})",
+            f"{provider}: this provider has no model list (models/list knows {', '.join(known)})",
             kind="unsupported",
         )
-    module_name, function_name = spec.split(":")
+    module_name, function_name = facts.model_list.lister.split(":")
     lister: Lister = getattr(importlib.import_module(module_name), function_name)
     return await lister(config)
 
 
 async def anthropic_models(config: AgentConfig) -> list[ModelInfo]:
-    from oma_host.providers.anthropic import API_VERSION, DEFAULT_BASE_URL
+    from oma_host.providers import anthropic
 
-    key = resolve_api_key(config, _ANTHROPIC_KEY_ENV)
-    if key is None:
-        raise missing_key_error("anthropic", config, _ANTHROPIC_KEY_ENV)
-    headers = {"x-api-key": key, "anthropic-version": API_VERSION}
-    base = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/models?limit=1000"
+    headers = anthropic.headers(config)
+    base = anthropic.base_url(config) + "/v1/models?limit=1000"
     models: list[ModelInfo] = []
     url = base
     for _ in range(_MAX_PAGES):

@@ -35,7 +35,12 @@ from oma_host.providers.base import (
     malformed_reply,
 )
 from oma_host.providers.http import open_response, request_json
-from oma_host.providers.openai_target import OpenAITarget, details, openai_target, token_usage
+from oma_host.providers.openai_target import (
+    OpenAITarget,
+    openai_target,
+    tool_input,
+    usage_of,
+)
 from oma_host.providers.sse import event_json, sse_batches
 
 if TYPE_CHECKING:
@@ -146,16 +151,7 @@ def _signature_of(call: dict[str, Any]) -> str | None:
 def _tool_use(
     call_id: str, name: str, arguments: str, signature: str | None = None
 ) -> ContentBlock:
-    try:
-        parsed = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        raise ProviderError(
-            f"{_NAME}: the arguments of tool call {name!r} are not valid JSON", kind="malformed"
-        ) from None
-    if not isinstance(parsed, dict):
-        raise ProviderError(
-            f"{_NAME}: the arguments of tool call {name!r} are not a JSON object", kind="malformed"
-        )
+    parsed = tool_input(_NAME, name, arguments)
     block: ContentBlock = {"type": "tool_use", "id": call_id, "name": name, "input": parsed}
     if signature is not None:
         block["providerMetadata"] = {"google": {"thoughtSignature": signature}}
@@ -163,13 +159,7 @@ def _tool_use(
 
 
 def _usage(data: dict[str, Any] | None) -> TokenUsage:
-    data = data or {}
-    return token_usage(
-        data.get("prompt_tokens"),
-        data.get("completion_tokens"),
-        details(data, "prompt_tokens_details", "cached_tokens"),
-        details(data, "completion_tokens_details", "reasoning_tokens"),
-    )
+    return usage_of(data, "prompt_tokens", "completion_tokens")
 
 
 class OpenAIAdapter:
@@ -199,10 +189,7 @@ class OpenAIAdapter:
             body[self._target.token_limit_field] = options.max_tokens
         if self._config.thinking is not None and self._config.thinking.effort is not None:
             body["reasoning_effort"] = self._config.thinking.effort  # no budget form here
-        if options.temperature is not None:
-            body["temperature"] = options.temperature
-        if options.top_p is not None:
-            body["top_p"] = options.top_p
+        body.update(options.sampling())
         if options.tools:
             body["tools"] = [
                 {

@@ -45,7 +45,7 @@ from oma_host.providers.base import (
 )
 from oma_host.providers.http import open_response, request_json
 from oma_host.providers.openai import ERROR_PREFIX
-from oma_host.providers.openai_target import OpenAITarget, details, token_usage
+from oma_host.providers.openai_target import OpenAITarget, tool_input, usage_of
 from oma_host.providers.sse import event_json, sse_batches
 
 if TYPE_CHECKING:
@@ -185,17 +185,7 @@ def to_input_items(messages: list[LLMMessage], provider: str = "openai") -> list
 def _tool_use(item: dict[str, Any], provider: str) -> ContentBlock:
     arguments = item.get("arguments") or ""
     name = item["name"]
-    try:
-        parsed = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        raise ProviderError(
-            f"{provider}: the arguments of tool call {name!r} are not valid JSON", kind="malformed"
-        ) from None
-    if not isinstance(parsed, dict):
-        raise ProviderError(
-            f"{provider}: the arguments of tool call {name!r} are not a JSON object",
-            kind="malformed",
-        )
+    parsed = tool_input(provider, name, arguments)
     block: ContentBlock = {"type": "tool_use", "id": item["call_id"], "name": name, "input": parsed}
     if isinstance(item.get("id"), str):
         block["providerMetadata"] = {"openai": {"itemId": item["id"]}}
@@ -234,13 +224,7 @@ def from_output_item(item: dict[str, Any], provider: str) -> list[ContentBlock]:
 
 
 def _usage(data: dict[str, Any] | None) -> TokenUsage:
-    data = data or {}
-    return token_usage(
-        data.get("input_tokens"),
-        data.get("output_tokens"),
-        details(data, "input_tokens_details", "cached_tokens"),
-        details(data, "output_tokens_details", "reasoning_tokens"),
-    )
+    return usage_of(data, "input_tokens", "output_tokens")
 
 
 def _stop_reason(response: dict[str, Any], content: list[ContentBlock]) -> str:
@@ -278,10 +262,7 @@ class ResponsesAdapter:
             body["instructions"] = options.system_prompt
         if options.max_tokens is not None:
             body["max_output_tokens"] = options.max_tokens
-        if options.temperature is not None:
-            body["temperature"] = options.temperature
-        if options.top_p is not None:
-            body["top_p"] = options.top_p
+        body.update(options.sampling())
         if options.tools:
             body["tools"] = [
                 {

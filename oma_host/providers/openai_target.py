@@ -2,7 +2,7 @@
 its requests, which of the two APIs it speaks, and how it authenticates.
 
 - **openai**: ``baseURL`` (default ``https://api.openai.com/v1``), a bearer
-  key from ``apiKey`` / ``apiKeyEnv`` / ``OPENAI_API_KEY`` (none needed for a
+  key from ``apiKey`` / ``apiKeyEnv`` / the descriptor's variable (none needed for a
   ``baseURL`` of a local compatible server). ``api`` defaults to
   ``"responses"`` for api.openai.com and to ``"chat"`` for every other base
   URL (the compatible servers: vLLM, llama.cpp, Ollama, OpenRouter...).
@@ -17,20 +17,21 @@ models refuse ``max_tokens``), while the compatible servers still read
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from oma_host.providers.base import missing_key_error, resolve_api_key
+from oma_host.core.provider_facts import facts_of
+from oma_host.providers.base import ProviderError, missing_key_error, resolve_api_key
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
     from oma_host.core.results import TokenUsage
 
 Api = Literal["chat", "responses"]
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-OPENAI_KEY_ENV = "OPENAI_API_KEY"
+_OPENAI = facts_of("openai")
 
 
 @dataclass(frozen=True)
@@ -58,19 +59,36 @@ def is_openai_host(base_url: str) -> bool:
 
 def openai_target(config: AgentConfig) -> OpenAITarget:
     """The target of a ``provider: "openai"`` agent."""
-    base_url = (config.base_url or OPENAI_BASE_URL).rstrip("/")
+    base_url = (config.base_url or _OPENAI.default_base_url or "").rstrip("/")
     official = is_openai_host(base_url)
 
     def headers() -> dict[str, str]:
-        key = resolve_api_key(config, OPENAI_KEY_ENV)
+        key = resolve_api_key(config, _OPENAI.key_variables)
         if key is None:
             if config.base_url and not official:  # local compatible servers need none
                 return {}
-            raise missing_key_error("openai", config, OPENAI_KEY_ENV)
+            raise missing_key_error(_OPENAI.name, config, _OPENAI.key_variables)
         return {"authorization": f"Bearer {key}"}
 
     api: Api = config.api or ("responses" if official else "chat")
-    return OpenAITarget("openai", base_url, api, official, headers)
+    return OpenAITarget(_OPENAI.name, base_url, api, official, headers)
+
+
+def tool_input(provider: str, name: str, arguments: str) -> dict[str, Any]:
+    """A tool call's ``arguments`` (JSON text, empty for none) as its input
+    object; text that is not a JSON object is a ``malformed`` ProviderError."""
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        raise ProviderError(
+            f"{provider}: the arguments of tool call {name!r} are not valid JSON", kind="malformed"
+        ) from None
+    if not isinstance(parsed, dict):
+        raise ProviderError(
+            f"{provider}: the arguments of tool call {name!r} are not a JSON object",
+            kind="malformed",
+        )
+    return parsed
 
 
 def token_usage(
@@ -90,6 +108,20 @@ def token_usage(
     if reasoning := int(reasoning_tokens or 0):
         usage["reasoning_tokens"] = reasoning
     return usage
+
+
+def usage_of(data: dict[str, Any] | None, input_field: str, output_field: str) -> TokenUsage:
+    """A reply's ``usage`` as TokenUsage. Chat Completions calls its counts
+    ``prompt_tokens`` and ``completion_tokens``, Responses ``input_tokens``
+    and ``output_tokens``; each count's ``*_details`` holds the cached and the
+    reasoning tokens."""
+    data = data or {}
+    return token_usage(
+        data.get(input_field),
+        data.get(output_field),
+        details(data, f"{input_field}_details", "cached_tokens"),
+        details(data, f"{output_field}_details", "reasoning_tokens"),
+    )
 
 
 def details(usage: dict[str, Any], field: str, count: str) -> Any:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from oma_host.core.provider_facts import AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+
 ALGORITHM = "AWS4-HMAC-SHA256"
 
 
@@ -63,6 +65,10 @@ def signing_key(secret_key: str, date: str, region: str, service: str) -> bytes:
     return key
 
 
+def credential_scope(amz_date: str, region: str, service: str) -> str:
+    return f"{amz_date[:8]}/{region}/{service}/aws4_request"
+
+
 def signature(
     credentials: Credentials,
     method: str,
@@ -88,7 +94,7 @@ def signature(
             _sha256(body),
         ]
     )
-    scope = f"{amz_date[:8]}/{region}/{service}/aws4_request"
+    scope = credential_scope(amz_date, region, service)
     to_sign = f"{ALGORITHM}\n{amz_date}\n{scope}\n{_sha256(canonical.encode())}"
     key = signing_key(credentials.secret_key, amz_date[:8], region, service)
     return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest(), ";".join(names)
@@ -127,7 +133,7 @@ def sign_request(
     value, names = signature(
         credentials, method, url, signed, body, region=region, service=service, amz_date=amz_date
     )
-    scope = f"{amz_date[:8]}/{region}/{service}/aws4_request"
+    scope = credential_scope(amz_date, region, service)
     signed["authorization"] = (
         f"{ALGORITHM} Credential={credentials.access_key}/{scope}, "
         f"SignedHeaders={names}, Signature={value}"
@@ -166,10 +172,10 @@ def _profile(profile: str) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def resolve_credentials() -> Credentials:
-    access = os.environ.get("AWS_ACCESS_KEY_ID")
-    secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
+    access = os.environ.get(AWS_ACCESS_KEY_ID)
+    secret = os.environ.get(AWS_SECRET_ACCESS_KEY)
     if access and secret:
-        return Credentials(access, secret, os.environ.get("AWS_SESSION_TOKEN") or None)
+        return Credentials(access, secret, os.environ.get(AWS_SESSION_TOKEN) or None)
     profile = os.environ.get("AWS_PROFILE") or "default"
     credentials_section, config_section = _profile(profile)
     for section in (credentials_section, config_section):
@@ -193,7 +199,7 @@ def resolve_credentials() -> Credentials:
         else ""
     )
     raise CredentialsError(
-        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give "
+        f"no AWS credentials: set {AWS_ACCESS_KEY_ID} and {AWS_SECRET_ACCESS_KEY}, or give "
         f"profile {profile!r} aws_access_key_id and aws_secret_access_key in "
         f"{credentials_file} or {config_file}{hint}"
     )

@@ -8,6 +8,8 @@
 -- test and "N passed, N failed"; exits non-zero on any failure.
 
 local root = vim.env.OMA_REPO_ROOT or vim.fn.getcwd()
+-- The hosts the plugin starts inherit this: they offer the in-process test provider.
+vim.env.OMA_HOST_TEST_PROVIDER = '1'
 vim.opt.runtimepath:prepend(root .. '/editors/nvim')
 vim.cmd('runtime! plugin/oma.lua')
 

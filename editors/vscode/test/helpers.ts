@@ -37,6 +37,9 @@ export interface Host {
   close(): Promise<number | null>;
 }
 
+// Every host these tests start inherits it: they offer the in-process test provider.
+process.env.OMA_HOST_TEST_PROVIDER = '1';
+
 function hostCommand(): [string, string[]] {
   const words = (process.env.OMA_HOST_COMMAND ?? '').split(/\s+/).filter(Boolean);
   if (words.length > 0) {

@@ -5,10 +5,11 @@ serves them over streamable HTTP on 127.0.0.1:PORT at ``/mcp``;
 ``crash-at-start`` writes to stderr (a secret from its environment among it)
 and exits before the handshake. In every mode ``die`` ends the process in the
 middle of a call, and ``fail`` raises, which the SDK answers as an error result.
-``big`` answers with a text of the size asked, ``hang`` never answers, and ``garble`` writes a line that is not JSON on the
-protocol's stdout and never answers. ``move`` renames a file in the server's working directory: its paths are in
-fields the host cannot know the meaning of (and ``path`` is a decoy), as an
-MCP server's often are.
+``big`` answers with a text of the size asked, ``hang`` never answers, and
+``garble`` writes a line that is not JSON on the protocol's stdout and never
+answers. ``move`` renames a file in the server's working directory: its paths
+are in fields the host cannot know the meaning of (and ``path`` is a decoy), as
+an MCP server's often are.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import os
 import sys
 
 import anyio
-
 from mcp.server.mcpserver import MCPServer
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"

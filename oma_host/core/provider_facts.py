@@ -1,0 +1,229 @@
+"""What the host knows about each provider, declared once: one
+:class:`ProviderFacts` per provider (its key variables, the secrets it can
+read, its default model, its adapter, its model list, the ACP auth methods it
+implies, its models' context windows and prices), read by everything that
+needs one of those facts: redaction (``AgentConfig.secrets``), the adapters
+themselves, ``models/list``, both doors, ``oma-host demo`` and the generated
+table in ``docs/providers.md``.
+
+A leaf of the core, dependency-free (frozen dataclasses, no pydantic, nothing
+of ``oma_host.providers``): the JSON-RPC door imports it to answer
+``initialize``, and the core's redaction reads it. Adapters and listers are
+named as ``"module:function"`` strings so that reading a fact never imports a
+provider's module.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+# The variable that offers the in-process ``test`` provider when set to "1".
+TEST_PROVIDER_VARIABLE = "OMA_HOST_TEST_PROVIDER"
+
+# AWS's credential variables, as every AWS SDK reads them (providers/sigv4.py).
+AWS_ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
+AWS_SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
+AWS_SESSION_TOKEN = "AWS_SESSION_TOKEN"
+
+
+@dataclass(frozen=True)
+class ModelList:
+    """Where ``models/list`` asks: ``lister`` is ``"module:function"`` (an async
+    function of the AgentConfig), ``endpoint`` the request, for the docs."""
+
+    lister: str
+    endpoint: str
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """One model's context window and prices (US dollars per million tokens);
+    None where nobody has said."""
+
+    id: str
+    context_window: int | None = None
+    input_price: float | None = None
+    output_price: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelTable:
+    """Where a provider's models' context windows and prices come from:
+    ``source`` says where (a page of the vendor's), ``models`` are the ones
+    known. Empty until a model table is filled in."""
+
+    source: str | None = None
+    models: tuple[ModelFacts, ...] = ()
+
+
+@dataclass(frozen=True)
+class AuthMethod:
+    """One ACP ``env_var`` auth method: ``required`` variables must all be set
+    for ``authenticate`` to succeed; ``optional`` ones are read when set. All
+    are secrets but the ``public`` ones (a key's id, not the key)."""
+
+    required: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    public: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return "env:" + "+".join(self.required)
+
+    def missing(self, environ: Mapping[str, str]) -> list[str]:
+        """The required variables ``environ`` leaves unset or empty."""
+        return [name for name in self.required if not environ.get(name)]
+
+
+@dataclass(frozen=True)
+class ProviderFacts:
+    """One provider. ``key_variables`` hold the key (what ``apiKey`` or
+    ``apiKeyEnv`` replace), in the order the adapter reads them;
+    ``other_secrets`` are the other secret variables it can read (a signing
+    secret, a session token), so :attr:`secret_variables` is every secret the
+    provider can meet. ``auth`` defaults to one ACP method per key variable."""
+
+    name: str
+    title: str
+    wire: str  # the wire format, for the docs
+    adapter: str  # "module:factory", the factory taking the AgentConfig
+    # Where requests go without a ``baseURL`` (Bedrock's has a ``{region}``),
+    # and the variable that names the endpoint where there is no default.
+    default_base_url: str | None = None
+    endpoint_variable: str | None = None
+    key_variables: tuple[str, ...] = ()
+    other_secrets: tuple[str, ...] = ()
+    # None: no model is right for every account (Azure deployments, Bedrock ids).
+    default_model: str | None = None
+    model_list: ModelList | None = None
+    auth: tuple[AuthMethod, ...] | None = None
+    models: ModelTable = field(default_factory=ModelTable)
+    # A variable that must be "1" for the provider to be offered at all.
+    offered_when: str | None = None
+
+    @property
+    def secret_variables(self) -> tuple[str, ...]:
+        return self.key_variables + self.other_secrets
+
+    @property
+    def auth_methods(self) -> tuple[AuthMethod, ...]:
+        if self.auth is not None:
+            return self.auth
+        return tuple(AuthMethod((name,)) for name in self.key_variables)
+
+    def offered(self) -> bool:
+        """Whether this host offers the provider (read when asked, so a test
+        that sets the variable in its own process is seen)."""
+        return self.offered_when is None or os.environ.get(self.offered_when) == "1"
+
+    def key_is_set(self) -> bool:
+        return any(os.environ.get(name) for name in self.key_variables)
+
+
+_MODEL_LIST = "oma_host.providers.model_list"
+
+# In the order the ACP door's default agent and ``oma-host demo --live`` try
+# them: the first whose key is set and that has a default model.
+PROVIDERS: tuple[ProviderFacts, ...] = (
+    ProviderFacts(
+        name="anthropic",
+        title="Anthropic",
+        wire="Messages (`POST /v1/messages`, SSE)",
+        adapter="oma_host.providers.anthropic:AnthropicAdapter",
+        default_base_url="https://api.anthropic.com",
+        key_variables=("ANTHROPIC_API_KEY",),
+        default_model="claude-sonnet-4-5",
+        model_list=ModelList(f"{_MODEL_LIST}:anthropic_models", "`GET {baseURL}/v1/models`"),
+    ),
+    ProviderFacts(
+        name="openai",
+        title="OpenAI (and compatible servers)",
+        wire="Responses on api.openai.com, Chat Completions elsewhere (SSE)",
+        adapter="oma_host.providers.openai_family:openai_adapter",
+        default_base_url="https://api.openai.com/v1",
+        key_variables=("OPENAI_API_KEY",),
+        default_model="gpt-4o-mini",
+        model_list=ModelList(f"{_MODEL_LIST}:openai_models", "`GET {baseURL}/models`"),
+    ),
+    ProviderFacts(
+        name="gemini",
+        title="Google Gemini",
+        wire="`generateContent`, `streamGenerateContent?alt=sse`",
+        adapter="oma_host.providers.gemini:GeminiAdapter",
+        default_base_url="https://generativelanguage.googleapis.com",
+        key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        default_model="gemini-2.5-flash",
+        model_list=ModelList(
+            "oma_host.providers.gemini:list_models", "`GET {baseURL}/v1beta/models`"
+        ),
+    ),
+    ProviderFacts(
+        name="azure",
+        title="Azure OpenAI (v1 API)",
+        wire='Responses, or Chat Completions with `api: "chat"` (SSE)',
+        adapter="oma_host.providers.azure:azure_adapter",
+        endpoint_variable="AZURE_OPENAI_ENDPOINT",
+        # The api-key first; without one, a Microsoft Entra ID token as a bearer token.
+        key_variables=("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"),
+        model_list=ModelList(f"{_MODEL_LIST}:azure_models", "`GET .../openai/v1/models`"),
+    ),
+    ProviderFacts(
+        name="bedrock",
+        title="Amazon Bedrock",
+        wire="Converse, ConverseStream (binary event stream)",
+        adapter="oma_host.providers.bedrock:BedrockAdapter",
+        default_base_url="https://bedrock-runtime.{region}.amazonaws.com",
+        # A Bedrock API key (a bearer token); without one, requests are signed
+        # with the AWS credentials (the access key id is not a secret).
+        key_variables=("AWS_BEARER_TOKEN_BEDROCK",),
+        other_secrets=(AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN),
+        # Either credential works: the API key, or the key pair (and a
+        # session token with temporary credentials). A profile in ~/.aws is
+        # not an environment variable; authenticate cannot see it.
+        auth=(
+            AuthMethod(("AWS_BEARER_TOKEN_BEDROCK",)),
+            AuthMethod(
+                (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY),
+                optional=(AWS_SESSION_TOKEN,),
+                public=(AWS_ACCESS_KEY_ID,),
+            ),
+        ),
+    ),
+    ProviderFacts(
+        name="test",
+        title="in-process test provider",
+        wire="none: it echoes the request (models `echo`, `slow-echo`, `fail`)",
+        adapter="oma_host.testing.recording:shared_recording_adapter",
+        default_model="echo",
+        offered_when=TEST_PROVIDER_VARIABLE,
+    ),
+)
+
+DEFAULT_PROVIDER = "anthropic"
+_BY_NAME = {facts.name: facts for facts in PROVIDERS}
+
+
+def provider_facts(name: str) -> ProviderFacts | None:
+    """The provider called ``name``, offered or not."""
+    return _BY_NAME.get(name)
+
+
+def facts_of(name: str) -> ProviderFacts:
+    """The facts of a provider the code names itself (a KeyError is a bug)."""
+    return _BY_NAME[name]
+
+
+def offered_providers() -> list[ProviderFacts]:
+    return [facts for facts in PROVIDERS if facts.offered()]
+
+
+def every_secret_variable() -> tuple[str, ...]:
+    """Every provider's secret variables, in declaration order, once each."""
+    return tuple(dict.fromkeys(name for facts in PROVIDERS for name in facts.secret_variables))
+
+
+def default_providers() -> list[ProviderFacts]:
+    """The providers a default agent can use: offered, keyed, with a default model."""
+    return [f for f in offered_providers() if f.key_variables and f.default_model]

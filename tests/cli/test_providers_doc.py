@@ -1,0 +1,24 @@
+"""``docs/providers.md``: its provider table is what the descriptors
+(``core/provider_facts.py``) generate."""
+
+from __future__ import annotations
+
+from oma_host.cli.providers_doc import PROVIDERS_DOC, table, with_table
+from oma_host.core.provider_facts import PROVIDERS
+
+
+def test_the_provider_table_is_what_the_descriptors_generate() -> None:
+    document = PROVIDERS_DOC.read_text(encoding="utf-8")
+    assert with_table(document) == document, (
+        "docs/providers.md is stale: run `python3 -m oma_host.cli.providers_doc`"
+    )
+
+
+def test_the_table_has_one_row_per_provider_and_notices_a_change() -> None:
+    rows = [line for line in table().splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == [facts.name for facts in PROVIDERS]
+    # A document whose table is out of date gets the generated one back.
+    document = PROVIDERS_DOC.read_text(encoding="utf-8")
+    stale = document.replace(table(), "| an old table |\n")
+    assert stale != document
+    assert with_table(stale) == document

@@ -1,0 +1,76 @@
+"""Every secret variable any provider's descriptor declares is redacted from
+everything a host writes: with them all in the host's environment, a model
+reply that echoes them (the provider simulator's) leaves none in the run's
+result, its streamed events, the DEBUG log or the SQLite store. The variables
+come from the descriptors (``core/provider_facts.py``), so a provider added
+there is covered here."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from pathlib import Path
+
+from oma_host.cli.client import HostClient, host_argv
+from oma_host.core.provider_facts import PROVIDERS
+from oma_host.orchestration.store import DB_NAME
+from oma_host.testing.simulator import Reply, Simulator
+
+# (provider, variable) for every secret of every descriptor.
+SECRET_VARIABLES = [(f.name, name) for f in PROVIDERS for name in f.secret_variables]
+
+
+def _fake_values() -> dict[str, str]:
+    """A distinctive value per variable, shaped like no credential pattern, so
+    only the agent's own secrets can take it out."""
+    return {
+        name: f"oma{index}fake{secrets.token_hex(12)}"
+        for index, (_, name) in enumerate(SECRET_VARIABLES)
+    }
+
+
+def test_the_descriptors_declare_the_secrets_the_providers_read() -> None:
+    assert len(SECRET_VARIABLES) >= 9  # five keyed providers, Bedrock's signing secrets
+    assert ("bedrock", "AWS_SECRET_ACCESS_KEY") in SECRET_VARIABLES
+    assert ("bedrock", "AWS_ACCESS_KEY_ID") not in SECRET_VARIABLES  # it names a key, no more
+
+
+async def test_no_providers_secret_variable_reaches_what_the_host_writes(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    values = _fake_values()
+    sim.script(Reply.text("keys: " + " ".join(values.values()), chunk_size=7))
+    state = tmp_path / "state"
+    client = await HostClient.spawn(
+        host_argv("--log-level", "DEBUG", "--state-dir", str(state)), env=values
+    )
+    await client.initialize()
+    # Its key is the fake ANTHROPIC_API_KEY; a stored session, so the turn
+    # is written to the SQLite store.
+    config = {"name": "echo", "provider": "anthropic", "model": "m", "baseURL": sim.base_url}
+    created = await client.request("agent/create", {"config": config, "sessionId": "keys"})
+    result = await client.request(
+        "agent/prompt", {"agentId": created["agentId"], "input": "go", "partialResultToken": "t"}
+    )
+    assert await client.close() == 0
+    assert result["success"], result
+    database = sqlite3.connect(state / DB_NAME)
+    stored = "\n".join(database.iterdump())
+    database.close()
+    assert "keys: [redacted]" in stored  # the session's history is there
+    assert client.progress("t")  # and the reply streamed
+    written = {
+        "the result": json.dumps(result),
+        "the streamed events": json.dumps(client.notifications),
+        "the DEBUG log": await client.stderr_text(),
+        "the store": stored,
+    }
+    leaked = [
+        f"{provider}'s {name} in {where}"
+        for provider, name in SECRET_VARIABLES
+        for where, text in written.items()
+        if values[name] in text
+    ]
+    assert not leaked
+    assert result["output"].count("[redacted]") == len(values)  # the reply echoed every one
