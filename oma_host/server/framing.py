@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from oma_host.core.errors import ErrorCode
+
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _ID_SCAN_BYTES = 65536
 _DISCARD_CHUNK = 1 << 20
@@ -45,8 +47,9 @@ class Frame:
 
     message: Any = None
     error: str | None = None
-    # -32700 for unparseable JSON, -32600 for a frame that broke the framing rules.
-    error_code: int = -32700
+    # PARSE_ERROR for unparseable JSON, INVALID_REQUEST for a frame that broke
+    # the framing rules.
+    error_code: ErrorCode = ErrorCode.PARSE_ERROR
     recovered_id: int | str | None = None
     # An oversized frame that was a response to one of our requests: never answered.
     is_response: bool = False
@@ -126,7 +129,7 @@ def _oversized(what: str, size: int, limit: int, head: bytes, tail: bytes) -> Fr
     return Frame(
         error=f"the {what} is {size} bytes, over the limit of {limit} "
         "(--max-message-bytes); it was discarded",
-        error_code=-32600,
+        error_code=ErrorCode.INVALID_REQUEST,
         recovered_id=recovered,
         is_response=is_response,
     )
@@ -218,7 +221,7 @@ async def read_frames(
             return
         length, problem = headers
         if length is None:
-            yield Frame(error=problem or "a header block without Content-Length", error_code=-32700)
+            yield Frame(error=problem or "a header block without Content-Length")
             continue
         if length > max_message_bytes:
             head, tail = await _discard(reader, length)

@@ -19,7 +19,7 @@ from typing import (
 from typing_extensions import TypedDict
 
 from oma_host.core.messages import LLMMessage
-from oma_host.core.results import AgentRunResult, StreamEvent, TokenUsage
+from oma_host.core.results import AgentRunResult, ErrorInfo, StreamEvent, TokenUsage
 from oma_host.server.registry import ClientMethod, Notification
 
 # -- method results ---------------------------------------------------------------
@@ -80,7 +80,7 @@ class TeamResult(TypedDict):
     tokenUsage: TokenUsage
     identity: dict[Literal["runId"], str]
     plan: NotRequired[list[PlannedTask]]
-    errorInfo: NotRequired[dict[str, str]]
+    errorInfo: NotRequired[ErrorInfo]
 
 
 class EvaluationStats(TypedDict):
