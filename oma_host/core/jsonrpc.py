@@ -85,7 +85,10 @@ class JsonRpcPeer:
     def __init__(self, *, first_id: int = 0, id_prefix: str = "") -> None:
         self._ids = itertools.count(first_id)
         self._id_prefix = id_prefix
-        self._pending: dict[MsgId, asyncio.Future[Any]] = {}
+        # By id; None is the answer to a message whose id the other side
+        # could not read (a line that is not JSON), which only a peer that
+        # sends such lines on purpose (the CLI's console) awaits.
+        self._pending: dict[MsgId | None, asyncio.Future[Any]] = {}
         self._gathered: list[bytes] = []  # frames not written yet, in order
         self._gathered_bytes = 0
 
@@ -118,7 +121,7 @@ class JsonRpcPeer:
         pending requests; None when nothing awaits it (an id never sent, or a
         request whose waiter gave up)."""
         msg_id = message.get("id")
-        if not valid_id(msg_id):
+        if msg_id is not None and not valid_id(msg_id):  # unhashable, or a bool
             return None
         future = self._pending.pop(msg_id, None)
         if future is None or future.done():

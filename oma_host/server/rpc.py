@@ -6,10 +6,13 @@ integer id, a string method, object or array params) and answers a bad one
 itself, and finds where params or an answer hold a lone surrogate (which the
 session refuses); sends responses, errors and notifications (compact UTF-8
 JSON, framed by the session's framing, recorded by ``--trace``, none above
-``--max-message-bytes``; notifications sent together, such as the deltas of
-a stream read from one network chunk, leave in one write); and keeps the
-futures of the host's own requests to the client (hooks, permission,
-scoring), resolving each with the client's answer.
+``--max-message-bytes``); and sends the host's own requests to the client
+(hooks, permission, scoring). The ids and futures of those requests, the
+reading of the client's answers and the batched writes (notifications sent
+together, such as the deltas of a stream read from one network chunk,
+leave in one write) are the JSON-RPC peer core's,
+:class:`oma_host.core.jsonrpc.JsonRpcPeer`, which the ACP door, the ACP
+bridge and the CLI client share.
 
 Why not pygls: it would serve only the handlers' tasks and the futures of
 server-to-client requests (the ``request``/``_deliver`` pair here and the
