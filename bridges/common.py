@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass
 
 from oma_host.core.config import AcpBackend, AgentConfig, ProcessBackend
+from oma_host.core.errors import ErrorKind
 from oma_host.core.redact import Redactor
 from oma_host.core.results import AgentRunResult, RunRecorder
 
@@ -46,7 +47,9 @@ def could_not_start(who: str, reason: str) -> str:
     return f"could not start {who}: {reason}"
 
 
-def failed(recorder: RunRecorder, redactor: Redactor, kind: str, message: str) -> AgentRunResult:
+def failed(
+    recorder: RunRecorder, redactor: Redactor, kind: ErrorKind, message: str
+) -> AgentRunResult:
     """The failed run, its message (redacted) both status and output."""
     message = redactor.redact(message)
     return recorder.result("error", message, output=message, error_kind=kind)

@@ -78,14 +78,19 @@ from bridges.procgroup import (
     spawn_group,
     wait_for_exit,
 )
-from oma_host.core.backends import BackendRequestError, PermissionHandler, SessionLink
+from oma_host.core.backends import PermissionHandler, SessionLink
 from oma_host.core.config import AcpBackend, AgentConfig
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
-from oma_host.core.errors import InvalidParamsError
+from oma_host.core.errors import BackendRequestError, ErrorKind, InvalidParamsError
 from oma_host.core.events import McpFiltered, RunEvent, SessionRestarted
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
-from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.core.results import (
+    MAX_TOKENS_KIND,
+    MAX_TURN_REQUESTS_KIND,
+    AgentRunResult,
+    RunRecorder,
+)
 from oma_host.core.version import __version__
 from oma_host.llm.permissions import PermissionPolicy
 
@@ -109,7 +114,7 @@ def close_quietly(task: asyncio.Future[Any]) -> None:
 class _Fault(Exception):
     """Ends the run as a failure; ``fatal`` faults also discard the process."""
 
-    def __init__(self, kind: str, message: str, *, fatal: bool = True) -> None:
+    def __init__(self, kind: ErrorKind, message: str, *, fatal: bool = True) -> None:
         super().__init__(message)
         self.kind = kind
         self.fatal = fatal
@@ -576,7 +581,8 @@ def _result(stop_reason: str, recorder: RunRecorder) -> AgentRunResult:
         return recorder.result(
             "budget_exhausted",
             f"the ACP agent stopped the turn early (stopReason {stop_reason})",
-            error_kind=stop_reason,  # the agent's own reason, for a door to pass on
+            # The agent's own reason, for a door to pass on.
+            error_kind=MAX_TOKENS_KIND if stop_reason == "max_tokens" else MAX_TURN_REQUESTS_KIND,
         )
     if stop_reason == "refusal":
         message = "the ACP agent refused the prompt (stopReason refusal)"

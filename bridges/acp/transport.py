@@ -18,6 +18,11 @@ bridge directly. It is ours rather than the library's stdio transport because:
 - an update kind the library's schema does not know would be dropped by its
   validation, while oma-host streams it to the client.
 
+The ids, the futures of the pipe's requests and the reading of the agent's
+answers are the JSON-RPC peer core's (:mod:`oma_host.core.jsonrpc`), shared
+with both doors; the pipe keeps the line framing, the routing below and the
+library's ids.
+
 The library's ``Connection`` still serves what the agent asks of the client
 (``session/request_permission``, ``fs/*``, ``terminal/*``, extension methods)
 and sends ``session/cancel``. A request it sends itself still works: the pipe
@@ -30,13 +35,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import itertools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from acp import RequestError
+
+from oma_host.core.jsonrpc import JsonRpcPeer, valid_id
 
 LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line; images make lines long
 SHOWN_LINE = 200  # how much of a garbage line a failure message quotes
@@ -45,49 +51,26 @@ _UPDATE = "session/update"
 _UTF8 = json.JSONEncoder(ensure_ascii=False)
 
 
-def _new_future() -> asyncio.Future[Any]:
-    return asyncio.get_running_loop().create_future()
-
-
-@dataclass
+@dataclass(frozen=True)
 class PendingRequest:
     """One request of the bridge's awaiting the agent's answer.
 
     ``answer`` gets the result (or raises :class:`acp.RequestError` for an
     error answer, ConnectionError when the connection ends first). A run
-    awaits it directly, so cancelling the run cancels it; ``settled`` is
-    never handed to a waiter that may be cancelled, and completes when the
-    answer arrives all the same: it tells when an abandoned turn ended."""
+    awaits it directly, so cancelling the run cancels it. ``settled`` is the
+    same answer as the pipe receives it, behind an :func:`asyncio.shield`:
+    never cancelled with a waiter, it completes when the answer arrives all
+    the same, which tells when an abandoned turn ended."""
 
-    answer: asyncio.Future[Any] = field(default_factory=_new_future)
-    settled: asyncio.Future[None] = field(default_factory=_new_future)
+    settled: asyncio.Future[Any]
+    answer: asyncio.Future[Any]
 
-    def resolve(self, message: dict[str, Any]) -> None:
-        if not self.answer.done():
-            if "error" in message:  # read as the library's Connection reads it
-                error = message.get("error") or {}
-                if not isinstance(error, dict):  # where the library would fail outright
-                    error = {"message": f"a malformed error answer: {error!r}"[:200]}
-                self.answer.set_exception(
-                    RequestError(
-                        error.get("code", -32603), error.get("message", "Error"), error.get("data")
-                    )
-                )
-            else:
-                self.answer.set_result(message.get("result"))
-        self._settle()
-
-    def fail(self, error: BaseException) -> None:
-        if not self.answer.done():
-            self.answer.set_exception(error)
-        self._settle()
-
-    def _settle(self) -> None:
-        if not self.settled.done():
-            self.settled.set_result(None)
+    @classmethod
+    def on(cls, settled: asyncio.Future[Any]) -> PendingRequest:
+        return cls(settled, asyncio.shield(settled))
 
 
-class NdjsonPipe:
+class NdjsonPipe(JsonRpcPeer):
     """Newline-delimited JSON-RPC over an agent's stdin and stdout; ``fault``
     says why it stopped reading, when it was not the end of the stream.
 
@@ -101,12 +84,15 @@ class NdjsonPipe:
     ``Connection`` starts a task for each request it receives, and updates
     and answers must reach the bridge in arrival order with those tasks."""
 
+    peer = "the agent"
+    # As the library reads an answer: a missing result is null.
+    result_optional = True
+
     def __init__(self, on_update: Callable[[Any], None], line_limit: int = LINE_LIMIT) -> None:
+        super().__init__()
         self._stdin: asyncio.StreamWriter | None = None
         self._on_update = on_update
         self._line_limit = line_limit
-        self._ids = itertools.count()
-        self._pending: dict[Any, PendingRequest] = {}  # by wire id
         self._library_ids: dict[Any, Any] = {}  # wire id -> the library's id
         self._partial = bytearray()  # the start of a line still arriving
         self._backlog: collections.deque[dict[str, Any]] = collections.deque()
@@ -121,6 +107,9 @@ class NdjsonPipe:
 
     # -- out ------------------------------------------------------------------
 
+    def _error(self, code: int, message: str, data: Any) -> Exception:
+        return RequestError(code, message, data)
+
     def _write(self, message: dict[str, Any]) -> None:
         if self._stdin is None or self._stdin.is_closing():
             raise ConnectionError("the agent's stdin is closed")
@@ -128,12 +117,16 @@ class NdjsonPipe:
             line = _UTF8.encode(message).encode()
         except UnicodeEncodeError:  # a lone surrogate: send it \u-escaped
             line = json.dumps(message).encode()
-        self._stdin.write(line + b"\n")
+        self._write_now(line + b"\n")
+
+    def _send(self, data: bytes) -> None:
+        assert self._stdin is not None  # _write checked
+        self._stdin.write(data)
 
     async def send(self, message: dict[str, Any]) -> None:
         """Send one message (the library's ``Transport.send``)."""
         if "method" in message and "id" in message:  # a request: renumbered
-            wire_id = next(self._ids)
+            wire_id = self.next_id()
             self._write({**message, "id": wire_id})
             self._library_ids[wire_id] = message["id"]
         else:
@@ -143,15 +136,14 @@ class NdjsonPipe:
     def request(self, method: str, params: Any) -> PendingRequest:
         """Send a request now; its answer arrives in the returned record. A
         connection already closed fails it at once."""
-        request_id = next(self._ids)
-        pending = PendingRequest()
+        request_id = self.next_id()
+        settled = self._expect(request_id)
         try:
             self._write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         except ConnectionError as error:
-            pending.fail(error)
-            return pending
-        self._pending[request_id] = pending
-        return pending
+            self._forget(request_id)
+            settled.set_exception(error)
+        return PendingRequest.on(settled)
 
     async def drain(self) -> None:
         """Wait while the agent's stdin is full (returns at once otherwise);
@@ -222,12 +214,10 @@ class NdjsonPipe:
             asyncio.get_running_loop().call_soon(self._on_update, message.get("params"))
             return True
         if method is None and "id" in message:
-            request_id = message["id"]
-            if isinstance(request_id, int) and not isinstance(request_id, bool):
-                pending = self._pending.pop(request_id, None)
-                if pending is not None:
-                    pending.resolve(message)
-                    return True
+            future = self._answered(message)
+            if future is not None:
+                self._resolve(future, message)
+                return True
         return False
 
     def _stop(self, fault: str) -> None:
@@ -274,21 +264,14 @@ class NdjsonPipe:
         """Resolve an answer to one of the pipe's requests; an answer to one
         of the library's comes back under the library's id, for it. One to no
         request (a stale or invented id) is ignored, as the library ignores one."""
+        future = self._answered(message)
+        if future is not None:
+            self._resolve(future, message)
+            return None
         request_id = message["id"]
-        if not isinstance(request_id, int | float | str) or isinstance(request_id, bool):
-            return None
-        pending = self._pending.pop(request_id, None)
-        if pending is not None:
-            pending.resolve(message)
-            return None
-        if request_id in self._library_ids:
+        if valid_id(request_id) and request_id in self._library_ids:
             return {**message, "id": self._library_ids.pop(request_id)}
         return None
-
-    def _fail_pending(self, error: BaseException) -> None:
-        pending, self._pending = self._pending, {}
-        for request in pending.values():
-            request.fail(error)
 
     async def close(self) -> None:
         self._ended = True

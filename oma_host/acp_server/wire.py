@@ -13,9 +13,12 @@ each ``session/update`` was built as a pydantic model and dumped again. Here
 messages are written in the order they are made, with no task and no wait:
 notifications are gathered and written together once the event loop comes
 round (or sooner, when an answer or a request is written, which carries them
-with it), the way the JSON-RPC door sends its notifications. So every update
-of a turn is on the wire before the turn's answer, usually in the same write.
-The handlers decide what to validate and build (:mod:`.routes`).
+with it), by the JSON-RPC peer core both doors share
+(:mod:`oma_host.core.jsonrpc`, which also keeps the ids and futures of the
+door's requests and reads the editor's answers). So every update of a turn
+is on the wire before the turn's answer, usually in the same write. The
+handlers decide what to validate and build (:mod:`.routes`); this module
+keeps the line framing and the dispatch.
 
 What it keeps of the library's wire behaviour:
 
@@ -29,6 +32,9 @@ What it keeps of the library's wire behaviour:
   it is; a pydantic ``ValidationError`` is -32602 ``Invalid params`` with
   ``data: {errors}``; anything else is logged and answered -32603 ``Internal
   error`` (its text as ``data``, parsed when it is JSON);
+- an answer to one of the door's requests without ``result`` is a null
+  result (the TypeScript SDK leaves it out); an ``error`` without an
+  integer ``code`` is a -32603 saying the answer was malformed;
 - at the end of the input every request of the door awaiting the editor
   fails with ConnectionError, and the requests still running are cancelled;
 - the bytes: compact separators and ASCII escapes, as the library wrote them.
@@ -38,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -48,6 +53,7 @@ from acp import RequestError
 from pydantic import ValidationError
 
 from oma_host.core.collector import count_in_flight
+from oma_host.core.jsonrpc import JsonRpcPeer
 
 log = logging.getLogger(__name__)
 
@@ -59,27 +65,30 @@ SHOWN_LINE = 200  # how much of a line that is not JSON-RPC the log quotes
 # same bytes as the library's sender; ``default=str`` so an error's data that
 # has no JSON form is sent as text rather than breaking the connection.
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
-# Gathered notifications are written at once past this many bytes.
-_FLUSH_BYTES = 64 * 1024
 
 RequestHandler = Callable[[Any], Awaitable[Any]]
 """Takes a request's raw params, returns its result in JSON form (None is ``null``)."""
 NotificationHandler = Callable[[Any], Awaitable[None]]
 
 
-class AcpWire:
+class AcpWire(JsonRpcPeer):
     """One ACP connection on a stream pair; :meth:`serve` runs it to the end
-    of the input."""
+    of the input. The ids, futures, answer parsing and batched writes are
+    :class:`~oma_host.core.jsonrpc.JsonRpcPeer`'s."""
+
+    peer = "the editor"
+    # The TypeScript SDK leaves a void handler's null result out of its answer.
+    result_optional = True
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        super().__init__()  # the door's requests, numbered from 0 as the library did
         self._reader = reader
         self._writer = writer
-        self._ids = itertools.count()  # the door's requests, numbered from 0 as the library did
-        self._pending: dict[int, asyncio.Future[Any]] = {}
         self._running: set[asyncio.Task[None]] = set()
         self._closed = False
-        self._gathered: list[bytes] = []  # notifications not written yet, in order
-        self._gathered_bytes = 0
+
+    def _error(self, code: int, message: str, data: Any) -> Exception:
+        return RequestError(code, message, data)
 
     # -- out --------------------------------------------------------------------
 
@@ -88,30 +97,13 @@ class AcpWire:
             raise ConnectionError("Connection closed")
         return (_ENCODER.encode(message) + "\n").encode()
 
-    def _write(self, message: dict[str, Any]) -> None:
-        """Write a message now, after the notifications gathered before it."""
-        self._gathered.append(self._frame(message))
-        self._flush()
-
-    def _flush(self) -> None:
-        if not self._gathered:
-            return
-        gathered = self._gathered
-        data = gathered[0] if len(gathered) == 1 else b"".join(gathered)
-        self._gathered = []
-        self._gathered_bytes = 0
+    def _send(self, data: bytes) -> None:
         self._writer.write(data)
 
     def notify(self, method: str, params: Any) -> None:
         """Send a notification: written with the next message, or once the
         event loop comes round; ConnectionError once the editor has gone."""
-        frame = self._frame({"jsonrpc": "2.0", "method": method, "params": params})
-        self._gathered.append(frame)
-        self._gathered_bytes += len(frame)
-        if self._gathered_bytes >= _FLUSH_BYTES:
-            self._flush()
-        elif len(self._gathered) == 1:
-            asyncio.get_running_loop().call_soon(self._flush)
+        self._gather(self._frame({"jsonrpc": "2.0", "method": method, "params": params}))
 
     async def drain(self) -> None:
         """Wait while the editor is not reading what was written (returns at
@@ -123,15 +115,15 @@ class AcpWire:
     async def request(self, method: str, params: Any) -> Any:
         """Ask the editor; its result, or :class:`acp.RequestError` for an
         error answer, ConnectionError when the connection ends first."""
-        request_id = next(self._ids)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        self._pending[request_id] = future
+        request_id = self.next_id()
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        self._write_now(self._frame(message))
+        future = self._expect(request_id)
         try:
             await self.drain()
             return await future
         finally:
-            self._pending.pop(request_id, None)
+            self._forget(request_id)
 
     # -- in ---------------------------------------------------------------------
 
@@ -184,8 +176,8 @@ class AcpWire:
     ) -> None:
         method = message.get("method")
         if method is None:
-            if "id" in message:
-                self._resolve(message)
+            if "id" in message and (future := self._answered(message)) is not None:
+                self._resolve(future, message)
             return
         params = message.get("params")
         step: Awaitable[None]
@@ -221,7 +213,7 @@ class AcpWire:
             log.exception("request %s failed", method)
             reply["error"] = RequestError.internal_error(_details(error)).to_error_obj()
         with contextlib.suppress(ConnectionError):  # the editor is gone: nobody to answer
-            self._write(reply)
+            self._write_now(self._frame(reply))
 
     async def _notice(self, method: str, handler: NotificationHandler, params: Any) -> None:
         try:
@@ -229,35 +221,11 @@ class AcpWire:
         except Exception:
             log.exception("notification %s failed", method)
 
-    def _resolve(self, message: dict[str, Any]) -> None:
-        """An answer to one of the door's requests; one to no such request
-        (a stale or invented id) is ignored."""
-        request_id = message["id"]
-        if not isinstance(request_id, int) or isinstance(request_id, bool):
-            return
-        future = self._pending.pop(request_id, None)
-        if future is None or future.done():
-            return
-        if "error" in message:
-            error = message.get("error") or {}
-            if not isinstance(error, dict):
-                error = {"message": f"a malformed error answer: {error!r}"[:SHOWN_LINE]}
-            future.set_exception(
-                RequestError(
-                    error.get("code", -32603), error.get("message", "Error"), error.get("data")
-                )
-            )
-        else:
-            future.set_result(message.get("result"))
-
     async def _shut(self) -> None:
         """The end of the input: fail what awaits the editor, cancel what runs."""
-        self._flush()
+        self.flush()
         self._closed = True
-        pending, self._pending = self._pending, {}
-        for future in pending.values():
-            if not future.done():
-                future.set_exception(ConnectionError("Connection closed"))
+        self._fail_pending(ConnectionError("Connection closed"))
         running = list(self._running)
         for task in running:
             task.cancel()

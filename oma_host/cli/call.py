@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oma_host.cli.client import HostClient, RpcError, host_argv, unwrap
+from oma_host.core.errors import ErrorCode
 from oma_host.server.auth import TokenFileError
 
 EXIT_FAILED_RUN = 1
@@ -36,8 +37,6 @@ EXIT_INTERRUPTED = 130
 # The runs whose work-done reports are shown as a status line on a terminal.
 REPORTING_METHODS = frozenset({"agent/run", "agent/prompt", "oma/runAgent"})
 WORK_DONE_TOKEN = "call-work"
-# JSON-RPC's RequestCancelled: its ``data.partial`` is the run's result so far.
-REQUEST_CANCELLED = -32800
 
 
 class UsageError(Exception):
@@ -140,7 +139,8 @@ def _print_response(response: dict[str, Any]) -> int:
         result = unwrap(response)
     except RpcError as error:
         partial = error.data.get("partial") if isinstance(error.data, dict) else None
-        if error.code == REQUEST_CANCELLED and partial is not None:
+        # RequestCancelled: its ``data.partial`` is the run's result so far.
+        if error.code == ErrorCode.REQUEST_CANCELLED and partial is not None:
             _print_json(partial)
             return EXIT_INTERRUPTED
         _print_json(response["error"])

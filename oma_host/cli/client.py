@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import itertools
 import json
 import os
 import sys
@@ -20,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from oma_host.core.errors import ErrorCode
+from oma_host.core.jsonrpc import JsonRpcPeer, answer_failure
 from oma_host.server.auth import discover_token
 from oma_host.server.framing import encode_frame
 
@@ -106,8 +107,13 @@ def host_argv(*extra: str) -> list[str]:
 
 
 @dataclass
-class HostClient:
-    """Talks to one host: a spawned process (``spawn``) or a TCP one (``connect``)."""
+class HostClient(JsonRpcPeer):
+    """Talks to one host: a spawned process (``spawn``) or a TCP one
+    (``connect``). Its request ids and futures are the JSON-RPC peer core's
+    (:class:`~oma_host.core.jsonrpc.JsonRpcPeer`); a request's future gets
+    the host's whole answer, which :func:`unwrap` reads."""
+
+    peer = "the host"
 
     reader: asyncio.StreamReader
     send_bytes: Callable[[bytes], None]
@@ -119,8 +125,6 @@ class HostClient:
     received: list[dict[str, Any]] = field(default_factory=list)
     handlers: dict[str, ServerRequestHandler] = field(default_factory=dict)
     on_notification: Callable[[dict[str, Any]], None] | None = None
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _pending: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)
     _reader_task: asyncio.Task[None] | None = None
     _answering: set[asyncio.Future[None]] = field(default_factory=set)
     _connection: asyncio.StreamWriter | None = None
@@ -164,6 +168,15 @@ class HostClient:
         client.start()
         return client
 
+    def __post_init__(self) -> None:
+        JsonRpcPeer.__init__(self, first_id=1)
+
+    def _send(self, data: bytes) -> None:
+        self.send_bytes(data)
+
+    def _error(self, code: int, message: str, data: Any) -> Exception:
+        return RpcError(code, message, data)
+
     def start(self) -> None:
         """Start reading the host's messages."""
         self._reader_task = asyncio.ensure_future(self._read())
@@ -171,10 +184,7 @@ class HostClient:
     # -- sending ------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> None:
-        self.send_bytes(encode_frame(json.dumps(message).encode()))
-
-    def next_id(self) -> int:
-        return next(self._ids)
+        self._write_now(encode_frame(json.dumps(message).encode()))
 
     def start_request(
         self, method: str, params: Any = None, *, msg_id: Any = None
@@ -183,8 +193,7 @@ class HostClient:
         if self._reader_task is not None and self._reader_task.done():
             raise ConnectionError("the host has closed its output; it is no longer serving")
         msg_id = self.next_id() if msg_id is None else msg_id
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[msg_id] = future
+        future = self._expect(msg_id)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             message["params"] = params
@@ -202,7 +211,7 @@ class HostClient:
             return unwrap(await future)
         finally:
             timer.cancel()
-            self._pending.pop(msg_id, None)  # timed out or cancelled: a late answer has no taker
+            self._forget(msg_id)  # timed out or cancelled: a late answer has no taker
 
     def notify(self, method: str, params: Any = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -271,7 +280,7 @@ class HostClient:
         except FrameError as error:
             why = f"the host's output is not LSP-framed: {error}"
         finally:
-            self._fail_pending(why)
+            self._fail_pending(ConnectionError(why))
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         """One message from the host: a request is answered, a notification
@@ -285,15 +294,8 @@ class HostClient:
             self.notifications.append(message)
             if self.on_notification is not None:
                 self.on_notification(message)
-        else:
-            future = self._pending.pop(message.get("id"), None)
-            if future is not None and not future.done():
-                future.set_result(message)
-
-    def _fail_pending(self, why: str = "the host closed its stdout") -> None:
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(ConnectionError(why))
+        elif (future := self._answered(message)) is not None:
+            future.set_result(message)  # the whole answer: see unwrap
 
     async def _answer(self, message: dict[str, Any]) -> None:
         method = message["method"]
@@ -301,7 +303,10 @@ class HostClient:
         handler = self.handlers.get(method)
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
         if handler is None:
-            reply["error"] = {"code": -32601, "message": f"client has no handler for {method}"}
+            reply["error"] = {
+                "code": ErrorCode.METHOD_NOT_FOUND,
+                "message": f"client has no handler for {method}",
+            }
         else:
             try:
                 result = handler(message.get("params"))
@@ -309,15 +314,16 @@ class HostClient:
                     result = await result
                 reply["result"] = result
             except Exception as error:
-                reply["error"] = {"code": -32603, "message": str(error)}
+                reply["error"] = {"code": ErrorCode.INTERNAL_ERROR, "message": str(error)}
         if self.process is None or self.process.returncode is None:
             with contextlib.suppress(Exception):
                 self.send(reply)
 
 
 def unwrap(response: dict[str, Any]) -> Any:
-    """The result of a response message, or RpcError for an error response."""
-    if "error" in response:
-        error = response["error"]
-        raise RpcError(error.get("code", 0), error.get("message", ""), error.get("data"))
+    """The result of a response message, or RpcError for an error response
+    (one that is not a JSON-RPC answer included)."""
+    failure = answer_failure(response, HostClient.peer)
+    if failure is not None:
+        raise RpcError(*failure)
     return response.get("result")

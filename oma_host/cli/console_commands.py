@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from oma_host.cli.client import HostClient, RpcError
+from oma_host.core.errors import ErrorCode
+from oma_host.core.jsonrpc import valid_id
 
 _IMAGE_TYPES = {
     ".png": "image/png",
@@ -133,11 +135,7 @@ def _gets_no_answer(message: Any) -> bool:
         return False
     if "id" not in message:
         return isinstance(message.get("method"), str)
-    return _valid_id(message["id"]) and message.get("method") is None
-
-
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    return valid_id(message["id"]) and message.get("method") is None
 
 
 class ConsoleClient(HostClient):
@@ -354,7 +352,7 @@ class Console:
         if isinstance(error, dict):
             data = error.get("data") if isinstance(error.get("data"), dict) else {}
             partial = data.get("partial") if isinstance(data, dict) else None
-            if error.get("code") == -32800 and isinstance(partial, dict):
+            if error.get("code") == ErrorCode.REQUEST_CANCELLED and isinstance(partial, dict):
                 if command != "stream" and partial.get("output"):
                     self.screen.line(str(partial["output"]))
                 self.screen.line(f"[{name}: cancelled after {elapsed:.2f}s]")
@@ -407,7 +405,7 @@ class Console:
             self.screen.line("(sent; no answer expected)")
             return
         key = message.get("id") if isinstance(message, dict) else None
-        key = key if _valid_id(key) else None
+        key = key if valid_id(key) else None
         try:
             reply = self.client.expect_reply(key)
         except ValueError as error:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from oma_host.cli.client import HostClient, RpcError, host_argv
+from oma_host.core.errors import ErrorCode
 from oma_host.core.provider_facts import TEST_PROVIDER_VARIABLE, default_providers, facts_of
 from oma_host.testing.simulator import Simulator
 
@@ -170,7 +171,8 @@ async def _demo(argv: Sequence[str], live: LiveProvider | None) -> int:
         except RpcError as error:
             out.line("←", f"error {error.code} {error.data}: {error.message}")
             out.expect(
-                error.code == -32602 and "accepts string prompts only" in error.message,
+                error.code == ErrorCode.INVALID_PARAMS
+                and "accepts string prompts only" in error.message,
                 "rejected with InvalidMessageError",
             )
         out.expect(not marker.exists(), "no process was spawned")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 from oma_host.core.config import AgentConfig
 from oma_host.core.editor_channel import EditorChannel
-from oma_host.core.errors import InvalidParamsError, OmaError
+from oma_host.core.errors import InvalidParamsError
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import AgentRunResult, RunRecorder
 
@@ -108,23 +108,9 @@ class Configurable(Protocol):
         ...
 
     async def configure(self, config_id: str, value: str | bool) -> dict[str, Any]:
-        """Set one choice (opening the session first if need be); the choices after."""
+        """Set one choice (opening the session first if need be); the choices
+        after. A failure raises :class:`~oma_host.core.errors.BackendRequestError`."""
         ...
-
-
-class BackendRequestError(OmaError):
-    """A request a client made of an agent's backend (not a run) that failed:
-    ``kind`` says how, as a failed run's ``errorInfo.kind`` would."""
-
-    code = -32004
-    type_name = "BackendError"
-
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-    def error_data(self) -> dict[str, object]:
-        return {"type": self.type_name, "kind": self.kind}
 
 
 @dataclass(frozen=True)

@@ -1,28 +1,102 @@
-"""The exception hierarchy of oma-host, and the JSON-RPC error each maps to.
+"""The exception hierarchy of oma-host, the JSON-RPC error each maps to, and
+the words a failure is classed by.
 
     OmaError                      base of everything the library raises on purpose
     ├── InvalidMessageError       structured input failed the shape guard or the
     │                             string-only boundary (-32602, data.type InvalidMessageError)
     ├── InvalidParamsError        any other bad parameter or config (-32602, InvalidParams)
     ├── AgentNotFoundError        unknown agentId (-32001, AgentNotFound)
-    └── StoreError                the state directory cannot be used (-32603, StoreError)
+    ├── StoreError                the state directory cannot be used (-32603, StoreError)
+    ├── ProviderError             a provider request failed (``providers/base.py``); a
+    │                             run ends on the failure path with errorInfo.kind = its
+    │                             kind, a request for the client (``models/list``) is
+    │                             answered -32003 ProviderError (data.kind, data.status)
+    └── BackendRequestError       a request a client made of an agent's backend (not a
+                                  run) failed (-32004, BackendError, data.kind)
 
-Failures *while executing* a valid request are not exceptions: they come back
-as an AgentRunResult with ``success: false`` (see ``oma_host.core.results``).
+Each error's ``code`` is an :class:`ErrorCode`, which carries the
+``error.data.type`` name of the JSON-RPC error (PROTOCOL.md section 5); an
+error whose ``data.type`` is not its code's own name says so in
+``type_name``. Failures *while executing* a valid request are not
+exceptions: they come back as an AgentRunResult with ``success: false`` and
+an ``errorInfo.kind`` among :data:`ErrorKind` (see ``oma_host.core.results``).
+
+Dependency-free: the JSON-RPC door imports it to answer ``initialize``.
 """
 
 from __future__ import annotations
+
+import enum
+from typing import ClassVar, Literal
+
+
+class ErrorCode(enum.IntEnum):
+    """The JSON-RPC error codes oma-host answers with; ``type_name`` is the
+    ``error.data.type`` that goes with each."""
+
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    AGENT_NOT_FOUND = -32001
+    SERVER_NOT_INITIALIZED = -32002
+    PROVIDER_ERROR = -32003
+    BACKEND_ERROR = -32004
+    REQUEST_CANCELLED = -32800
+
+    @property
+    def type_name(self) -> str:
+        """The member's name in CamelCase: ``INVALID_PARAMS`` is ``InvalidParams``."""
+        return "".join(word.capitalize() for word in self.name.split("_"))
+
+
+# How a provider request fails (ProviderError.kind, and then errorInfo.kind).
+ProviderErrorKind = Literal[
+    "provider",  # the provider answered with an error, or refused the request
+    "auth",  # no key, or a key the provider refused
+    "connection",
+    "timeout",
+    "stream",  # the response was cut off
+    "malformed",  # a reply of the wrong shape
+    "unsupported",  # the provider has no such endpoint (models/list)
+    "unsupported_block",  # a content block the provider's wire cannot carry
+]
+
+# Where a failed run failed: ``errorInfo.kind`` of its AgentRunResult, and
+# ``data.kind`` of a BackendError.
+ErrorKind = Literal[
+    ProviderErrorKind,
+    "internal",  # a bug; the message says where
+    "callback",  # a hook or another request to the client failed
+    "input",  # nothing to send (an empty prompt)
+    "output_schema",  # the reply does not match outputSchema
+    "output_limit",  # a process wrote more than backend.maxOutputBytes
+    "mcp",  # an MCP server failed to start or died
+    "store",  # the state directory could not be written
+    "disposed",  # the agent was disposed before the run started
+    "plan",  # a team's coordinator gave no usable plan
+    "spawn",  # a backend's command could not start
+    "process",  # a backend's process failed or went away
+    "protocol",  # an ACP agent broke the protocol
+    "acp",  # an ACP agent answered with an error
+    "config",  # an ACP agent refused a backend.config choice
+    "refusal",  # an ACP agent refused the prompt
+    "max_tokens",  # budget_exhausted: the token budget
+    "max_turn_requests",  # budget_exhausted: an ACP agent's own request limit
+]
 
 
 class OmaError(Exception):
     """Base class of the errors oma-host raises deliberately."""
 
-    code: int = -32603
-    type_name: str = "InternalError"
+    code: ClassVar[ErrorCode] = ErrorCode.INTERNAL_ERROR
+    # ``error.data.type`` when it is not the code's own name.
+    type_name: ClassVar[str | None] = None
 
     def error_data(self) -> dict[str, object]:
         """The JSON-RPC ``error.data`` object for this error."""
-        return {"type": self.type_name}
+        return {"type": self.type_name or self.code.type_name}
 
 
 class InvalidMessageError(OmaError, ValueError):
@@ -33,7 +107,7 @@ class InvalidMessageError(OmaError, ValueError):
     ``input[2].content[1].source.data``.
     """
 
-    code = -32602
+    code = ErrorCode.INVALID_PARAMS
     type_name = "InvalidMessageError"
 
     def __init__(self, message: str, path: str = "") -> None:
@@ -41,25 +115,37 @@ class InvalidMessageError(OmaError, ValueError):
         self.path = path
 
     def error_data(self) -> dict[str, object]:
-        return {"type": self.type_name, "path": self.path}
+        return {**super().error_data(), "path": self.path}
 
 
 class InvalidParamsError(OmaError, ValueError):
     """A request parameter or agent config that is missing, mistyped or unknown."""
 
-    code = -32602
-    type_name = "InvalidParams"
+    code = ErrorCode.INVALID_PARAMS
 
 
 class AgentNotFoundError(OmaError, LookupError):
     """An ``agentId`` the host does not know (never created, or disposed)."""
 
-    code = -32001
-    type_name = "AgentNotFound"
+    code = ErrorCode.AGENT_NOT_FOUND
 
 
 class StoreError(OmaError, OSError):
     """The state directory or its database cannot be opened or written."""
 
-    code = -32603
+    code = ErrorCode.INTERNAL_ERROR
     type_name = "StoreError"
+
+
+class BackendRequestError(OmaError):
+    """A request a client made of an agent's backend (not a run) that failed:
+    ``kind`` says how, as a failed run's ``errorInfo.kind`` would."""
+
+    code = ErrorCode.BACKEND_ERROR
+
+    def __init__(self, message: str, kind: ErrorKind) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    def error_data(self) -> dict[str, object]:
+        return {**super().error_data(), "kind": self.kind}

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import (
     Any,
+    Final,
     Literal,
     NotRequired,  # pydantic needs it before 3.12
     get_args,
@@ -25,6 +26,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
+from oma_host.core.errors import ErrorKind
 from oma_host.core.events import EmitFn, ReasoningEvent, RunEvent, TextEvent, ToolPermission
 from oma_host.core.guard import clone
 from oma_host.core.messages import LLMMessage
@@ -76,7 +78,7 @@ class ToolCallRecord(TypedDict):
 
 
 class ErrorInfo(TypedDict):
-    kind: str
+    kind: ErrorKind
     message: str
 
 
@@ -273,7 +275,7 @@ class RunRecorder:
         message: str | None = None,
         *,
         output: str | None = None,
-        error_kind: str | None = None,
+        error_kind: ErrorKind | None = None,
         **extra: Any,
     ) -> AgentRunResult:
         """Build the AgentRunResult from what was recorded so far; the run's
@@ -301,7 +303,7 @@ def make_result(
     messages: list[LLMMessage] | None = None,
     usage: TokenUsage | None = None,
     tool_calls: list[ToolCallRecord] | None = None,
-    error_kind: str | None = None,
+    error_kind: ErrorKind | None = None,
     **extra: Any,
 ) -> AgentRunResult:
     status: RunStatus = {"code": code}
@@ -329,8 +331,8 @@ def make_result(
 # ``errorInfo.kind`` of a ``budget_exhausted`` result: which limit ended the
 # run, in ACP's stop-reason words (the LLM loop's token budget, or a wrapped ACP
 # agent's own stop reason), so a door maps it without reading the message.
-MAX_TOKENS_KIND = "max_tokens"
-MAX_TURN_REQUESTS_KIND = "max_turn_requests"
+MAX_TOKENS_KIND: Final = "max_tokens"
+MAX_TURN_REQUESTS_KIND: Final = "max_turn_requests"
 
 
 def ended_at_turn_limit(result: AgentRunResult) -> bool:
@@ -344,6 +346,6 @@ def ended_at_turn_limit(result: AgentRunResult) -> bool:
     return bool(content) and all(block.get("type") == "tool_result" for block in content)
 
 
-def failed_result(run_id: str, kind: str, message: str) -> AgentRunResult:
+def failed_result(run_id: str, kind: ErrorKind, message: str) -> AgentRunResult:
     """A run that failed before any backend work (hook failures, boundary faults)."""
     return make_result(run_id, "error", message, output=message, error_kind=kind)

@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
+from oma_host.core.errors import ErrorCode, OmaError, ProviderErrorKind
+
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
     from oma_host.core.messages import ContentBlock, LLMMessage
@@ -27,13 +29,26 @@ if TYPE_CHECKING:
     from oma_host.core.results import TokenUsage
 
 
-class ProviderError(Exception):
-    """A provider request that failed; ends the run on the normal failure path."""
+class ProviderError(OmaError):
+    """A provider request that failed: a run ends on the normal failure path
+    (``errorInfo.kind`` is ``kind``); a request made for the client (not a
+    run) is answered -32003 ``ProviderError`` with ``data.kind``, and
+    ``data.status``, the HTTP status, when the provider answered with one."""
 
-    def __init__(self, message: str, status_code: int | None = None, kind: str = "provider"):
+    code = ErrorCode.PROVIDER_ERROR
+
+    def __init__(
+        self, message: str, status_code: int | None = None, kind: ProviderErrorKind = "provider"
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.kind = kind
+
+    def error_data(self) -> dict[str, object]:
+        data = {**super().error_data(), "kind": self.kind}
+        if self.status_code is not None:
+            data["status"] = self.status_code
+        return data
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 import httpx
 
+from oma_host.core.errors import ProviderErrorKind
 from oma_host.core.messages import ContentBlock, LLMMessage
 from oma_host.core.provider_facts import facts_of
 from oma_host.core.results import TokenUsage
@@ -227,7 +228,7 @@ def _error_type(response: httpx.Response, body: Any) -> str:
     return raw.split(":", 1)[0].rsplit("#", 1)[-1]
 
 
-def read_error(response: httpx.Response, data: bytes) -> tuple[str, str]:
+def read_error(response: httpx.Response, data: bytes) -> tuple[str, ProviderErrorKind]:
     try:
         body: Any = json.loads(data)
     except ValueError:
@@ -238,7 +239,9 @@ def read_error(response: httpx.Response, data: bytes) -> tuple[str, str]:
     if not message:
         message = data.decode(errors="replace").strip()[:2000] or "(empty body)"
     error_type = _error_type(response, body)
-    kind = "auth" if error_type in _AUTH_ERRORS or response.status_code == 401 else "provider"
+    kind: ProviderErrorKind = (
+        "auth" if error_type in _AUTH_ERRORS or response.status_code == 401 else "provider"
+    )
     return (f"{error_type}: {message}" if error_type else message), kind
 
 

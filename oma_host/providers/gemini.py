@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 import httpx
 
+from oma_host.core.errors import ProviderErrorKind
 from oma_host.core.messages import ContentBlock, LLMMessage
 from oma_host.core.provider_facts import facts_of
 from oma_host.core.results import TokenUsage
@@ -219,7 +220,7 @@ def _stop_reason(finish: str | None, content: list[ContentBlock]) -> str:
     return _STOP_REASONS.get(finish or "STOP", str(finish).lower())
 
 
-def read_error(response: httpx.Response, data: bytes) -> tuple[str, str]:
+def read_error(response: httpx.Response, data: bytes) -> tuple[str, ProviderErrorKind]:
     """``{error: {code, message, status}}``: the message with its status, and
     ``auth`` for a refused key (Gemini answers a bad key with 400)."""
     status = ""

@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from oma_host.core.errors import ProviderErrorKind
 from oma_host.providers.base import ProviderError
 from oma_host.providers.http_client import (
     Body,
@@ -142,11 +143,12 @@ def error_message(body: bytes) -> str:
 
 # Reads a provider's error answer (status, headers, body) into its message
 # and error kind, for wires whose errors do not nest under ``error.message``.
-ErrorReader = Callable[[httpx.Response, bytes], tuple[str, str]]
+ErrorReader = Callable[[httpx.Response, bytes], tuple[str, ProviderErrorKind]]
 
 
-def _default_error(response: httpx.Response, data: bytes) -> tuple[str, str]:
-    kind = "auth" if response.status_code in (401, 403) else "provider"  # a refused key
+def _default_error(response: httpx.Response, data: bytes) -> tuple[str, ProviderErrorKind]:
+    # 401 or 403: a refused key.
+    kind: ProviderErrorKind = "auth" if response.status_code in (401, 403) else "provider"
     return error_message(data), kind
 
 

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.collector import count_in_flight
-from oma_host.core.errors import OmaError
+from oma_host.core.errors import ErrorCode, OmaError
+from oma_host.core.jsonrpc import MsgId, valid_id
 from oma_host.core.suggest import did_you_mean
 from oma_host.server.auth import UNAUTHENTICATED_MAX_MESSAGE_BYTES, looks_like_http, token_matches
 from oma_host.server.context import RequestContext
@@ -41,20 +42,7 @@ from oma_host.server.framing import (
     frame_reader,
 )
 from oma_host.server.registry import Method, load, lookup
-from oma_host.server.rpc import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    SERVER_NOT_INITIALIZED,
-    Call,
-    Connection,
-    MsgId,
-    RpcError,
-    surrogate_problem,
-    valid_id,
-)
+from oma_host.server.rpc import Call, Connection, RpcError, surrogate_problem
 from oma_host.server.state import SessionState, Settings
 from oma_host.server.supervisor import Supervisor
 
@@ -300,9 +288,8 @@ class HostSession:
             return True
         if frame.error is not None:
             log.warning("bad frame: %s", frame.error)
-            type_name = "ParseError" if frame.error_code == PARSE_ERROR else "InvalidRequest"
             self.connection.respond_error(
-                frame.recovered_id, RpcError(frame.error_code, frame.error, type_name)
+                frame.recovered_id, RpcError(frame.error_code, frame.error)
             )
             return True
         try:
@@ -337,10 +324,9 @@ class HostSession:
             self.connection.respond_error(
                 message["id"],
                 RpcError(
-                    INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                     "initialize: initializationOptions.authToken is missing or wrong; "
                     "this host serves TCP to holders of its token file only",
-                    "InvalidRequest",
                 ),
             )
         return False
@@ -360,16 +346,15 @@ class HostSession:
             self.connection.respond_error(
                 call.id,
                 RpcError(
-                    METHOD_NOT_FOUND,
+                    ErrorCode.METHOD_NOT_FOUND,
                     f"{call.method}: no such method{did_you_mean(call.method, Method)}",
-                    "MethodNotFound",
                 ),
             )
             return
         if call.surrogate_at is not None:
             message, path = surrogate_problem(f"{method}: params", call.surrogate_at)
             self.connection.respond_error(
-                call.id, RpcError(INVALID_PARAMS, message, "InvalidParams", path=path)
+                call.id, RpcError(ErrorCode.INVALID_PARAMS, message, path=path)
             )
             return
         self._start(method, call.params, call.id)
@@ -378,19 +363,14 @@ class HostSession:
         """Why a request may not run now, if it may not."""
         if not self.initialized and method != Method.INITIALIZE:
             return RpcError(
-                SERVER_NOT_INITIALIZED,
+                ErrorCode.SERVER_NOT_INITIALIZED,
                 f"{method}: the server is not initialized; send initialize first",
-                "ServerNotInitialized",
             )
         if self.shutdown_requested:
-            return RpcError(
-                INVALID_REQUEST, f"{method}: the server is shutting down", "InvalidRequest"
-            )
+            return RpcError(ErrorCode.INVALID_REQUEST, f"{method}: the server is shutting down")
         if msg_id in self._requests:
             return RpcError(
-                INVALID_REQUEST,
-                f"{method}: request id {msg_id!r} is already in flight",
-                "InvalidRequest",
+                ErrorCode.INVALID_REQUEST, f"{method}: request id {msg_id!r} is already in flight"
             )
         return None
 
@@ -458,7 +438,7 @@ def _internal_error(method: str, error: Exception) -> RpcError:
     from oma_host.core.redact import Redactor
 
     message = Redactor().redact(f"{method}: internal error: {type(error).__name__}: {error}")
-    return RpcError(INTERNAL_ERROR, message, "InternalError")
+    return RpcError(ErrorCode.INTERNAL_ERROR, message)
 
 
 def _take_auth_token(message: Any) -> Any:

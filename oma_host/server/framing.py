@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from oma_host.core.errors import ErrorCode
 from oma_host.core.json_ids import recover_id
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -47,8 +48,9 @@ class Frame:
 
     message: Any = None
     error: str | None = None
-    # -32700 for unparseable JSON, -32600 for a frame that broke the framing rules.
-    error_code: int = -32700
+    # PARSE_ERROR for unparseable JSON, INVALID_REQUEST for a frame that broke
+    # the framing rules.
+    error_code: ErrorCode = ErrorCode.PARSE_ERROR
     recovered_id: int | str | None = None
     # An oversized frame that was a response to one of our requests: never answered.
     is_response: bool = False
@@ -63,7 +65,7 @@ def _oversized(what: str, size: int, limit: int, head: bytes, tail: bytes) -> Fr
     return Frame(
         error=f"the {what} is {size} bytes, over the limit of {limit} "
         "(--max-message-bytes); it was discarded",
-        error_code=-32600,
+        error_code=ErrorCode.INVALID_REQUEST,
         recovered_id=recovered,
         is_response=is_response,
     )
@@ -161,7 +163,7 @@ async def read_frames(
             return
         length, problem = headers
         if length is None:
-            yield Frame(error=problem or "a header block without Content-Length", error_code=-32700)
+            yield Frame(error=problem or "a header block without Content-Length")
             continue
         if length > max_message_bytes:
             if not discard_oversized:

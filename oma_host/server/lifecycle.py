@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from typing_extensions import TypedDict
 
+from oma_host.core.errors import ErrorCode
 from oma_host.core.version import __version__
 from oma_host.providers import available_providers
 from oma_host.providers.http_settings import configure_http
 from oma_host.server.context import RequestContext
 from oma_host.server.registry import HANDLER_MODULES, Method, handles
-from oma_host.server.rpc import INVALID_REQUEST, RpcError
+from oma_host.server.rpc import RpcError
 from oma_host.server.state import Settings
 
 if TYPE_CHECKING:
@@ -87,9 +88,7 @@ class InitializeResult(TypedDict):
 async def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResult:
     """Settles the session's defaults, evaluation and state directory; answers the capabilities."""
     if ctx.session.initialized:
-        raise RpcError(
-            INVALID_REQUEST, "initialize: the server is already initialized", "InvalidRequest"
-        )
+        raise RpcError(ErrorCode.INVALID_REQUEST, "initialize: the server is already initialized")
     ctx.session.start(_settings(params.options))
     ctx.state.client_capabilities = params.capabilities
     ctx.state.supervisor.later(_WARM_UP_DELAY_S, "warming the handlers up", _warm_up)

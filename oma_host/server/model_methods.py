@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from typing_extensions import TypedDict
 
 from oma_host.core.config import AgentConfig
-from oma_host.core.errors import OmaError
 from oma_host.core.redact import Redactor
 from oma_host.providers import DEFAULT_PROVIDER, check_provider
 from oma_host.providers.base import ProviderError
@@ -31,24 +30,6 @@ if TYPE_CHECKING:
 class ModelsListResult(TypedDict):
     provider: str
     models: list[ModelInfo]
-
-
-class ProviderRequestError(OmaError):
-    """A provider request made for the client (not a run) that failed."""
-
-    code = -32003
-    type_name = "ProviderError"
-
-    def __init__(self, message: str, kind: str, status: int | None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
-
-    def error_data(self) -> dict[str, object]:
-        data: dict[str, object] = {"type": self.type_name, "kind": self.kind}
-        if self.status is not None:
-            data["status"] = self.status
-        return data
 
 
 _Key = tuple[str, str | None, str | None]
@@ -96,5 +77,5 @@ async def models_list(ctx: RequestContext, params: ModelsListParams) -> ModelsLi
         if cache.get(key) is task:  # a failure is not kept: the next call asks again
             del cache[key]
         message = Redactor.for_config(config).redact(str(error))
-        raise ProviderRequestError(message, error.kind, error.status_code) from None
+        raise ProviderError(message, error.status_code, error.kind) from None
     return {"provider": provider, "models": list(models)}

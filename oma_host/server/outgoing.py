@@ -21,7 +21,7 @@ from typing_extensions import TypedDict
 
 from oma_host.core.events import RunEvent
 from oma_host.core.messages import LLMMessage, schema_ref
-from oma_host.core.results import AgentRunResult, TokenUsage
+from oma_host.core.results import AgentRunResult, ErrorInfo, TokenUsage
 from oma_host.server.registry import ClientMethod, Notification
 
 # -- method results ---------------------------------------------------------------
@@ -82,7 +82,7 @@ class TeamResult(TypedDict):
     tokenUsage: TokenUsage
     identity: dict[Literal["runId"], str]
     plan: NotRequired[list[PlannedTask]]
-    errorInfo: NotRequired[dict[str, str]]
+    errorInfo: NotRequired[ErrorInfo]
 
 
 class EvaluationStats(TypedDict):

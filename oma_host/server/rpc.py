@@ -6,10 +6,13 @@ integer id, a string method, object or array params) and answers a bad one
 itself, and finds where params or an answer hold a lone surrogate (which the
 session refuses); sends responses, errors and notifications (compact UTF-8
 JSON, framed by the session's framing, recorded by ``--trace``, none above
-``--max-message-bytes``; notifications sent together, such as the deltas of
-a stream read from one network chunk, leave in one write); and keeps the
-futures of the host's own requests to the client (hooks, permission,
-scoring), resolving each with the client's answer.
+``--max-message-bytes``); and sends the host's own requests to the client
+(hooks, permission, scoring). The ids and futures of those requests, the
+reading of the client's answers and the batched writes (notifications sent
+together, such as the deltas of a stream read from one network chunk,
+leave in one write) are the JSON-RPC peer core's,
+:class:`oma_host.core.jsonrpc.JsonRpcPeer`, which the ACP door, the ACP
+bridge and the CLI client share.
 
 Why not pygls: it would serve only the handlers' tasks and the futures of
 server-to-client requests (the ``request``/``_deliver`` pair here and the
@@ -27,7 +30,6 @@ through the stderr handler's redaction.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
 import re
@@ -35,6 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from oma_host.core.errors import ErrorCode
+from oma_host.core.jsonrpc import JsonRpcPeer, MsgId, valid_id
 from oma_host.core.redact import remember_secrets, scrub_credentials
 from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES, Framing, frame_encoder
 
@@ -78,33 +82,26 @@ def _one_encoder() -> Callable[[Any], str]:
 
 _encode_message = _one_encoder()
 
-# Queued notifications are written at once past this many bytes.
-_FLUSH_BYTES = 64 * 1024
+_GONE = "the client is gone"
 
-MsgId = int | str
 # A place in JSON data: object keys and array indexes from the top.
 Location = tuple[int | str, ...]
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-SERVER_NOT_INITIALIZED = -32002
-REQUEST_CANCELLED = -32800
-
 
 class RpcError(Exception):
-    """A JSON-RPC error answer; ``data.type`` names the kind (PROTOCOL.md section 5)."""
+    """A JSON-RPC error answer; ``data.type`` names the kind (PROTOCOL.md
+    section 5): the code's own name unless ``type_name`` says otherwise."""
 
-    def __init__(self, code: int, message: str, type_name: str, **data: Any) -> None:
+    def __init__(
+        self, code: ErrorCode, message: str, type_name: str | None = None, **data: Any
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
-        self.data: dict[str, Any] = {"type": type_name, **data}
+        self.data: dict[str, Any] = {"type": type_name or code.type_name, **data}
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "data": self.data}
+        return {"code": int(self.code), "message": self.message, "data": self.data}
 
 
 class ClientError(Exception):
@@ -128,12 +125,10 @@ class Call:
     surrogate_at: Location | None = None
 
 
-def valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-class Connection:
-    """One client: what goes out to it, and the host's requests awaiting its answers.
+class Connection(JsonRpcPeer):
+    """One client: what goes out to it, and the host's requests awaiting its
+    answers (the ids, futures and answer parsing of
+    :class:`~oma_host.core.jsonrpc.JsonRpcPeer`).
 
     No frame above ``max_message_bytes`` is ever built for the client: an
     answer that would be is replaced by a -32603 ``ResponseTooLarge`` error, a
@@ -143,14 +138,16 @@ class Connection:
 
     Requests to the client, and the first answer in a pass of the event
     loop, are written at once. Notifications, and the answers after that
-    first one, are queued and written together once the event loop has run
-    what is ready (or at ``_FLUSH_BYTES``): a stream relaying many deltas
+    first one, are gathered and written together once the event loop has run
+    what is ready (the peer's batched writes): a stream relaying many deltas
     from one network read then costs one write, and wakes the client once,
     instead of once per delta, and so does a burst of runs that end
     together (a write is a system call and a wake-up of the client: per
     answer, it was the largest cost of a short run). Anything written at
-    once first writes the queue, so the client reads every message in the
-    order it was sent. The session flushes the queue before it ends."""
+    once first writes what is gathered, so the client reads every message in
+    the order it was sent. The session flushes before it ends."""
+
+    peer = "the client"
 
     def __init__(
         self,
@@ -159,21 +156,21 @@ class Connection:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         on_lost: Callable[[], None] | None = None,
     ) -> None:
+        super().__init__(first_id=1, id_prefix="oma-")
         self._write = write
         self._tracer = tracer
         self._limit = max_message_bytes
         self._on_lost = on_lost
         self.lost = False
         self._frame: Callable[[bytes], bytes] = frame_encoder("lsp")
-        self._waiting: dict[MsgId, asyncio.Future[Any]] = {}
-        self._ids = itertools.count(1)
-        self._queue: list[bytes] = []  # framed notifications not written yet
-        self._queued_bytes = 0
         # An answer was written at once in this pass of the event loop (see _answer).
         self._answered_this_pass = False
 
     def use_framing(self, framing: Framing) -> None:
         self._frame = frame_encoder(framing)
+
+    def _error(self, code: int, message: str, data: Any) -> Exception:
+        return ClientError(code, message, data)
 
     # -- out ----------------------------------------------------------------
 
@@ -201,32 +198,10 @@ class Connection:
             self._tracer.record_body("out", body)
         if log.isEnabledFor(logging.DEBUG):  # --log-level DEBUG shows the traffic
             log.debug("sent %s", body.decode(errors="replace"))
-        frame = self._frame(body)
-        if not queue:
-            if self._queue:
-                self._queue.append(frame)
-                self.flush()
-            else:
-                self._send(frame)
-            return
-        self._queue.append(frame)
-        self._queued_bytes += len(frame)
-        if self._queued_bytes >= _FLUSH_BYTES:
-            self.flush()
-        elif len(self._queue) == 1:
-            try:
-                asyncio.get_running_loop().call_soon(self.flush)
-            except RuntimeError:  # no event loop to come back to: write now
-                self.flush()
-
-    def flush(self) -> None:
-        """Write the queued answers and notifications (nothing when none are queued)."""
-        if not self._queue:
-            return
-        data = self._queue[0] if len(self._queue) == 1 else b"".join(self._queue)
-        self._queue.clear()
-        self._queued_bytes = 0
-        self._send(data)
+        if queue:
+            self._gather(self._frame(body))
+        else:
+            self._write_now(self._frame(body))
 
     def _send(self, data: bytes) -> None:
         if self.lost:
@@ -298,8 +273,7 @@ class Connection:
         except (TypeError, ValueError, RecursionError) as error:  # not JSON: a bug, said so
             log.exception("the result of request %r is not JSON", msg_id)
             self.respond_error(
-                msg_id,
-                RpcError(INTERNAL_ERROR, f"the result is not JSON: {error}", "InternalError"),
+                msg_id, RpcError(ErrorCode.INTERNAL_ERROR, f"the result is not JSON: {error}")
             )
             return
         self._answer(msg_id, body)
@@ -316,7 +290,7 @@ class Connection:
         if problem is not None:
             log.warning("the answer to request %r was not sent: it is %s", msg_id, problem)
             error = RpcError(
-                INTERNAL_ERROR,
+                ErrorCode.INTERNAL_ERROR,
                 f"the answer is {problem}; it was not sent",
                 "ResponseTooLarge",
                 size=len(body),
@@ -343,29 +317,28 @@ class Connection:
         """Ask the client; its result, or ClientError for an error answer (or a
         request too large to send). A request whose awaiting is cancelled (a
         hook timeout) stops waiting."""
-        msg_id = f"oma-{next(self._ids)}"
+        msg_id = self.next_id()
         body = self._encode({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         problem = self._too_large(body)
         if problem is not None:
-            raise ClientError(INTERNAL_ERROR, f"the {method} request was not sent: it is {problem}")
+            raise ClientError(
+                ErrorCode.INTERNAL_ERROR, f"the {method} request was not sent: it is {problem}"
+            )
         if self.lost:
-            raise ClientError(INTERNAL_ERROR, "the client is gone")
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting[msg_id] = future
+            raise ClientError(ErrorCode.INTERNAL_ERROR, _GONE)
+        future = self._expect(msg_id)
         try:
             self._emit(body)
             return await future
         finally:
-            self._waiting.pop(msg_id, None)
+            self._forget(msg_id)
 
     def abandon(self) -> None:
-        """No more answers can arrive: what is queued is written (a client
+        """No more answers can arrive: what is gathered is written (a client
         that closed its end may still read), and every request waiting for an
         answer fails."""
         self.flush()
-        for future in self._waiting.values():
-            if not future.done():
-                future.set_exception(ClientError(INTERNAL_ERROR, "the client is gone"))
+        self._fail_pending(ClientError(ErrorCode.INTERNAL_ERROR, _GONE))
 
     # -- in -----------------------------------------------------------------
 
@@ -410,43 +383,23 @@ class Connection:
         return Call(method, params, msg_id if has_id else None, surrogate_at)
 
     def _refuse(self, msg_id: MsgId | None, message: str) -> None:
-        self.respond_error(msg_id, RpcError(INVALID_REQUEST, message, "InvalidRequest"))
+        self.respond_error(msg_id, RpcError(ErrorCode.INVALID_REQUEST, message))
 
     def _deliver(self, message: dict[str, Any], maybe_surrogates: bool) -> None:
         """A client's answer to one of our requests. One of the wrong shape, or
         holding a lone surrogate, is an error answer: the waiting run fails at
         once instead of waiting."""
-        msg_id = message["id"]
-        future = self._waiting.get(msg_id)
-        if future is None or future.done():  # unknown, or answered after its timeout
-            log.info("ignoring an answer to %r: no request is waiting for it", msg_id)
+        future = self._answered(message)
+        if future is None:  # unknown, or answered after its timeout
+            log.info("ignoring an answer to %r: no request is waiting for it", message["id"])
             return
-        if "error" in message:
-            error = message["error"]
-            code = error.get("code") if isinstance(error, dict) else None
-            if isinstance(code, int) and not isinstance(code, bool):
-                assert isinstance(error, dict)
-                future.set_exception(
-                    ClientError(code, str(error.get("message", "")), error.get("data"))
-                )
-            else:
-                future.set_exception(
-                    ClientError(
-                        INTERNAL_ERROR, f"the client sent a malformed error answer: {error!r}"
-                    )
-                )
-        elif "result" in message:
-            result = message["result"]
-            where = lone_surrogate_at(result) if maybe_surrogates else None
-            if where is None:
-                future.set_result(result)
-            else:
+        if maybe_surrogates and "error" not in message:
+            where = lone_surrogate_at(message.get("result"))
+            if where is not None:
                 problem, _ = surrogate_problem("the client's result", where)
-                future.set_exception(ClientError(INVALID_PARAMS, problem))
-        else:
-            future.set_exception(
-                ClientError(INTERNAL_ERROR, "the client's answer has neither result nor error")
-            )
+                future.set_exception(ClientError(ErrorCode.INVALID_PARAMS, problem))
+                return
+        self._resolve(future, message)
 
 
 def lone_surrogate_at(value: Any) -> Location | None:

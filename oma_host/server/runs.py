@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from oma_host.core.abort import AbortSignal
 from oma_host.core.activity import watching
 from oma_host.core.config import AgentConfig
+from oma_host.core.errors import ErrorCode
 from oma_host.core.redact import config_secrets
 from oma_host.server.context import RequestContext
-from oma_host.server.rpc import REQUEST_CANCELLED, RpcError
+from oma_host.server.rpc import RpcError
 from oma_host.server.trace_batch import TraceBatch
 
 if TYPE_CHECKING:
@@ -69,9 +70,7 @@ async def tracked_run(
         if reporter is not None:
             reporter.end(code)
     if ctx.abort.aborted and code == "cancelled":
-        raise RpcError(
-            REQUEST_CANCELLED, "the request was cancelled", "RequestCancelled", partial=result
-        )
+        raise RpcError(ErrorCode.REQUEST_CANCELLED, "the request was cancelled", partial=result)
     return result
 
 

@@ -261,16 +261,25 @@ async def test_requests_are_answered_while_a_prompt_runs_and_cancel_ends_it(door
     assert reply != "one two three four five six"
 
 
-async def test_an_error_answer_to_a_permission_request_denies_the_tool(door: Door) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"code": -32603, "message": "the editor broke", "data": None},
+        # Malformed: read as a -32603 all the same (the peer core's one reading).
+        "the editor broke",
+        {"message": "the editor broke"},
+    ],
+)
+async def test_an_error_answer_to_a_permission_request_denies_the_tool(
+    door: Door, error: Any
+) -> None:
     (door.cwd / "notes.txt").write_text("the notes")
     rules = [{"tool": "file_read", "action": "ask"}]
     door.write_agents(first=door.llm(tools=["file_read"], permissions=rules))
     read = {"type": "tool_use", "id": "in", "name": "file_read", "input": {"path": "notes.txt"}}
     door.sim.script(Reply(content=[read]), Reply.text("done"))
     async with raw_editor(door) as editor:
-        editor.on_request = lambda request: {
-            "error": {"code": -32603, "message": "the editor broke", "data": None}
-        }
+        editor.on_request = lambda request: {"error": error}
         session_id = await editor.start(door)
         answer = await editor.call(
             "session/prompt", {"sessionId": session_id, "prompt": [text("read")]}
