@@ -12,16 +12,18 @@ whose unsaved buffers win), else to the disk. The JSON-RPC door has no
 method to read the editor's buffers (its contract has no ``fs/read``), so its
 runs read the disk.
 
-A write is first put to the agent's permission policy (``config.permissions``
-rules for the tool ``file_write``, whose declaration asks the client by
-default, :mod:`oma_host.llm.permissions`); allowed, it is planned as
-``file_write`` plans it and carried out where ``file_write``'s would be
+A write is planned as ``file_write`` plans it (a write that cannot happen is
+refused before anyone is asked), then put to the agent's permission policy
+(``config.permissions`` rules for the tool ``file_write``, whose declaration
+asks the client by default, :mod:`oma_host.llm.permissions`); allowed, it is
+planned again and carried out where ``file_write``'s would be
 (:func:`oma_host.llm.editor_files.carry_out`: the ACP editor's write, the
 JSON-RPC client's ``workspace/applyEdit``, or the disk).
 
 A refused or failed call answers the agent with a JSON-RPC error whose
-message says why (``-32602`` for a path outside ``cwd`` or not a file,
-``-32603`` for a refused or failed write).
+message says why (``-32602`` for a write that cannot happen: a path outside
+``cwd``, not a file, read-only or too big; ``-32603`` for a refused or
+failed one).
 """
 
 from __future__ import annotations
@@ -109,6 +111,10 @@ class AgentFiles:
         if not self.allow_writes:
             raise RequestError.method_not_found("fs/write_text_file")
         arguments = {"path": path, "content": content}
+        # A write that cannot happen (outside cwd, not a file, read-only, too
+        # big) is refused before anyone is asked; it is planned again once
+        # allowed, as the file may have changed while the client was asked.
+        await self._plan(path, content)
         decision = await self._policy.decide(_FILE_WRITE, arguments, run_id="", tool_use_id=call_id)
         if self.events is not None:
             # The policy builds its decision as a plain dict, in the event's shape.
@@ -116,12 +122,22 @@ class AgentFiles:
         if not decision.allowed:
             reason = f"writing {path} was not permitted ({decision.event.get('by', 'policy')})"
             raise RequestError.internal_error({"path": path, "reason": reason})
+        edit = await self._plan(path, content)
         try:
-            edit = await asyncio.to_thread(_plan, self.root, path, content)
             confirm_approved(path, edit.resolved(), decision.resolved)
             await carry_out(edit, self.root, self._editor, _EDITOR_TIMEOUT_S)
         except EditorFailed as error:  # refused, timed out, or the client is gone
             raise RequestError.internal_error({"path": path, "reason": str(error)}) from None
         except (ToolError, OSError) as error:
-            reason = str(error) if isinstance(error, ToolError) else error.strerror or str(error)
-            raise RequestError.invalid_params({"path": path, "reason": reason}) from None
+            raise _invalid(path, error) from None
+
+    async def _plan(self, path: str, content: str) -> Edit:
+        try:
+            return await asyncio.to_thread(_plan, self.root, path, content)
+        except (ToolError, OSError) as error:
+            raise _invalid(path, error) from None
+
+
+def _invalid(path: str, error: ToolError | OSError) -> RequestError:
+    reason = str(error) if isinstance(error, ToolError) else error.strerror or str(error)
+    return RequestError.invalid_params({"path": path, "reason": reason})

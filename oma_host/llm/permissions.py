@@ -9,8 +9,9 @@ is allowed, any other (the write tools, every MCP tool) asks.
 A pattern matches the file a path names, not its spelling: the path is
 resolved beneath ``cwd`` as the tools would open it (``..`` and ``.``
 folded, an absolute path inside ``cwd`` made relative, symlinks inside the
-tree followed), and an ``allow`` rule applies only when that resolved path
-matches. A ``deny`` or ``ask`` rule applies when any form of it matches (as
+tree followed), and an ``allow`` rule applies only when that file's name
+matches, relative to ``cwd`` or absolute (``docs/*`` and ``*/docs/*`` both
+allow ``docs/new.txt``; neither allows ``docs/../secret.txt``). A ``deny`` or ``ask`` rule applies when any form of it matches (as
 written, folded, or resolved): a rule that keeps a file out must not be
 talked around. When the targets cannot all be found (an MCP tool, whose
 arguments the host cannot read the meaning of), an ``allow`` rule with a
@@ -66,13 +67,14 @@ _MAX_STRINGS = 256
 @dataclass(frozen=True)
 class Target:
     """A call's target as rules match it (see the module docstring):
-    ``certain``, the forms an ``allow`` rule's pattern must all match (None:
-    no allow rule with a pattern applies), and ``possible``, the forms any of
-    which makes a ``deny`` or ``ask`` rule's pattern match. ``resolved``: the
+    ``names``, the names of the one file it certainly targets, any of which
+    an ``allow`` rule's pattern may match (None: no allow rule with a pattern
+    applies), and ``possible``, the forms any of which makes a ``deny`` or
+    ``ask`` rule's pattern match. ``resolved``: the
     path's file, relative to ``cwd``, when the target is a path inside it."""
 
     shown: str | None
-    certain: tuple[str, ...] | None
+    names: tuple[str, ...] | None
     possible: tuple[str, ...]
     resolved: str | None = None
 
@@ -94,8 +96,12 @@ def _path_forms(path: str, root: Root) -> tuple[str | None, tuple[str, ...]]:
     resolved = resolve_beneath(root, path)
     forms = [path, _folded(path, root.path)]
     if resolved is not None:
-        forms.append(resolved or ".")
+        forms += [resolved or ".", _absolute(root, resolved)]
     return resolved, tuple(dict.fromkeys(forms))
+
+
+def _absolute(root: Root, resolved: str) -> str:
+    return os.path.join(root.path, resolved) if resolved else root.path
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -119,8 +125,9 @@ def find_target(declaration: ToolDeclaration, arguments: Any, root: Root) -> Tar
         if shown is None:
             return Target(None, None, ())
         resolved, forms = _path_forms(shown, root)
-        certain = None if resolved is None else (resolved or ".",)
-        return Target(shown, certain, forms, resolved)
+        if resolved is None:
+            return Target(shown, None, forms, None)
+        return Target(shown, (resolved or ".", _absolute(root, resolved)), forms, resolved)
     possible: list[str] = []
     for index, text in enumerate(_strings(arguments)):
         if index == _MAX_STRINGS:
@@ -148,8 +155,7 @@ def _applies(rule: PermissionRule, target: Target) -> bool:
     if pattern is None:
         return True
     if rule.action == "allow":
-        certain = target.certain
-        return bool(certain) and all(fnmatch.fnmatchcase(form, pattern) for form in certain or ())
+        return any(fnmatch.fnmatchcase(name, pattern) for name in target.names or ())
     return any(fnmatch.fnmatchcase(form, pattern) for form in target.possible)
 
 

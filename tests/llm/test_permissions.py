@@ -300,6 +300,30 @@ async def test_rules_match_the_file_a_path_names_not_its_spelling(
     assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
 
 
+async def test_an_allow_rule_matches_the_file_by_its_relative_or_absolute_name(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    """``*/docs/*`` (written for absolute paths) and ``docs/*`` allow
+    docs/new.txt however it is spelled, and neither allows a path that only
+    passes through docs/."""
+    (tmp_path / "docs").mkdir()
+    host.handlers["agent/requestPermission"] = lambda params: {"approve": False}
+    for pattern in ("*/docs/*", "docs/*"):
+        rules = [{"tool": "file_write", "pattern": pattern, "action": "allow"}]
+        agent = await create(host, sim, tmp_path, permissions=rules)
+        spellings = ["docs/new.txt", str(tmp_path / "docs" / "new.txt"), "docs/../out.txt"]
+        calls = [write(f"w{index}", path) for index, path in enumerate(spellings)]
+        sim.script(Reply(content=calls), Reply.text("ok"))
+        await run(host, agent, pattern)
+        events = permission_events(host, pattern)
+        assert [(e["decision"], e["by"]) for e in events] == [
+            ("allow", "rule"),
+            ("allow", "rule"),
+            ("deny", "client"),  # asked: docs/../out.txt is out.txt
+        ], pattern
+    assert (tmp_path / "docs" / "new.txt").exists() and not (tmp_path / "out.txt").exists()
+
+
 async def test_an_mcp_tool_whose_targets_cannot_be_found_is_not_allowed_by_a_pattern(
     host: HostClient, sim: Simulator, tmp_path: Path
 ) -> None:
