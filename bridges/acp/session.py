@@ -24,24 +24,21 @@ The schema, and the serving of what the agent asks of the client, are the
 and each prompt) and the updates of a turn go through the transport, which
 keeps a turn to one write, one future and one callback per update (see
 :mod:`bridges.acp.transport`). This module is imported on an ACP agent's first
-run only, because that library takes a few hundred milliseconds to import. How
-updates map to results lives in :mod:`bridges.acp.mapping`.
+run only, because that library takes a few hundred milliseconds to import. The
+process as held and how a request to it fails are :mod:`bridges.acp.live`'s;
+what the agent asks of the client, :mod:`bridges.acp.client`'s; how updates
+map to results, :mod:`bridges.acp.mapping`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 import os
-from collections.abc import Awaitable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import acp
 from acp.schema import (
-    AgentCapabilities,
     AuthenticateResponse,
     ClientCapabilities,
     FileSystemCapabilities,
@@ -52,15 +49,17 @@ from acp.schema import (
     NewSessionResponse,
     PromptResponse,
 )
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from bridges.acp.auth import choose, describe
-from bridges.acp.config_options import ChoiceError, SessionChoices
+from bridges.acp.client import BridgeClient
+from bridges.acp.config_options import ChoiceError
 from bridges.acp.files import AgentFiles
-from bridges.acp.mapping import BridgeClient, Turn, wire
+from bridges.acp.live import Fault, Live, agent_label, read_answer, send
+from bridges.acp.mapping import Turn, wire
 from bridges.acp.mcp_servers import session_servers
 from bridges.acp.resume import CHOICE_ANSWERS, RESUME_ANSWERS, resume_method
-from bridges.acp.transport import SHOWN_LINE, NdjsonPipe, PendingRequest
+from bridges.acp.transport import NdjsonPipe, PendingRequest
 from bridges.common import (
     StderrTail,
     compose_prompt,
@@ -71,18 +70,14 @@ from bridges.common import (
     working_directory,
 )
 from bridges.procgroup import (
-    GroupProcess,
     SpawnError,
-    describe_exit,
-    end_process_group,
     spawn_group,
-    wait_for_exit,
 )
 from oma_host.core.backends import PermissionHandler, SessionLink
 from oma_host.core.config import AcpBackend, AgentConfig
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
-from oma_host.core.errors import BackendRequestError, ErrorKind, InvalidParamsError
-from oma_host.core.events import McpFiltered, RunEvent, SessionRestarted
+from oma_host.core.errors import BackendRequestError, InvalidParamsError
+from oma_host.core.events import SessionRestarted
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
 from oma_host.core.results import (
@@ -99,81 +94,6 @@ M = TypeVar("M", bound=BaseModel)
 
 _HANDSHAKE_S = 60.0  # initialize + session/new; an agent waiting for a login never answers
 _CANCEL_GRACE_S = 3.0  # how long an agent may take to end a turn after session/cancel
-_EXIT_WAIT_S = 2.0  # after the connection drops, how long to wait for an exit code
-_AUTH_REQUIRED = -32000
-
-
-def close_quietly(task: asyncio.Future[Any]) -> None:
-    """Retrieve a finished background future's outcome, so that it is never
-    reported as an exception nobody retrieved."""
-    if task.done() and not task.cancelled():
-        with contextlib.suppress(BaseException):
-            task.result()
-
-
-class _Fault(Exception):
-    """Ends the run as a failure; ``fatal`` faults also discard the process."""
-
-    def __init__(self, kind: ErrorKind, message: str, *, fatal: bool = True) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.fatal = fatal
-
-
-@dataclass
-class _Live:
-    """One agent process with its connection and session."""
-
-    process: GroupProcess
-    pipe: NdjsonPipe
-    # acp.client.connection.ClientSideConnection: serves the agent's requests
-    # and sends session/cancel; the bridge's requests go through ``pipe``.
-    conn: Any
-    client: BridgeClient
-    stderr: StderrTail
-    session_id: str = ""
-    agent_info: str = ""  # name and version from its initialize answer
-    auth_methods: list[str] = field(default_factory=list)
-    prompted: bool = False  # the session has had its first prompt (and the systemPrompt)
-    # mcp_filtered event data: servers session/new left out, reported in the first run
-    mcp_left_out: list[McpFiltered] = field(default_factory=list)
-    capabilities: AgentCapabilities | None = None  # from its initialize answer
-    auth_offers: list[dict[str, Any]] = field(default_factory=list)  # authMethods, wire form
-    choices: SessionChoices = field(default_factory=SessionChoices)  # its models and modes
-    notices: list[RunEvent] = field(default_factory=list)  # events for the next run
-    draining: asyncio.Future[None] | None = None  # an abandoned turn ending
-    stuck: bool = False  # an abandoned turn never ended: the session is unusable
-    closed: bool = False
-    background: set[asyncio.Future[Any]] = field(default_factory=set)
-
-    @property
-    def dead(self) -> bool:
-        return (
-            self.closed
-            or self.stuck
-            or self.pipe.eof
-            or self.pipe.fault is not None
-            or self.process.returncode is not None
-        )
-
-    def spawn(self, step: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(step)
-        self.background.add(task)
-        task.add_done_callback(self.background.discard)
-        task.add_done_callback(close_quietly)
-
-    async def shutdown(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.client.end(cancelled=True)
-        for task in [*self.background, *([self.draining] if self.draining else [])]:
-            if task is not asyncio.current_task():  # the drain itself may be shutting down
-                task.cancel()
-        with contextlib.suppress(Exception):
-            await self.conn.close()
-        await end_process_group(self.process)
-        self.stderr.cancel()
 
 
 class AcpBridge:
@@ -194,18 +114,16 @@ class AcpBridge:
         self._editor = editor or NO_EDITOR  # what the door's client does with files
         self._link = session_link  # the ACP sessionId kept with the host's session
         self._redactor = Redactor.for_config(config)
-        self._live: _Live | None = None
+        self._live: Live | None = None
         self._lock = asyncio.Lock()  # one prompt at a time per session
 
     @property
     def _command(self) -> str:
         return self._backend.command
 
-    def _who(self, live: _Live | None = None) -> str:
-        """The agent as messages name it: its config name, and what it said it
-        is at ``initialize`` (else the command)."""
-        what = live.agent_info if live is not None and live.agent_info else self._command
-        return f"the ACP agent {self._config.name!r} ({what})"
+    def _who(self) -> str:
+        """The agent before it answered ``initialize``."""
+        return agent_label(self._config.name, self._command)
 
     async def execute(
         self, messages: list[LLMMessage], prompt: str, recorder: RunRecorder, *, streaming: bool
@@ -218,7 +136,7 @@ class AcpBridge:
             try:
                 live = await self._session()
                 return await self._prompt(live, prompt, recorder)
-            except _Fault as fault:
+            except Fault as fault:
                 if fault.fatal:
                     await self._discard(live)
                 return failed(recorder, self._redactor, fault.kind, str(fault))
@@ -229,7 +147,7 @@ class AcpBridge:
 
     # -- the session --------------------------------------------------------
 
-    async def _session(self) -> _Live:
+    async def _session(self) -> Live:
         live = self._live
         if live is not None:
             if live.draining is not None:
@@ -247,7 +165,7 @@ class AcpBridge:
         # session/new wants an absolute path, so the host's own is named.
         return os.path.abspath(working_directory(self._config, self._backend) or os.getcwd())
 
-    async def _start(self) -> _Live:
+    async def _start(self) -> Live:
         cwd = self._cwd()
         hooks = self._config.hooks
         client = BridgeClient(
@@ -265,13 +183,21 @@ class AcpBridge:
                 stdout_sink=pipe,
             )
         except SpawnError as error:
-            raise _Fault("spawn", could_not_start(self._who(), str(error))) from None
+            raise Fault("spawn", could_not_start(self._who(), str(error))) from None
         assert process.stdin is not None and process.stderr is not None
         pipe.attach(process.stdin)
         # The library types its client parameter with its full Client protocol;
         # ours implements what the router calls (the rest is method-not-found).
         conn = acp.connect_to_agent(cast(Any, client), pipe)
-        live = _Live(process, pipe, conn, client, StderrTail(process.stderr))
+        live = Live(
+            process,
+            pipe,
+            conn,
+            client,
+            StderrTail(process.stderr),
+            self._config.name,
+            self._command,
+        )
         client.watch = live.choices.observe
         client.files = AgentFiles(
             cwd,
@@ -292,7 +218,7 @@ class AcpBridge:
             raise
         return live
 
-    async def _handshake(self, live: _Live, cwd: str) -> None:
+    async def _handshake(self, live: Live, cwd: str) -> None:
         try:
             async with asyncio.timeout(_HANDSHAKE_S):
                 initialize = InitializeRequest(
@@ -305,8 +231,8 @@ class AcpBridge:
                     ),
                     client_info=Implementation(name="oma-host", version=__version__),
                 )
-                info = await self._call(
-                    live, "initialize", _send(live, "initialize", initialize), InitializeResponse
+                info = await read_answer(
+                    live, "initialize", send(live, "initialize", initialize), InitializeResponse
                 )
                 live.auth_methods = [method.name for method in info.auth_methods or []]
                 live.auth_offers = [wire(method) for method in info.auth_methods or []]
@@ -314,9 +240,9 @@ class AcpBridge:
                 if info.agent_info is not None:
                     live.agent_info = f"{info.agent_info.name} {info.agent_info.version}"
                 if info.protocol_version != acp.PROTOCOL_VERSION:
-                    raise _Fault(
+                    raise Fault(
                         "protocol",
-                        f"{self._who(live)} speaks protocol version "
+                        f"{live.who} speaks protocol version "
                         f"{info.protocol_version}; oma-host speaks {acp.PROTOCOL_VERSION}",
                     )
                 servers, live.mcp_left_out = session_servers(
@@ -324,22 +250,21 @@ class AcpBridge:
                 )
                 await self._open(live, cwd, NewSessionRequest(cwd=cwd, mcp_servers=servers))
         except TimeoutError:
-            raise _Fault(
+            raise Fault(
                 "protocol",
-                f"{self._who(live)} did not answer initialize and session/new "
-                f"within {_HANDSHAKE_S:.0f} s",
+                f"{live.who} did not answer initialize and session/new within {_HANDSHAKE_S:.0f} s",
             ) from None
 
     # -- opening the session: resume, log in, choices -------------------------
 
-    async def _ask(self, live: _Live, method: str, params: dict[str, Any], model: type[M]) -> Any:
+    async def _ask(self, live: Live, method: str, params: dict[str, Any], model: type[M]) -> Any:
         """Send one request of the handshake or a choice; its answer as raw
-        JSON, once read as ``model`` (every failure a :class:`_Fault`)."""
+        JSON, once read as ``model`` (every failure a :class:`Fault`)."""
         answer = live.pipe.request(method, params).answer
-        await self._call(live, method, answer, model)
+        await read_answer(live, method, answer, model)
         return answer.result()
 
-    async def _open(self, live: _Live, cwd: str, new: NewSessionRequest) -> None:
+    async def _open(self, live: Live, cwd: str, new: NewSessionRequest) -> None:
         """Resume the session the host's session remembers, when the agent
         can (session/resume, else session/load, whose replayed updates are
         dropped); else open a new one, logging in if asked, with a
@@ -349,14 +274,14 @@ class AcpBridge:
         link = self._link
         remembered = link.known if link is not None else None
         how = resume_method(live.capabilities)
-        reason = f"{self._who(live)} advertises neither session/resume nor session/load"
+        reason = f"{live.who} advertises neither session/resume nor session/load"
         if remembered and how is not None:
             live.client.muted = how == "session/load"
             try:
                 answer = await self._ask(
                     live, how, {**params, "sessionId": remembered}, RESUME_ANSWERS[how]
                 )
-            except _Fault as fault:
+            except Fault as fault:
                 if live.dead:
                     raise
                 reason = str(fault)
@@ -383,7 +308,7 @@ class AcpBridge:
             await link.remember(live.session_id)
         await self._apply_config(live)
 
-    async def _new_session(self, live: _Live, params: dict[str, Any]) -> Any:
+    async def _new_session(self, live: Live, params: dict[str, Any]) -> Any:
         """session/new. A method named in ``backend.auth`` is logged in with
         first (``authenticate``); else, refused for want of a login, the bridge
         logs in with the only method the environment meets (see
@@ -394,7 +319,7 @@ class AcpBridge:
             return await self._ask(live, "session/new", params, NewSessionResponse)
         try:
             return await self._ask(live, "session/new", params, NewSessionResponse)
-        except _Fault as fault:
+        except Fault as fault:
             if fault.kind != "auth" or not live.auth_offers:
                 raise
             method = choose(live.auth_offers, None, self._backend.environment())
@@ -403,31 +328,31 @@ class AcpBridge:
         await self._authenticate(live, method)
         return await self._ask(live, "session/new", params, NewSessionResponse)
 
-    async def _authenticate(self, live: _Live, method: str) -> None:
+    async def _authenticate(self, live: Live, method: str) -> None:
         if choose(live.auth_offers, method, {}) is None:
-            raise _Fault(
+            raise Fault(
                 "auth",
-                f"backend.auth names {method!r}, which {self._who(live)} does not offer; "
+                f"backend.auth names {method!r}, which {live.who} does not offer; "
                 f"its login methods: {describe(live.auth_offers)}",
             )
         await self._ask(live, "authenticate", {"methodId": method}, AuthenticateResponse)
         live.notices.append({"type": "authenticated", "data": {"methodId": method}})
 
-    async def _apply_config(self, live: _Live) -> None:
+    async def _apply_config(self, live: Live) -> None:
         for config_id, value in self._backend.config.items():
             try:
                 await self._set_choice(live, config_id, value)
             except InvalidParamsError as error:
-                raise _Fault("config", f"backend.config.{config_id}: {error}") from None
+                raise Fault("config", f"backend.config.{config_id}: {error}") from None
 
-    async def _set_choice(self, live: _Live, config_id: str, value: str | bool) -> None:
+    async def _set_choice(self, live: Live, config_id: str, value: str | bool) -> None:
         try:
             method, params = live.choices.request(live.session_id, config_id, value)
         except ChoiceError as error:
             raise InvalidParamsError(str(error)) from None
         try:
             answer = await self._ask(live, method, params, CHOICE_ANSWERS[method])
-        except _Fault as fault:
+        except Fault as fault:
             fault.fatal = live.dead  # a refused choice leaves the session usable
             raise
         live.choices.applied(method, params, answer)
@@ -447,13 +372,13 @@ class AcpBridge:
             try:
                 live = await self._session()
                 await self._set_choice(live, config_id, value)
-            except _Fault as fault:
+            except Fault as fault:
                 if fault.fatal:
                     await self._discard(live)
                 raise BackendRequestError(self._redactor.redact(str(fault)), fault.kind) from None
             return live.choices.view()
 
-    async def _discard(self, live: _Live | None) -> None:
+    async def _discard(self, live: Live | None) -> None:
         if live is None:
             return
         if self._live is live:
@@ -462,7 +387,7 @@ class AcpBridge:
 
     # -- one turn -----------------------------------------------------------
 
-    async def _prompt(self, live: _Live, prompt: str, recorder: RunRecorder) -> AgentRunResult:
+    async def _prompt(self, live: Live, prompt: str, recorder: RunRecorder) -> AgentRunResult:
         text = prompt if live.prompted else compose_prompt(self._config.system_prompt, prompt)
         if not live.prompted:
             for left_out in live.mcp_left_out:
@@ -494,83 +419,15 @@ class AcpBridge:
             pass  # an error answer or a lost connection: read below, once the turn is closed
         live.client.end()
         turn.finish()
-        response = await self._call(live, "session/prompt", call.answer, PromptResponse)
+        response = await read_answer(live, "session/prompt", call.answer, PromptResponse)
         return _result(response.stop_reason, recorder)
 
-    async def _drain(self, live: _Live, call: PendingRequest) -> None:
+    async def _drain(self, live: Live, call: PendingRequest) -> None:
         done, _ = await asyncio.wait({call.settled}, timeout=_CANCEL_GRACE_S)
         if not done:  # it ignored session/cancel: the session is unusable, end it now
             live.stuck = True
             log.warning("ACP agent %r ignored session/cancel; ending it", self._config.name)
             await self._discard(live)
-
-    # -- faults -------------------------------------------------------------
-
-    async def _call(self, live: _Live, what: str, answer: Awaitable[Any], model: type[M]) -> M:
-        """Await the answer to one request to the agent, read as ``model``,
-        turning every way it can fail into a :class:`_Fault` that names the
-        cause."""
-        try:
-            return model.model_validate(await answer)
-        except acp.RequestError as error:
-            raise self._refused(live, what, error) from None
-        except ConnectionError:
-            raise await self._lost(live, what) from None
-        except ValidationError as error:
-            problem = error.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            raise _Fault(
-                "protocol",
-                f"{self._who(live)} answered {what} with an invalid "
-                f"response ({where}: {problem['msg']})",
-            ) from None
-
-    def _refused(self, live: _Live, what: str, error: acp.RequestError) -> _Fault:
-        detail = str(error)
-        if error.data not in (None, {}, ""):
-            detail += f" {json.dumps(error.data)[:SHOWN_LINE]}"
-        if error.code == _AUTH_REQUIRED:
-            return _Fault(
-                "auth",
-                f"{self._who(live)} refused {what}: authentication required: "
-                f"{detail} (its login methods: {describe(live.auth_offers)}; name one in "
-                "backend.auth, set its variables in backend.env, or log in with the "
-                "agent's own tool)",
-            )
-        # An error answer to a prompt leaves the session usable; in the handshake it does not.
-        return _Fault(
-            "acp",
-            f"{self._who(live)} answered {what} with error {error.code}: {detail}",
-            fatal=what != "session/prompt",
-        )
-
-    async def _lost(self, live: _Live, what: str) -> _Fault:
-        """Why the connection dropped: garbage on stdout, an exit, or our close."""
-        if live.closed:
-            return _Fault("process", f"{self._who(live)} was closed during {what}")
-        if live.pipe.fault is not None:
-            return _Fault(
-                "protocol",
-                f"{self._who(live)} broke the protocol during {what}: {live.pipe.fault}",
-            )
-        how = "closed its stdout"
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_EXIT_WAIT_S):
-                how = describe_exit(await wait_for_exit(live.process))
-        await live.stderr.settle()
-        tail = live.stderr.text()
-        message = f"{self._who(live)} {how} during {what}"
-        return _Fault("process", message + (f": {tail}" if tail else ""))
-
-
-def _send(live: _Live, method: str, params: BaseModel) -> asyncio.Future[Any]:
-    """Send a request whose params are a schema model, dumped as the library
-    dumps them; its answer."""
-    call = live.pipe.request(
-        method,
-        params.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True),
-    )
-    return call.answer
 
 
 def _result(stop_reason: str, recorder: RunRecorder) -> AgentRunResult:

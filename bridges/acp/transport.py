@@ -13,7 +13,7 @@ bridge directly. It is ours rather than the library's stdio transport because:
   builds and dumps a pydantic model and is awaited in a task of its own, and
   each update becomes a task, a tracing span and a schema validation before
   the bridge sees it. Here a request is one write and one future, and an
-  update is one callback (see :meth:`bridges.acp.mapping.BridgeClient.take_update`
+  update is one callback (see :meth:`bridges.acp.client.BridgeClient.take_update`
   for how it is checked);
 - an update kind the library's schema does not know would be dropped by its
   validation, while oma-host streams it to the client.

@@ -20,7 +20,9 @@ from typing import Any, Literal, NotRequired, Required, Union
 from pydantic import BaseModel
 from typing_extensions import is_typeddict
 
+from oma_host.cli.generated_doc import GeneratedPart
 from oma_host.cli.schema import ROOT, render_schema
+from oma_host.core.errors import ErrorCode
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import AgentRunResult, TokenUsage
 from oma_host.server import registry
@@ -68,9 +70,11 @@ def _fields_table(schema: dict[str, Any], heading: str) -> list[str]:
     return lines
 
 
-def _errors(params: dict[str, Any] | None, result: dict[str, Any]) -> str:
-    """The error answers a method can give besides -32700/-32600/-32002, from
-    what its params and result are."""
+def _errors(
+    params: dict[str, Any] | None, result: dict[str, Any], raises: tuple[ErrorCode, ...]
+) -> str:
+    """The error answers a method can give besides -32700/-32600/-32002: from
+    what its params and result are, and those its handler declares."""
     properties = (params or {}).get("properties", {})
     errors = []
     if params is not None:
@@ -81,6 +85,8 @@ def _errors(params: dict[str, Any] | None, result: dict[str, Any]) -> str:
         errors.append("-32001 `AgentNotFound`")
     if result.get("$ref") in _RUN_RESULTS:
         errors.append("-32800 `RequestCancelled` (with `data.partial`)")
+    # The provider's and the backend's errors say how they failed in data.kind.
+    errors.extend(f"{code.value} `{code.type_name}` (with `data.kind`)" for code in raises)
     return ", ".join(errors) if errors else "none of its own"
 
 
@@ -223,7 +229,7 @@ def reference() -> str:
         pair = schema["methods"][spec.method]
         lines.extend(_entry(spec.method, spec.summary, pair, "Result"))
         params = None if spec.wire_params is None else pair["params"]
-        lines.extend([f"Errors: {_errors(params, pair['result'])}.", ""])
+        lines.extend([f"Errors: {_errors(params, pair['result'], spec.raises)}.", ""])
     lines.extend(["## Requests from the host to the client", ""])
     for name, pair in schema["serverRequests"].items():
         described = pair["params"].get("description", "")
@@ -238,20 +244,8 @@ def reference() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def with_reference(document: str) -> str:
-    """``document`` with the generated reference between the markers."""
-    start = document.index(START) + len(START)
-    end = document.index(END)
-    return document[:start] + "\n" + reference() + document[end:]
-
-
-def main(argv: list[str]) -> int:
-    if argv:
-        print("usage: python3 -m oma_host.cli.protocol_doc", file=sys.stderr)
-        return 2
-    PROTOCOL_DOC.write_text(with_reference(PROTOCOL_DOC.read_text(encoding="utf-8")))
-    return 0
-
+PART = GeneratedPart(PROTOCOL_DOC, START, END, reference, "oma_host.cli.protocol_doc")
+with_reference = PART.spliced
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(PART.main(sys.argv[1:]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from oma_host.cli.generated_doc import GeneratedPart
 from oma_host.cli.schema import ROOT
 from oma_host.core.provider_facts import PROVIDERS, ProviderFacts
 
@@ -60,19 +61,8 @@ def table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def with_table(document: str) -> str:
-    """``document`` with the generated table between the markers."""
-    start = document.index(START) + len(START)
-    return document[:start] + "\n" + table() + document[document.index(END) :]
-
-
-def main(argv: list[str]) -> int:
-    if argv:
-        print("usage: python3 -m oma_host.cli.providers_doc", file=sys.stderr)
-        return 2
-    PROVIDERS_DOC.write_text(with_table(PROVIDERS_DOC.read_text(encoding="utf-8")))
-    return 0
-
+PART = GeneratedPart(PROVIDERS_DOC, START, END, table, "oma_host.cli.providers_doc")
+with_table = PART.spliced
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(PART.main(sys.argv[1:]))

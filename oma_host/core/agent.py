@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import suppress
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, cast
 
 from oma_host.core.abort import AbortSignal
+from oma_host.core.abortable import Aborted, acquire_unless_aborted, unless_aborted
 from oma_host.core.backends import (
     Backend,
     BackendContext,
@@ -60,9 +60,9 @@ from oma_host.core.results import (
     failed_result,
     zero_usage,
 )
+from oma_host.core.run_ids import new_run_id
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 AgentStatus = Literal["idle", "running", "completed", "error"]
 # Persists a completed prompt turn (the user message and the reply) before the
@@ -72,102 +72,6 @@ TurnSink = Callable[[list[LLMMessage]], Awaitable[None] | None]
 
 # Backends being closed after a reset, kept referenced until they finish.
 _closing: set[asyncio.Task[None]] = set()
-
-
-# The version (4) and variant bits of a random UUID, as ``uuid.uuid4`` sets them.
-_UUID4_KEEP = ~(0xF000 << 64 | 0xC000 << 48) & (1 << 128) - 1
-_UUID4_SET = 0x4000 << 64 | 0x8000 << 48
-_RANDOM_BLOCK = 16 * 256  # random bytes fetched at once: the ids of 256 runs
-
-
-class _RandomIds:
-    """Random 128-bit numbers from ``os.urandom``, read a block at a time: a
-    system call per run was a measurable part of a short run's cost (and
-    costs more on a busy virtual machine). A forked child reads afresh."""
-
-    def __init__(self) -> None:
-        self._block = memoryview(b"")
-        os.register_at_fork(after_in_child=self.forget)
-
-    def forget(self) -> None:
-        self._block = memoryview(b"")
-
-    def next(self) -> int:
-        if not self._block:
-            self._block = memoryview(os.urandom(_RANDOM_BLOCK))
-        value = int.from_bytes(self._block[:16])
-        self._block = self._block[16:]
-        return value
-
-
-_random_ids = _RandomIds()
-
-
-def new_run_id() -> str:
-    """``run_`` and the hex of a random (version 4) UUID: what
-    ``uuid.uuid4().hex`` gives, without a UUID object or a system call."""
-    return f"run_{_random_ids.next() & _UUID4_KEEP | _UUID4_SET:032x}"
-
-
-class _Aborted(Exception):
-    """Internal: the abort signal fired before the awaited step finished."""
-
-
-async def _unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
-    """Await ``step``; if ``abort`` fires first, cancel it and raise _Aborted."""
-    if abort is None:
-        return await step
-    if abort.aborted:  # aborted before it started: do no work at all
-        if inspect.iscoroutine(step):
-            step.close()
-        raise _Aborted
-    # The step runs in this task, and the signal cancels this task, the way
-    # asyncio.timeout does: no task of its own for the step, none waiting on
-    # the signal (this is on every run's path). The cancellation we asked
-    # for is told from anyone else's by the task's count of cancel requests.
-    task = asyncio.current_task()
-    if task is None:  # awaited by hand, outside any task: give it one
-        return await asyncio.ensure_future(_unless_aborted(step, abort))
-    cancelling = task.cancelling()
-    fired = False
-
-    def cancel_step() -> None:
-        nonlocal fired
-        # Cancelled once: a second cancel would cut short the cleanup the
-        # first one started (ending a process group, say).
-        if task.cancelling() == cancelling:
-            fired = True
-            task.cancel()
-
-    abort.add_listener(cancel_step)
-    try:
-        result = await step
-    except asyncio.CancelledError:
-        if fired and task.uncancel() <= cancelling:
-            raise _Aborted from None  # ours alone: the run was aborted
-        raise
-    finally:
-        abort.remove_listener(cancel_step)
-    if fired:  # the step finished all the same: take our request back
-        task.uncancel()
-    return result
-
-
-async def _acquire_unless_aborted(lock: asyncio.Lock, abort: AbortSignal | None) -> bool:
-    """Take ``lock`` in arrival order; False if ``abort`` fired first. Never
-    leaves the lock held when it returns False or raises."""
-    acquiring = asyncio.ensure_future(lock.acquire())
-    try:
-        await _unless_aborted(asyncio.shield(acquiring), abort)
-        return True
-    except BaseException as error:
-        if acquiring.done() and not acquiring.cancelled() and acquiring.exception() is None:
-            lock.release()  # granted at the very moment we gave up
-        else:
-            acquiring.cancel()
-        if isinstance(error, _Aborted):
-            return False
-        raise
 
 
 def check_agent_config(config: AgentConfig) -> list[LLMMessage]:
@@ -368,7 +272,7 @@ class Agent:
         if self._turn_lock is None:
             self._turn_lock = asyncio.Lock()
         lock = self._turn_lock
-        if not await _acquire_unless_aborted(lock, abort):
+        if not await acquire_unless_aborted(lock, abort):
             return RunRecorder(run_id).result("cancelled", "the prompt was cancelled while queued")
         try:
             if self._closed:
@@ -437,10 +341,10 @@ class Agent:
         result: AgentRunResult | None = None
         try:
             try:
-                finished = await _unless_aborted(
+                finished = await unless_aborted(
                     self._pipeline(messages, recorder, streaming), abort
                 )
-            except _Aborted:
+            except Aborted:
                 finished = recorder.result("cancelled", "the run was cancelled")
             except Exception as error:  # a bug or an unforeseen fault: still a result
                 log.exception("run %s of agent %r failed unexpectedly", recorder.run_id, self.name)

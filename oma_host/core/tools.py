@@ -1,7 +1,7 @@
 """What the host knows of a tool before it runs: its declaration.
 
-A :class:`ToolDeclaration` is the one record of a tool's facts: the name and
-description the model sees, its input schema, its effect (``read``,
+A :class:`ToolDeclaration` is the one record of a tool's facts: the
+:class:`ToolSpec` the model sees (name, description, input schema), its effect (``read``,
 ``write``, ``execute`` or ``other``), and how a call's target is found (what
 permission rules match, and the file or folder an editor may show). The
 permission policy's defaults follow the effect, and so does the ACP door's
@@ -60,12 +60,20 @@ def path_argument(field: str, default: str | None = None) -> ArgumentReader:
 
 
 @dataclass(frozen=True)
-class ToolDeclaration:
-    """One tool's facts; see the module docstring."""
+class ToolSpec:
+    """A tool as the model sees it: its name, what it does, and its input
+    schema (what a provider's adapter sends)."""
 
     name: str
     description: str
     input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolDeclaration(ToolSpec):
+    """One tool's facts (see the module docstring): the model's view of it,
+    and what the host knows besides."""
+
     effect: Effect
     # The call's main argument: what a permission rule's ``pattern`` matches,
     # the permission event's ``target`` (a path, or a shell tool's command).

@@ -27,10 +27,10 @@ from oma_host.core.events import ToolPermission
 from oma_host.core.messages import ContentBlock
 from oma_host.core.redact import Redactor
 from oma_host.core.results import RunRecorder
+from oma_host.core.tools import ToolSpec
 from oma_host.llm.permissions import PermissionPolicy
 from oma_host.llm.tools import ToolRegistry
-from oma_host.llm.tools.base import Tool, ToolOutput, Workspace, call_tool, spec_of, unknown_tool
-from oma_host.providers.base import ToolSpec
+from oma_host.llm.tools.base import Tool, ToolOutput, Workspace, call_tool, unknown_tool
 
 if TYPE_CHECKING:
     from oma_host.llm.mcp_servers import McpServers, McpTool
@@ -65,14 +65,14 @@ class AgentTools:
     @property
     def builtin_specs(self) -> tuple[ToolSpec, ...]:
         """The built-in tools, as offered before the MCP servers have started."""
-        return tuple(spec_of(tool.declaration) for tool in self.registry.tools.values())
+        return tuple(tool.declaration for tool in self.registry.tools.values())
 
     async def prepare(self) -> tuple[ToolSpec, ...]:
         """The specs to offer this run: the MCP servers are started on the
         first run and checked on later ones (McpFailure when one is gone)."""
         if self._servers is not None:
             self._mcp = await self._servers.tools()
-        return (*self.builtin_specs, *(spec_of(tool.declaration) for tool in self._mcp.values()))
+        return (*self.builtin_specs, *(tool.declaration for tool in self._mcp.values()))
 
     async def call(self, call: ContentBlock, recorder: RunRecorder) -> tuple[ToolOutput, bool]:
         """Run one tool_use block: (output, is_error). McpFailure when the

@@ -8,16 +8,16 @@ is allowed, any other (the write tools, every MCP tool) asks.
 
 A pattern matches the file a path names, not its spelling: the path is
 resolved beneath ``cwd`` as the tools would open it (``..`` and ``.``
-folded, an absolute path inside ``cwd`` made relative, symlinks inside the
-tree followed), and an ``allow`` rule applies only when that file's name
-matches, relative to ``cwd`` or absolute (``docs/*`` and ``*/docs/*`` both
-allow ``docs/new.txt``; neither allows ``docs/../secret.txt``). A ``deny`` or ``ask`` rule applies when any form of it matches (as
-written, folded, or resolved): a rule that keeps a file out must not be
-talked around. When the targets cannot all be found (an MCP tool, whose
-arguments the host cannot read the meaning of), an ``allow`` rule with a
-pattern never applies, and a ``deny`` or ``ask`` rule with one applies when
-any string among the arguments, read as a path, matches. The file an
-approval was given for is the one the call may touch
+folded, symlinks inside the tree followed), and an ``allow`` rule applies
+only when that file's name matches, relative to ``cwd`` or absolute
+(``docs/*`` and ``*/docs/*`` both allow ``docs/new.txt``; neither allows
+``docs/../secret.txt``). A ``deny`` or ``ask`` rule applies when any form of
+it matches (as written, folded, or resolved): a rule that keeps a file out
+must not be talked around. When the targets cannot all be found (an MCP
+tool, whose arguments the host cannot read the meaning of), an ``allow``
+rule with a pattern never applies, and a ``deny`` or ``ask`` rule with one
+applies when any string among the arguments, read as a path, matches. The
+file an approval was given for is the one the call may touch
 (:meth:`oma_host.llm.tools.base.Workspace.confirm`).
 
 ``ask`` goes to the client (``agent/requestPermission`` with ``source:

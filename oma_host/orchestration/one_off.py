@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypedDict, Unpack
 
 from oma_host.core.abort import AbortSignal
-from oma_host.core.agent import Agent, new_run_id
+from oma_host.core.agent import Agent
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_model_defaults
 from oma_host.core.editor_channel import EditorChannel
@@ -24,6 +24,7 @@ from oma_host.core.hooks import AfterRunHook, BeforeRunHook
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
 from oma_host.core.results import AgentRunResult
+from oma_host.core.run_ids import new_run_id
 from oma_host.orchestration.evaluation import (
     EvaluationSample,
     Evaluator,

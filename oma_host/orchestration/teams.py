@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oma_host.core.abort import AbortSignal
-from oma_host.core.agent import Agent, check_agent_config, new_run_id
+from oma_host.core.agent import Agent, check_agent_config
 from oma_host.core.backends import backend_entry
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.guard import clone
 from oma_host.core.results import AgentRunResult, TokenUsage, add_token_usage, zero_usage
+from oma_host.core.run_ids import new_run_id
 
 log = logging.getLogger(__name__)
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from oma_host.core.messages import ContentBlock, LLMMessage
     from oma_host.core.provider_facts import ProviderFacts
     from oma_host.core.results import TokenUsage
+    from oma_host.core.tools import ToolSpec
 
 
 class ProviderError(OmaError):
@@ -49,15 +50,6 @@ class ProviderError(OmaError):
         if self.status_code is not None:
             data["status"] = self.status_code
         return data
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool the model may call: its name, what it does, and its input schema."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,15 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
-from oma_host.core.agent import Agent, TurnSink, new_run_id
+from oma_host.core.agent import Agent, TurnSink
 from oma_host.core.backends import SessionLink
 from oma_host.core.config import AgentConfig, parse_agent_config
+from oma_host.core.errors import ErrorCode
 from oma_host.core.events import EmitFn
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
 from oma_host.core.results import AgentRunResult
+from oma_host.core.run_ids import new_run_id
 from oma_host.orchestration.one_off import OpenMultiAgent
 from oma_host.orchestration.store import Store
 from oma_host.server.context import RequestContext
@@ -140,7 +142,7 @@ async def agent_state(ctx: RequestContext, params: AgentIdParams) -> AgentStateR
     return cast(AgentStateResult, agent.state)
 
 
-@handles(Method.AGENT_CONFIGURE)
+@handles(Method.AGENT_CONFIGURE, raises=(ErrorCode.BACKEND_ERROR,))
 async def agent_configure(ctx: RequestContext, params: ConfigureParams) -> AgentChoicesResult:
     """Sets one of an ACP agent's session choices (a config option, its mode
     or model), opening the session first if need be; answers the choices."""

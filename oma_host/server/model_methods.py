@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from typing_extensions import TypedDict
 
 from oma_host.core.config import AgentConfig
+from oma_host.core.errors import ErrorCode
 from oma_host.core.redact import Redactor
 from oma_host.providers import DEFAULT_PROVIDER, check_provider
 from oma_host.providers.base import ProviderError
@@ -60,7 +61,7 @@ def _where(ctx: RequestContext, params: ModelsListParams) -> AgentConfig:
     )
 
 
-@handles(Method.MODELS_LIST)
+@handles(Method.MODELS_LIST, raises=(ErrorCode.PROVIDER_ERROR,))
 async def models_list(ctx: RequestContext, params: ModelsListParams) -> ModelsListResult:
     """The provider's models from its list endpoint, cached for the session;
     a failure is -32003 `ProviderError` with `data.kind` (and `data.status`)."""

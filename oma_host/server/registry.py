@@ -33,6 +33,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Protocol, Self, TypeVar
 
+from oma_host.core.errors import ErrorCode
+
 
 class Method(StrEnum):
     """A request the client may send."""
@@ -144,6 +146,9 @@ class MethodSpec:
     # None for a method without params (shutdown); else a WireParams type.
     params: type[WireParams] | None
     result: Any  # the result type, for the schema and docs/protocol.md
+    # Error answers of its own besides those its params and result imply
+    # (docs/protocol.md lists both).
+    raises: tuple[ErrorCode, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -161,17 +166,18 @@ class MethodSpec:
         return self.params.from_wire(params, self.method)
 
 
-_DECLARED: dict[Method, Handler] = {}
+_DECLARED: dict[Method, tuple[Handler, tuple[ErrorCode, ...]]] = {}
 _SPECS: dict[Method, MethodSpec] = {}
 
 
-def handles(method: Method) -> Callable[[H], H]:
-    """Declare ``handler`` as the implementation of ``method``."""
+def handles(method: Method, *, raises: tuple[ErrorCode, ...] = ()) -> Callable[[H], H]:
+    """Declare ``handler`` as the implementation of ``method``; ``raises``: see
+    :attr:`MethodSpec.raises`."""
 
     def declare(handler: H) -> H:
         if method in _DECLARED:
             raise RuntimeError(f"{method} is declared twice")
-        _DECLARED[method] = handler
+        _DECLARED[method] = (handler, raises)
         return handler
 
     return declare
@@ -182,10 +188,10 @@ def load(method: Method) -> MethodSpec:
     spec = _SPECS.get(method)
     if spec is None:
         importlib.import_module(IMPLEMENTED_IN[method])
-        handler = _DECLARED.get(method)
-        if handler is None:
+        declaration = _DECLARED.get(method)
+        if declaration is None:
             raise LookupError(f"{IMPLEMENTED_IN[method]} declares no handler for {method}")
-        spec = _SPECS[method] = _describe(method, handler)
+        spec = _SPECS[method] = _describe(method, *declaration)
     return spec
 
 
@@ -196,10 +202,10 @@ def load_all() -> list[MethodSpec]:
 
 def declared() -> dict[Method, str]:
     """Each method declared so far, with the module its handler lives in."""
-    return {method: handler.__module__ for method, handler in _DECLARED.items()}
+    return {method: handler.__module__ for method, (handler, _) in _DECLARED.items()}
 
 
-def _describe(method: Method, handler: Handler) -> MethodSpec:
+def _describe(method: Method, handler: Handler, raises: tuple[ErrorCode, ...]) -> MethodSpec:
     hints = typing.get_type_hints(handler)
     names = list(inspect.signature(handler).parameters)
     if len(names) != 2:
@@ -212,4 +218,5 @@ def _describe(method: Method, handler: Handler) -> MethodSpec:
         handler=handler,
         params=None if params is type(None) else params,
         result=hints["return"],
+        raises=raises,
     )

@@ -35,7 +35,6 @@ from oma_host.core.tools import ArgumentReader, Effect, TargetKind, ToolDeclarat
 from oma_host.core.validation import describe_validation_error, predicate_error
 from oma_host.llm.confined import Root, Stop, ToolError
 from oma_host.llm.permissions import confirm_approved
-from oma_host.providers.base import ToolSpec
 
 CALL_BUDGET_S = 20.0  # then grep and glob answer with what they found
 DEFAULT_EDITOR_TIMEOUT_S = 30.0
@@ -180,11 +179,6 @@ def declare(
         name, description, schema, effect, target, target_kind, location, search
     )
     return BuiltinTool(declaration, params, run)
-
-
-def spec_of(declaration: ToolDeclaration) -> ToolSpec:
-    """What a provider is told of a tool."""
-    return ToolSpec(declaration.name, declaration.description, declaration.input_schema)
 
 
 def unknown_tool(name: str, available: list[str]) -> tuple[ToolOutput, bool]:
