@@ -9,7 +9,8 @@ import os
 import uuid
 
 from oma_host.core.abort import AbortSignal
-from oma_host.core.agent import Agent, new_run_id
+from oma_host.core.agent import Agent
+from oma_host.core.run_ids import new_run_id
 
 
 async def test_many_runs_on_one_signal_leave_no_waiters_behind() -> None:
@@ -92,13 +93,13 @@ def test_a_forked_child_draws_run_ids_of_its_own() -> None:
 
 
 async def test_a_step_that_fails_fails_the_run_and_cancelling_the_run_reaches_the_step() -> None:
-    from oma_host.core.agent import _Aborted, _unless_aborted
+    from oma_host.core.abortable import Aborted, unless_aborted
 
     async def fails() -> None:
         raise ValueError("boom")
 
     try:
-        await _unless_aborted(fails(), AbortSignal())
+        await unless_aborted(fails(), AbortSignal())
     except ValueError as error:
         assert str(error) == "boom"
     else:
@@ -112,19 +113,19 @@ async def test_a_step_that_fails_fails_the_run_and_cancelling_the_run_reaches_th
         finally:
             ended.set()
 
-    outer = asyncio.ensure_future(_unless_aborted(waits(), AbortSignal()))
+    outer = asyncio.ensure_future(unless_aborted(waits(), AbortSignal()))
     await asyncio.sleep(0.01)
     outer.cancel()
     await asyncio.gather(outer, return_exceptions=True)
     assert outer.cancelled() and ended.is_set()  # the step was cancelled and cleaned up
 
     abort = AbortSignal()
-    aborted = asyncio.ensure_future(_unless_aborted(waits(), abort))
+    aborted = asyncio.ensure_future(unless_aborted(waits(), abort))
     await asyncio.sleep(0.01)
     abort.abort()
     try:
         await aborted
-    except _Aborted:
+    except Aborted:
         pass
     else:
-        raise AssertionError("an aborted step raises _Aborted")
+        raise AssertionError("an aborted step raises Aborted")
