@@ -160,9 +160,16 @@ def refused(live: Live, what: str, error: acp.RequestError) -> Fault:
 
 
 async def lost(live: Live, what: str) -> Fault:
-    """Why the connection dropped: garbage on stdout, an exit, or our close."""
+    """Why the connection dropped: too much output, garbage on stdout, an
+    exit, or our close."""
     if live.closed:
         return Fault("process", f"{live.who} was closed during {what}")
+    if live.pipe.over_output_limit:  # what it wrote past the limit was not read
+        return Fault(
+            "output_limit",
+            f"{live.who} wrote more than {live.pipe.output_limit} bytes on stdout during "
+            f"{what} (backend.maxOutputBytes); it was ended",
+        )
     if live.pipe.fault is not None:
         return Fault(
             "protocol",

@@ -174,7 +174,7 @@ class AcpBridge:
             self._permission_handler,
             (hooks.timeout_ms if hooks else 30_000) / 1000,
         )
-        pipe = NdjsonPipe(client.take_update)
+        pipe = NdjsonPipe(client.take_update, output_limit=self._backend.max_output_bytes)
         try:
             process = await spawn_group(
                 [self._command, *self._backend.args],
@@ -397,6 +397,7 @@ class AcpBridge:
         live.notices.clear()
         live.client.files_for_turn(recorder)
         live.prompted = True
+        live.pipe.count_output()
         turn = Turn(recorder, live.client.usage)
         live.client.begin(turn)
         # Written from this task at once: the params of a text prompt have one

@@ -88,11 +88,20 @@ class NdjsonPipe(JsonRpcPeer):
     # As the library reads an answer: a missing result is null.
     result_optional = True
 
-    def __init__(self, on_update: Callable[[Any], None], line_limit: int = LINE_LIMIT) -> None:
+    def __init__(
+        self,
+        on_update: Callable[[Any], None],
+        line_limit: int = LINE_LIMIT,
+        output_limit: int | None = None,
+    ) -> None:
         super().__init__()
         self._stdin: asyncio.StreamWriter | None = None
         self._on_update = on_update
         self._line_limit = line_limit
+        # The bytes of stdout read since the count last began (see count_output).
+        self._output_limit = output_limit
+        self._output = 0
+        self.over_output_limit = False
         self._library_ids: dict[Any, Any] = {}  # wire id -> the library's id
         self._partial = bytearray()  # the start of a line still arriving
         self._backlog: collections.deque[dict[str, Any]] = collections.deque()
@@ -158,9 +167,23 @@ class NdjsonPipe(JsonRpcPeer):
 
     # -- in: the agent's stdout, as it arrives ------------------------------
 
+    @property
+    def output_limit(self) -> int | None:
+        return self._output_limit
+
+    def count_output(self) -> None:
+        """Count the agent's output afresh (a run begins): past the output
+        limit, the pipe stops reading with a fault and ``over_output_limit``."""
+        self._output = 0
+
     def stdout_data(self, data: bytes) -> None:
         if self._ended:
             return  # a fault stopped the reading: the rest is not read
+        self._output += len(data)
+        if self._output_limit is not None and self._output > self._output_limit:
+            self.over_output_limit = True
+            self._stop(f"it wrote more than {self._output_limit} bytes on stdout")
+            return
         partial = self._partial
         searched = len(partial)  # no newline before here
         partial += data

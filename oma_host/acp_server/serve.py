@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from oma_host.acp_server.agents import AgentsFileError, load_agents
 from oma_host.core.config import AgentConfig
+from oma_host.core.framing import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.termination import Termination
 
 # The exit status of a usage error, as argparse gives it.
@@ -24,6 +25,8 @@ class AcpOptions:
     state_dir: str | None
     # How long a session's agent keeps its processes while it runs nothing.
     session_idle_timeout_s: float
+    # A line longer than this is dropped (a request answered -32600).
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
 
 def serve_acp(options: AcpOptions) -> int:
@@ -58,14 +61,14 @@ async def _serve_editor(configs: list[AgentConfig], options: AcpOptions) -> None
     from oma_host.acp_server.door import OmaAcpAgent
     from oma_host.acp_server.editor import EditorClient
     from oma_host.acp_server.routes import door_routes
-    from oma_host.acp_server.wire import LINE_LIMIT, AcpWire
+    from oma_host.acp_server.wire import READ_CHUNK, AcpWire
 
     agent = OmaAcpAgent(configs, options.state_dir, options.session_idle_timeout_s)
     try:
         # The library's stdio streams (the platform's pipes); the JSON-RPC on
         # them is ours (:mod:`.wire`).
-        reader, writer = await stdio_streams(limit=LINE_LIMIT)
-        wire = AcpWire(reader, writer)
+        reader, writer = await stdio_streams(limit=READ_CHUNK)
+        wire = AcpWire(reader, writer, options.max_message_bytes)
         agent.on_connect(EditorClient(wire))
         await wire.serve(*door_routes(agent))
     finally:

@@ -38,6 +38,21 @@ What it keeps of the library's wire behaviour:
 - at the end of the input every request of the door awaiting the editor
   fails with ConnectionError, and the requests still running are cancelled;
 - the bytes: compact separators and ASCII escapes, as the library wrote them.
+
+What it adds, as the JSON-RPC door does (the lines are read by
+:func:`oma_host.core.framing.read_lines`):
+
+- a line over ``--max-message-bytes`` (64 MiB by default) is read and
+  dropped piecewise, never held whole; a request is answered -32600 with
+  the sizes in ``data.reason`` (its id read from the line's ends), anything
+  else is logged;
+- a request whose params hold a lone UTF-16 surrogate, which no UTF-8 text
+  can carry, is answered -32602 naming where (``data.path``, and
+  ``data.reason``), a
+  notification with one is dropped, and an answer with one fails the
+  request that awaits it the same way;
+- while more than 1 MiB of what the door wrote is unsent (the editor is not
+  reading), the door reads no more until the editor has read it down.
 """
 
 from __future__ import annotations
@@ -53,13 +68,22 @@ from acp import RequestError
 from pydantic import ValidationError
 
 from oma_host.core.collector import count_in_flight
+from oma_host.core.errors import ErrorCode
+from oma_host.core.framing import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Frame,
+    lone_surrogate_at,
+    read_lines,
+    surrogate_problem,
+)
 from oma_host.core.jsonrpc import JsonRpcPeer
 
 log = logging.getLogger(__name__)
 
-# One JSON-RPC message per line; a prompt with images makes long lines. The
-# library's default, and a longer line is still read (see ``_read_line``).
-LINE_LIMIT = 50 * 1024 * 1024
+# The stream reader's buffer: a line longer than this is read in parts.
+READ_CHUNK = 1 << 20
+# Unsent bytes above which the door stops reading until the editor catches up.
+_UNSENT_BOUND = 1 << 20
 SHOWN_LINE = 200  # how much of a line that is not JSON-RPC the log quotes
 # Built once: ``json.dumps`` with any option builds an encoder per call. The
 # same bytes as the library's sender; ``default=str`` so an error's data that
@@ -80,10 +104,16 @@ class AcpWire(JsonRpcPeer):
     # The TypeScript SDK leaves a void handler's null result out of its answer.
     result_optional = True
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
         super().__init__()  # the door's requests, numbered from 0 as the library did
         self._reader = reader
         self._writer = writer
+        self._max_message_bytes = max_message_bytes
         self._running: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -134,39 +164,67 @@ class AcpWire(JsonRpcPeer):
     ) -> None:
         """Dispatch what the editor sends until the end of the input."""
         try:
-            while (message := await self._next_message()) is not None:
-                self._dispatch(message, requests, notifications)
+            async for frame in read_lines(self._reader, self._max_message_bytes):
+                message = self._message(frame)
+                if message is not None:
+                    self._dispatch(message, requests, notifications)
+                await self._caught_up()
         finally:
             await self._shut()
 
-    async def _next_message(self) -> dict[str, Any] | None:
-        while line := await self._read_line():
-            text = line.strip()
-            if not text:
-                continue
-            try:
-                message = json.loads(text)
-            except ValueError:
-                message = None
-            if isinstance(message, dict):
-                return message
-            shown = text[:SHOWN_LINE].decode(errors="replace")
-            log.warning("skipped a line that is not a JSON-RPC message: %r", shown)
-        return None
+    def _message(self, frame: Frame) -> dict[str, Any] | None:
+        """The message a line holds, or None when it holds none to dispatch
+        (answered here, or logged and skipped)."""
+        if frame.error is not None:
+            oversized = frame.error_code == ErrorCode.INVALID_REQUEST
+            if oversized and frame.recovered_id is not None and not frame.is_response:
+                reason = {"reason": frame.error}
+                error = RequestError(ErrorCode.INVALID_REQUEST, "Invalid request", reason)
+                self._reply_error(frame.recovered_id, error)  # a request: say why
+            else:
+                log.warning("skipped a line: %s", frame.error)
+            return None
+        message = frame.message
+        if not isinstance(message, dict):
+            kind = type(message).__name__
+            log.warning("skipped a line that is not a JSON-RPC message (a JSON %s)", kind)
+            return None
+        if frame.maybe_surrogates and self._surrogate(message):
+            return None
+        return message
 
-    async def _read_line(self) -> bytes:
-        """The next line, however long (past the reader's limit it comes in
-        parts); empty at the end of the input."""
-        parts: list[bytes] = []
-        while True:
-            try:
-                parts.append(await self._reader.readuntil(b"\n"))
-            except asyncio.LimitOverrunError as error:
-                parts.append(await self._reader.readexactly(error.consumed))
-                continue
-            except asyncio.IncompleteReadError as error:
-                parts.append(error.partial)
-            return b"".join(parts)
+    def _surrogate(self, message: dict[str, Any]) -> bool:
+        """Refuse ``message`` if what it carries holds a lone surrogate: True
+        when it was (answered, dropped, or failing the request it answers)."""
+        method = message.get("method")
+        carried = message.get("params") if method is not None else message.get("result")
+        where = lone_surrogate_at(carried)
+        if where is None:
+            return False
+        if method is None:  # an answer to one of the door's requests
+            problem, path = surrogate_problem("the editor's result", where)
+            future = self._answered(message)
+            if future is not None:
+                future.set_exception(RequestError.invalid_params({"path": path, "reason": problem}))
+        elif "id" in message:
+            problem, path = surrogate_problem(f"{method}: params", where)
+            refusal = {"path": path, "reason": problem}
+            self._reply_error(message["id"], RequestError.invalid_params(refusal))
+        else:
+            log.warning("dropped the notification %r: its params hold a lone surrogate", method)
+        return True
+
+    def _reply_error(self, request_id: Any, error: RequestError) -> None:
+        reply = {"jsonrpc": "2.0", "id": request_id, "error": error.to_error_obj()}
+        with contextlib.suppress(ConnectionError):  # the editor is gone: nobody to answer
+            self._write_now(self._frame(reply))
+
+    async def _caught_up(self) -> None:
+        """Wait, before reading on, while too much of what was written is unsent."""
+        transport = self._writer.transport
+        if not self._closed and transport.get_write_buffer_size() > _UNSENT_BOUND:
+            with contextlib.suppress(ConnectionError):
+                await self._writer.drain()
 
     def _dispatch(
         self,

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from oma_host.core.errors import ErrorCode
+from oma_host.core.framing import encode_frame
 from oma_host.core.jsonrpc import JsonRpcPeer, answer_failure
 from oma_host.server.auth import discover_token
-from oma_host.server.framing import encode_frame
 
 ServerRequestHandler = Callable[[Any], Any]
 

@@ -467,6 +467,6 @@ def _read_image(path_text: str) -> tuple[str, str]:
 
 
 def _frame(line: str) -> bytes:
-    from oma_host.server.framing import encode_frame
+    from oma_host.core.framing import encode_frame
 
     return encode_frame(line.encode())

@@ -7,11 +7,11 @@ import logging
 import sys
 
 from oma_host.core.collector import tune_for_serving
+from oma_host.core.framing import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.provider_facts import default_providers
 from oma_host.core.subreaper import enable_subreaper
 from oma_host.server.app import DEFAULT_DRAIN_TIMEOUT_S, SessionOptions
 from oma_host.server.auth import TokenFileError
-from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.server.tcp import (
     DEFAULT_HANDSHAKE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -188,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=argparse.SUPPRESS
     )
     acp.add_argument(
+        "--max-message-bytes",
+        type=_positive_int,
+        default=argparse.SUPPRESS,
+        help="a line larger than this is dropped, a request answered with -32600 (default 64 MiB)",
+    )
+    acp.add_argument(
         "--session-idle-timeout",
         metavar="SECONDS",
         type=_positive_seconds,
@@ -272,7 +278,9 @@ def _run(args: argparse.Namespace) -> int:
         enable_subreaper()  # a host: what its runs leave behind comes back to it
         tune_for_serving()
         acp_exit: int = serve_acp(
-            AcpOptions(args.agents, args.state_dir, args.session_idle_timeout)
+            AcpOptions(
+                args.agents, args.state_dir, args.session_idle_timeout, args.max_message_bytes
+            )
         )
         return acp_exit
     if args.command == "schema":

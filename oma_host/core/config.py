@@ -40,6 +40,10 @@ class HooksConfig(_Model):
     timeout_ms: Annotated[int, Field(gt=0)] = 30_000
 
 
+# What an external agent's output may hold before the run fails (``output_limit``).
+DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+
+
 class _ExternalBackend(_Model):
     """The fields every external backend has; ``kind`` is narrowed by each."""
 
@@ -48,6 +52,9 @@ class _ExternalBackend(_Model):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
+    # Bytes of stdout a run may read before it fails (``output_limit``): all
+    # of a process's output; what an ACP agent writes during one run.
+    max_output_bytes: Annotated[int, Field(gt=0)] = DEFAULT_MAX_OUTPUT_BYTES
 
     def environment(self) -> dict[str, str]:
         """The environment the command runs with: the host's, ``env`` over it."""
@@ -57,15 +64,12 @@ class _ExternalBackend(_Model):
 # How long one tool call may take before it is an error result (toolTimeoutMs).
 DEFAULT_TOOL_TIMEOUT_MS = 120_000
 
-# What a process agent's output may hold before the run fails (``output_limit``).
-DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 
 
 class ProcessBackend(_ExternalBackend):
     kind: Literal["process"]
     input: Literal["stdin", "argument", "none"] = "stdin"
     terminal: bool = False
-    max_output_bytes: Annotated[int, Field(gt=0)] = DEFAULT_MAX_OUTPUT_BYTES
 
 
 class AcpBackend(_ExternalBackend):

@@ -71,7 +71,7 @@ ErrorKind = Literal[
     "callback",  # a hook or another request to the client failed
     "input",  # nothing to send (an empty prompt)
     "output_schema",  # the reply does not match outputSchema
-    "output_limit",  # a process wrote more than backend.maxOutputBytes
+    "output_limit",  # an external agent wrote more than backend.maxOutputBytes
     "mcp",  # an MCP server failed to start or died
     "store",  # the state directory could not be written
     "disposed",  # the agent was disposed before the run started

@@ -32,15 +32,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oma_host.core.errors import ErrorCode
+from oma_host.core.framing import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Framing,
+    Location,
+    frame_encoder,
+    lone_surrogate_at,
+    surrogate_problem,
+)
 from oma_host.core.jsonrpc import JsonRpcPeer, MsgId, valid_id
 from oma_host.core.redact import remember_secrets, scrub_credentials
-from oma_host.server.framing import DEFAULT_MAX_MESSAGE_BYTES, Framing, frame_encoder
 
 if TYPE_CHECKING:
     from oma_host.server.trace import FrameTracer
@@ -85,7 +91,6 @@ _encode_message = _one_encoder()
 _GONE = "the client is gone"
 
 # A place in JSON data: object keys and array indexes from the top.
-Location = tuple[int | str, ...]
 
 
 class RpcError(Exception):
@@ -400,40 +405,3 @@ class Connection(JsonRpcPeer):
                 future.set_exception(ClientError(ErrorCode.INVALID_PARAMS, problem))
                 return
         self._resolve(future, message)
-
-
-def lone_surrogate_at(value: Any) -> Location | None:
-    """Where in ``value`` the first string (or object key) holding a lone
-    UTF-16 surrogate is, or None. JSON can write one (``"\\ud800"``) but no
-    UTF-8 text holds it, so it could be sent nowhere (a provider, a process,
-    the store): the door refuses it where params and answers are read."""
-    stack: list[tuple[Any, Location]] = [(value, ())]
-    while stack:  # iterative: params may nest as deep as the parser allows
-        item, location = stack.pop()
-        if isinstance(item, str):
-            if _LONE_SURROGATE.search(item):
-                return location
-        elif isinstance(item, dict):
-            for key, child in reversed(item.items()):
-                if _LONE_SURROGATE.search(key):
-                    return location
-                stack.append((child, (*location, key)))
-        elif isinstance(item, list):
-            stack.extend((item[index], (*location, index)) for index in reversed(range(len(item))))
-    return None
-
-
-# A surrogate pair in JSON decodes to one character, so any surrogate left is lone.
-_LONE_SURROGATE = re.compile("[\\ud800-\\udfff]")
-
-
-def surrogate_problem(where: str, location: Location) -> tuple[str, str]:
-    """The message saying a lone surrogate is at ``location`` under ``where``
-    (``agent/run: params``), and the location as a JSON path."""
-    from oma_host.core.validation import json_path  # loads pydantic: only on this rare path
-
-    return (
-        f"{json_path(where, location)} holds a lone UTF-16 surrogate, "
-        "which no UTF-8 text can carry",
-        json_path("", location),
-    )

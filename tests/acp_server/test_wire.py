@@ -7,12 +7,8 @@ reads what an SDK client would not (an update kind its schema does not know)."""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,107 +18,8 @@ from pydantic import ValidationError
 
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, acp_agent, text
+from tests.acp_server.raw_editor import raw_editor, stderr_of
 from tests.server.helpers import wait_dead_async
-
-TIMEOUT_S = 30
-EditorAnswer = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-class RawEditor:
-    """An ACP client of a few lines: JSON written and read by hand."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self._ids = itertools.count(1)
-        # Everything read, in order: answers, notifications, the door's requests.
-        self.received: list[dict[str, Any]] = []
-        # How the editor answers the door's requests (default: an empty result).
-        self.on_request: EditorAnswer = lambda request: {"result": {}}
-
-    def send_line(self, line: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line)
-
-    def send(self, method: str, params: Any, *, notify: bool = False) -> int | None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
-        msg_id = None if notify else next(self._ids)
-        if msg_id is not None:
-            message["id"] = msg_id
-        self.send_line(json.dumps(message).encode() + b"\n")
-        return msg_id
-
-    async def read(self) -> dict[str, Any]:
-        """The next message; the door's requests are answered on the way."""
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), TIMEOUT_S)
-        assert line, "oma-host acp closed its output"
-        message: dict[str, Any] = json.loads(line)
-        self.received.append(message)
-        if "method" in message and "id" in message:
-            reply = {"jsonrpc": "2.0", "id": message["id"], **self.on_request(message)}
-            self.send_line(json.dumps(reply).encode() + b"\n")
-        return message
-
-    async def answer(self, msg_id: int | None) -> dict[str, Any]:
-        """The answer to request ``msg_id``: read already, or read until it comes."""
-        for message in self.received:
-            if "method" not in message and message.get("id") == msg_id:
-                return message
-        while True:
-            message = await self.read()
-            if "method" not in message and message.get("id") == msg_id:
-                return message
-
-    async def call(self, method: str, params: Any) -> dict[str, Any]:
-        return await self.answer(self.send(method, params))
-
-    async def start(self, door: Door) -> str:
-        """Initialize and open a session; its id."""
-        init = await self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        assert init["result"]["protocolVersion"] == 1
-        new = await self.call("session/new", {"cwd": str(door.cwd), "mcpServers": []})
-        session_id: str = new["result"]["sessionId"]
-        return session_id
-
-    def updates_of(self, session_id: str) -> list[dict[str, Any]]:
-        return [
-            message["params"]["update"]
-            for message in self.received
-            if message.get("method") == "session/update"
-            and message["params"]["sessionId"] == session_id
-        ]
-
-
-@asynccontextmanager
-async def raw_editor(door: Door) -> AsyncIterator[RawEditor]:
-    """``oma-host acp`` over the door's agents, its stderr kept in ``editor.stderr``."""
-    process = await asyncio.create_subprocess_exec(
-        *door.argv(),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=door.env,
-    )
-    editor = RawEditor(process)
-    try:
-        yield editor
-    finally:
-        if process.stdin is not None and not process.stdin.is_closing():
-            process.stdin.close()
-        try:
-            await asyncio.wait_for(process.wait(), TIMEOUT_S)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-
-
-async def stderr_of(editor: RawEditor) -> str:
-    """Close the door's input and return what it wrote on stderr."""
-    assert editor.process.stdin is not None and editor.process.stderr is not None
-    editor.process.stdin.close()
-    err = await asyncio.wait_for(editor.process.stderr.read(), TIMEOUT_S)
-    assert await asyncio.wait_for(editor.process.wait(), TIMEOUT_S) == 0
-    return err.decode()
 
 
 def schema_errors(model: type[Any], params: Any) -> list[dict[str, Any]]:
@@ -142,8 +39,8 @@ async def test_lines_that_are_not_json_rpc_are_skipped_and_logged(door: Door) ->
         assert init["result"]["protocolVersion"] == 1
         assert len(editor.received) == 1  # nothing answered the garbage
         err = await stderr_of(editor)
-    assert "not a JSON-RPC message: '{this is not json'" in err
-    assert "not a JSON-RPC message: '[1, 2, 3]'" in err
+    assert "skipped a line: the line is not valid JSON: Expecting property name" in err
+    assert "skipped a line that is not a JSON-RPC message (a JSON list)" in err
 
 
 async def test_methods_the_door_does_not_serve_are_method_not_found(door: Door) -> None:

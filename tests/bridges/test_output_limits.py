@@ -12,20 +12,18 @@ from typing import Any
 import pytest
 
 from oma_host.cli.client import HostClient
-from tests.server.helpers import create, expect_error, kill_quietly, process_config, wait_dead
+from tests.server.helpers import (
+    create,
+    expect_error,
+    kill_quietly,
+    peak_rss_bytes,
+    process_config,
+    wait_dead,
+)
 
 GIB = 1024**3
 # Records its pid, then writes $SIZE bytes of "a" (and "é", two bytes, first) to stdout.
 FLOOD = "echo $$ > {pidfile}; printf '\\303\\251'; head -c $SIZE /dev/zero | tr '\\0' a"
-
-
-def peak_rss_mb(pid: int) -> float:
-    """The high-water mark of a process's resident memory (VmHWM), in MB."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM line")
 
 
 def flood(pidfile: Path, size: int, **backend: Any) -> dict[str, Any]:
@@ -83,7 +81,7 @@ async def test_a_gigabyte_of_output_keeps_the_host_near_the_cap(
     agent = await create(host, **process_config("gig", script, input="none", terminal=terminal))
     try:
         result = await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=120)
-        peak = peak_rss_mb(host.process.pid)
+        peak = peak_rss_bytes(host.process.pid) / 2**20
     finally:
         await host.close()
     if stream == "stdout":

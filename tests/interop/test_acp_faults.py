@@ -12,7 +12,13 @@ from oma_host.cli.client import HostClient
 from tests.builders import image as image_block
 from tests.builders import text_message
 from tests.interop.helpers import AcpConfig, spawned_pids, whoami
-from tests.server.helpers import create, expect_error, kill_quietly, wait_for_progress
+from tests.server.helpers import (
+    create,
+    expect_error,
+    kill_quietly,
+    peak_rss_bytes,
+    wait_for_progress,
+)
 from tests.server.helpers import wait_dead_async as wait_dead
 
 
@@ -190,3 +196,41 @@ async def test_run_agent_is_one_off_and_ends_its_process(host: HostClient, acp: 
     assert me["turn"] == "1" and await wait_dead(int(me["pid"]))
     kinds = [n["params"]["type"] for n in host.notifications if n["method"] == "oma/progress"]
     assert kinds == ["agent_start", "agent_complete"]
+
+
+async def test_output_past_max_output_bytes_fails_the_run_and_ends_the_agent(
+    host: HostClient, acp: AcpConfig
+) -> None:
+    """1 MiB of stdout a run: 512 KiB of text is a reply, 4 MiB fails with
+    output_limit and ends the agent; the next run starts a fresh one."""
+    config = acp("flood")
+    config["backend"]["maxOutputBytes"] = 1024 * 1024
+    agent = await create(host, **config)
+    first = whoami((await run(host, agent, "[whoami]"))["output"])
+    within = await run(host, agent, "[flood:8]")
+    assert within["success"] is True and len(within["output"]) == 8 * 65536
+    over = await run(host, agent, "[flood:64]")
+    assert over["success"] is False and over["errorInfo"]["kind"] == "output_limit", over
+    message = over["status"]["message"]
+    assert "wrote more than 1048576 bytes on stdout during session/prompt" in message
+    assert "(backend.maxOutputBytes); it was ended" in message
+    assert await wait_dead(int(first["pid"]))
+    after = whoami((await run(host, agent, "[whoami]"))["output"])
+    assert after["pid"] != first["pid"]
+
+
+async def test_an_acp_agents_160_mib_keeps_the_host_near_the_cap(acp: AcpConfig) -> None:
+    host = await HostClient.spawn()
+    await host.initialize()
+    assert host.process is not None
+    try:
+        agent = await create(host, **acp("flood"))
+        result = await host.request(
+            "agent/run", {"agentId": agent, "input": "[flood:2560]"}, timeout=120
+        )
+        peak = peak_rss_bytes(host.process.pid) / 2**20
+    finally:
+        await host.close()
+    assert result["errorInfo"]["kind"] == "output_limit", result
+    print(f"host peak RSS, an ACP agent writing 160 MiB (16 MiB cap): {peak:.0f} MB")
+    assert peak < 300

@@ -7,12 +7,11 @@ small multiple of the payload."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
 from tests.builders import image, text
 from tests.providers.helpers import create_llm
+from tests.server.helpers import peak_rss_bytes
 
 IMAGE_BYTES = 60 * 1024 * 1024
 # Parsed input, the request body the adapter serialises, and httpx's send
@@ -21,27 +20,20 @@ IMAGE_BYTES = 60 * 1024 * 1024
 PEAK_BOUND_BYTES = 8 * IMAGE_BYTES
 
 
-def _peak_rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc status")
-
-
 async def test_a_60_mb_image_run_keeps_the_host_within_a_few_copies(
     host: HostClient, sim: Simulator
 ) -> None:
     assert host.process is not None
     sim.script(Reply.text("a very large picture"))
     agent_id = await create_llm(host, sim, "anthropic")
-    before = _peak_rss(host.process.pid)
+    before = peak_rss_bytes(host.process.pid)
     data = "A" * IMAGE_BYTES  # valid base64 of the right size; the simulator only records it
     message = {"role": "user", "content": [text("what is this?"), image(data)]}
     result = await host.request("agent/run", {"agentId": agent_id, "input": [message]}, timeout=120)
     assert result["success"], result["status"]
     sent = sim.requests[-1].body["messages"][0]["content"][1]["source"]["data"]
     assert len(sent) == IMAGE_BYTES
-    peak = _peak_rss(host.process.pid)
+    peak = peak_rss_bytes(host.process.pid)
     print(
         f"\nhost peak RSS for a {IMAGE_BYTES // 2**20} MB image run: {peak / 2**20:.0f} MB "
         f"({peak / IMAGE_BYTES:.1f}x the payload; {before / 2**20:.0f} MB before the run)"

@@ -205,3 +205,12 @@ def nested_object(depth: int = PARSEABLE_DEPTH) -> dict[str, Any]:
         node["a"] = {}
         node = node["a"]
     return deep
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The high-water mark of a process's resident memory (``VmHWM``)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmHWM line in /proc/{pid}/status")

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from oma_host.cli.client import HostClient, host_argv
-from oma_host.server.framing import encode_frame
+from oma_host.core.framing import encode_frame
 from oma_host.server.rpc import Connection
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}

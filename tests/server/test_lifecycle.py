@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from oma_host.cli.client import HostClient
-from oma_host.server.framing import encode_frame
+from oma_host.core.framing import encode_frame
 from tests.server.helpers import create, expect_error, process_config, wait_dead, wait_for_file
 
 ALL_METHODS = {
@@ -114,7 +114,12 @@ async def test_shutdown_kills_running_children(tmp_path: Path) -> None:
 LIGHT_CORE = {"oma_host.core", "oma_host.core.abort", "oma_host.core.errors"}
 LIGHT_CORE |= {"oma_host.core.redact", "oma_host.core.version", "oma_host.core.subreaper"}
 LIGHT_CORE |= {"oma_host.core.suggest", "oma_host.core.collector", "oma_host.core.termination"}
-LIGHT_CORE |= {"oma_host.core.json_ids", "oma_host.core.provider_facts", "oma_host.core.jsonrpc"}
+LIGHT_CORE |= {
+    "oma_host.core.json_ids",
+    "oma_host.core.provider_facts",
+    "oma_host.core.jsonrpc",
+    "oma_host.core.framing",
+}
 _REPORT_MODULES = (
     "import atexit, sys\n"
     "atexit.register(lambda: print('MODULES', *sorted(sys.modules), file=sys.stderr))\n"

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oma_host.server.framing import Framing
+from oma_host.core.framing import Framing
 from oma_host.server.registry import Notification
 from oma_host.server.rpc import Connection
 

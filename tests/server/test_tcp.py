@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from oma_host.cli.client import HostClient
-from oma_host.server.framing import encode_frame, read_frames
+from oma_host.core.framing import encode_frame, read_frames
 from tests.server.helpers import TcpHost, process_config, read_until_closed
 
 

@@ -34,6 +34,7 @@
 //   [daemon]           start `sleep 60` detached (setsid: a session of its own), reply "daemon=<pid>"
 //   [secret]           stream "key: <$AGENT_API_TOKEN> end", the value split over two chunks
 //   [future]           a session/update of a kind no schema knows, before the reply
+//   [flood:N]          stream N chunks of 64 KiB of text each, then end_turn
 // While opening a session it announces an available_commands_update (before any turn).
 //   [history]          reply "history: " + the earlier prompts of this session joined by " | "
 //                      (with ACP_AGENT_STATE_DIR, loaded sessions included)
@@ -297,6 +298,12 @@ async function prompt({ params, client }) {
     state.cancel = null;
     await say(client, sessionId, "late words"); // after session/cancel: not this run's output
     return { stopReason: "cancelled" };
+  }
+  const flood = /\[flood:(\d+)\]/.exec(text);
+  if (flood) {
+    const chunk = "x".repeat(65536);
+    for (let index = 0; index < Number(flood[1]); index++) await say(client, sessionId, chunk);
+    return { stopReason: "end_turn" };
   }
   if (has("[slow]")) {
     await say(client, sessionId, "first ");

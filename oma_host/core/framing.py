@@ -9,6 +9,9 @@ yields one :class:`Frame` per message: the parsed JSON, or the reason it could
 not be parsed (and, for an oversized message, the id recovered from its head or
 tail when possible). A bad message never ends the loop; only end of input does.
 :func:`detect_framing` picks the framing from the first bytes a client sends.
+Both doors read with these (the ACP door, whose framing is ndjson, with
+:func:`read_lines`), and both find a lone surrogate in what they read with
+:func:`lone_surrogate_at`.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ class Frame:
     # An oversized frame that was a response to one of our requests: never answered.
     is_response: bool = False
     # The JSON escapes a surrogate, so a string in it may hold a lone one
-    # (see ``server/rpc.py``'s lone_surrogate_path); False rules it out cheaply.
+    # (see :func:`lone_surrogate_at`); False rules it out cheaply.
     maybe_surrogates: bool = False
 
 
@@ -328,3 +331,46 @@ def frame_reader(
 def frame_encoder(framing: Framing) -> Callable[[bytes], bytes]:
     """How a JSON body is framed on the way out, for ``framing``."""
     return encode_line if framing == "ndjson" else encode_frame
+
+
+# -- lone surrogates ---------------------------------------------------------
+
+# Where a value is: the keys and indices from its root.
+Location = tuple[int | str, ...]
+
+
+def lone_surrogate_at(value: Any) -> Location | None:
+    """Where in ``value`` the first string (or object key) holding a lone
+    UTF-16 surrogate is, or None. JSON can write one (``"\\ud800"``) but no
+    UTF-8 text holds it, so it could be sent nowhere (a provider, a process,
+    the store): the door refuses it where params and answers are read."""
+    stack: list[tuple[Any, Location]] = [(value, ())]
+    while stack:  # iterative: params may nest as deep as the parser allows
+        item, location = stack.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                return location
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                if _LONE_SURROGATE.search(key):
+                    return location
+                stack.append((child, (*location, key)))
+        elif isinstance(item, list):
+            stack.extend((item[index], (*location, index)) for index in reversed(range(len(item))))
+    return None
+
+
+# A surrogate pair in JSON decodes to one character, so any surrogate left is lone.
+_LONE_SURROGATE = re.compile("[\\ud800-\\udfff]")
+
+
+def surrogate_problem(where: str, location: Location) -> tuple[str, str]:
+    """The message saying a lone surrogate is at ``location`` under ``where``
+    (``agent/run: params``), and the location as a JSON path."""
+    from oma_host.core.validation import json_path  # loads pydantic: only on this rare path
+
+    return (
+        f"{json_path(where, location)} holds a lone UTF-16 surrogate, "
+        "which no UTF-8 text can carry",
+        json_path("", location),
+    )
