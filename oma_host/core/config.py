@@ -65,7 +65,6 @@ class _ExternalBackend(_Model):
 DEFAULT_TOOL_TIMEOUT_MS = 120_000
 
 
-
 class ProcessBackend(_ExternalBackend):
     kind: Literal["process"]
     input: Literal["stdin", "argument", "none"] = "stdin"
