@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from oma_host.core.errors import InvalidParamsError
-from oma_host.core.provider_facts import every_secret_variable
+from oma_host.core.provider_facts import DEFAULT_PROVIDER, every_secret_variable, provider_facts
 from oma_host.core.redact import is_secret_name
 from oma_host.core.validation import describe_validation_error
 
@@ -195,7 +195,8 @@ class AgentConfig(_Model):
     def secrets(self) -> tuple[str, ...]:
         """The secret values a run of this agent can meet, computed once: its
         key, wherever it comes from (``apiKey``, ``apiKeyEnv``, else every
-        secret variable of every provider, :mod:`.provider_facts`), and, for
+        secret variable of every provider, :mod:`.provider_facts`), those its
+        provider reads from files (an AWS profile's), and, for
         an external backend, every secret-looking variable of the environment
         it runs with."""
         secrets: list[str] = []
@@ -204,6 +205,9 @@ class AgentConfig(_Model):
         if self.backend is None:
             names = (self.api_key_env,) if self.api_key_env else every_secret_variable()
             secrets.extend(os.environ[name] for name in names if os.environ.get(name))
+            facts = provider_facts(self.provider or DEFAULT_PROVIDER)
+            if facts is not None and facts.file_secrets is not None:
+                secrets.extend(facts.file_secrets())
         else:
             environment = self.backend.environment()
             secrets.extend(value for name, value in environment.items() if is_secret_name(name))

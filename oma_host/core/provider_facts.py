@@ -16,7 +16,7 @@ provider's module.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 # The variable that offers the in-process ``test`` provider when set to "1".
@@ -102,6 +102,9 @@ class ProviderFacts:
     models: ModelTable = field(default_factory=ModelTable)
     # A variable that must be "1" for the provider to be offered at all.
     offered_when: str | None = None
+    # Reads the secrets the provider finds outside the environment (Bedrock's
+    # AWS profile files), for redaction; read when an agent's config is.
+    file_secrets: Callable[[], tuple[str, ...]] | None = None
 
     @property
     def secret_variables(self) -> tuple[str, ...]:
@@ -123,6 +126,13 @@ class ProviderFacts:
 
 
 _MODEL_LIST = "oma_host.providers.model_list"
+
+
+def _aws_profile_secrets() -> tuple[str, ...]:
+    from oma_host.core.aws_profile import profile_secrets  # configparser only when asked
+
+    return profile_secrets()
+
 
 # In the order the ACP door's default agent and ``oma-host demo --live`` try
 # them: the first whose key is set and that has a default model.
@@ -181,7 +191,9 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         other_secrets=(AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN),
         # Either credential works: the API key, or the key pair (and a
         # session token with temporary credentials). A profile in ~/.aws is
-        # not an environment variable; authenticate cannot see it.
+        # not an environment variable; authenticate cannot see it, but its
+        # secrets are redacted like the variables'.
+        file_secrets=_aws_profile_secrets,
         auth=(
             AuthMethod(("AWS_BEARER_TOKEN_BEDROCK",)),
             AuthMethod(

@@ -14,15 +14,19 @@ keys first: they are reported, not run.
 
 from __future__ import annotations
 
-import configparser
 import datetime
 import hashlib
 import hmac
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from oma_host.core.aws_profile import (
+    ProfileFileError,
+    credential_files,
+    profile_name,
+    profile_sections,
+)
 from oma_host.core.provider_facts import AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
 
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -145,39 +149,16 @@ def sign_request(
 # Credentials and region
 
 
-def _files() -> tuple[Path, Path]:
-    home = Path.home() / ".aws"
-    credentials = os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or str(home / "credentials")
-    config = os.environ.get("AWS_CONFIG_FILE") or str(home / "config")
-    return Path(credentials).expanduser(), Path(config).expanduser()
-
-
-def _section(path: Path, name: str) -> dict[str, str]:
-    if not path.is_file():
-        return {}
-    parser = configparser.RawConfigParser()
-    try:
-        parser.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError) as error:
-        raise CredentialsError(f"{path} cannot be read: {error}") from None
-    return dict(parser[name]) if parser.has_section(name) else {}
-
-
-def _profile(profile: str) -> tuple[dict[str, str], dict[str, str]]:
-    """The profile's section in the credentials file and in the config file
-    (``[profile NAME]`` there, ``[default]`` for the default)."""
-    credentials_file, config_file = _files()
-    in_config = profile if profile == "default" else f"profile {profile}"
-    return _section(credentials_file, profile), _section(config_file, in_config)
-
-
 def resolve_credentials() -> Credentials:
     access = os.environ.get(AWS_ACCESS_KEY_ID)
     secret = os.environ.get(AWS_SECRET_ACCESS_KEY)
     if access and secret:
         return Credentials(access, secret, os.environ.get(AWS_SESSION_TOKEN) or None)
-    profile = os.environ.get("AWS_PROFILE") or "default"
-    credentials_section, config_section = _profile(profile)
+    profile = profile_name()
+    try:
+        credentials_section, config_section = profile_sections(profile)
+    except ProfileFileError as error:
+        raise CredentialsError(str(error)) from None
     for section in (credentials_section, config_section):
         if section.get("aws_access_key_id") and section.get("aws_secret_access_key"):
             return Credentials(
@@ -191,7 +172,7 @@ def resolve_credentials() -> Credentials:
         for key in ("credential_process", "sso_session", "sso_start_url", "role_arn")
         if key in merged
     ]
-    credentials_file, config_file = _files()
+    credentials_file, config_file = credential_files()
     hint = (
         f"; profile {profile!r} uses {', '.join(other)}, which oma-host does not run "
         "(run `aws configure export-credentials --format env` and set the variables)"
@@ -209,11 +190,14 @@ def resolve_region() -> str:
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     if region:
         return region
-    profile = os.environ.get("AWS_PROFILE") or "default"
-    _, config_section = _profile(profile)
+    profile = profile_name()
+    try:
+        _, config_section = profile_sections(profile)
+    except ProfileFileError as error:
+        raise CredentialsError(str(error)) from None
     if config_section.get("region"):
         return config_section["region"]
     raise CredentialsError(
         f"no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or give profile {profile!r} "
-        f"a region in {_files()[1]}"
+        f"a region in {credential_files()[1]}"
     )

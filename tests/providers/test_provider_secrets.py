@@ -11,6 +11,7 @@ import json
 import secrets
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.core.provider_facts import PROVIDERS
@@ -55,17 +56,9 @@ async def test_no_providers_secret_variable_reaches_what_the_host_writes(
     )
     assert await client.close() == 0
     assert result["success"], result
-    database = sqlite3.connect(state / DB_NAME)
-    stored = "\n".join(database.iterdump())
-    database.close()
-    assert "keys: [redacted]" in stored  # the session's history is there
+    written = await _everything_written(client, result, state)
+    assert "keys: [redacted]" in written["the store"]  # the session's history is there
     assert client.progress("t")  # and the reply streamed
-    written = {
-        "the result": json.dumps(result),
-        "the streamed events": json.dumps(client.notifications),
-        "the DEBUG log": await client.stderr_text(),
-        "the store": stored,
-    }
     leaked = [
         f"{provider}'s {name} in {where}"
         for provider, name in SECRET_VARIABLES
@@ -74,3 +67,66 @@ async def test_no_providers_secret_variable_reaches_what_the_host_writes(
     ]
     assert not leaked
     assert result["output"].count("[redacted]") == len(values)  # the reply echoed every one
+
+
+async def test_a_bedrock_profiles_secrets_read_from_its_files_are_redacted(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    """Keys from the AWS shared files, not the environment: the secret key
+    and session token of the active profile are secrets like the variables'
+    (the access key id names a key and stays)."""
+    secret_key = "profile-secret-" + secrets.token_hex(12)
+    session_token = "profile-token-" + secrets.token_hex(12)
+    credentials = tmp_path / "credentials"
+    credentials.write_text(
+        "[work]\naws_access_key_id = AKIAPROFILEKEYID\n"
+        f"aws_secret_access_key = {secret_key}\naws_session_token = {session_token}\n"
+    )
+    sim.script(Reply.text(f"keys: {secret_key} {session_token}", chunk_size=7))
+    state = tmp_path / "state"
+    env = {
+        **{name: "" for _, name in SECRET_VARIABLES},
+        "AWS_ACCESS_KEY_ID": "",
+        "AWS_REGION": "us-east-1",
+        "AWS_PROFILE": "work",
+        "AWS_SHARED_CREDENTIALS_FILE": str(credentials),
+        "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
+    }
+    client = await HostClient.spawn(
+        host_argv("--log-level", "DEBUG", "--state-dir", str(state)), env=env
+    )
+    await client.initialize()
+    config = {"name": "profile", "provider": "bedrock", "model": "m", "baseURL": sim.base_url}
+    created = await client.request("agent/create", {"config": config, "sessionId": "aws"})
+    result = await client.request(
+        "agent/prompt", {"agentId": created["agentId"], "input": "go", "partialResultToken": "t"}
+    )
+    assert await client.close() == 0
+    assert result["success"], result
+    assert "Credential=AKIAPROFILEKEYID/" in sim.requests[-1].headers["authorization"]
+    assert result["output"] == "keys: [redacted] [redacted]"
+    written = await _everything_written(client, result, state)
+    assert "keys: [redacted] [redacted]" in written["the store"]
+    leaked = [
+        f"the profile's {what} in {where}"
+        for what, value in (("secret key", secret_key), ("session token", session_token))
+        for where, text in written.items()
+        if value in text
+    ]
+    assert not leaked
+
+
+async def _everything_written(
+    client: HostClient, result: dict[str, Any], state: Path
+) -> dict[str, str]:
+    """What a host wrote, by where: the result, its notifications, its log
+    (stderr) and its SQLite store."""
+    database = sqlite3.connect(state / DB_NAME)
+    stored = "\n".join(database.iterdump())
+    database.close()
+    return {
+        "the result": json.dumps(result),
+        "the streamed events": json.dumps(client.notifications),
+        "the DEBUG log": await client.stderr_text(),
+        "the store": stored,
+    }
