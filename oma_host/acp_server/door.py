@@ -39,6 +39,7 @@ from acp.schema import (
     AuthEnvVar,
     ClientCapabilities,
     EnvVarAuthMethod,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -47,8 +48,13 @@ from acp.schema import (
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     ToolCallUpdate,
 )
@@ -62,11 +68,12 @@ from oma_host.acp_server.content import (
 )
 from oma_host.acp_server.editor import EditorClient
 from oma_host.acp_server.editor_mcp import host_servers
-from oma_host.acp_server.sessions import SessionBook
+from oma_host.acp_server.sessions import SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
     UpdateSender,
     prompt_answer,
     stop_reason,
+    title_update,
     usage_update,
     wire_update,
 )
@@ -172,7 +179,13 @@ class OmaAcpAgent:
                 prompt_capabilities=PromptCapabilities(
                     image=True, audio=False, embedded_context=True
                 ),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                    delete=SessionDeleteCapabilities(),
+                    fork=SessionForkCapabilities(),
+                ),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
             ),
             auth_methods=methods,  # type: ignore[arg-type]
@@ -197,7 +210,7 @@ class OmaAcpAgent:
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> NewSessionResponse:
-        session = await self._sessions.open(cwd, host_servers(mcp_servers))
+        session = await self._sessions.open(checked_cwd(cwd), host_servers(mcp_servers))
         return NewSessionResponse(
             session_id=session.session_id,
             config_options=self._sessions.config_options(session),  # type: ignore[arg-type]
@@ -206,7 +219,8 @@ class OmaAcpAgent:
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> LoadSessionResponse:
-        session, history = await self._sessions.load(session_id, cwd, host_servers(mcp_servers))
+        servers = host_servers(mcp_servers)
+        session, history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
         sender = UpdateSender(self.client, session_id, cwd)
         for update in replay_updates(history, cwd):
             sender.send(wire_update(update))
@@ -215,10 +229,37 @@ class OmaAcpAgent:
             config_options=self._sessions.config_options(session)  # type: ignore[arg-type]
         )
 
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> ResumeSessionResponse:
+        """As ``session/load``, without replaying the history to the editor."""
+        servers = host_servers(mcp_servers)
+        session, _history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
+        return ResumeSessionResponse(
+            config_options=self._sessions.config_options(session)  # type: ignore[arg-type]
+        )
+
+    async def fork_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> ForkSessionResponse:
+        servers = host_servers(mcp_servers)
+        session = await self._sessions.fork(session_id, checked_cwd(cwd), servers)
+        return ForkSessionResponse(
+            session_id=session.session_id,
+            config_options=self._sessions.config_options(session),  # type: ignore[arg-type]
+        )
+
+    async def close_session(self, session_id: str, **_: Any) -> None:
+        await self._sessions.close_session(session_id)
+
+    async def delete_session(self, session_id: str, **_: Any) -> None:
+        await self._sessions.delete(session_id)
+
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
     ) -> ListSessionsResponse:
-        return ListSessionsResponse(sessions=await self._sessions.list(cwd))
+        sessions, next_cursor = await self._sessions.list(cwd, cursor)
+        return ListSessionsResponse(sessions=sessions, next_cursor=next_cursor)
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **_: Any
@@ -255,8 +296,11 @@ class OmaAcpAgent:
         abort = AbortSignal()
         self._sessions.turn_started(session, abort)
         sender = UpdateSender(self.client, session_id, session.cwd)
+        untitled = session.title is None
         try:
             result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
+            if untitled and session.title is not None:
+                sender.send(title_update(session.title))
             sender.send(usage_update(result, agent.config.max_token_budget))
         finally:
             self._sessions.turn_ended(session, abort)

@@ -10,8 +10,7 @@ shape :func:`plain_text_prompt` takes (a subset of what ``PromptRequest``
 accepts) goes to the door with no model built, and the door answers it in
 wire form; any other prompt is validated by ``PromptRequest``. The method
 table is the library's for the door's methods; a method the door does not
-serve (``session/set_mode``, the unstable ``session/fork``, ``session/resume``
-and ``session/close``, extension methods) is -32601.
+serve (``session/set_mode``, extension methods) is -32601.
 """
 
 from __future__ import annotations
@@ -22,11 +21,15 @@ from typing import TYPE_CHECKING, Any
 from acp.schema import (
     AuthenticateRequest,
     CancelNotification,
+    CloseSessionRequest,
+    DeleteSessionRequest,
+    ForkSessionRequest,
     InitializeRequest,
     ListSessionsRequest,
     LoadSessionRequest,
     NewSessionRequest,
     PromptRequest,
+    ResumeSessionRequest,
     SetSessionConfigOptionBooleanRequest,
     SetSessionConfigOptionSelectRequest,
 )
@@ -137,6 +140,10 @@ def door_routes(
         "session/new": _route(NewSessionRequest, door.new_session),
         "session/load": _route(LoadSessionRequest, door.load_session, _normalized),
         "session/list": _route(ListSessionsRequest, door.list_sessions),
+        "session/resume": _route(ResumeSessionRequest, door.resume_session),
+        "session/fork": _route(ForkSessionRequest, door.fork_session),
+        "session/close": _route(CloseSessionRequest, door.close_session, _normalized),
+        "session/delete": _route(DeleteSessionRequest, door.delete_session, _normalized),
         "session/prompt": prompt,
         "session/set_config_option": set_config_option,
     }

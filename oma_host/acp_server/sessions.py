@@ -14,12 +14,16 @@ stored, and join each agent it builds (see :meth:`SessionBook._agent`).
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import json
 import logging
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from acp import RequestError
 from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption, SessionInfo
@@ -35,6 +39,8 @@ from oma_host.orchestration.store import Store
 log = logging.getLogger(__name__)
 
 TITLE_CHARS = 80
+# Sessions in one page of session/list.
+LIST_PAGE = 50
 # Builds the client callbacks of one session (they ask that session's editor).
 CallbacksFactory = Callable[[str], AgentCallbacks]
 
@@ -47,7 +53,7 @@ class DoorSession:
     cwd: str
     config: AgentConfig  # the chosen agent's config as the agents file has it
     model: str | None
-    titled: bool
+    title: str | None  # set from the first prompt's text, then kept
     # The editor's MCP servers from session/new or session/load, added to
     # whichever agent the session runs (see SessionBook._agent).
     mcp_servers: list[McpServer] = field(default_factory=list)
@@ -89,7 +95,30 @@ def _title(turn: LLMMessage) -> str | None:
 
 
 def unknown_session(session_id: str) -> RequestError:
-    return RequestError.invalid_params({"type": "SessionNotFound", "sessionId": session_id})
+    return RequestError.invalid_params(
+        {
+            "type": "SessionNotFound",
+            "sessionId": session_id,
+            "message": f"no session {session_id!r} (session/list shows those stored)",
+        }
+    )
+
+
+def checked_cwd(cwd: str) -> str:
+    """``cwd`` as a session takes it: an absolute path to a directory
+    (-32602 otherwise, before anything is opened, rather than a first prompt
+    that fails)."""
+    if not os.path.isabs(cwd):
+        problem = f"cwd must be an absolute path; {cwd!r} is relative"
+    elif not os.path.isdir(cwd):
+        problem = f"cwd {cwd!r} is not a directory"
+    else:
+        return cwd
+    return _refuse(problem)
+
+
+def _refuse(message: str) -> NoReturn:
+    raise RequestError.invalid_params({"type": "InvalidParams", "message": message})
 
 
 class SessionBook:
@@ -159,47 +188,95 @@ class SessionBook:
     # -- opening ------------------------------------------------------------------
 
     async def open(self, cwd: str, mcp_servers: list[McpServer]) -> DoorSession:
-        session_id = f"sess_{uuid.uuid4().hex}"
+        session_id = _new_id()
         config = self.default
-        session = self._build(session_id, cwd, config, config.model, [], mcp_servers, titled=False)
+        session = self._build(session_id, cwd, config, config.model, [], mcp_servers, None)
         store = await self.store()
         redact = Redactor.for_config(config).redact_tree
         await asyncio.to_thread(store.create_session, session_id, config.name, [], redact)
         await self._save_settings(session)
-        self._sessions[session_id] = session
-        self._idle_from_now(session)
+        self._opened(session)
         return session
 
-    async def load(
-        self, session_id: str, cwd: str, mcp_servers: list[McpServer]
-    ) -> tuple[DoorSession, list[LLMMessage]]:
-        """The stored session, in ``cwd``, and its history (to replay)."""
+    async def _stored(self, session_id: str) -> tuple[list[LLMMessage], dict[str, Any]]:
+        """A stored session's history and info (SessionNotFound without)."""
         store = await self.store()
         history = await asyncio.to_thread(store.load_session, session_id)
         infos = await asyncio.to_thread(store.session_infos, session_id)
         if history is None or not infos:
             raise unknown_session(session_id)
-        settings = infos[0]["settings"]
-        # An agent no longer in the agents file: the session goes on with the default.
-        config = self.configs.get(settings.get("agent"), self.default)
-        model = settings.get("model") if config.name == settings.get("agent") else config.model
+        return history, infos[0]
+
+    def _chosen(self, settings: dict[str, Any]) -> tuple[AgentConfig, str | None]:
+        """The agent and model stored settings name. An agent no longer in
+        the agents file: the session goes on with the default."""
+        name = settings.get("agent")
+        config = self.configs.get(name, self.default) if isinstance(name, str) else self.default
+        model = settings.get("model") if config.name == name else config.model
+        return config, model
+
+    async def load(
+        self, session_id: str, cwd: str, mcp_servers: list[McpServer]
+    ) -> tuple[DoorSession, list[LLMMessage]]:
+        """The stored session, in ``cwd``, and its history (to replay;
+        ``session/resume`` does not)."""
+        history, info = await self._stored(session_id)
+        config, model = self._chosen(info["settings"])
         previous = self._sessions.get(session_id)
         if previous is not None and previous.busy:
             # The live agent would go on appending to a history the loaded
             # one no longer holds, and the two would disagree.
-            raise RequestError.invalid_params(
-                {"type": "InvalidParams", "message": "a turn is running; load after it ends"}
-            )
+            _refuse("a turn is running; load after it ends")
         if previous is not None:
-            del self._sessions[session_id]
-            previous.stop_idle_timer()
-            await previous.agent.close()
-        titled = infos[0]["title"] is not None
-        session = self._build(session_id, cwd, config, model, history, mcp_servers, titled=titled)
+            await self._end(previous)
+        session = self._build(session_id, cwd, config, model, history, mcp_servers, info["title"])
         await self._save_settings(session)
-        self._sessions[session_id] = session
-        self._idle_from_now(session)
+        self._opened(session)
         return session, history
+
+    async def fork(self, source_id: str, cwd: str, mcp_servers: list[McpServer]) -> DoorSession:
+        """A new session holding a copy of a stored session's history (its
+        completed turns: a turn still running is not part of it), with the
+        same agent, model and title; the source goes on unchanged. A wrapped
+        ACP agent's own session is not copied: the fork's opens afresh."""
+        history, info = await self._stored(source_id)
+        config, model = self._chosen(info["settings"])
+        session_id = _new_id()
+        session = self._build(session_id, cwd, config, model, history, mcp_servers, info["title"])
+        store = await self.store()
+        redact = Redactor.for_config(config).redact_tree
+        await asyncio.to_thread(store.create_session, session_id, config.name, history, redact)
+        await asyncio.to_thread(
+            store.put_session_info, session_id, cwd, session.settings, info["title"]
+        )
+        self._opened(session)
+        return session
+
+    async def close_session(self, session_id: str) -> None:
+        """``session/close``: the session's turns are cancelled and its agent
+        ends (its MCP servers, a wrapped agent's process); the stored session
+        stays, for ``session/load`` or ``session/resume``."""
+        await self._end(self.get(session_id))
+
+    async def delete(self, session_id: str) -> None:
+        """``session/delete``: closed if open, then forgotten by the store."""
+        live = self._sessions.get(session_id)
+        if live is not None:
+            await self._end(live)
+        store = await self.store()
+        if not await asyncio.to_thread(store.delete_session, session_id) and live is None:
+            raise unknown_session(session_id)
+
+    async def _end(self, session: DoorSession) -> None:
+        if self._sessions.get(session.session_id) is session:
+            del self._sessions[session.session_id]
+        session.cancel_turns()
+        session.stop_idle_timer()
+        await session.agent.close()
+
+    def _opened(self, session: DoorSession) -> None:
+        self._sessions[session.session_id] = session
+        self._idle_from_now(session)
 
     def _build(
         self,
@@ -209,10 +286,9 @@ class SessionBook:
         model: str | None,
         history: list[LLMMessage],
         mcp_servers: list[McpServer],
-        *,
-        titled: bool,
+        title: str | None,
     ) -> DoorSession:
-        session = DoorSession(session_id, cwd, config, model, titled, list(mcp_servers))
+        session = DoorSession(session_id, cwd, config, model, title, list(mcp_servers))
         session.agent = self._agent(session, history)
         return session
 
@@ -250,14 +326,14 @@ class SessionBook:
         async def commit(messages: list[LLMMessage]) -> None:
             store = await self.store()
             await asyncio.to_thread(store.append_turn, session.session_id, messages, redact)
-            if not session.titled:
+            if session.title is None:
                 title = _title(messages[0])
                 # A key pasted into the first prompt stays out of session/list.
                 title = None if title is None else redactor.redact(title)
                 await asyncio.to_thread(
                     store.put_session_info, session.session_id, session.cwd, session.settings, title
                 )
-                session.titled = title is not None
+                session.title = title
 
         return commit
 
@@ -301,9 +377,7 @@ class SessionBook:
     async def set_option(self, session: DoorSession, config_id: str, value: str) -> None:
         """Switch the agent or the model for the next turn; the history stays."""
         if session.busy:
-            raise RequestError.invalid_params(
-                {"type": "InvalidParams", "message": "a turn is running; switch after it ends"}
-            )
+            _refuse("a turn is running; switch after it ends")
         if config_id == "agent":
             config = self.configs.get(value)
             if config is None:
@@ -323,18 +397,31 @@ class SessionBook:
 
     # -- listing and closing ----------------------------------------------------------
 
-    async def list(self, cwd: str | None) -> list[SessionInfo]:
+    async def list(
+        self, cwd: str | None, cursor: str | None
+    ) -> tuple[list[SessionInfo], str | None]:
+        """One page of the stored sessions (in ``cwd`` when given), the most
+        recently updated first, and the cursor of the next page (None after
+        the last). A cursor names the last session of its page, so a session
+        created or updated meanwhile moves to the front and shifts nothing."""
         store = await self.store()
         rows = await asyncio.to_thread(store.session_infos, None, cwd)
-        return [
+        rows.sort(key=lambda row: (-row["updated"], row["sessionId"]))
+        if cursor is not None:
+            after = _cursor_position(cursor)
+            rows = [row for row in rows if (-row["updated"], row["sessionId"]) > after]
+        page, rest = rows[:LIST_PAGE], rows[LIST_PAGE:]
+        infos = [
             SessionInfo(
                 session_id=row["sessionId"],
                 cwd=row["cwd"],
                 title=row["title"],
-                updated_at=datetime.fromtimestamp(row["updated"], UTC).isoformat(),
+                updated_at=_timestamp(row["updated"]),
             )
-            for row in rows
+            for row in page
         ]
+        next_cursor = _cursor(page[-1]) if rest else None
+        return infos, next_cursor
 
     async def close(self) -> None:
         for session in self._sessions.values():
@@ -344,6 +431,28 @@ class SessionBook:
         self._sessions.clear()
         if self._store is not None:
             await asyncio.to_thread(self._store.close)
+
+
+def _timestamp(updated: float) -> str:
+    return datetime.fromtimestamp(updated, UTC).isoformat()
+
+
+def _cursor(row: dict[str, Any]) -> str:
+    """An opaque cursor naming ``row``'s place in the listing."""
+    place = json.dumps([-row["updated"], row["sessionId"]])
+    return base64.urlsafe_b64encode(place.encode()).decode()
+
+
+def _cursor_position(cursor: str) -> tuple[float, str]:
+    try:
+        key, session_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return float(key), str(session_id)
+    except (ValueError, TypeError, binascii.Error):
+        _refuse(f"cursor {cursor!r} is not one that session/list gave")
+
+
+def _new_id() -> str:
+    return f"sess_{uuid.uuid4().hex}"
 
 
 def _bad_value(field: str, value: str, allowed: list[str]) -> RequestError:

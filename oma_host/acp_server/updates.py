@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, assert_never, cast
 
 from acp import RequestError
@@ -47,6 +48,7 @@ from acp.schema import (
     AgentThoughtChunk,
     ContentToolCallContent,
     PromptResponse,
+    SessionInfoUpdate,
     SessionNotification,
     TextContentBlock,
     ToolCallLocation,
@@ -275,6 +277,17 @@ def usage_update(result: AgentRunResult, budget: int | None) -> dict[str, Any]:
     if _ints(used, size):
         return {"used": used, "size": size, "sessionUpdate": "usage_update"}
     return wire_update(UsageUpdate(session_update="usage_update", used=used, size=size))
+
+
+def title_update(title: str) -> dict[str, Any]:
+    """``session_info_update`` with the session's new title (wire form)."""
+    return wire_update(
+        SessionInfoUpdate(
+            session_update="session_info_update",
+            title=title,
+            updated_at=datetime.now(UTC).isoformat(),
+        )
+    )
 
 
 def prompt_answer(reason: StopReason, result: AgentRunResult) -> dict[str, Any]:

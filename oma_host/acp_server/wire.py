@@ -27,11 +27,14 @@ What it keeps of the library's wire behaviour:
 - every request runs in a task of its own, so a long ``session/prompt`` never
   holds up ``session/cancel`` or another session's requests; notifications
   likewise;
-- errors: a method without a handler is -32601 ``Method not found`` with
-  ``data: {method}``; a handler's :class:`acp.RequestError` is answered as
-  it is; a pydantic ``ValidationError`` is -32602 ``Invalid params`` with
-  ``data: {errors}``; anything else is logged and answered -32603 ``Internal
-  error`` (its text as ``data``, parsed when it is JSON);
+- errors: a method without a handler is -32601 with ``data: {method}``; a
+  handler's :class:`acp.RequestError` is answered with its code and data; a
+  pydantic ``ValidationError`` is -32602 with ``data: {errors}``; anything
+  else is logged and answered -32603 (its text as ``data``, parsed when it
+  is JSON). Unlike the library, whose messages are bare names ("Invalid
+  params"), the ``message`` says what was wrong (clients such as acpx show
+  nothing else): the method, then the error's own ``data.message`` or
+  ``data.reason``, or where validation failed and why;
 - an answer to one of the door's requests without ``result`` is a null
   result (the TypeScript SDK leaves it out); an ``error`` without an
   integer ``code`` is a -32603 saying the answer was malformed;
@@ -84,6 +87,8 @@ log = logging.getLogger(__name__)
 READ_CHUNK = 1 << 20
 # Unsent bytes above which the door stops reading until the editor catches up.
 _UNSENT_BOUND = 1 << 20
+# How many of a request's validation problems its error message names.
+_PROBLEMS_SAID = 3
 SHOWN_LINE = 200  # how much of a line that is not JSON-RPC the log quotes
 # Built once: ``json.dumps`` with any option builds an encoder per call. The
 # same bytes as the library's sender; ``default=str`` so an error's data that
@@ -180,7 +185,7 @@ class AcpWire(JsonRpcPeer):
             if oversized and frame.recovered_id is not None and not frame.is_response:
                 reason = {"reason": frame.error}
                 error = RequestError(ErrorCode.INVALID_REQUEST, "Invalid request", reason)
-                self._reply_error(frame.recovered_id, error)  # a request: say why
+                self._reply_error(frame.recovered_id, error, None)  # a request: say why
             else:
                 log.warning("skipped a line: %s", frame.error)
             return None
@@ -209,13 +214,13 @@ class AcpWire(JsonRpcPeer):
         elif "id" in message:
             problem, path = surrogate_problem(f"{method}: params", where)
             refusal = {"path": path, "reason": problem}
-            self._reply_error(message["id"], RequestError.invalid_params(refusal))
+            self._reply_error(message["id"], RequestError.invalid_params(refusal), method)
         else:
             log.warning("dropped the notification %r: its params hold a lone surrogate", method)
         return True
 
-    def _reply_error(self, request_id: Any, error: RequestError) -> None:
-        reply = {"jsonrpc": "2.0", "id": request_id, "error": error.to_error_obj()}
+    def _reply_error(self, request_id: Any, error: RequestError, method: Any) -> None:
+        reply = {"jsonrpc": "2.0", "id": request_id, "error": _explained(error, method)}
         with contextlib.suppress(ConnectionError):  # the editor is gone: nobody to answer
             self._write_now(self._frame(reply))
 
@@ -264,12 +269,12 @@ class AcpWire(JsonRpcPeer):
                 raise RequestError.method_not_found(method)
             reply["result"] = await handler(params)
         except RequestError as error:
-            reply["error"] = error.to_error_obj()
+            reply["error"] = _explained(error, method)
         except ValidationError as error:
-            reply["error"] = RequestError.invalid_params({"errors": error.errors()}).to_error_obj()
+            reply["error"] = _invalid(error, method).to_error_obj()
         except Exception as error:
             log.exception("request %s failed", method)
-            reply["error"] = RequestError.internal_error(_details(error)).to_error_obj()
+            reply["error"] = _explained(RequestError.internal_error(_details(error)), method)
         with contextlib.suppress(ConnectionError):  # the editor is gone: nobody to answer
             self._write_now(self._frame(reply))
 
@@ -290,6 +295,42 @@ class AcpWire(JsonRpcPeer):
         for task in running:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def _invalid(error: ValidationError, method: Any) -> RequestError:
+    """A request's failed validation: -32602 with the model's ``errors`` as
+    ``data``, and a message saying where each was and what was wrong."""
+    problems = error.errors(include_url=False)
+    said = [
+        f"{'.'.join(str(part) for part in problem['loc']) or 'params'}: {problem['msg']}"
+        for problem in problems[:_PROBLEMS_SAID]
+    ]
+    if len(problems) > _PROBLEMS_SAID:
+        said.append(f"and {len(problems) - _PROBLEMS_SAID} more")
+    return RequestError(
+        -32602, f"{method}: invalid params: {'; '.join(said)}", {"errors": error.errors()}
+    )
+
+
+def _explained(error: RequestError, method: Any) -> dict[str, Any]:
+    """The error object to answer with, its ``message`` the explanation:
+    clients such as acpx show only the message, and the library's are bare
+    names ("Invalid params"). The explanation is the error's own
+    ``data.message`` or ``data.reason``, prefixed with the method; ``data``
+    stays as it was."""
+    answer = error.to_error_obj()
+    data = error.data
+    said = None
+    if isinstance(data, dict):
+        said = next(
+            (data[key] for key in ("message", "reason") if isinstance(data.get(key), str)), None
+        )
+    if said is not None:
+        prefix = f"{method}: " if isinstance(method, str) and not said.startswith(method) else ""
+        answer["message"] = f"{prefix}{said}"
+    elif error.code == ErrorCode.METHOD_NOT_FOUND and isinstance(method, str):
+        answer["message"] = f"oma-host acp does not serve {method!r}"
+    return answer
 
 
 def _details(error: Exception) -> dict[str, Any]:

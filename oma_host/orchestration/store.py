@@ -228,6 +228,16 @@ class Store:
             db.execute("DELETE FROM session_messages WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM backend_sessions WHERE session_id = ?", (session_id,))
 
+    def delete_session(self, session_id: str) -> bool:
+        """Forget a session: its history, its backend's session id and its
+        info (its run traces stay, as records of what ran). False when there
+        was no such session."""
+        with self._transaction() as db:
+            for table in ("session_messages", "backend_sessions", "session_info"):
+                db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            gone = db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            return gone.rowcount > 0
+
     @staticmethod
     def _append(
         db: sqlite3.Connection,

@@ -46,11 +46,11 @@ async def test_lines_that_are_not_json_rpc_are_skipped_and_logged(door: Door) ->
 async def test_methods_the_door_does_not_serve_are_method_not_found(door: Door) -> None:
     async with raw_editor(door) as editor:
         session_id = await editor.start(door)
-        for method in ("session/set_mode", "session/fork", "_oma/extension", "no/such"):
+        for method in ("session/set_mode", "_oma/extension", "no/such"):
             answer = await editor.call(method, {"sessionId": session_id, "modeId": "x"})
             assert answer["error"] == {
                 "code": -32601,
-                "message": "Method not found",
+                "message": f"oma-host acp does not serve {method!r}",
                 "data": {"method": method},
             }
         # Unknown notifications have no answer and leave the connection working.
@@ -58,7 +58,7 @@ async def test_methods_the_door_does_not_serve_are_method_not_found(door: Door) 
         editor.send("_oma/notice", {}, notify=True)
         listed = await editor.call("session/list", {})
         assert [s["sessionId"] for s in listed["result"]["sessions"]] == [session_id]
-        assert len(editor.received) == 7
+        assert len(editor.received) == 6
         err = await stderr_of(editor)
     assert "no/such/notification" in err
     assert "_oma/notice" not in err  # extension notifications are optional by definition
@@ -87,9 +87,18 @@ async def test_params_the_schema_refuses_are_invalid_params_with_its_errors(
             params = {**params, "sessionId": session_id}
         answer = await editor.call(method, params)
     assert answer["error"]["code"] == -32602
-    assert answer["error"]["message"] == "Invalid params"
-    assert answer["error"]["data"] == {"errors": schema_errors(model, params)}
+    errors = schema_errors(model, params)
+    assert answer["error"]["data"] == {"errors": errors}
+    # The message says where the first problem was and what it was.
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "params"
+    assert answer["error"]["message"].startswith(f"{method}: invalid params: {where}: ")
+    assert first["msg"] in answer["error"]["message"]
     assert not door.sim.requests  # nothing reached the provider
+
+
+def _untimed(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in update.items() if k != "updatedAt"} for update in updates]
 
 
 async def test_a_prompt_the_models_validate_answers_as_the_plain_shape_does(door: Door) -> None:
@@ -110,7 +119,8 @@ async def test_a_prompt_the_models_validate_answers_as_the_plain_shape_does(door
         )
         assert checked["result"] == plain["result"]
         assert checked["result"]["stopReason"] == "end_turn"
-        assert editor.updates_of(modelled_id) == editor.updates_of(plain_id)
+        # Alike but for the time each session's title was set.
+        assert _untimed(editor.updates_of(modelled_id)) == _untimed(editor.updates_of(plain_id))
         assert editor.updates_of(plain_id)[-1]["sessionUpdate"] == "usage_update"
     first, second = (request.body["messages"][-1]["content"] for request in door.sim.requests)
     assert [block["text"] for block in first] == [block["text"] for block in second]

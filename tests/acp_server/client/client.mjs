@@ -8,7 +8,8 @@
 // SCRIPT: {permission?: optionKind, permissionOptionId?: id, files?: {path: text},
 //          refuseWrites?: bool, steps: [{method, params, cancelAfterChunks?}]}
 //   - the string "$session" anywhere in params is the sessionId of the latest
-//     session/new answer;
+//     session/new answer; a step with `saveAs: NAME` keeps its answer's
+//     sessionId (session/fork's) as "$NAME" for the steps after it;
 //   - cancelAfterChunks: n sends session/cancel once n agent_message_chunk updates
 //     of this step have arrived;
 //   - updates: the session/update notifications that arrived during the step;
@@ -76,12 +77,14 @@ const app = acp
     return {};
   });
 
-function substitute(value, sessionId) {
-  if (value === "$session") return sessionId;
-  if (Array.isArray(value)) return value.map((item) => substitute(item, sessionId));
+function substitute(value, saved) {
+  if (typeof value === "string" && value.startsWith("$") && value.slice(1) in saved) {
+    return saved[value.slice(1)];
+  }
+  if (Array.isArray(value)) return value.map((item) => substitute(item, saved));
   if (value && typeof value === "object") {
     return Object.fromEntries(
-      Object.entries(value).map(([key, item]) => [key, substitute(item, sessionId)]),
+      Object.entries(value).map(([key, item]) => [key, substitute(item, saved)]),
     );
   }
   return value;
@@ -91,9 +94,9 @@ const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(chil
 const steps = [];
 try {
   await app.connectWith(stream, async (ctx) => {
-    let sessionId = null;
+    const saved = {};
     for (const step of script.steps) {
-      const params = substitute(step.params ?? {}, sessionId);
+      const params = substitute(step.params ?? {}, saved);
       current = { updates: [], chunks: 0, onChunk: null };
       if (step.cancelAfterChunks !== undefined) {
         current.onChunk = (count) => {
@@ -105,7 +108,8 @@ try {
       const record = { method: step.method };
       try {
         record.result = await ctx.request(step.method, params);
-        if (step.method === M.agent.session.new) sessionId = record.result.sessionId;
+        if (step.method === M.agent.session.new) saved.session = record.result.sessionId;
+        if (step.saveAs !== undefined) saved[step.saveAs] = record.result.sessionId;
       } catch (error) {
         record.error = { code: error.code, message: error.message, data: error.data };
       }
