@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from oma_host.acp_server.agents import AgentsFileError, load_agents
 from oma_host.core.config import AgentConfig
 from oma_host.core.framing import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.core.stdio import protect_stdout, stdin_reader, stream_writer
 from oma_host.core.termination import Termination
 
 # The exit status of a usage error, as argparse gives it.
@@ -56,8 +57,6 @@ async def _serve(configs: list[AgentConfig], options: AcpOptions) -> int:
 
 
 async def _serve_editor(configs: list[AgentConfig], options: AcpOptions) -> None:
-    from acp.stdio import stdio_streams
-
     from oma_host.acp_server.door import OmaAcpAgent
     from oma_host.acp_server.editor import EditorClient
     from oma_host.acp_server.routes import door_routes
@@ -65,9 +64,9 @@ async def _serve_editor(configs: list[AgentConfig], options: AcpOptions) -> None
 
     agent = OmaAcpAgent(configs, options.state_dir, options.session_idle_timeout_s)
     try:
-        # The library's stdio streams (the platform's pipes); the JSON-RPC on
-        # them is ours (:mod:`.wire`).
-        reader, writer = await stdio_streams(limit=READ_CHUNK)
+        # Pipes from an editor, or files and /dev/null from a script.
+        writer = await stream_writer(protect_stdout())
+        reader = await stdin_reader(READ_CHUNK)
         wire = AcpWire(reader, writer, options.max_message_bytes)
         agent.on_connect(EditorClient(wire))
         await wire.serve(*door_routes(agent))

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import stat
 import sys
-import threading
 from typing import TYPE_CHECKING
 
+from oma_host.core.stdio import protect_stdout, stdin_reader
 from oma_host.core.termination import Termination
 
 if TYPE_CHECKING:
@@ -29,49 +27,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("oma_host.server")
 
 
-def _protect_stdout() -> int:
-    """Take fd 1 for protocol frames (the descriptor returned) and point fd 1
-    at stderr, so a stray ``print`` (ours, a hook's, a library's) can never
-    corrupt the stream."""
-    frames = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return frames
-
-
-def _pollable(fd: int) -> bool:
-    """Pipes, sockets and terminals work with the event loop; regular files and
-    other devices (``< file``, ``< /dev/null``) cannot be polled by epoll."""
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
-
-
-async def _stdin_reader() -> asyncio.StreamReader:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**16)
-    stdin = os.fdopen(os.dup(0), "rb", buffering=0)
-    if _pollable(stdin.fileno()):
-        protocol = asyncio.StreamReaderProtocol(reader)
-        await loop.connect_read_pipe(lambda: protocol, stdin)
-        return reader
-
-    def pump() -> None:
-        while chunk := stdin.read(65536):
-            loop.call_soon_threadsafe(reader.feed_data, chunk)
-        loop.call_soon_threadsafe(reader.feed_eof)
-
-    threading.Thread(target=pump, name="oma-stdin", daemon=True).start()
-    return reader
-
-
 async def _serve_stdio(options: SessionOptions) -> int:
     from oma_host.server.app import HostSession, stdout_writer
 
-    frames_out = _protect_stdout()
+    frames_out = protect_stdout()
     session = HostSession(stdout_writer(frames_out), options)
     termination = Termination(_current_task())
     try:
-        return await session.serve(await _stdin_reader())
+        return await session.serve(await stdin_reader())
     except asyncio.CancelledError:
         if termination.signum is None:
             raise  # Ctrl-C: asyncio.run makes it a KeyboardInterrupt (exit 130)
