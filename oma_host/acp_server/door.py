@@ -39,23 +39,18 @@ from acp.schema import (
     AuthEnvVar,
     ClientCapabilities,
     EnvVarAuthMethod,
-    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
-    LoadSessionResponse,
     McpCapabilities,
-    NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
-    ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
     SessionForkCapabilities,
     SessionListCapabilities,
     SessionResumeCapabilities,
-    SetSessionConfigOptionResponse,
     ToolCallUpdate,
 )
 
@@ -68,7 +63,7 @@ from oma_host.acp_server.content import (
 )
 from oma_host.acp_server.editor import EditorClient
 from oma_host.acp_server.editor_mcp import host_servers
-from oma_host.acp_server.sessions import SessionBook, checked_cwd
+from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
     UpdateSender,
     prompt_answer,
@@ -207,47 +202,46 @@ class OmaAcpAgent:
 
     # -- sessions ---------------------------------------------------------------------
 
+    def _choices(self, session: DoorSession, **answer: Any) -> dict[str, Any]:
+        """A session answer in wire form: ``answer``, the config options and,
+        for an LLM agent, its modes."""
+        answer["configOptions"] = self._sessions.config_options(session)
+        modes = self._sessions.modes(session)
+        if modes is not None:
+            answer["modes"] = modes
+        return answer
+
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
-    ) -> NewSessionResponse:
+    ) -> dict[str, Any]:
         session = await self._sessions.open(checked_cwd(cwd), host_servers(mcp_servers))
-        return NewSessionResponse(
-            session_id=session.session_id,
-            config_options=self._sessions.config_options(session),  # type: ignore[arg-type]
-        )
+        return self._choices(session, sessionId=session.session_id)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
-    ) -> LoadSessionResponse:
+    ) -> dict[str, Any]:
         servers = host_servers(mcp_servers)
         session, history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
         sender = UpdateSender(self.client, session_id, cwd)
         for update in replay_updates(history, cwd):
             sender.send(wire_update(update))
         await sender.close()
-        return LoadSessionResponse(
-            config_options=self._sessions.config_options(session)  # type: ignore[arg-type]
-        )
+        return self._choices(session)
 
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
-    ) -> ResumeSessionResponse:
+    ) -> dict[str, Any]:
         """As ``session/load``, without replaying the history to the editor."""
         servers = host_servers(mcp_servers)
         session, _history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
-        return ResumeSessionResponse(
-            config_options=self._sessions.config_options(session)  # type: ignore[arg-type]
-        )
+        return self._choices(session)
 
     async def fork_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
-    ) -> ForkSessionResponse:
+    ) -> dict[str, Any]:
         servers = host_servers(mcp_servers)
         session = await self._sessions.fork(session_id, checked_cwd(cwd), servers)
-        return ForkSessionResponse(
-            session_id=session.session_id,
-            config_options=self._sessions.config_options(session),  # type: ignore[arg-type]
-        )
+        return self._choices(session, sessionId=session.session_id)
 
     async def close_session(self, session_id: str, **_: Any) -> None:
         await self._sessions.close_session(session_id)
@@ -263,12 +257,36 @@ class OmaAcpAgent:
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **_: Any
-    ) -> SetSessionConfigOptionResponse:
+    ) -> dict[str, Any]:
+        """Switch one choice; the editor is also told with
+        ``config_option_update`` (and ``current_mode_update`` for the mode)."""
         session = self._sessions.get(session_id)
-        await self._sessions.set_option(session, config_id, str(value))
-        return SetSessionConfigOptionResponse(
-            config_options=self._sessions.config_options(session)  # type: ignore[arg-type]
-        )
+        await self._switch(session, config_id, str(value))
+        return {"configOptions": self._sessions.config_options(session)}
+
+    async def set_mode(self, mode_id: str, session_id: str, **_: Any) -> None:
+        """``session/set_mode``: the ``mode`` config option, for clients that
+        predate config options."""
+        session = self._sessions.get(session_id)
+        if self._sessions.modes(session) is None:
+            raise RequestError.invalid_params(
+                {
+                    "type": "InvalidParams",
+                    "message": f"agent {session.config.name!r} has no modes: its own "
+                    "permissions apply",
+                }
+            )
+        await self._switch(session, "mode", mode_id)
+
+    async def _switch(self, session: DoorSession, config_id: str, value: str) -> None:
+        mode = session.choices.mode
+        await self._sessions.set_option(session, config_id, value)
+        sender = UpdateSender(self.client, session.session_id, session.cwd)
+        if session.choices.mode != mode:
+            sender.send({"sessionUpdate": "current_mode_update", "currentModeId": value})
+        options = self._sessions.config_options(session)
+        sender.send({"sessionUpdate": "config_option_update", "configOptions": options})
+        await sender.close()
 
     # -- prompts ----------------------------------------------------------------------
 
@@ -301,10 +319,14 @@ class OmaAcpAgent:
             result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
             if untitled and session.title is not None:
                 sender.send(title_update(session.title))
-            sender.send(usage_update(result, agent.config.max_token_budget))
+            if "cost" in result:
+                session.cost += result["cost"]["amount"]
+            sender.send(usage_update(result, agent.config, session.cost))
         finally:
             self._sessions.turn_ended(session, abort)
             await sender.close()
+        if "cost" in result:
+            await self._sessions.save_settings(session)
         return prompt_answer(stop_reason(result), result)
 
     async def cancel(self, session_id: str, **_: Any) -> None:

@@ -10,7 +10,7 @@ shape :func:`plain_text_prompt` takes (a subset of what ``PromptRequest``
 accepts) goes to the door with no model built, and the door answers it in
 wire form; any other prompt is validated by ``PromptRequest``. The method
 table is the library's for the door's methods; a method the door does not
-serve (``session/set_mode``, extension methods) is -32601.
+serve (extension methods, the unstable ``session/set_model``) is -32601.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from acp.schema import (
     ResumeSessionRequest,
     SetSessionConfigOptionBooleanRequest,
     SetSessionConfigOptionSelectRequest,
+    SetSessionModeRequest,
 )
 from pydantic import BaseModel
 
@@ -146,5 +147,6 @@ def door_routes(
         "session/delete": _route(DeleteSessionRequest, door.delete_session, _normalized),
         "session/prompt": prompt,
         "session/set_config_option": set_config_option,
+        "session/set_mode": _route(SetSessionModeRequest, door.set_mode, _normalized),
     }
     return requests, {"session/cancel": cancel}

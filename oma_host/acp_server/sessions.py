@@ -26,8 +26,9 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from acp import RequestError
-from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption, SessionInfo
+from acp.schema import SessionInfo
 
+from oma_host.acp_server.options import Choices, ModelLists, config_options, mode_state, switched
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent, TurnSink
 from oma_host.core.backends import AgentCallbacks
@@ -52,8 +53,11 @@ class DoorSession:
     session_id: str
     cwd: str
     config: AgentConfig  # the chosen agent's config as the agents file has it
-    model: str | None
+    choices: Choices
     title: str | None  # set from the first prompt's text, then kept
+    # The models the model option offers (options.ModelLists).
+    models: list[str] = field(default_factory=list)
+    cost: float = 0.0  # every turn's, in USD, while the agent's prices are known
     # The editor's MCP servers from session/new or session/load, added to
     # whichever agent the session runs (see SessionBook._agent).
     mcp_servers: list[McpServer] = field(default_factory=list)
@@ -81,7 +85,7 @@ class DoorSession:
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {"agent": self.config.name, "model": self.model}
+        return {**self.choices.settings(), "cost": self.cost}
 
 
 def _title(turn: LLMMessage) -> str | None:
@@ -143,6 +147,7 @@ class SessionBook:
         self._idle_timeout_s = idle_timeout_s
         self._store: Store | None = None
         self._sessions: dict[str, DoorSession] = {}
+        self._model_lists = ModelLists()
         self._resting: set[asyncio.Task[bool]] = set()
 
     async def store(self) -> Store:
@@ -190,11 +195,12 @@ class SessionBook:
     async def open(self, cwd: str, mcp_servers: list[McpServer]) -> DoorSession:
         session_id = _new_id()
         config = self.default
-        session = self._build(session_id, cwd, config, config.model, [], mcp_servers, None)
+        choices = Choices.of(config)
+        session = await self._build(session_id, cwd, config, choices, [], mcp_servers, None)
         store = await self.store()
         redact = Redactor.for_config(config).redact_tree
         await asyncio.to_thread(store.create_session, session_id, config.name, [], redact)
-        await self._save_settings(session)
+        await self.save_settings(session)
         self._opened(session)
         return session
 
@@ -207,13 +213,12 @@ class SessionBook:
             raise unknown_session(session_id)
         return history, infos[0]
 
-    def _chosen(self, settings: dict[str, Any]) -> tuple[AgentConfig, str | None]:
-        """The agent and model stored settings name. An agent no longer in
+    def _chosen(self, settings: dict[str, Any]) -> tuple[AgentConfig, Choices]:
+        """The agent and choices stored settings name. An agent no longer in
         the agents file: the session goes on with the default."""
         name = settings.get("agent")
         config = self.configs.get(name, self.default) if isinstance(name, str) else self.default
-        model = settings.get("model") if config.name == name else config.model
-        return config, model
+        return config, Choices.stored(settings, config)
 
     async def load(
         self, session_id: str, cwd: str, mcp_servers: list[McpServer]
@@ -221,7 +226,7 @@ class SessionBook:
         """The stored session, in ``cwd``, and its history (to replay;
         ``session/resume`` does not)."""
         history, info = await self._stored(session_id)
-        config, model = self._chosen(info["settings"])
+        config, choices = self._chosen(info["settings"])
         previous = self._sessions.get(session_id)
         if previous is not None and previous.busy:
             # The live agent would go on appending to a history the loaded
@@ -229,8 +234,11 @@ class SessionBook:
             _refuse("a turn is running; load after it ends")
         if previous is not None:
             await self._end(previous)
-        session = self._build(session_id, cwd, config, model, history, mcp_servers, info["title"])
-        await self._save_settings(session)
+        session = await self._build(
+            session_id, cwd, config, choices, history, mcp_servers, info["title"]
+        )
+        session.cost = _stored_cost(info["settings"])
+        await self.save_settings(session)
         self._opened(session)
         return session, history
 
@@ -240,9 +248,11 @@ class SessionBook:
         same agent, model and title; the source goes on unchanged. A wrapped
         ACP agent's own session is not copied: the fork's opens afresh."""
         history, info = await self._stored(source_id)
-        config, model = self._chosen(info["settings"])
+        config, choices = self._chosen(info["settings"])
         session_id = _new_id()
-        session = self._build(session_id, cwd, config, model, history, mcp_servers, info["title"])
+        session = await self._build(
+            session_id, cwd, config, choices, history, mcp_servers, info["title"]
+        )
         store = await self.store()
         redact = Redactor.for_config(config).redact_tree
         await asyncio.to_thread(store.create_session, session_id, config.name, history, redact)
@@ -278,17 +288,20 @@ class SessionBook:
         self._sessions[session.session_id] = session
         self._idle_from_now(session)
 
-    def _build(
+    async def _build(
         self,
         session_id: str,
         cwd: str,
         config: AgentConfig,
-        model: str | None,
+        choices: Choices,
         history: list[LLMMessage],
         mcp_servers: list[McpServer],
         title: str | None,
     ) -> DoorSession:
-        session = DoorSession(session_id, cwd, config, model, title, list(mcp_servers))
+        session = DoorSession(
+            session_id, cwd, config, choices, title, mcp_servers=list(mcp_servers)
+        )
+        session.models = await self._model_lists.models(config)
         session.agent = self._agent(session, history)
         return session
 
@@ -299,8 +312,7 @@ class SessionBook:
         are left out with a log line (refusing would shut the editor out of
         every process agent whenever it has servers configured)."""
         update: dict[str, Any] = {"cwd": session.cwd, "history": history or None}
-        if session.model is not None:
-            update["model"] = session.model
+        update.update(session.choices.applied(session.config))
         backend = session.config.backend
         if session.mcp_servers and backend is not None and backend.kind == "process":
             names = ", ".join(server.name for server in session.mcp_servers)
@@ -337,7 +349,7 @@ class SessionBook:
 
         return commit
 
-    async def _save_settings(self, session: DoorSession) -> None:
+    async def save_settings(self, session: DoorSession) -> None:
         store = await self.store()
         await asyncio.to_thread(
             store.put_session_info, session.session_id, session.cwd, session.settings
@@ -345,55 +357,26 @@ class SessionBook:
 
     # -- config options -------------------------------------------------------------
 
-    def config_options(self, session: DoorSession) -> list[SessionConfigOptionSelect]:
-        """A select ``agent`` (every agent's name) and, when the agent lists
-        ``models``, a select ``model``."""
-        options = [
-            SessionConfigOptionSelect(
-                type="select",
-                id="agent",
-                name="Agent",
-                category="mode",
-                current_value=session.config.name,
-                options=[SessionConfigSelectOption(value=name, name=name) for name in self.configs],
-            )
-        ]
-        models = list(session.config.models or [])
-        if models:
-            if session.model is not None and session.model not in models:
-                models.insert(0, session.model)
-            options.append(
-                SessionConfigOptionSelect(
-                    type="select",
-                    id="model",
-                    name="Model",
-                    category="model",
-                    current_value=session.model or models[0],
-                    options=[SessionConfigSelectOption(value=name, name=name) for name in models],
-                )
-            )
-        return options
+    def config_options(self, session: DoorSession) -> list[dict[str, Any]]:
+        return config_options(session.choices, self.configs, session.models)
+
+    def modes(self, session: DoorSession) -> dict[str, Any] | None:
+        return mode_state(session.choices, self.configs)
 
     async def set_option(self, session: DoorSession, config_id: str, value: str) -> None:
-        """Switch the agent or the model for the next turn; the history stays."""
+        """Switch one choice for the next turn (a new agent brings its own
+        choices); the history stays. Refused while a turn runs or waits."""
         if session.busy:
             _refuse("a turn is running; switch after it ends")
-        if config_id == "agent":
-            config = self.configs.get(value)
-            if config is None:
-                raise _bad_value(config_id, value, list(self.configs))
-            session.config, session.model = config, config.model
-        elif config_id == "model":
-            models = [*(session.config.models or []), *filter(None, [session.model])]
-            if value not in models:
-                raise _bad_value(config_id, value, models)
-            session.model = value
-        else:
-            raise _bad_value("configId", config_id, ["agent", "model"])
+        choices = switched(session.choices, config_id, value, self.configs, session.models)
+        if choices.agent != session.choices.agent:
+            session.config = self.configs[choices.agent]
+            session.models = await self._model_lists.models(session.config)
+        session.choices = choices
         previous = session.agent
         session.agent = self._agent(session, previous.get_history())
         await previous.close()
-        await self._save_settings(session)
+        await self.save_settings(session)
 
     # -- listing and closing ----------------------------------------------------------
 
@@ -451,11 +434,10 @@ def _cursor_position(cursor: str) -> tuple[float, str]:
         _refuse(f"cursor {cursor!r} is not one that session/list gave")
 
 
+def _stored_cost(settings: dict[str, Any]) -> float:
+    cost = settings.get("cost")
+    return float(cost) if isinstance(cost, int | float) else 0.0
+
+
 def _new_id() -> str:
     return f"sess_{uuid.uuid4().hex}"
-
-
-def _bad_value(field: str, value: str, allowed: list[str]) -> RequestError:
-    return RequestError.invalid_params(
-        {"type": "InvalidParams", "message": f"{field}: {value!r} is not one of {allowed}"}
-    )

@@ -60,6 +60,8 @@ from acp.schema import (
 )
 from pydantic import BaseModel, ValidationError
 
+from oma_host.core.config import AgentConfig
+from oma_host.core.cost import context_window_of
 from oma_host.core.events import AcpUpdate, RunEvent
 from oma_host.core.messages import ContentBlock
 from oma_host.core.results import MAX_TURN_REQUESTS_KIND, AgentRunResult, ended_at_turn_limit
@@ -269,14 +271,28 @@ def _ints(*values: Any) -> bool:
     return all(type(value) is int for value in values)
 
 
-def usage_update(result: AgentRunResult, budget: int | None) -> dict[str, Any]:
-    """The context the turn used, as ``usage_update`` reports it (wire form)."""
+def usage_update(result: AgentRunResult, config: AgentConfig, cost: float) -> dict[str, Any]:
+    """The context the turn used, as ``usage_update`` reports it (wire
+    form): ``used``, the turn's input and output tokens (cache reads and
+    writes included); ``size``, the model's context window
+    (``contextWindow``, else its table's), else ``maxTokenBudget``, else a
+    nominal 200,000; ``cost``, the session's so far when its prices are known."""
     usage = result["tokenUsage"]
-    used = usage["input_tokens"] + usage["output_tokens"]
-    size = max(budget or NOMINAL_CONTEXT_SIZE, used)
+    used = (
+        usage["input_tokens"]
+        + usage["output_tokens"]
+        + usage.get("cache_creation_input_tokens", 0)
+        + usage.get("cache_read_input_tokens", 0)
+    )
+    size = max(context_window_of(config) or config.max_token_budget or NOMINAL_CONTEXT_SIZE, used)
+    # In the order the model dumps its fields.
+    update: dict[str, Any] = {"used": used, "size": size}
+    if "cost" in result:
+        update["cost"] = {"amount": round(cost, 8), "currency": "USD"}
+    update["sessionUpdate"] = "usage_update"
     if _ints(used, size):
-        return {"used": used, "size": size, "sessionUpdate": "usage_update"}
-    return wire_update(UsageUpdate(session_update="usage_update", used=used, size=size))
+        return update
+    return wire_update(UsageUpdate.model_validate(update))
 
 
 def title_update(title: str) -> dict[str, Any]:

@@ -1,10 +1,11 @@
-"""The generated table of ``docs/providers.md``: one row per provider, written
-from the descriptors (:mod:`oma_host.core.provider_facts`) so the docs say
-what the code does: the wire, the default endpoint, the key variables in the
-order they are read, the default model, the model list and the ACP auth
-methods. The text between the ``providers`` markers is this module's output,
-and a test fails when it differs; ``python3 -m oma_host.cli.providers_doc``
-rewrites it.
+"""The generated tables of ``docs/providers.md``, written from the
+descriptors (:mod:`oma_host.core.provider_facts`) so the docs say what the
+code does: one row per provider (the wire, the default endpoint, the key
+variables in the order they are read, the default model, the model list and
+the ACP auth methods), and one per model its table knows (context window,
+prices, thinking). The text between each pair of markers is this module's
+output, and a test fails when it differs; ``python3 -m
+oma_host.cli.providers_doc`` rewrites both.
 """
 
 from __future__ import annotations
@@ -61,8 +62,41 @@ def table() -> str:
     return "\n".join(rows) + "\n"
 
 
-PART = GeneratedPart(PROVIDERS_DOC, START, END, table, "oma_host.cli.providers_doc")
+def _price(value: float | None) -> str:
+    return _NONE if value is None else f"{value:g}"
+
+
+def models_table() -> str:
+    """The text between the ``models`` markers: each provider's known models."""
+    rows = [
+        "| provider | model (and ids it starts) | context window | input | output "
+        "| cache write | cache read | thinking |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for facts in PROVIDERS:
+        for model in facts.models.models:
+            window = model.context_window
+            cells = [
+                f"`{facts.name}`",
+                f"`{model.id}`",
+                _NONE if window is None else f"{window:,}",
+                _price(model.input_price),
+                _price(model.output_price),
+                _price(model.cache_write_price),
+                _price(model.cache_read_price),
+                "yes" if model.reasoning else "no",
+            ]
+            rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+_MODULE = "oma_host.cli.providers_doc"
+PART = GeneratedPart(PROVIDERS_DOC, START, END, table, _MODULE)
+MODELS_PART = GeneratedPart(
+    PROVIDERS_DOC, "<!-- models:begin -->", "<!-- models:end -->", models_table, _MODULE
+)
 with_table = PART.spliced
+with_models = MODELS_PART.spliced
 
 if __name__ == "__main__":
-    sys.exit(PART.main(sys.argv[1:]))
+    sys.exit(PART.main(sys.argv[1:]) or MODELS_PART.main(sys.argv[1:]))

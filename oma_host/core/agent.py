@@ -28,6 +28,7 @@ from oma_host.core.backends import (
     backend_entry,
 )
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
+from oma_host.core.cost import prices_of
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.events import EmitFn, RunError
@@ -58,6 +59,7 @@ from oma_host.core.results import (
     TokenUsage,
     add_token_usage,
     failed_result,
+    usd,
     zero_usage,
 )
 from oma_host.core.run_ids import new_run_id
@@ -114,6 +116,8 @@ class Agent:
         self._backend: Backend | None = None
         self._status: AgentStatus = "idle"
         self._usage: TokenUsage = zero_usage()
+        self._prices = prices_of(self.config)
+        self._cost = 0.0  # every run's, in USD, while the prices are known
         self._active_runs = 0
         self._turn_lock: asyncio.Lock | None = None
         self._generation = 0  # bumped by reset()
@@ -133,6 +137,8 @@ class Agent:
     @property
     def state(self) -> dict[str, Any]:
         state: dict[str, Any] = {"status": self._status, "tokenUsage": dict(self._usage)}
+        if self._prices is not None:
+            state["cost"] = usd(self._cost)
         backend: object = self._backend
         if isinstance(backend, Configurable) and (choices := backend.choices()) is not None:
             state.update(choices)  # an ACP agent's configOptions, modes, models
@@ -164,6 +170,7 @@ class Agent:
         self._generation += 1  # a turn still running will not be kept
         self._status = "idle"
         self._usage = zero_usage()
+        self._cost = 0.0
         if self._session_link is not None:
             self._session_link.known = None  # the store forgets it with the history
         if self._backend is not None and self._entry.keeps_session:
@@ -354,6 +361,10 @@ class Agent:
                 finished = recorder.result("error", message, output=message, error_kind="internal")
             if self._has_secrets:  # else nothing to take out
                 finished = cast(AgentRunResult, self._secrets.redact_owned(finished))
+            if self._prices is not None:
+                cost = self._prices.cost(finished["tokenUsage"])
+                finished["cost"] = usd(cost)
+                self._cost += cost
             result = finished
             if streaming:
                 _emit_failure(recorder, finished)

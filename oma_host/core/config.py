@@ -134,6 +134,24 @@ class PermissionRule(_Model):
     action: Literal["allow", "ask", "deny"]
 
 
+# Presets over the permission rules: ``ask`` (the default: the rules, then
+# reads allowed and the rest asked), ``accept-edits`` (the rules, then file
+# writes allowed), ``read-only`` (anything but a read refused, whatever the
+# rules say; the model is told so).
+PermissionMode = Literal["ask", "accept-edits", "read-only"]
+PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
+
+
+class PricingConfig(_Model):
+    """``pricing``: the model's prices in US dollars per million tokens; the
+    cache's writes and reads cost the input price unless given."""
+
+    input: Annotated[float, Field(ge=0)]
+    output: Annotated[float, Field(ge=0)]
+    cache_write: Annotated[float, Field(ge=0)] | None = None
+    cache_read: Annotated[float, Field(ge=0)] | None = None
+
+
 class ThinkingConfig(_Model):
     """``thinking``: the model reasons before it answers, at an ``effort`` or
     within ``budgetTokens``; each provider adapter maps it to its own form."""
@@ -186,6 +204,10 @@ class AgentConfig(_Model):
     backend: BackendConfig | None = None
     mcp_servers: list[McpServer] | None = None
     permissions: list[PermissionRule] | None = None
+    permission_mode: PermissionMode | None = None  # None: "ask"
+    # The model's context window and prices, over the provider's model table.
+    context_window: Annotated[int, Field(gt=0)] | None = None
+    pricing: PricingConfig | None = None
     thinking: ThinkingConfig | None = None
     # Cache the prompt prefix (Anthropic cache_control, Bedrock cachePoint);
     # unset: the provider's default (on for Anthropic, off for Bedrock).

@@ -54,6 +54,7 @@ class ToolPermission(TypedDict):
     by: Literal[
         "rule",
         "default",
+        "mode",
         "client",
         "session",
         "no_client",

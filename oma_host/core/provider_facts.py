@@ -19,6 +19,16 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from oma_host.core.model_facts import (
+    AZURE_MODELS,
+    BEDROCK_MODELS,
+    CLAUDE_MODELS,
+    GEMINI_MODELS,
+    OPENAI_MODELS,
+    ModelFacts,
+    ModelTable,
+)
+
 # The variable that offers the in-process ``test`` provider when set to "1".
 TEST_PROVIDER_VARIABLE = "OMA_HOST_TEST_PROVIDER"
 
@@ -35,27 +45,6 @@ class ModelList:
 
     lister: str
     endpoint: str
-
-
-@dataclass(frozen=True)
-class ModelFacts:
-    """One model's context window and prices (US dollars per million tokens);
-    None where nobody has said."""
-
-    id: str
-    context_window: int | None = None
-    input_price: float | None = None
-    output_price: float | None = None
-
-
-@dataclass(frozen=True)
-class ModelTable:
-    """Where a provider's models' context windows and prices come from:
-    ``source`` says where (a page of the vendor's), ``models`` are the ones
-    known. Empty until a model table is filled in."""
-
-    source: str | None = None
-    models: tuple[ModelFacts, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +135,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         key_variables=("ANTHROPIC_API_KEY",),
         default_model="claude-sonnet-4-5",
         model_list=ModelList(f"{_MODEL_LIST}:anthropic_models", "`GET {baseURL}/v1/models`"),
+        models=CLAUDE_MODELS,
     ),
     ProviderFacts(
         name="openai",
@@ -156,6 +146,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         key_variables=("OPENAI_API_KEY",),
         default_model="gpt-4o-mini",
         model_list=ModelList(f"{_MODEL_LIST}:openai_models", "`GET {baseURL}/models`"),
+        models=OPENAI_MODELS,
     ),
     ProviderFacts(
         name="gemini",
@@ -168,6 +159,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         model_list=ModelList(
             "oma_host.providers.gemini:list_models", "`GET {baseURL}/v1beta/models`"
         ),
+        models=GEMINI_MODELS,
     ),
     ProviderFacts(
         name="azure",
@@ -178,6 +170,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         # The api-key first; without one, a Microsoft Entra ID token as a bearer token.
         key_variables=("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"),
         model_list=ModelList(f"{_MODEL_LIST}:azure_models", "`GET .../openai/v1/models`"),
+        models=AZURE_MODELS,
     ),
     ProviderFacts(
         name="bedrock",
@@ -194,6 +187,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         # not an environment variable; authenticate cannot see it, but its
         # secrets are redacted like the variables'.
         file_secrets=_aws_profile_secrets,
+        models=BEDROCK_MODELS,
         auth=(
             AuthMethod(("AWS_BEARER_TOKEN_BEDROCK",)),
             AuthMethod(
@@ -225,6 +219,14 @@ def provider_facts(name: str) -> ProviderFacts | None:
 def facts_of(name: str) -> ProviderFacts:
     """The facts of a provider the code names itself (a KeyError is a bug)."""
     return _BY_NAME[name]
+
+
+def model_facts(provider: str | None, model: str | None) -> ModelFacts | None:
+    """What the provider's table says of ``model`` (None: nothing)."""
+    facts = provider_facts(provider or DEFAULT_PROVIDER)
+    if facts is None or not model:
+        return None
+    return facts.models.find(model)
 
 
 def offered_providers() -> list[ProviderFacts]:

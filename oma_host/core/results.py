@@ -82,6 +82,17 @@ class ErrorInfo(TypedDict):
     message: str
 
 
+class Cost(TypedDict):
+    """What runs cost, from the agent's prices (``core/cost.py``)."""
+
+    amount: float
+    currency: Literal["USD"]
+
+
+def usd(amount: float) -> Cost:
+    return {"amount": round(amount, 8), "currency": "USD"}
+
+
 class AgentRunResult(TypedDict):
     success: bool
     output: str
@@ -94,6 +105,7 @@ class AgentRunResult(TypedDict):
     budgetExceeded: NotRequired[bool]
     aborted: NotRequired[bool]
     errorInfo: NotRequired[ErrorInfo]
+    cost: NotRequired[Cost]  # when the agent's prices are known
 
 
 class DoneEvent(TypedDict):

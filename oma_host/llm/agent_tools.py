@@ -52,7 +52,12 @@ class AgentTools:
         self._tool_timeout_s = (config.tool_timeout_ms or DEFAULT_TOOL_TIMEOUT_MS) / 1000
         self._workspace = Workspace(self.registry.root, editor or NO_EDITOR, timeout_s)
         self._policy = PermissionPolicy(
-            config.permissions, handler, config.name, timeout_s, self.registry.root
+            config.permissions,
+            handler,
+            config.name,
+            timeout_s,
+            self.registry.root,
+            config.permission_mode or "ask",
         )
         self._servers: McpServers | None = None
         if config.mcp_servers:
@@ -110,6 +115,8 @@ def _why(event: dict[str, Any]) -> str:
     by = event.get("by")
     if by == "rule":
         return f"by permissions[{event.get('rule')}]"
+    if by == "mode":
+        return "the session is read-only: only reading tools run"
     if by == "client":
         return "the user said no"
     if by == "no_client":

@@ -32,6 +32,12 @@ DEFAULT_MAX_TURNS = 10
 _SCHEMA_INSTRUCTION = (
     "Respond with only a JSON value (no prose, no code fences) that matches this JSON Schema:\n"
 )
+# permissionMode "read-only": the policy refuses the calls; the model is told before it tries.
+_READ_ONLY_INSTRUCTION = (
+    "This session is read-only: only tools that read (such as file_read, grep and glob) "
+    "will run. Any tool that writes files, runs commands or acts elsewhere is refused, so "
+    "describe the changes you would make instead of making them."
+)
 
 
 def _text_of(content: list[ContentBlock]) -> str:
@@ -81,6 +87,8 @@ class LLMBackend:
         if config.output_schema is not None:
             instruction = _SCHEMA_INSTRUCTION + json.dumps(config.output_schema)
             system = f"{system}\n\n{instruction}" if system else instruction
+        if config.permission_mode == "read-only":
+            system = f"{system}\n\n{_READ_ONLY_INSTRUCTION}" if system else _READ_ONLY_INSTRUCTION
         self._options = dataclasses.replace(
             ChatOptions.from_config(config),
             system_prompt=system,

@@ -4,7 +4,10 @@ Rules are tried in order; the first whose ``tool`` (a name or an fnmatch
 glob such as ``fs__*``) matches the tool's name and whose ``pattern``, if it
 has one, matches the call's target (:class:`Target`) decides. When none
 matches, the default follows the tool's declared effect: a tool that reads
-is allowed, any other (the write tools, every MCP tool) asks.
+is allowed, any other (the write tools, every MCP tool) asks. The agent's
+``permissionMode`` sets presets around the rules: ``accept-edits`` allows a
+write no rule decided, and ``read-only`` refuses anything but a read before
+the rules are tried.
 
 A pattern matches the file a path names, not its spelling: the path is
 resolved beneath ``cwd`` as the tools would open it (``..`` and ``.``
@@ -39,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from oma_host.core.backends import PermissionHandler
-from oma_host.core.config import PermissionRule
+from oma_host.core.config import PermissionMode, PermissionRule
 from oma_host.core.tools import ToolDeclaration, first_string
 from oma_host.llm.confined import Root, ToolError, resolve_beneath
 
@@ -139,10 +142,11 @@ def find_target(declaration: ToolDeclaration, arguments: Any, root: Root) -> Tar
 @dataclass(frozen=True)
 class Verdict:
     """What the policy says before anyone is asked: the action, and the rule
-    (its index) or the default that said it."""
+    (its index), the mode or the default that said it."""
 
     action: Action
-    rule: int | None  # None: a default
+    rule: int | None  # None: the mode or a default
+    by: Literal["rule", "mode", "default"] = "rule"
 
 
 def default_action(tool: ToolDeclaration) -> Action:
@@ -159,12 +163,23 @@ def _applies(rule: PermissionRule, target: Target) -> bool:
     return any(fnmatch.fnmatchcase(form, pattern) for form in target.possible)
 
 
-def evaluate(rules: list[PermissionRule], tool: ToolDeclaration, target: Target) -> Verdict:
-    """The first matching rule's action, else the default."""
+def evaluate(
+    rules: list[PermissionRule],
+    tool: ToolDeclaration,
+    target: Target,
+    mode: PermissionMode = "ask",
+) -> Verdict:
+    """In ``read-only`` mode, anything but a read is denied before the rules;
+    otherwise the first matching rule's action, else in ``accept-edits``
+    mode a write is allowed, else the default."""
+    if mode == "read-only" and tool.effect != "read":
+        return Verdict("deny", None, "mode")
     for index, rule in enumerate(rules):
         if fnmatch.fnmatchcase(tool.name, rule.tool) and _applies(rule, target):
             return Verdict(rule.action, index)
-    return Verdict(default_action(tool), None)
+    if mode == "accept-edits" and tool.effect == "write":
+        return Verdict("allow", None, "mode")
+    return Verdict(default_action(tool), None, "default")
 
 
 @dataclass(frozen=True)
@@ -187,8 +202,10 @@ class PermissionPolicy:
         agent_name: str,
         timeout_s: float,
         root: str,
+        mode: PermissionMode = "ask",
     ) -> None:
         self._rules = list(rules or [])
+        self._mode = mode
         self._root = root
         self._handler = handler
         self._agent_name = agent_name
@@ -219,15 +236,13 @@ class PermissionPolicy:
         tool_use_id: str,
     ) -> Decision:
         tool, target = declaration.name, found.shown
-        verdict = evaluate(self._rules, declaration, found)
+        verdict = evaluate(self._rules, declaration, found, self._mode)
         event: dict[str, Any] = {"toolUseId": tool_use_id, "tool": tool, "action": verdict.action}
         if target is not None:
             event["target"] = target
         event["rule"] = verdict.rule
         if verdict.action != "ask":
-            event.update(
-                decision=verdict.action, by="rule" if verdict.rule is not None else "default"
-            )
+            event.update(decision=verdict.action, by=verdict.by)
             return Decision(verdict.action == "allow", event)
         if (tool, verdict.rule) in self._granted:
             event.update(decision="allow", by="session")

@@ -21,7 +21,7 @@ from typing_extensions import TypedDict
 
 from oma_host.core.events import RunEvent
 from oma_host.core.messages import LLMMessage, schema_ref
-from oma_host.core.results import AgentRunResult, ErrorInfo, TokenUsage
+from oma_host.core.results import AgentRunResult, Cost, ErrorInfo, TokenUsage
 from oma_host.server.registry import ClientMethod, Notification
 
 # -- method results ---------------------------------------------------------------
@@ -47,6 +47,7 @@ class AgentChoicesResult(TypedDict):
 class AgentStateResult(AgentChoicesResult):
     status: Literal["idle", "running", "completed", "error"]
     tokenUsage: TokenUsage
+    cost: NotRequired[Cost]  # every run's since creation or reset, when prices are known
 
 
 class AgentListEntry(TypedDict):

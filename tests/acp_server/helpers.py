@@ -83,13 +83,19 @@ class Door:
         self.write_agents()
 
     def llm(self, name: str = "claude", **fields: Any) -> dict[str, Any]:
-        return {
+        """An LLM agent of the simulator. Its ``models`` are its model alone
+        unless given, so the door asks the provider for no model list (and
+        the simulator's requests are the turns'); ``models=None`` leaves
+        them out, and the door lists the provider's."""
+        config = {
             "name": name,
             "provider": "anthropic",
             "model": "model-one",
             "baseURL": self.sim.base_url,
             **fields,
         }
+        config.setdefault("models", [config["model"]])
+        return {key: value for key, value in config.items() if value is not None}
 
     def write_agents(self, *extra: dict[str, Any], first: dict[str, Any] | None = None) -> None:
         agents = [first or self.llm(), *extra]

@@ -189,6 +189,4 @@ def test_acpx_shows_the_explanation_of_an_error(door: Door) -> None:
     assert created.returncode == 0, created.stderr
     refused = door.acpx("set", "agent", "nobody")
     assert refused.returncode != 0
-    assert "session/set_config_option: agent: 'nobody' is not one of ['claude']" in (
-        refused.stderr
-    )
+    assert "session/set_config_option: agent: 'nobody' is not one of ['claude']" in (refused.stderr)

@@ -46,7 +46,7 @@ async def test_lines_that_are_not_json_rpc_are_skipped_and_logged(door: Door) ->
 async def test_methods_the_door_does_not_serve_are_method_not_found(door: Door) -> None:
     async with raw_editor(door) as editor:
         session_id = await editor.start(door)
-        for method in ("session/set_mode", "_oma/extension", "no/such"):
+        for method in ("session/set_model", "_oma/extension", "no/such"):
             answer = await editor.call(method, {"sessionId": session_id, "modeId": "x"})
             assert answer["error"] == {
                 "code": -32601,

@@ -11,6 +11,7 @@ from typing import Any, get_args
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    Cost,
     PromptRequest,
     PromptResponse,
     SessionNotification,
@@ -30,6 +31,7 @@ from oma_host.acp_server.updates import (
     usage_update,
     wire_update,
 )
+from oma_host.core.config import AgentConfig
 from oma_host.core.results import AgentRunResult
 
 # Text with what JSON makes hard: quotes, escapes, non-ASCII, lone surrogates.
@@ -112,11 +114,30 @@ def _result(given_tokens: Any, taken_tokens: Any) -> AgentRunResult:
 TOKENS = st.integers(min_value=0, max_value=2**40)
 
 
-@given(TOKENS, TOKENS, st.none() | st.integers(min_value=1, max_value=2**40))
-def test_usage_update_is_the_models_dump(given_tokens: int, taken: int, budget: int | None) -> None:
-    update = usage_update(_result(given_tokens, taken), budget)
+def _config(budget: int | None = None) -> AgentConfig:
+    return AgentConfig(name="a", model="a-model-no-table-knows", maxTokenBudget=budget)
+
+
+@given(
+    TOKENS,
+    TOKENS,
+    st.none() | st.integers(min_value=1, max_value=2**40),
+    st.none() | st.floats(min_value=0, max_value=1e6),
+)
+def test_usage_update_is_the_models_dump(
+    given_tokens: int, taken: int, budget: int | None, cost: float | None
+) -> None:
+    result = _result(given_tokens, taken)
+    if cost is not None:
+        result["cost"] = {"amount": cost, "currency": "USD"}
+    update = usage_update(result, _config(budget), cost or 0.0)
     used = given_tokens + taken
-    model = UsageUpdate(session_update="usage_update", used=used, size=max(budget or 200_000, used))
+    model = UsageUpdate(
+        session_update="usage_update",
+        used=used,
+        size=max(budget or 200_000, used),
+        cost=None if cost is None else Cost(amount=round(cost, 8), currency="USD"),
+    )
     assert update == wire_update(model)
     assert _json(update) == _json(wire_update(model))
 
@@ -138,7 +159,7 @@ def test_the_prompt_answer_is_the_models_dump(given_tokens: int, taken: int, rea
 def test_token_counts_that_are_not_ints_go_through_the_models() -> None:
     answer = prompt_answer("end_turn", _result(3.0, 4.0))
     assert answer["usage"] == {"totalTokens": 7, "inputTokens": 3, "outputTokens": 4}
-    assert usage_update(_result(3.0, 4.0), None) == {
+    assert usage_update(_result(3.0, 4.0), _config(), 0.0) == {
         "used": 7,
         "size": 200_000,
         "sessionUpdate": "usage_update",

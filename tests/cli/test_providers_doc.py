@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from oma_host.cli.providers_doc import PROVIDERS_DOC, table, with_table
+from oma_host.cli.providers_doc import PROVIDERS_DOC, models_table, table, with_models, with_table
 from oma_host.core.provider_facts import PROVIDERS
 
 
@@ -22,3 +22,13 @@ def test_the_table_has_one_row_per_provider_and_notices_a_change() -> None:
     stale = document.replace(table(), "| an old table |\n")
     assert stale != document
     assert with_table(stale) == document
+
+
+def test_the_model_table_is_what_the_model_facts_generate() -> None:
+    document = PROVIDERS_DOC.read_text(encoding="utf-8")
+    assert with_models(document) == document, (
+        "docs/providers.md is stale: run `python3 -m oma_host.cli.providers_doc`"
+    )
+    rows = [line for line in models_table().splitlines() if line.startswith("| `")]
+    assert len(rows) == sum(len(facts.models.models) for facts in PROVIDERS)
+    assert "| `anthropic` | `claude-sonnet-4-5` | 200,000 | 3 | 15 | 3.75 | 0.3 | yes |" in rows

@@ -1,0 +1,238 @@
+"""The choices an ACP session offers the editor, as config options (and, for
+clients that predate them, as ACP modes), in wire form:
+
+- ``agent`` (category ``other``): which of the agents file's agents runs;
+- ``model`` (category ``model``): the agent's ``models``, else its provider's
+  own list (``models/list``'s, fetched once a process), else its model alone;
+- ``mode`` (category ``mode``): the permission presets of
+  ``AgentConfig.permissionMode`` (``ask``, ``accept-edits``, ``read-only``),
+  also served as ``session/set_mode``;
+- ``thought_level`` (category ``thought_level``): ``off``, ``low``,
+  ``medium`` or ``high``, sent as ``thinking.effort``; offered where the
+  model can think (its table says so, or the agent sets ``thinking``).
+
+``model``, ``mode`` and ``thought_level`` are an LLM agent's; a process or
+ACP agent has only ``agent``. A session's choices are :class:`Choices`,
+stored with it as its settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, cast, get_args
+
+from acp import RequestError
+
+from oma_host.core.config import PERMISSION_MODES, AgentConfig, PermissionMode, ThinkingConfig
+from oma_host.core.cost import can_reason
+from oma_host.core.provider_facts import DEFAULT_PROVIDER
+
+log = logging.getLogger(__name__)
+
+ThoughtLevel = Literal["off", "low", "medium", "high"]
+THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = get_args(ThoughtLevel)
+# How long session/new waits for a provider's model list before offering the model alone.
+MODEL_LIST_TIMEOUT_S = 5.0
+
+MODES: dict[PermissionMode, tuple[str, str]] = {
+    "ask": ("Ask", "Reading tools run; file writes, commands and other tools ask first"),
+    "accept-edits": ("Accept edits", "File writes run without asking; commands still ask"),
+    "read-only": ("Read only", "Only reading tools run, whatever the rules say"),
+}
+assert tuple(MODES) == PERMISSION_MODES
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What a session runs: the agent (its name), model, mode and thought level."""
+
+    agent: str
+    model: str | None
+    mode: PermissionMode
+    thought_level: ThoughtLevel
+
+    @classmethod
+    def of(cls, config: AgentConfig) -> Choices:
+        """An agent's own choices, as the agents file sets them."""
+        return cls(config.name, config.model, config.permission_mode or "ask", _level(config))
+
+    @classmethod
+    def stored(cls, settings: dict[str, Any], config: AgentConfig) -> Choices:
+        """The choices stored ``settings`` name for ``config`` (the agent they
+        name, or the default when that one is gone: then its own choices)."""
+        own = cls.of(config)
+        if settings.get("agent") != config.name:
+            return own
+        mode = settings.get("mode")
+        level = settings.get("thoughtLevel")
+        return cls(
+            config.name,
+            settings.get("model") or own.model,
+            cast(PermissionMode, mode) if mode in PERMISSION_MODES else own.mode,
+            cast(ThoughtLevel, level) if level in THOUGHT_LEVELS else own.thought_level,
+        )
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "model": self.model,
+            "mode": self.mode,
+            "thoughtLevel": self.thought_level,
+        }
+
+    def applied(self, config: AgentConfig) -> dict[str, Any]:
+        """The changes to ``config`` that make its agent run these choices."""
+        update: dict[str, Any] = {}
+        if config.backend is not None:
+            return update
+        if self.model is not None:
+            update["model"] = self.model
+        update["permission_mode"] = self.mode
+        level = self.thought_level
+        if level != _level(config):
+            update["thinking"] = None if level == "off" else ThinkingConfig(effort=level)
+        return update
+
+
+def _level(config: AgentConfig) -> ThoughtLevel:
+    thinking = config.thinking
+    if thinking is None:
+        return "off"
+    return thinking.effort or "medium"
+
+
+def switched(
+    choices: Choices, config_id: str, value: str, configs: dict[str, AgentConfig], models: list[str]
+) -> Choices:
+    """``choices`` with ``config_id`` set to ``value`` (a new agent brings its
+    own choices); -32602 naming the allowed values otherwise."""
+    config = configs[choices.agent]
+    llm = config.backend is None
+    if config_id == "agent":
+        if value not in configs:
+            raise bad_value(config_id, value, list(configs))
+        return Choices.of(configs[value])
+    if config_id == "model" and llm:
+        if value not in models:
+            raise bad_value(config_id, value, models)
+        return replace(choices, model=value)
+    if config_id == "mode" and llm:
+        if value not in MODES:
+            raise bad_value(config_id, value, list(MODES))
+        return replace(choices, mode=value)
+    if config_id == "thought_level" and llm and can_reason(config):
+        if value not in THOUGHT_LEVELS:
+            raise bad_value(config_id, value, list(THOUGHT_LEVELS))
+        return replace(choices, thought_level=value)
+    raise bad_value("configId", config_id, [option["id"] for option in _ids(config)])
+
+
+def bad_value(field: str, value: str, allowed: list[str]) -> RequestError:
+    return RequestError.invalid_params(
+        {"type": "InvalidParams", "message": f"{field}: {value!r} is not one of {allowed}"}
+    )
+
+
+def _ids(config: AgentConfig) -> list[dict[str, str]]:
+    ids = [{"id": "agent"}]
+    if config.backend is None:
+        ids += [{"id": "model"}, {"id": "mode"}]
+        if can_reason(config):
+            ids.append({"id": "thought_level"})
+    return ids
+
+
+def _select(
+    option_id: str, name: str, category: str, current: str, values: Sequence[tuple[str, str]]
+) -> dict[str, Any]:
+    return {
+        "type": "select",
+        "id": option_id,
+        "name": name,
+        "category": category,
+        "currentValue": current,
+        "options": [{"value": value, "name": label} for value, label in values],
+    }
+
+
+def config_options(
+    choices: Choices, configs: dict[str, AgentConfig], models: list[str]
+) -> list[dict[str, Any]]:
+    """The session's config options (wire form), each with its current value."""
+    config = configs[choices.agent]
+    options = [_select("agent", "Agent", "other", choices.agent, [(n, n) for n in configs])]
+    if config.backend is not None:
+        return options
+    current_model = choices.model or (models[0] if models else "")
+    options.append(_select("model", "Model", "model", current_model, [(m, m) for m in models]))
+    modes = [(mode, label) for mode, (label, _) in MODES.items()]
+    options.append(_select("mode", "Mode", "mode", choices.mode, modes))
+    if can_reason(config):
+        levels = [(level, level.capitalize()) for level in THOUGHT_LEVELS]
+        options.append(
+            _select("thought_level", "Thinking", "thought_level", choices.thought_level, levels)
+        )
+    return options
+
+
+def mode_state(choices: Choices, configs: dict[str, AgentConfig]) -> dict[str, Any] | None:
+    """The ACP ``modes`` of a session (an LLM agent's), or None."""
+    if configs[choices.agent].backend is not None:
+        return None
+    return {
+        "currentModeId": choices.mode,
+        "availableModes": [
+            {"id": mode, "name": label, "description": description}
+            for mode, (label, description) in MODES.items()
+        ],
+    }
+
+
+class ModelLists:
+    """Each provider's model list, asked once a process (per provider,
+    endpoint and key variable) and kept. A failure or a slow answer leaves
+    the agent's own model, and is asked again after ``RETRY_AFTER_S``, so an
+    unreachable provider does not hold up every ``session/new``."""
+
+    RETRY_AFTER_S = 300.0
+
+    def __init__(self) -> None:
+        self._lists: dict[tuple[str | None, str | None, str | None], list[str]] = {}
+        self._failed: dict[tuple[str | None, str | None, str | None], float] = {}
+
+    async def models(self, config: AgentConfig) -> list[str]:
+        """The models to offer for ``config`` (its model first)."""
+        own = [model for model in (config.model, *(config.models or [])) if model]
+        if config.models or config.backend is not None:
+            return list(dict.fromkeys(own))
+        key = (config.provider, config.base_url, config.api_key_env)
+        listed = self._lists.get(key)
+        now = time.monotonic()
+        if (
+            listed is None
+            and now - self._failed.get(key, -self.RETRY_AFTER_S) >= self.RETRY_AFTER_S
+        ):
+            listed = await self._fetch(config)
+            if listed:
+                self._lists[key] = listed
+            else:
+                self._failed[key] = now
+        return list(dict.fromkeys([*own, *(listed or [])]))
+
+    @staticmethod
+    async def _fetch(config: AgentConfig) -> list[str]:
+        from oma_host.providers.base import ProviderError
+        from oma_host.providers.model_list import list_models
+
+        provider = config.provider or DEFAULT_PROVIDER
+        try:
+            asked = list_models(config.model_copy(update={"provider": provider}))
+            listed = await asyncio.wait_for(asked, MODEL_LIST_TIMEOUT_S)
+        except (ProviderError, TimeoutError) as error:
+            log.info("no model list for agent %r: %s", config.name, error)
+            return []
+        return [info["id"] for info in listed]
