@@ -67,6 +67,7 @@ from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
     UpdateSender,
     prompt_answer,
+    proposed_diff,
     stop_reason,
     title_update,
     usage_update,
@@ -79,6 +80,7 @@ from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, AuthMethod, facts_of
+from oma_host.core.tools import builtin_tool
 from oma_host.core.version import __version__
 
 log = logging.getLogger(__name__)
@@ -334,6 +336,13 @@ class OmaAcpAgent:
 
     # -- the editor's answers -------------------------------------------------------
 
+    def proposed_diff(self, session_id: str, tool: dict[str, Any]) -> dict[str, Any] | None:
+        """The ``diff`` content (wire form) of a built-in write the policy asks about."""
+        name = tool.get("name")
+        declaration = builtin_tool(name) if isinstance(name, str) else None
+        diff = proposed_diff(declaration, tool.get("input"), self._sessions.get(session_id).cwd)
+        return None if diff is None else wire_update(diff)
+
     def _callbacks(self, session_id: str) -> AgentCallbacks:
         """What a session's agent may ask of the editor: permission, and the
         files the editor advertised it serves (``fs.readTextFile``: so an
@@ -385,11 +394,17 @@ class EditorPermission:
             {"optionId": kind, "name": _OPTION_NAMES.get(kind, kind), "kind": kind}
             for kind in request["optionKinds"]
         ]
-        tool_call = {
-            "toolCallId": f"permission_{next(self._door.request_ids)}",
+        tool = request.get("tool") or {}
+        tool_call: dict[str, Any] = {
+            # The tool call the editor was shown, so it asks about that one.
+            "toolCallId": tool.get("toolUseId") or f"permission_{next(self._door.request_ids)}",
             "title": request["title"] or request["agentName"],
             "kind": request.get("kind"),
         }
+        diff = self._door.proposed_diff(self._session_id, tool)
+        if diff is not None:  # a write: the editor reviews the change before it lands
+            tool_call["content"] = [diff]
+            tool_call["locations"] = [{"path": diff["path"]}]
         chosen = await self.pick_option(request, tool_call, options)
         if chosen is None or not chosen.startswith("allow"):
             return {"approve": False}

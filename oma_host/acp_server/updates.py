@@ -47,6 +47,7 @@ from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ContentToolCallContent,
+    FileEditToolCallContent,
     PromptResponse,
     SessionInfoUpdate,
     SessionNotification,
@@ -149,18 +150,37 @@ def _locations(
     return [ToolCallLocation(path=target)]
 
 
+def proposed_diff(
+    tool: ToolDeclaration | None, tool_input: Any, cwd: str
+) -> FileEditToolCallContent | None:
+    """The change a write proposes, as ACP ``diff`` content at its file's
+    absolute path (the text it replaces, or null for a whole file's, and the
+    new text), when the tool declares one and the file stays inside ``cwd``."""
+    change = tool.change(tool_input) if tool is not None and tool.change else None
+    locations = _locations(tool, tool_input if isinstance(tool_input, dict) else {}, cwd)
+    if change is None or not locations:
+        return None
+    old_text, new_text = change
+    return FileEditToolCallContent(
+        type="diff", path=locations[0].path, old_text=old_text, new_text=new_text
+    )
+
+
 def tool_use_update(block: ContentBlock, cwd: str) -> ToolCallStart:
-    """``tool_call`` for a tool_use block (the model asked for a tool)."""
+    """``tool_call`` for a tool_use block (the model asked for a tool); a
+    write's proposed change comes as its ``diff`` content."""
     name = str(block.get("name", "tool"))
     given = block.get("input")
     tool_input: dict[str, Any] = given if isinstance(given, dict) else {}
     tool = builtin_tool(name)
+    diff = proposed_diff(tool, tool_input, cwd)
     return ToolCallStart(
         session_update="tool_call",
         tool_call_id=str(block.get("id", "")),
         title=name,
         kind=_kind(tool),
         status="in_progress",
+        content=None if diff is None else [diff],
         locations=_locations(tool, tool_input, cwd) or None,
         raw_input=tool_input,
     )
@@ -244,11 +264,21 @@ class UpdateSender:
         self._session_id = session_id
         self._cwd = cwd
         self._gone = False
+        # A write's diff by its tool call id, kept in the call's last update
+        # (an update's content replaces the call's).
+        self._diffs: dict[str, list[Any]] = {}
 
     def emit(self, event: RunEvent) -> None:
         update = event_update(event, self._cwd)
-        if update is not None:
-            self.send(update)
+        if update is None:
+            return
+        if event["type"] == "tool_use" and "content" in update:
+            self._diffs[update["toolCallId"]] = update["content"]
+        elif event["type"] == "tool_result" and (
+            diff := self._diffs.pop(update["toolCallId"], None)
+        ):
+            update["content"] = [*diff, *update.get("content", [])]
+        self.send(update)
 
     def send(self, update: dict[str, Any]) -> None:
         if self._gone:

@@ -29,6 +29,9 @@ Effect = Literal["read", "write", "execute", "other"]
 TargetKind = Literal["path", "text", "unknown"]
 # Reads one string from a call's input (which may be anything the model sent).
 ArgumentReader = Callable[[Any], str | None]
+# Reads the text change a write proposes from its input: (the text it
+# replaces, None for a whole file's, and the new text), or None.
+ChangeReader = Callable[[Any], tuple[str | None, str] | None]
 # Imported on the first lookup of a built-in tool; it registers every built-in.
 BUILTIN_TOOLS_PACKAGE = "oma_host.llm.tools"
 
@@ -85,6 +88,24 @@ class ToolDeclaration(ToolSpec):
     location: ArgumentReader | None = None
     # A read that searches (grep, glob): ACP shows it as ``search``.
     search: bool = False
+    # A write's proposed change, for an editor to show as a diff (at the
+    # ``location``) before the call runs and in its permission request.
+    change: ChangeReader | None = None
+
+
+def string_fields(old: str | None, new: str) -> ChangeReader:
+    """A reader of the change in fields ``old`` (None: the whole file is
+    replaced) and ``new``, when they hold strings."""
+
+    def read(arguments: Any) -> tuple[str | None, str] | None:
+        if not isinstance(arguments, dict) or not isinstance(arguments.get(new), str):
+            return None
+        if old is None:
+            return None, arguments[new]
+        replaced = arguments.get(old)
+        return (replaced, arguments[new]) if isinstance(replaced, str) else None
+
+    return read
 
 
 _builtins: dict[str, ToolDeclaration] = {}

@@ -257,7 +257,11 @@ class PermissionPolicy:
             "kind": "edit" if declaration.effect == "write" else None,
             "optionKinds": ["allow_once", "allow_always", "reject_once"],
             "source": "tool",
-            "tool": {"name": tool, "input": arguments if isinstance(arguments, dict) else {}},
+            "tool": {
+                "name": tool,
+                "input": arguments if isinstance(arguments, dict) else {},
+                "toolUseId": tool_use_id,
+            },
         }
         if target is not None:
             request["tool"]["target"] = target

@@ -170,3 +170,48 @@ def test_always_allow_in_the_editor_lasts_the_session(door: Door) -> None:
     assert _asked(second, "permissionRequest") == []  # the session grant answered
     assert _results(door, 1)["r"]["content"] == "the notes"
     assert _results(door, 3)["r"]["content"] == "the notes"
+
+
+def test_writes_are_shown_as_diffs_and_reviewed_before_they_land(door: Door) -> None:
+    """file_edit and file_write reach the editor as ``diff`` content: in the
+    tool call, in the permission request the editor answers before anything
+    is written (the same tool call id), and still in the call's last update."""
+    (door.cwd / "notes.txt").write_text("one\ntwo\nthree\n")
+    door.write_agents(first=door.llm(tools=["file_read", "file_write", "file_edit"]))
+    door.sim.script(
+        Reply(
+            content=[
+                _use("e", "file_edit", path="notes.txt", old="two", new="2"),
+                _use("w", "file_write", path="src/new.txt", content="fresh\n"),
+            ]
+        ),
+        Reply.text("done"),
+    )
+    _, _, turn = door.run(
+        initialize(), new_session(door.cwd), prompt(text("edit")), permission="allow_once"
+    )
+    cwd = os.path.normpath(door.cwd)
+    expected = {
+        "e": {"type": "diff", "path": f"{cwd}/notes.txt", "oldText": "two", "newText": "2"},
+        # A whole file's text: no oldText (ACP's form for a new file).
+        "w": {"type": "diff", "path": f"{cwd}/src/new.txt", "newText": "fresh\n"},
+    }
+    updates = turn["updates"]
+    started = {u["toolCallId"]: u for u in updates if u.get("sessionUpdate") == "tool_call"}
+    asked = {r["toolCall"]["toolCallId"]: r["toolCall"] for r in _asked(turn, "permissionRequest")}
+    finished = {u["toolCallId"]: u for u in updates if u.get("sessionUpdate") == "tool_call_update"}
+    for call, diff in expected.items():
+        assert started[call]["content"] == [diff]
+        assert asked[call]["content"] == [diff]
+        assert asked[call]["locations"] == [{"path": diff["path"]}]
+        assert asked[call]["kind"] == "edit"
+        assert finished[call]["status"] == "completed"
+        assert finished[call]["content"][0] == diff  # then the tool's output
+    # Each was asked before it ran: the permission request came before the result.
+    order = [
+        u.get("toolCallId") or u["permissionRequest"]["toolCall"]["toolCallId"]
+        for u in updates
+        if "permissionRequest" in u or u.get("sessionUpdate") == "tool_call_update"
+    ]
+    assert order == ["e", "e", "w", "w"]
+    assert (door.cwd / "notes.txt").read_text() == "one\n2\nthree\n"

@@ -362,7 +362,7 @@ async def test_an_mcp_tool_asks_by_default(host: HostClient, sim: Simulator) -> 
     await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
     (request,) = seen
     assert request["source"] == "tool" and request["kind"] is None
-    assert request["tool"] == {"name": "faults__echo", "input": {"text": "asked"}}
+    assert request["tool"] == {"name": "faults__echo", "input": {"text": "asked"}, "toolUseId": "p"}
     assert "echo: asked" in results_sent(sim)[0]["content"]
 
 

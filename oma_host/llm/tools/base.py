@@ -31,7 +31,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
-from oma_host.core.tools import ArgumentReader, Effect, TargetKind, ToolDeclaration
+from oma_host.core.tools import ArgumentReader, ChangeReader, Effect, TargetKind, ToolDeclaration
 from oma_host.core.validation import describe_validation_error, predicate_error
 from oma_host.llm.confined import Root, Stop, ToolError
 from oma_host.llm.permissions import confirm_approved
@@ -172,11 +172,12 @@ def declare(
     target_kind: TargetKind = "path",
     location: ArgumentReader | None = None,
     search: bool = False,
+    change: ChangeReader | None = None,
 ) -> BuiltinTool[P]:
     """A built-in tool; see :class:`oma_host.core.tools.ToolDeclaration` for the fields."""
     schema = input_schema(params)
     declaration = ToolDeclaration(
-        name, description, schema, effect, target, target_kind, location, search
+        name, description, schema, effect, target, target_kind, location, search, change
     )
     return BuiltinTool(declaration, params, run)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from oma_host.core.tools import first_string, path_argument
+from oma_host.core.tools import first_string, path_argument, string_fields
 from oma_host.llm.confined import Stop
 from oma_host.llm.editor_files import carry_out
 from oma_host.llm.edits import plan_write
@@ -38,4 +38,5 @@ TOOL = declare(
     effect="write",
     target=first_string("path"),
     location=path_argument("path"),
+    change=string_fields(None, "content"),
 )
