@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
@@ -51,6 +50,7 @@ from acp.schema import (
     SessionForkCapabilities,
     SessionListCapabilities,
     SessionResumeCapabilities,
+    TerminalAuthMethod,
     ToolCallUpdate,
 )
 
@@ -76,6 +76,7 @@ from oma_host.acp_server.updates import (
 from oma_host.core.abort import AbortSignal
 from oma_host.core.backends import AgentCallbacks, backend_entry
 from oma_host.core.config import AgentConfig
+from oma_host.core.credentials import key_for
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
@@ -124,6 +125,18 @@ def _wire_method(method: AuthMethod) -> EnvVarAuthMethod:
     )
 
 
+# The terminal auth method: the editor runs ``oma-host acp login`` in a
+# terminal (its launch command with these args), which stores a key.
+LOGIN_METHOD = TerminalAuthMethod(
+    type="terminal",
+    id="oma-host-login",
+    name="Log in with a provider key",
+    description="Choose a provider and paste its key; oma-host keeps it in the OS keyring "
+    "(else a file only you can read) and reads it when the key's variable is not set",
+    args=["login"],
+)
+
+
 class OmaAcpAgent:
     """The ACP agent behind ``oma-host acp`` (the methods of the library's
     ``acp.interfaces.Agent`` it serves, called by :mod:`.routes`)."""
@@ -168,7 +181,11 @@ class OmaAcpAgent:
         **_: Any,
     ) -> InitializeResponse:
         self._client_capabilities = client_capabilities or ClientCapabilities()
-        methods = [_wire_method(method) for method in self._auth_methods().values()]
+        methods: list[Any] = [_wire_method(method) for method in self._auth_methods().values()]
+        auth = self._client_capabilities.auth
+        if methods and auth is not None and auth.terminal:
+            # Only to a client that runs terminal logins, as ACP requires.
+            methods.insert(0, LOGIN_METHOD)
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -185,21 +202,28 @@ class OmaAcpAgent:
                 ),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
             ),
-            auth_methods=methods,  # type: ignore[arg-type]
+            auth_methods=methods,
             agent_info=Implementation(name="oma-host", title="oma-host", version=__version__),
         )
 
     async def authenticate(self, method_id: str, **_: Any) -> None:
         """Succeeds when the method's variables are set; they are read from
         the environment the editor started oma-host with."""
+        if method_id == LOGIN_METHOD.id:
+            raise RequestError.invalid_params(
+                {"message": f"{method_id!r} is a terminal method: run `oma-host acp login`"}
+            )
         method = self._auth_methods().get(method_id)
         if method is None:
             raise RequestError.invalid_params({"message": f"unknown auth method {method_id!r}"})
-        missing = method.missing(os.environ)
+        missing = method.missing(key_for)
         if missing:
             names = " and ".join(missing)
             raise RequestError.auth_required(
-                {"message": f"set {names} in the environment the editor starts oma-host with"}
+                {
+                    "message": f"set {names} in the environment the editor starts oma-host "
+                    "with, or run `oma-host login`"
+                }
             )
 
     # -- sessions ---------------------------------------------------------------------

@@ -202,6 +202,17 @@ def build_parser() -> argparse.ArgumentParser:
         "an ACP agent) ended; its next prompt starts them again "
         f"(default {DEFAULT_SESSION_IDLE_TIMEOUT_S:g})",
     )
+    acp.add_argument(
+        "action",
+        nargs="?",
+        choices=["login", "logout"],
+        help="instead of serving: log in (the ACP terminal auth method) or out",
+    )
+    for name, what in (("login", "keep a provider's key"), ("logout", "remove kept keys")):
+        account = commands.add_parser(
+            name, help=f"{what} for both doors (read when its variable is not set)"
+        )
+        account.add_argument("--provider", help="the provider (default: ask; logout: all)")
     schema = commands.add_parser(
         "schema", help="print the JSON Schema of every method's params and result"
     )
@@ -272,6 +283,14 @@ def _run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
         return call_exit
+    if args.command == "login" or (args.command == "acp" and args.action == "login"):
+        from oma_host.cli.login import run_login
+
+        return run_login(getattr(args, "provider", None))
+    if args.command == "logout" or (args.command == "acp" and args.action == "logout"):
+        from oma_host.cli.login import run_logout
+
+        return run_logout(getattr(args, "provider", None))
     if args.command == "acp":
         from oma_host.acp_server.serve import AcpOptions, serve_acp
 

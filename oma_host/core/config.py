@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, Self, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from oma_host.core.credentials import stored_keys
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, every_secret_variable, provider_facts
 from oma_host.core.redact import is_secret_name
@@ -227,6 +228,7 @@ class AgentConfig(_Model):
         if self.backend is None:
             names = (self.api_key_env,) if self.api_key_env else every_secret_variable()
             secrets.extend(os.environ[name] for name in names if os.environ.get(name))
+            secrets.extend(stored_keys())  # oma-host login's
             facts = provider_facts(self.provider or DEFAULT_PROVIDER)
             if facts is not None and facts.file_secrets is not None:
                 secrets.extend(facts.file_secrets())

@@ -16,7 +16,7 @@ provider's module.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from oma_host.core.model_facts import (
@@ -61,9 +61,9 @@ class AuthMethod:
     def id(self) -> str:
         return "env:" + "+".join(self.required)
 
-    def missing(self, environ: Mapping[str, str]) -> list[str]:
-        """The required variables ``environ`` leaves unset or empty."""
-        return [name for name in self.required if not environ.get(name)]
+    def missing(self, lookup: Callable[[str], str | None]) -> list[str]:
+        """The required variables ``lookup`` finds no value for."""
+        return [name for name in self.required if not lookup(name)]
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,10 @@ class ProviderFacts:
         return self.offered_when is None or os.environ.get(self.offered_when) == "1"
 
     def key_is_set(self) -> bool:
-        return any(os.environ.get(name) for name in self.key_variables)
+        """Whether a key is set in the environment or stored by ``oma-host login``."""
+        from oma_host.core.credentials import key_for  # reads a file: only when asked
+
+        return any(key_for(name) for name in self.key_variables)
 
 
 _MODEL_LIST = "oma_host.providers.model_list"

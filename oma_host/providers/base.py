@@ -14,12 +14,12 @@ entry points put the messages through the shape guard first
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
+from oma_host.core.credentials import key_for
 from oma_host.core.errors import ErrorCode, OmaError, ProviderErrorKind
 
 if TYPE_CHECKING:
@@ -163,12 +163,13 @@ def malformed_reply(provider: str) -> Iterator[None]:
 
 def resolve_api_key(config: AgentConfig, variables: Sequence[str]) -> str | None:
     """``apiKey``, else the variable named by ``apiKeyEnv``, else the first
-    of the provider's key ``variables`` that is set."""
+    of the provider's key ``variables`` that is set; a variable not set in
+    the environment may have a key ``oma-host login`` stored for it."""
     if config.api_key:
         return config.api_key
     if config.api_key_env:
-        return os.environ.get(config.api_key_env) or None
-    return next((os.environ[name] for name in variables if os.environ.get(name)), None)
+        return key_for(config.api_key_env)
+    return next((key for name in variables if (key := key_for(name))), None)
 
 
 def missing_key_error(

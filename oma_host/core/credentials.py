@@ -1,0 +1,146 @@
+"""Provider keys kept by ``oma-host login``, read after the environment.
+
+A key is stored under its provider's key variable (``ANTHROPIC_API_KEY``):
+in the OS keyring through the ``keyring`` package where one is available
+(service ``oma-host``), else in ``$XDG_CONFIG_HOME/oma-host/credentials.json``
+(mode 0600 in a 0700 folder). Either way an index file beside it,
+``logins.json``, names the variables stored and where, never a key, so
+that reading an agent's secrets (redaction) costs one small file read and
+imports ``keyring`` only when a key is in it.
+
+:func:`key_for` is what the providers and the ACP door read: the variable
+from the environment, else the stored key. An empty environment variable
+counts as unset, as the providers have always read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+SERVICE = "oma-host"
+Store = Literal["keyring", "file"]
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "oma-host"
+
+
+def _index_path() -> Path:
+    return config_dir() / "logins.json"
+
+
+def _file_path() -> Path:
+    return config_dir() / "credentials.json"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` atomically, readable by the user alone."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            json.dump(data, file, indent=2, sort_keys=True)
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def stored_variables() -> dict[str, Store]:
+    """The variables a key is stored for, and where."""
+    index = _read_json(_index_path())
+    return {name: where for name, where in index.items() if where in ("keyring", "file")}
+
+
+def _keyring() -> Any | None:
+    """The ``keyring`` module when it has a usable backend, else None (no
+    package, or only the fail or null backends of a machine without one)."""
+    try:
+        import keyring
+        from keyring.backends import fail, null
+    except ImportError:
+        return None
+    backend = keyring.get_keyring()
+    if isinstance(backend, fail.Keyring | null.Keyring):
+        return None
+    return keyring
+
+
+def stored_key(variable: str) -> str | None:
+    """The key stored for ``variable``, or None."""
+    where = stored_variables().get(variable)
+    if where == "file":
+        value = _read_json(_file_path()).get(variable)
+        return value if isinstance(value, str) and value else None
+    if where == "keyring" and (keyring := _keyring()) is not None:
+        with contextlib.suppress(Exception):  # a locked or broken keyring: not stored
+            value = keyring.get_password(SERVICE, variable)
+            return value if isinstance(value, str) and value else None
+    return None
+
+
+def key_for(variable: str) -> str | None:
+    """``variable`` from the environment, else its stored key."""
+    return os.environ.get(variable) or stored_key(variable)
+
+
+def stored_keys() -> Iterator[str]:
+    """Every stored key (for redaction)."""
+    for variable in stored_variables():
+        if (key := stored_key(variable)) is not None:
+            yield key
+
+
+def store_key(variable: str, key: str) -> Store:
+    """Keep ``key`` for ``variable``: in the keyring when one is usable,
+    else in the credentials file. Where it went."""
+    keyring = _keyring()
+    where: Store = "file"
+    if keyring is not None:
+        try:
+            keyring.set_password(SERVICE, variable, key)
+            where = "keyring"
+        except Exception:  # a keyring that refuses (locked, no agent): the file
+            where = "file"
+    stored = _read_json(_file_path())
+    if where == "file":
+        _write_json(_file_path(), {**stored, variable: key})
+    elif variable in stored:  # moved to the keyring: no copy left behind
+        del stored[variable]
+        _write_json(_file_path(), stored)
+    _write_json(_index_path(), {**stored_variables(), variable: where})
+    return where
+
+
+def forget_key(variable: str) -> bool:
+    """Remove the key stored for ``variable``; False when there was none."""
+    index = stored_variables()
+    where = index.pop(variable, None)
+    if where is None:
+        return False
+    if where == "keyring" and (keyring := _keyring()) is not None:
+        with contextlib.suppress(Exception):
+            keyring.delete_password(SERVICE, variable)
+    stored = _read_json(_file_path())
+    if variable in stored:
+        del stored[variable]
+        _write_json(_file_path(), stored)
+    _write_json(_index_path(), index)
+    return True
