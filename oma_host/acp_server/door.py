@@ -31,26 +31,13 @@ import itertools
 import logging
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError
+from acp import RequestError
 from acp.schema import (
-    AgentCapabilities,
     AllowedOutcome,
-    AuthEnvVar,
     ClientCapabilities,
-    EnvVarAuthMethod,
     Implementation,
-    InitializeResponse,
     ListSessionsResponse,
-    McpCapabilities,
     PermissionOption,
-    PromptCapabilities,
-    SessionCapabilities,
-    SessionCloseCapabilities,
-    SessionDeleteCapabilities,
-    SessionForkCapabilities,
-    SessionListCapabilities,
-    SessionResumeCapabilities,
-    TerminalAuthMethod,
     ToolCallUpdate,
 )
 
@@ -61,8 +48,9 @@ from oma_host.acp_server.content import (
     prompt_text,
     replay_updates,
 )
-from oma_host.acp_server.editor import EditorClient
+from oma_host.acp_server.editor import EditorClient, request_params
 from oma_host.acp_server.editor_mcp import host_servers
+from oma_host.acp_server.handshake import LOGIN_METHOD, env_auth_methods, initialize_answer
 from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
     UpdateSender,
@@ -80,9 +68,7 @@ from oma_host.core.credentials import key_for
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
-from oma_host.core.provider_facts import DEFAULT_PROVIDER, AuthMethod, facts_of
 from oma_host.core.tools import builtin_tool
-from oma_host.core.version import __version__
 
 log = logging.getLogger(__name__)
 
@@ -97,44 +83,6 @@ _OPTION_NAMES = {
 def _error(error: OmaError) -> RequestError:
     """An ACP error for an OmaError: its code, its message, its ``data``."""
     return RequestError(error.code, str(error), error.error_data())
-
-
-def _auth_methods(config: AgentConfig) -> tuple[AuthMethod, ...]:
-    """The ways an LLM agent's key can reach it from the environment: the
-    ``apiKeyEnv`` variable, else its provider's (:mod:`oma_host.core.provider_facts`)."""
-    if config.api_key_env:
-        return (AuthMethod((config.api_key_env,)),)
-    # The agents file was checked against the offered providers when loaded.
-    return facts_of(config.provider or DEFAULT_PROVIDER).auth_methods
-
-
-def _wire_method(method: AuthMethod) -> EnvVarAuthMethod:
-    """The ACP form of ``method``."""
-    names = " and ".join(f"${name}" for name in method.required)
-    what = "key" if len(method.required) == 1 else "credentials"
-    variables = [
-        AuthEnvVar(name=name, secret=name not in method.public) for name in method.required
-    ]
-    variables += [AuthEnvVar(name=name, secret=True, optional=True) for name in method.optional]
-    return EnvVarAuthMethod(
-        type="env_var",
-        id=method.id,
-        name=" and ".join(method.required),
-        description=f"oma-host reads the provider {what} from {names}",
-        vars=variables,
-    )
-
-
-# The terminal auth method: the editor runs ``oma-host acp login`` in a
-# terminal (its launch command with these args), which stores a key.
-LOGIN_METHOD = TerminalAuthMethod(
-    type="terminal",
-    id="oma-host-login",
-    name="Log in with a provider key",
-    description="Choose a provider and paste its key; oma-host keeps it in the OS keyring "
-    "(else a file only you can read) and reads it when the key's variable is not set",
-    args=["login"],
-)
 
 
 class OmaAcpAgent:
@@ -163,15 +111,9 @@ class OmaAcpAgent:
 
     # -- lifecycle ------------------------------------------------------------------
 
-    def _auth_methods(self) -> dict[str, AuthMethod]:
-        """Every LLM agent's auth methods, by id (an agent with ``apiKey`` needs none)."""
-        methods = {
-            method.id: method
-            for config in self._configs
-            if config.backend is None and not config.api_key
-            for method in _auth_methods(config)
-        }
-        return dict(sorted(methods.items()))
+    def accept_capabilities(self, capabilities: dict[str, Any]) -> None:
+        """The client's capabilities from its ``initialize`` (wire form)."""
+        self._client_capabilities = ClientCapabilities.model_validate(capabilities)
 
     async def initialize(
         self,
@@ -179,41 +121,21 @@ class OmaAcpAgent:
         client_capabilities: ClientCapabilities | None = None,
         client_info: Implementation | None = None,
         **_: Any,
-    ) -> InitializeResponse:
-        self._client_capabilities = client_capabilities or ClientCapabilities()
-        methods: list[Any] = [_wire_method(method) for method in self._auth_methods().values()]
-        auth = self._client_capabilities.auth
-        if methods and auth is not None and auth.terminal:
-            # Only to a client that runs terminal logins, as ACP requires.
-            methods.insert(0, LOGIN_METHOD)
-        return InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(
-                load_session=True,
-                prompt_capabilities=PromptCapabilities(
-                    image=True, audio=False, embedded_context=True
-                ),
-                session_capabilities=SessionCapabilities(
-                    list=SessionListCapabilities(),
-                    resume=SessionResumeCapabilities(),
-                    close=SessionCloseCapabilities(),
-                    delete=SessionDeleteCapabilities(),
-                    fork=SessionForkCapabilities(),
-                ),
-                mcp_capabilities=McpCapabilities(http=True, sse=False),
-            ),
-            auth_methods=methods,
-            agent_info=Implementation(name="oma-host", title="oma-host", version=__version__),
-        )
+    ) -> dict[str, Any]:
+        """An ``initialize`` the plain shape did not take (:mod:`.handshake`),
+        validated by the schema's model: the same answer."""
+        capabilities = {} if client_capabilities is None else request_params(client_capabilities)
+        self.accept_capabilities(capabilities)
+        return initialize_answer(self._configs, capabilities)
 
     async def authenticate(self, method_id: str, **_: Any) -> None:
         """Succeeds when the method's variables are set; they are read from
         the environment the editor started oma-host with."""
-        if method_id == LOGIN_METHOD.id:
+        if method_id == LOGIN_METHOD["id"]:
             raise RequestError.invalid_params(
                 {"message": f"{method_id!r} is a terminal method: run `oma-host acp login`"}
             )
-        method = self._auth_methods().get(method_id)
+        method = env_auth_methods(self._configs).get(method_id)
         if method is None:
             raise RequestError.invalid_params({"message": f"unknown auth method {method_id!r}"})
         missing = method.missing(key_for)

@@ -109,9 +109,11 @@ def _route(
     return handle
 
 
-def door_routes(
-    door: OmaAcpAgent,
-) -> tuple[dict[str, RequestHandler], dict[str, NotificationHandler]]:
+# The requests and notifications the door serves, by method name.
+DoorRoutes = tuple[dict[str, RequestHandler], dict[str, NotificationHandler]]
+
+
+def door_routes(door: OmaAcpAgent) -> DoorRoutes:
     """The requests and notifications the door serves, by method name."""
 
     async def prompt(params: Any) -> Any:

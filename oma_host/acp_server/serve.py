@@ -5,14 +5,24 @@ agents file is one line on stderr and exit status 2, before any ACP traffic."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib
 import sys
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from oma_host.acp_server.agents import AgentsFileError, load_agents
+from oma_host.acp_server.handshake import SERVED_REQUESTS, initialize_answer, plain_initialize
 from oma_host.core.config import AgentConfig
 from oma_host.core.framing import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.stdio import protect_stdout, stdin_reader, stream_writer
 from oma_host.core.termination import Termination
+
+if TYPE_CHECKING:
+    from oma_host.acp_server.door import OmaAcpAgent
+    from oma_host.acp_server.routes import DoorRoutes
+    from oma_host.acp_server.wire import AcpWire, NotificationHandler, RequestHandler
 
 # The exit status of a usage error, as argparse gives it.
 USAGE_ERROR = 2
@@ -57,18 +67,109 @@ async def _serve(configs: list[AgentConfig], options: AcpOptions) -> int:
 
 
 async def _serve_editor(configs: list[AgentConfig], options: AcpOptions) -> None:
-    from oma_host.acp_server.door import OmaAcpAgent
-    from oma_host.acp_server.editor import EditorClient
-    from oma_host.acp_server.routes import door_routes
     from oma_host.acp_server.wire import READ_CHUNK, AcpWire
 
-    agent = OmaAcpAgent(configs, options.state_dir, options.session_idle_timeout_s)
+    # Pipes from an editor, or files and /dev/null from a script.
+    writer = await stream_writer(protect_stdout())
+    reader = await stdin_reader(READ_CHUNK)
+    wire = AcpWire(reader, writer, options.max_message_bytes)
+    door = LazyDoor(configs, options, wire)
     try:
-        # Pipes from an editor, or files and /dev/null from a script.
-        writer = await stream_writer(protect_stdout())
-        reader = await stdin_reader(READ_CHUNK)
-        wire = AcpWire(reader, writer, options.max_message_bytes)
-        agent.on_connect(EditorClient(wire))
-        await wire.serve(*door_routes(agent))
+        await wire.serve(door.requests(), door.notifications())
     finally:
+        await door.close()
+
+
+class LazyDoor:
+    """The door's method table, answering ``initialize`` before the rest of
+    the door (and the ACP library under it) is imported: a plain
+    ``initialize`` is answered by :mod:`.handshake`, and then the door is
+    imported in a thread while the editor reads the answer. Any other
+    request waits for it, and is then served by :mod:`.routes` as always."""
+
+    def __init__(self, configs: list[AgentConfig], options: AcpOptions, wire: AcpWire) -> None:
+        self._configs = configs
+        self._options = options
+        self._wire = wire
+        self._capabilities: dict[str, Any] | None = None  # a plain initialize's
+        self._loading: asyncio.Task[tuple[OmaAcpAgent, DoorRoutes]] | None = None
+
+    def _load(self) -> asyncio.Task[tuple[OmaAcpAgent, DoorRoutes]]:
+        if self._loading is None:
+            self._loading = asyncio.get_running_loop().create_task(self._loaded())
+        return self._loading
+
+    async def _loaded(self) -> tuple[OmaAcpAgent, DoorRoutes]:
+        await asyncio.to_thread(importlib.import_module, "oma_host.acp_server.routes")
+        from oma_host.acp_server.door import OmaAcpAgent
+        from oma_host.acp_server.editor import EditorClient
+        from oma_host.acp_server.routes import door_routes
+
+        options = self._options
+        agent = OmaAcpAgent(self._configs, options.state_dir, options.session_idle_timeout_s)
+        agent.on_connect(EditorClient(self._wire))
+        if self._capabilities is not None:
+            agent.accept_capabilities(self._capabilities)
+        return agent, door_routes(agent)
+
+    async def _initialize(self, params: Any) -> Any:
+        capabilities = plain_initialize(params)
+        if capabilities is None or self._loading is not None:
+            return await self._routed("initialize", params)
+        self._capabilities = capabilities
+        answer = initialize_answer(self._configs, capabilities)
+        # Written before the import begins: the task starts once this returns.
+        self._load()
+        return answer
+
+    async def _routed(self, method: str, params: Any) -> Any:
+        # Shielded: a cancelled request must not cancel the loading the rest wait on.
+        _, (requests, _) = await asyncio.shield(self._load())
+        return await requests[method](params)
+
+    def requests(self) -> Mapping[str, RequestHandler]:
+        """The served methods: ``initialize`` answered at once, the rest by
+        the routes once the door is loaded."""
+        return _ServedMethods(self._initialize, self._routed)
+
+    def notifications(self) -> Mapping[str, NotificationHandler]:
+        async def cancel(params: Any) -> None:
+            _, (_, notifications) = await asyncio.shield(self._load())
+            await notifications["session/cancel"](params)
+
+        return {"session/cancel": cancel}
+
+    async def close(self) -> None:
+        if self._loading is None or self._loading.cancelled():
+            return
+        try:
+            agent, _ = await self._loading
+        except Exception:  # the import failed: the requests that waited said so
+            return
         await agent.close()
+
+
+class _ServedMethods(Mapping[str, "RequestHandler"]):
+    """The door's method table before the door is loaded: ``initialize`` its
+    own handler, each other served method one that routes it once it is."""
+
+    def __init__(
+        self,
+        initialize: RequestHandler,
+        routed: Callable[[str, Any], Awaitable[Any]],
+    ) -> None:
+        self._initialize = initialize
+        self._routed = routed
+
+    def __getitem__(self, method: str) -> RequestHandler:
+        if method == "initialize":
+            return self._initialize
+        if method not in SERVED_REQUESTS:
+            raise KeyError(method)  # answered -32601 by the wire, the door not loaded for it
+        return functools.partial(self._routed, method)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SERVED_REQUESTS)
+
+    def __len__(self) -> int:
+        return len(SERVED_REQUESTS)

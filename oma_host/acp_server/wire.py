@@ -64,10 +64,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from acp import RequestError
 from pydantic import ValidationError
 
 from oma_host.core.collector import count_in_flight
@@ -80,6 +80,9 @@ from oma_host.core.framing import (
     surrogate_problem,
 )
 from oma_host.core.jsonrpc import JsonRpcPeer
+
+if TYPE_CHECKING:
+    from acp import RequestError
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +126,10 @@ class AcpWire(JsonRpcPeer):
         self._closed = False
 
     def _error(self, code: int, message: str, data: Any) -> Exception:
+        # The library's type, which the door's code catches; imported here
+        # (an editor's error answer, or a refused one) and not at start-up.
+        from acp import RequestError
+
         return RequestError(code, message, data)
 
     # -- out --------------------------------------------------------------------
@@ -183,8 +190,7 @@ class AcpWire(JsonRpcPeer):
         if frame.error is not None:
             oversized = frame.error_code == ErrorCode.INVALID_REQUEST
             if oversized and frame.recovered_id is not None and not frame.is_response:
-                reason = {"reason": frame.error}
-                error = RequestError(ErrorCode.INVALID_REQUEST, "Invalid request", reason)
+                error = _error_object(ErrorCode.INVALID_REQUEST, {"reason": frame.error})
                 self._reply_error(frame.recovered_id, error, None)  # a request: say why
             else:
                 log.warning("skipped a line: %s", frame.error)
@@ -210,16 +216,21 @@ class AcpWire(JsonRpcPeer):
             problem, path = surrogate_problem("the editor's result", where)
             future = self._answered(message)
             if future is not None:
-                future.set_exception(RequestError.invalid_params({"path": path, "reason": problem}))
+                refused = {"path": path, "reason": problem}
+                future.set_exception(
+                    self._error(ErrorCode.INVALID_PARAMS, "Invalid params", refused)
+                )
         elif "id" in message:
             problem, path = surrogate_problem(f"{method}: params", where)
             refusal = {"path": path, "reason": problem}
-            self._reply_error(message["id"], RequestError.invalid_params(refusal), method)
+            self._reply_error(
+                message["id"], _error_object(ErrorCode.INVALID_PARAMS, refusal), method
+            )
         else:
             log.warning("dropped the notification %r: its params hold a lone surrogate", method)
         return True
 
-    def _reply_error(self, request_id: Any, error: RequestError, method: Any) -> None:
+    def _reply_error(self, request_id: Any, error: dict[str, Any], method: Any) -> None:
         reply = {"jsonrpc": "2.0", "id": request_id, "error": _explained(error, method)}
         with contextlib.suppress(ConnectionError):  # the editor is gone: nobody to answer
             self._write_now(self._frame(reply))
@@ -266,15 +277,19 @@ class AcpWire(JsonRpcPeer):
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         try:
             if handler is None:
-                raise RequestError.method_not_found(method)
-            reply["result"] = await handler(params)
-        except RequestError as error:
-            reply["error"] = _explained(error, method)
+                error = _error_object(ErrorCode.METHOD_NOT_FOUND, {"method": method})
+                reply["error"] = _explained(error, method)
+            else:
+                reply["result"] = await handler(params)
         except ValidationError as error:
-            reply["error"] = _invalid(error, method).to_error_obj()
+            reply["error"] = _invalid(error, method)
         except Exception as error:
-            log.exception("request %s failed", method)
-            reply["error"] = _explained(RequestError.internal_error(_details(error)), method)
+            if _is_request_error(error):  # a handler's refusal, as the library raises it
+                reply["error"] = _explained(error.to_error_obj(), method)
+            else:
+                log.exception("request %s failed", method)
+                internal = _error_object(ErrorCode.INTERNAL_ERROR, _details(error))
+                reply["error"] = _explained(internal, method)
         with contextlib.suppress(ConnectionError):  # the editor is gone: nobody to answer
             self._write_now(self._frame(reply))
 
@@ -297,7 +312,28 @@ class AcpWire(JsonRpcPeer):
                 await task
 
 
-def _invalid(error: ValidationError, method: Any) -> RequestError:
+# The library's messages for the codes the wire answers with itself.
+_MESSAGES = {
+    ErrorCode.INVALID_REQUEST: "Invalid request",
+    ErrorCode.METHOD_NOT_FOUND: "Method not found",
+    ErrorCode.INVALID_PARAMS: "Invalid params",
+    ErrorCode.INTERNAL_ERROR: "Internal error",
+}
+
+
+def _error_object(code: ErrorCode, data: Any) -> dict[str, Any]:
+    """An error object as the library's ``RequestError`` would give it."""
+    return {"code": int(code), "message": _MESSAGES[code], "data": data}
+
+
+def _is_request_error(error: Exception) -> TypeGuard[RequestError]:
+    """Whether ``error`` is the library's ``RequestError`` (which only code
+    that imported the library can raise)."""
+    library = sys.modules.get("acp")
+    return library is not None and isinstance(error, library.RequestError)
+
+
+def _invalid(error: ValidationError, method: Any) -> dict[str, Any]:
     """A request's failed validation: -32602 with the model's ``errors`` as
     ``data``, and a message saying where each was and what was wrong."""
     problems = error.errors(include_url=False)
@@ -307,19 +343,18 @@ def _invalid(error: ValidationError, method: Any) -> RequestError:
     ]
     if len(problems) > _PROBLEMS_SAID:
         said.append(f"and {len(problems) - _PROBLEMS_SAID} more")
-    return RequestError(
-        -32602, f"{method}: invalid params: {'; '.join(said)}", {"errors": error.errors()}
-    )
+    answer = _error_object(ErrorCode.INVALID_PARAMS, {"errors": error.errors()})
+    answer["message"] = f"{method}: invalid params: {'; '.join(said)}"
+    return answer
 
 
-def _explained(error: RequestError, method: Any) -> dict[str, Any]:
-    """The error object to answer with, its ``message`` the explanation:
+def _explained(answer: dict[str, Any], method: Any) -> dict[str, Any]:
+    """The error object ``answer`` with its ``message`` the explanation:
     clients such as acpx show only the message, and the library's are bare
     names ("Invalid params"). The explanation is the error's own
     ``data.message`` or ``data.reason``, prefixed with the method; ``data``
     stays as it was."""
-    answer = error.to_error_obj()
-    data = error.data
+    data = answer.get("data")
     said = None
     if isinstance(data, dict):
         said = next(
@@ -328,7 +363,7 @@ def _explained(error: RequestError, method: Any) -> dict[str, Any]:
     if said is not None:
         prefix = f"{method}: " if isinstance(method, str) and not said.startswith(method) else ""
         answer["message"] = f"{prefix}{said}"
-    elif error.code == ErrorCode.METHOD_NOT_FOUND and isinstance(method, str):
+    elif answer.get("code") == ErrorCode.METHOD_NOT_FOUND and isinstance(method, str):
         answer["message"] = f"oma-host acp does not serve {method!r}"
     return answer
 

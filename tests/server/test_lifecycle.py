@@ -119,6 +119,8 @@ LIGHT_CORE |= {
     "oma_host.core.provider_facts",
     "oma_host.core.jsonrpc",
     "oma_host.core.framing",
+    "oma_host.core.stdio",
+    "oma_host.core.model_facts",  # the providers' model tables: plain data
 }
 _REPORT_MODULES = (
     "import atexit, sys\n"
