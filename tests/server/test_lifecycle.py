@@ -121,6 +121,7 @@ LIGHT_CORE |= {
     "oma_host.core.framing",
     "oma_host.core.stdio",
     "oma_host.core.model_facts",  # the providers' model tables: plain data
+    "oma_host.core.credentials",  # login's keys: nothing read until a key is looked up
 }
 _REPORT_MODULES = (
     "import atexit, sys\n"
