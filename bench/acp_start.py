@@ -1,0 +1,187 @@
+"""Benchmark: how fast an ACP agent starts, ``oma-host acp`` against the
+agents users compare it with, and how much memory each holds once started.
+
+``python3 bench/acp_start.py [--rounds N] [--quick] [--out FILE]``
+
+The peers are the npm packages in ``bench/peers/`` (``npm ci`` there on the
+first run): Codex's ACP agent (``@zed-industries/codex-acp``, a native
+binary, run directly as an editor's registry install runs it) and Claude's
+(``@zed-industries/claude-agent-acp``, on Node). A sample is the wall time
+from spawning the agent to holding its answer to ``initialize``, written as
+soon as it is spawned; the agent is then ended (its process group) outside
+the clock. Variants are interleaved round by round (``bench.harness``), the
+fastest peer's median the baseline. Target: ``oma-host acp`` at or below 1.0x.
+
+After the rounds, each agent is started once more and left idle for a
+second after its ``initialize``: its resident memory then (VmRSS of the
+agent and every process it started) is printed beside the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make ``bench`` and ``oma_host`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.harness import AsyncSample, Comparison, interleave_async, run_standalone
+
+BENCH_DIR = Path(__file__).resolve().parent
+PEERS = BENCH_DIR / "peers"
+DEFAULT_OUT = BENCH_DIR / "results" / "acp_start.json"
+OMA = "oma-host acp"
+CODEX = "codex-acp"
+CLAUDE = "claude-agent-acp"
+TARGET = 1.0
+TIMEOUT_S = 30.0
+IDLE_S = 1.0
+INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}},
+        }
+    ).encode()
+    + b"\n"
+)
+
+
+def _ensure_peers() -> None:
+    if (PEERS / "node_modules" / "@zed-industries" / "codex-acp-linux-x64").exists():
+        return
+    subprocess.run(
+        ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=PEERS,
+        check=True,
+        timeout=600,
+    )
+
+
+def argvs(agents_file: Path) -> dict[str, list[str]]:
+    modules = PEERS / "node_modules" / "@zed-industries"
+    return {
+        OMA: [sys.executable, "-m", "oma_host", "acp", "--agents", str(agents_file)],
+        CODEX: [str(modules / "codex-acp-linux-x64" / "bin" / "codex-acp")],
+        CLAUDE: ["node", str(modules / "claude-agent-acp" / "dist" / "index.js")],
+    }
+
+
+async def _start(argv: list[str], env: dict[str, str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,  # its group is ended with it
+        limit=1 << 20,
+    )
+
+
+async def _initialized(process: asyncio.subprocess.Process) -> None:
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(INITIALIZE)
+    while True:
+        line = await asyncio.wait_for(process.stdout.readline(), TIMEOUT_S)
+        if not line:
+            raise RuntimeError("the agent closed its output before answering initialize")
+        message = json.loads(line)
+        if message.get("id") == 1:
+            if "result" not in message:
+                raise RuntimeError(f"initialize failed: {message}")
+            return
+
+
+async def _end(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    await process.wait()
+
+
+def _sampler(argv: list[str], env: dict[str, str]) -> AsyncSample:
+    async def sample() -> float:
+        started = time.perf_counter()
+        process = await _start(argv, env)
+        try:
+            await _initialized(process)
+            return time.perf_counter() - started
+        finally:
+            await _end(process)
+
+    return sample
+
+
+def _tree_rss_kb(pid: int) -> int:
+    """VmRSS of ``pid`` and of every process in its group (what it started)."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry)) != pid:
+                continue
+            with open(f"/proc/{entry}/status", encoding="utf-8") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except (OSError, ProcessLookupError):
+            continue
+    return total
+
+
+async def _idle_memory_mb(argv: list[str], env: dict[str, str]) -> float:
+    process = await _start(argv, env)
+    try:
+        await _initialized(process)
+        await asyncio.sleep(IDLE_S)
+        return _tree_rss_kb(process.pid) / 1024
+    finally:
+        await _end(process)
+
+
+async def run_acp_start(rounds: int) -> Comparison:
+    _ensure_peers()
+    with tempfile.TemporaryDirectory(prefix="oma-acp-start-") as scratch:
+        agents_file = Path(scratch) / "agents.json"
+        agents_file.write_text(json.dumps([{"name": "claude", "model": "claude-sonnet-4-5"}]))
+        # No key of anyone's: initialize needs none, and no agent may call out.
+        env = {"PATH": os.environ["PATH"], "HOME": scratch, "XDG_STATE_HOME": scratch}
+        if "PYTHONPATH" in os.environ:  # a checkout run without installing it
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        commands = argvs(agents_file)
+        samplers = {name: _sampler(argv, env) for name, argv in commands.items()}
+        samples = await interleave_async(samplers, rounds)
+        memory = {name: await _idle_memory_mb(argv, env) for name, argv in commands.items()}
+    fastest = min((CODEX, CLAUDE), key=lambda name: sorted(samples[name])[len(samples[name]) // 2])
+    comparison = Comparison(
+        key="acp_start",
+        title="ACP agent start: spawn -> initialize answered",
+        baseline=fastest,
+        subject=OMA,
+        samples=samples,
+        target=TARGET,
+    )
+    comparison.notes.append(
+        "idle memory after initialize (VmRSS of the agent and its processes): "
+        + ", ".join(f"{name} {mb:.1f} MB" for name, mb in memory.items())
+    )
+    return comparison
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_standalone("bench/acp_start.py", __doc__, DEFAULT_OUT, run_acp_start, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
