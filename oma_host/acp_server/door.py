@@ -27,6 +27,7 @@ the session's agent (:mod:`.editor_mcp`, :meth:`.SessionBook._agent`).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from typing import Any
@@ -41,6 +42,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
+from oma_host.acp_server import commands
 from oma_host.acp_server.content import (
     AcpBlock,
     TextPrompt,
@@ -54,6 +56,8 @@ from oma_host.acp_server.handshake import LOGIN_METHOD, env_auth_methods, initia
 from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
     UpdateSender,
+    commands_update,
+    message_update,
     prompt_answer,
     proposed_diff,
     stop_reason,
@@ -64,10 +68,12 @@ from oma_host.acp_server.updates import (
 from oma_host.core.abort import AbortSignal
 from oma_host.core.backends import AgentCallbacks, backend_entry
 from oma_host.core.config import AgentConfig
+from oma_host.core.cost import prices_of
 from oma_host.core.credentials import key_for
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
+from oma_host.core.results import add_token_usage
 from oma_host.core.tools import builtin_tool
 
 log = logging.getLogger(__name__)
@@ -152,7 +158,11 @@ class OmaAcpAgent:
 
     def _choices(self, session: DoorSession, **answer: Any) -> dict[str, Any]:
         """A session answer in wire form: ``answer``, the config options and,
-        for an LLM agent, its modes."""
+        for an LLM agent, its modes. The session's commands follow it as
+        ``available_commands_update``, once the editor knows the session."""
+        update = commands_update(commands.available(session.cwd))
+        sender = UpdateSender(self.client, session.session_id, session.cwd)
+        asyncio.get_running_loop().call_soon(sender.send, update)
         answer["configOptions"] = self._sessions.config_options(session)
         modes = self._sessions.modes(session)
         if modes is not None:
@@ -251,11 +261,22 @@ class OmaAcpAgent:
     async def prompt(
         self, prompt: list[AcpBlock] | TextPrompt, session_id: str, **_: Any
     ) -> dict[str, Any]:
-        """The turn's answer in wire form (:func:`.updates.prompt_answer`)."""
+        """The turn's answer in wire form (:func:`.updates.prompt_answer`).
+        A prompt of text that starts with a command is that command's: the
+        host's own is carried out here, a user's is expanded into the turn."""
         session = self._sessions.get(session_id)
-        agent = session.agent
         try:
             blocks = prompt_blocks(prompt, session.cwd)
+        except InvalidMessageError as error:
+            raise _error(error) from None
+        text = prompt_text(blocks)
+        called = None if text is None else commands.invocation(text)
+        if called is not None and called[0] in commands.BUILTINS:
+            return await self._command(session, *called)
+        if called is not None and (user := commands.user_commands(session.cwd).get(called[0])):
+            blocks = [{"type": "text", "text": commands.expanded(user, called[1])}]
+        agent = session.agent
+        try:
             turn = self._turn(agent.config, blocks, agent)
         except InvalidMessageError as error:
             raise _error(error) from None
@@ -267,6 +288,7 @@ class OmaAcpAgent:
             result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
             if untitled and session.title is not None:
                 sender.send(title_update(session.title))
+            add_token_usage(session.tokens, result["tokenUsage"])
             if "cost" in result:
                 session.cost += result["cost"]["amount"]
             sender.send(usage_update(result, agent.config, session.cost))
@@ -276,6 +298,37 @@ class OmaAcpAgent:
         if "cost" in result:
             await self._sessions.save_settings(session)
         return prompt_answer(stop_reason(result), result)
+
+    async def _command(self, session: DoorSession, name: str, arguments: str) -> dict[str, Any]:
+        """Carry out one of the host's own commands; its answer (or why it
+        could not be done) comes back as the agent's message, and the turn
+        ends ``end_turn`` without the model being asked."""
+        try:
+            said = await self._carry_out(session, name, arguments)
+        except RequestError as error:
+            data = error.data if isinstance(error.data, dict) else {}
+            said = str(data.get("message") or error)
+        sender = UpdateSender(self.client, session.session_id, session.cwd)
+        sender.send(message_update(said))
+        await sender.close()
+        return {"stopReason": "end_turn"}
+
+    async def _carry_out(self, session: DoorSession, name: str, arguments: str) -> str:
+        if name == "clear":
+            await self._sessions.clear(session)
+            return "Cleared the conversation; the next prompt starts afresh."
+        if name == "cost":
+            priced = prices_of(session.agent.config) is not None or session.cost > 0
+            return commands.usage_report(session.tokens, session.cost if priced else None)
+        # /agent and /model: the config option of that name.
+        if not arguments:
+            option = {o["id"]: o for o in self._sessions.config_options(session)}.get(name)
+            if option is None:
+                return f"agent {session.config.name!r} has no {name} to choose"
+            values = ", ".join(value["value"] for value in option["options"])
+            return f"{name}: {option['currentValue']} (one of {values})"
+        await self._switch(session, name, arguments)
+        return f"Switched the {name} to {arguments} for the next turns."
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         self._sessions.get(session_id).cancel_turns()

@@ -35,6 +35,7 @@ from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
+from oma_host.core.results import TokenUsage, zero_usage
 from oma_host.orchestration.store import Store
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class DoorSession:
     # The models the model option offers (options.ModelLists).
     models: list[str] = field(default_factory=list)
     cost: float = 0.0  # every turn's, in USD, while the agent's prices are known
+    tokens: TokenUsage = field(default_factory=zero_usage)  # every turn's in this process
     # The editor's MCP servers from session/new or session/load, added to
     # whichever agent the session runs (see SessionBook._agent).
     mcp_servers: list[McpServer] = field(default_factory=list)
@@ -356,6 +358,14 @@ class SessionBook:
         )
 
     # -- config options -------------------------------------------------------------
+
+    async def clear(self, session: DoorSession) -> None:
+        """``/clear``: the session's history is emptied, here and in the store."""
+        if session.busy:
+            _refuse("a turn is running; clear after it ends")
+        session.agent.reset()
+        store = await self.store()
+        await asyncio.to_thread(store.clear_session, session.session_id)
 
     def config_options(self, session: DoorSession) -> list[dict[str, Any]]:
         return config_options(session.choices, self.configs, session.models)

@@ -128,6 +128,16 @@ def _text(text: str) -> TextContentBlock:
     return TextContentBlock(type="text", text=text)
 
 
+def message_update(text: str) -> dict[str, Any]:
+    """``agent_message_chunk`` of a whole text the door says itself."""
+    return _chunk("agent_message_chunk", text)
+
+
+def commands_update(available: list[dict[str, Any]]) -> dict[str, Any]:
+    """``available_commands_update`` (wire form)."""
+    return {"availableCommands": available, "sessionUpdate": "available_commands_update"}
+
+
 def _kind(tool: ToolDeclaration | None) -> ToolKind:
     if tool is None:
         return "other"

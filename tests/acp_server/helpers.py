@@ -152,6 +152,8 @@ class Door:
         output = json.loads(done.stdout)
         assert output["exitCode"] == 0, output["stderr"]
         steps_done: list[dict[str, Any]] = output["steps"]
+        # Every session/update of the run, arrived during a step or between two.
+        self.notifications: list[dict[str, Any]] = output["notifications"]
         return steps_done
 
     def acpx(self, *args: str) -> subprocess.CompletedProcess[str]:

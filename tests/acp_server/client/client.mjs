@@ -3,7 +3,8 @@
 //
 // Usage: node client.mjs SCRIPT.json -- COMMAND [ARGS...]
 // It spawns COMMAND as the ACP agent, sends each step of SCRIPT in order, and prints
-// one JSON document on stdout: {steps: [{method, result | error, updates}], stderr}.
+// one JSON document on stdout: {steps: [{method, result | error, updates}], notifications,
+// stderr}, where notifications are every session/update's params in the order they came.
 //
 // SCRIPT: {permission?: optionKind, permissionOptionId?: id, files?: {path: text},
 //          refuseWrites?: bool, steps: [{method, params, cancelAfterChunks?}]}
@@ -45,10 +46,12 @@ child.stderr.on("data", (chunk) => {
 });
 
 let current = null; // {updates, chunks, onChunk}
+const notifications = []; // every session/update, in order, between steps too
 
 const app = acp
   .client({ name: "oma-host-acp-door-test" })
   .onNotification(M.client.session.update, async ({ params }) => {
+    notifications.push(params);
     if (current === null) return;
     current.updates.push(params.update);
     if (params.update.sessionUpdate === "agent_message_chunk") {
@@ -124,5 +127,5 @@ try {
     if (child.exitCode !== null) resolve();
     else child.on("exit", resolve);
   });
-  process.stdout.write(JSON.stringify({ steps, stderr, exitCode: child.exitCode }));
+  process.stdout.write(JSON.stringify({ steps, notifications, stderr, exitCode: child.exitCode }));
 }
