@@ -81,6 +81,15 @@ class RawEditor:
             and message["params"]["sessionId"] == session_id
         ]
 
+    def replies_of(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's ``agent_message_chunk`` updates: what a turn streams
+        (not the announcements a session opens with, such as its commands)."""
+        return [
+            update
+            for update in self.updates_of(session_id)
+            if update["sessionUpdate"] == "agent_message_chunk"
+        ]
+
 
 @asynccontextmanager
 async def raw_editor(door: Door, line_limit: int = 2**16) -> AsyncIterator[RawEditor]:

@@ -58,7 +58,7 @@ async def test_methods_the_door_does_not_serve_are_method_not_found(door: Door) 
         editor.send("_oma/notice", {}, notify=True)
         listed = await editor.call("session/list", {})
         assert [s["sessionId"] for s in listed["result"]["sessions"]] == [session_id]
-        assert len(editor.received) == 6
+        assert len(editor.received) == 7  # and the session's commands
         err = await stderr_of(editor)
     assert "no/such/notification" in err
     assert "_oma/notice" not in err  # extension notifications are optional by definition
@@ -153,7 +153,7 @@ async def test_requests_are_answered_while_a_prompt_runs_and_cancel_ends_it(door
         listed = await editor.call("session/list", {})
         assert any(s["sessionId"] == session_id for s in listed["result"]["sessions"])
         assert not any(message.get("id") == turn_id for message in editor.received)
-        while not editor.updates_of(session_id):  # the turn has started streaming
+        while not editor.replies_of(session_id):  # the turn has started streaming
             await editor.read()
         editor.send("session/cancel", {"sessionId": session_id}, notify=True)
         answer = await editor.answer(turn_id)
@@ -214,7 +214,7 @@ async def test_cancel_ends_the_running_turn_and_the_one_queued_behind_it(door: D
         session_id = await editor.start(door)
         running = editor.send("session/prompt", {"sessionId": session_id, "prompt": [text("a")]})
         queued = editor.send("session/prompt", {"sessionId": session_id, "prompt": [text("b")]})
-        while not editor.updates_of(session_id):  # the first turn has started streaming
+        while not editor.replies_of(session_id):  # the first turn has started streaming
             await editor.read()
         editor.send("session/cancel", {"sessionId": session_id}, notify=True)
         answers = [await editor.answer(running), await editor.answer(queued)]
@@ -237,7 +237,7 @@ async def test_a_running_turn_refuses_a_switch_and_a_load_of_its_session(door: D
     async with raw_editor(door) as editor:
         session_id = await editor.start(door)
         turn = editor.send("session/prompt", {"sessionId": session_id, "prompt": [text("go")]})
-        while not editor.updates_of(session_id):
+        while not editor.replies_of(session_id):
             await editor.read()
         switch = await editor.call(
             "session/set_config_option",
