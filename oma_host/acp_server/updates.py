@@ -45,9 +45,11 @@ from typing import Any, Literal, Protocol, assert_never, cast
 from acp import RequestError
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     ContentToolCallContent,
     FileEditToolCallContent,
+    PlanEntry,
     PromptResponse,
     SessionInfoUpdate,
     SessionNotification,
@@ -84,7 +86,7 @@ StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "
 # providers do not report their context windows.
 NOMINAL_CONTEXT_SIZE = 200_000
 
-ToolKind = Literal["read", "edit", "search", "execute", "other"]
+ToolKind = Literal["read", "edit", "search", "execute", "think", "other"]
 # The ACP kind of each effect (a read that searches is "search").
 _TOOL_KINDS: dict[Effect, ToolKind] = {
     "read": "read",
@@ -141,6 +143,8 @@ def commands_update(available: list[dict[str, Any]]) -> dict[str, Any]:
 def _kind(tool: ToolDeclaration | None) -> ToolKind:
     if tool is None:
         return "other"
+    if tool.think:
+        return "think"
     return "search" if tool.search else _TOOL_KINDS[tool.effect]
 
 
@@ -248,6 +252,9 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
         return wire_update(tool_result_update(cast(ContentBlock, event["data"])))
     if event["type"] == "acp_update":
         return _passed_through(event["data"])
+    if event["type"] == "plan":
+        entries = [PlanEntry.model_validate(entry) for entry in event["data"]["entries"]]
+        return wire_update(AgentPlanUpdate(session_update="plan", entries=entries))
     if event["type"] == "mcp_filtered":
         filtered = event["data"]
         log.warning(

@@ -151,6 +151,27 @@ class PermissionEvent(TypedDict):
     data: ToolPermission | AcpPermission
 
 
+class PlanEntry(TypedDict):
+    """One step of an agent's plan (ACP's ``PlanEntry``)."""
+
+    content: str
+    priority: Literal["high", "medium", "low"]
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class Plan(TypedDict):
+    """The whole plan, as the agent's ``update_plan`` call gave it."""
+
+    entries: list[PlanEntry]
+
+
+class PlanEvent(TypedDict):
+    """The agent's plan, whole, each time it changes (the ``update_plan`` tool)."""
+
+    type: Literal["plan"]
+    data: Plan
+
+
 class ErrorEvent(TypedDict):
     """A failed run's error, the last event before the answer."""
 
@@ -193,6 +214,7 @@ RunEvent = (
     | ToolUseEvent
     | ToolResultEvent
     | PermissionEvent
+    | PlanEvent
     | ErrorEvent
     | McpFilteredEvent
     | AcpUpdateEvent

@@ -91,6 +91,9 @@ class ToolDeclaration(ToolSpec):
     # A write's proposed change, for an editor to show as a diff (at the
     # ``location``) before the call runs and in its permission request.
     change: ChangeReader | None = None
+    # A call that touches nothing, the agent's own thinking aloud (a plan):
+    # ACP shows it as ``think``.
+    think: bool = False
 
 
 def string_fields(old: str | None, new: str) -> ChangeReader:

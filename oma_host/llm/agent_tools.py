@@ -94,7 +94,7 @@ class AgentTools:
         if not decision.allowed:
             return (f"{name}: permission denied ({_why(decision.event)})", True)
         # The call may touch the file decided for, and no other (see Workspace.confirm).
-        workspace = replace(self._workspace, approved=decision.resolved)
+        workspace = replace(self._workspace, approved=decision.resolved, report=recorder.event)
         try:
             return await asyncio.wait_for(
                 call_tool(tool, arguments, workspace), self._tool_timeout_s

@@ -67,6 +67,7 @@ EVENT_TYPES = {
     "tool_use",
     "tool_result",
     "permission",
+    "plan",
     "error",
     "mcp_filtered",
     "acp_update",

@@ -132,6 +132,7 @@ async def test_allow_once_asks_every_time(host: HostClient, sim: Simulator, tmp_
         "tool": {
             "name": "file_write",
             "input": {"path": "a.txt", "content": "a\n"},
+            "toolUseId": "a",
             "target": "a.txt",
         },
     }

@@ -31,6 +31,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
+from oma_host.core.events import EmitFn
 from oma_host.core.tools import ArgumentReader, ChangeReader, Effect, TargetKind, ToolDeclaration
 from oma_host.core.validation import describe_validation_error, predicate_error
 from oma_host.llm.confined import Root, Stop, ToolError
@@ -98,6 +99,8 @@ class Workspace:
     # The file the permission policy decided for, as it resolved then
     # (relative to the root), when the call's target is a path.
     approved: str | None = None
+    # Where a tool reports an event of the run (update_plan's plan).
+    report: EmitFn | None = None
 
     def confirm(self, path: str, resolved: str) -> None:
         """Refuse a call whose file is no longer the one the permission
@@ -173,11 +176,12 @@ def declare(
     location: ArgumentReader | None = None,
     search: bool = False,
     change: ChangeReader | None = None,
+    think: bool = False,
 ) -> BuiltinTool[P]:
     """A built-in tool; see :class:`oma_host.core.tools.ToolDeclaration` for the fields."""
     schema = input_schema(params)
     declaration = ToolDeclaration(
-        name, description, schema, effect, target, target_kind, location, search, change
+        name, description, schema, effect, target, target_kind, location, search, change, think
     )
     return BuiltinTool(declaration, params, run)
 

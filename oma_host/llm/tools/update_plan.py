@@ -1,0 +1,57 @@
+"""``update_plan {entries}``: the agent's plan for the task, whole each
+time (every entry with its content, priority and status), streamed as a
+``plan`` event: the ACP door sends it as a ``plan`` update, the JSON-RPC
+door as a ``plan`` stream event.
+
+It touches nothing outside the run, so it runs unasked in every permission
+mode (its effect is ``read``) and ACP shows it as ``think``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from oma_host.core.events import PlanEntry
+from oma_host.core.tools import first_string
+from oma_host.llm.confined import Stop
+from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+
+
+class PlanStep(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    content: NonEmpty = Field(description="what the step does, in a short sentence")
+    priority: Literal["high", "medium", "low"] = "medium"
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+
+
+class UpdatePlanParams(ToolParams):
+    entries: list[PlanStep] = Field(
+        description="the whole plan, every step in order (not only the changed ones)"
+    )
+
+
+async def _run(params: UpdatePlanParams, workspace: Workspace, stop: Stop) -> str:
+    entries: list[PlanEntry] = [
+        {"content": step.content, "priority": step.priority, "status": step.status}
+        for step in params.entries
+    ]
+    if workspace.report is not None:
+        workspace.report({"type": "plan", "data": {"entries": entries}})
+    done = sum(entry["status"] == "completed" for entry in entries)
+    return f"plan updated: {len(entries)} steps, {done} completed"
+
+
+TOOL = declare(
+    "update_plan",
+    "Keep a plan for a task of several steps: send the whole plan each time a step starts "
+    "or finishes, marking each step pending, in_progress or completed.",
+    UpdatePlanParams,
+    _run,
+    effect="read",
+    target=first_string("entries"),
+    target_kind="text",
+    think=True,
+)
