@@ -61,100 +61,76 @@ class ModelTable:
         return max(found, key=lambda facts: len(facts.id), default=None)
 
 
-def _claude(
-    model_id: str, window: int, input_price: float, output_price: float, *, reasoning: bool
-) -> ModelFacts:
-    # Anthropic: a 5-minute cache write costs 1.25x the input price, a read 0.1x.
+Prices = tuple[float, float, float, float]
+
+
+def _model(model_id: str, window: int, prices: Prices, *, reasoning: bool) -> ModelFacts:
+    """A model with its (input, output, cache write, cache read) prices."""
+    input_price, output_price, cache_write, cache_read = prices
     return ModelFacts(
-        model_id,
-        window,
+        model_id, window, input_price, output_price, cache_write, cache_read, reasoning
+    )
+
+
+def _claude(input_price: float, output_price: float) -> Prices:
+    # Anthropic: a 5-minute cache write costs 1.25x the input price, a read 0.1x.
+    return (
         input_price,
         output_price,
-        cache_write_price=round(input_price * 1.25, 6),
-        cache_read_price=round(input_price * 0.1, 6),
-        reasoning=reasoning,
+        round(input_price * 1.25, 6),
+        round(input_price * 0.1, 6),
     )
+
+
+def _cached(input_price: float, output_price: float, read: float) -> Prices:
+    # OpenAI and Gemini cache by themselves: no write price, reads at their own.
+    return (input_price, output_price, input_price, read)
 
 
 CLAUDE_MODELS = ModelTable(
     source="https://docs.anthropic.com/en/docs/about-claude/models",
     models=(
-        _claude("claude-opus-4-5", 200_000, 5.0, 25.0, reasoning=True),
-        _claude("claude-opus-4-1", 200_000, 15.0, 75.0, reasoning=True),
-        _claude("claude-opus-4", 200_000, 15.0, 75.0, reasoning=True),
-        _claude("claude-sonnet-4-5", 200_000, 3.0, 15.0, reasoning=True),
-        _claude("claude-sonnet-4", 200_000, 3.0, 15.0, reasoning=True),
-        _claude("claude-haiku-4-5", 200_000, 1.0, 5.0, reasoning=True),
-        _claude("claude-3-7-sonnet", 200_000, 3.0, 15.0, reasoning=True),
-        _claude("claude-3-5-sonnet", 200_000, 3.0, 15.0, reasoning=False),
-        _claude("claude-3-5-haiku", 200_000, 0.8, 4.0, reasoning=False),
-        _claude("claude-3-haiku", 200_000, 0.25, 1.25, reasoning=False),
+        _model("claude-opus-4-5", 200_000, _claude(5.0, 25.0), reasoning=True),
+        _model("claude-opus-4-1", 200_000, _claude(15.0, 75.0), reasoning=True),
+        _model("claude-opus-4", 200_000, _claude(15.0, 75.0), reasoning=True),
+        _model("claude-sonnet-4-5", 200_000, _claude(3.0, 15.0), reasoning=True),
+        _model("claude-sonnet-4", 200_000, _claude(3.0, 15.0), reasoning=True),
+        _model("claude-haiku-4-5", 200_000, _claude(1.0, 5.0), reasoning=True),
+        _model("claude-3-7-sonnet", 200_000, _claude(3.0, 15.0), reasoning=True),
+        _model("claude-3-5-sonnet", 200_000, _claude(3.0, 15.0), reasoning=False),
+        _model("claude-3-5-haiku", 200_000, _claude(0.8, 4.0), reasoning=False),
+        _model("claude-3-haiku", 200_000, _claude(0.25, 1.25), reasoning=False),
     ),
 )
-
-
-def _openai(
-    model_id: str,
-    window: int,
-    input_price: float,
-    output_price: float,
-    cached: float,
-    *,
-    reasoning: bool,
-) -> ModelFacts:
-    # OpenAI: caching is automatic; no write price, reads at the cached price.
-    return ModelFacts(
-        model_id,
-        window,
-        input_price,
-        output_price,
-        cache_write_price=input_price,
-        cache_read_price=cached,
-        reasoning=reasoning,
-    )
-
 
 OPENAI_MODELS = ModelTable(
     source="https://platform.openai.com/docs/pricing",
     models=(
-        _openai("gpt-5", 400_000, 1.25, 10.0, 0.125, reasoning=True),
-        _openai("gpt-5-mini", 400_000, 0.25, 2.0, 0.025, reasoning=True),
-        _openai("gpt-5-nano", 400_000, 0.05, 0.4, 0.005, reasoning=True),
-        _openai("gpt-4.1", 1_047_576, 2.0, 8.0, 0.5, reasoning=False),
-        _openai("gpt-4.1-mini", 1_047_576, 0.4, 1.6, 0.1, reasoning=False),
-        _openai("gpt-4.1-nano", 1_047_576, 0.1, 0.4, 0.025, reasoning=False),
-        _openai("gpt-4o", 128_000, 2.5, 10.0, 1.25, reasoning=False),
-        _openai("gpt-4o-mini", 128_000, 0.15, 0.6, 0.075, reasoning=False),
-        _openai("o3", 200_000, 2.0, 8.0, 0.5, reasoning=True),
-        _openai("o3-mini", 200_000, 1.1, 4.4, 0.55, reasoning=True),
-        _openai("o4-mini", 200_000, 1.1, 4.4, 0.275, reasoning=True),
+        _model("gpt-5", 400_000, _cached(1.25, 10.0, 0.125), reasoning=True),
+        _model("gpt-5-mini", 400_000, _cached(0.25, 2.0, 0.025), reasoning=True),
+        _model("gpt-5-nano", 400_000, _cached(0.05, 0.4, 0.005), reasoning=True),
+        _model("gpt-4.1", 1_047_576, _cached(2.0, 8.0, 0.5), reasoning=False),
+        _model("gpt-4.1-mini", 1_047_576, _cached(0.4, 1.6, 0.1), reasoning=False),
+        _model("gpt-4.1-nano", 1_047_576, _cached(0.1, 0.4, 0.025), reasoning=False),
+        _model("gpt-4o", 128_000, _cached(2.5, 10.0, 1.25), reasoning=False),
+        _model("gpt-4o-mini", 128_000, _cached(0.15, 0.6, 0.075), reasoning=False),
+        _model("o3", 200_000, _cached(2.0, 8.0, 0.5), reasoning=True),
+        _model("o3-mini", 200_000, _cached(1.1, 4.4, 0.55), reasoning=True),
+        _model("o4-mini", 200_000, _cached(1.1, 4.4, 0.275), reasoning=True),
     ),
 )
 
-
-def _gemini(
-    model_id: str, input_price: float, output_price: float, cached: float, *, reasoning: bool
-) -> ModelFacts:
-    # Gemini: implicit caching, cached input at its own price; 1M-token windows.
-    return ModelFacts(
-        model_id,
-        1_048_576,
-        input_price,
-        output_price,
-        cache_write_price=input_price,
-        cache_read_price=cached,
-        reasoning=reasoning,
-    )
-
-
+_GEMINI_WINDOW = 1_048_576
 GEMINI_MODELS = ModelTable(
     source="https://ai.google.dev/gemini-api/docs/pricing",
     models=(
-        _gemini("gemini-2.5-pro", 1.25, 10.0, 0.125, reasoning=True),
-        _gemini("gemini-2.5-flash", 0.3, 2.5, 0.03, reasoning=True),
-        _gemini("gemini-2.5-flash-lite", 0.1, 0.4, 0.01, reasoning=True),
-        _gemini("gemini-2.0-flash", 0.1, 0.4, 0.025, reasoning=False),
-        _gemini("gemini-2.0-flash-lite", 0.075, 0.3, 0.075, reasoning=False),
+        _model("gemini-2.5-pro", _GEMINI_WINDOW, _cached(1.25, 10.0, 0.125), reasoning=True),
+        _model("gemini-2.5-flash", _GEMINI_WINDOW, _cached(0.3, 2.5, 0.03), reasoning=True),
+        _model("gemini-2.5-flash-lite", _GEMINI_WINDOW, _cached(0.1, 0.4, 0.01), reasoning=True),
+        _model("gemini-2.0-flash", _GEMINI_WINDOW, _cached(0.1, 0.4, 0.025), reasoning=False),
+        _model(
+            "gemini-2.0-flash-lite", _GEMINI_WINDOW, _cached(0.075, 0.3, 0.075), reasoning=False
+        ),
     ),
 )
 

@@ -42,21 +42,8 @@ async def test_no_providers_secret_variable_reaches_what_the_host_writes(
 ) -> None:
     values = _fake_values()
     sim.script(Reply.text("keys: " + " ".join(values.values()), chunk_size=7))
-    state = tmp_path / "state"
-    client = await HostClient.spawn(
-        host_argv("--log-level", "DEBUG", "--state-dir", str(state)), env=values
-    )
-    await client.initialize()
-    # Its key is the fake ANTHROPIC_API_KEY; a stored session, so the turn
-    # is written to the SQLite store.
-    config = {"name": "echo", "provider": "anthropic", "model": "m", "baseURL": sim.base_url}
-    created = await client.request("agent/create", {"config": config, "sessionId": "keys"})
-    result = await client.request(
-        "agent/prompt", {"agentId": created["agentId"], "input": "go", "partialResultToken": "t"}
-    )
-    assert await client.close() == 0
-    assert result["success"], result
-    written = await _everything_written(client, result, state)
+    # Its key is the fake ANTHROPIC_API_KEY.
+    client, result, written = await _one_stored_turn(sim, tmp_path, "anthropic", values)
     assert "keys: [redacted]" in written["the store"]  # the session's history is there
     assert client.progress("t")  # and the reply streamed
     leaked = [
@@ -83,7 +70,6 @@ async def test_a_bedrock_profiles_secrets_read_from_its_files_are_redacted(
         f"aws_secret_access_key = {secret_key}\naws_session_token = {session_token}\n"
     )
     sim.script(Reply.text(f"keys: {secret_key} {session_token}", chunk_size=7))
-    state = tmp_path / "state"
     env = {
         **{name: "" for _, name in SECRET_VARIABLES},
         "AWS_ACCESS_KEY_ID": "",
@@ -92,20 +78,9 @@ async def test_a_bedrock_profiles_secrets_read_from_its_files_are_redacted(
         "AWS_SHARED_CREDENTIALS_FILE": str(credentials),
         "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
     }
-    client = await HostClient.spawn(
-        host_argv("--log-level", "DEBUG", "--state-dir", str(state)), env=env
-    )
-    await client.initialize()
-    config = {"name": "profile", "provider": "bedrock", "model": "m", "baseURL": sim.base_url}
-    created = await client.request("agent/create", {"config": config, "sessionId": "aws"})
-    result = await client.request(
-        "agent/prompt", {"agentId": created["agentId"], "input": "go", "partialResultToken": "t"}
-    )
-    assert await client.close() == 0
-    assert result["success"], result
+    _, result, written = await _one_stored_turn(sim, tmp_path, "bedrock", env)
     assert "Credential=AKIAPROFILEKEYID/" in sim.requests[-1].headers["authorization"]
     assert result["output"] == "keys: [redacted] [redacted]"
-    written = await _everything_written(client, result, state)
     assert "keys: [redacted] [redacted]" in written["the store"]
     leaked = [
         f"the profile's {what} in {where}"
@@ -114,6 +89,27 @@ async def test_a_bedrock_profiles_secrets_read_from_its_files_are_redacted(
         if value in text
     ]
     assert not leaked
+
+
+async def _one_stored_turn(
+    sim: Simulator, tmp_path: Path, provider: str, env: dict[str, str]
+) -> tuple[HostClient, dict[str, Any], dict[str, str]]:
+    """One streamed prompt of a ``provider`` agent in a stored session (so
+    the turn is written to the SQLite store) of a host logging at DEBUG with
+    ``env``: the client, the result and everything the host wrote."""
+    state = tmp_path / "state"
+    client = await HostClient.spawn(
+        host_argv("--log-level", "DEBUG", "--state-dir", str(state)), env=env
+    )
+    await client.initialize()
+    config = {"name": "keyed", "provider": provider, "model": "m", "baseURL": sim.base_url}
+    created = await client.request("agent/create", {"config": config, "sessionId": "keys"})
+    result = await client.request(
+        "agent/prompt", {"agentId": created["agentId"], "input": "go", "partialResultToken": "t"}
+    )
+    assert await client.close() == 0
+    assert result["success"], result
+    return client, result, await _everything_written(client, result, state)
 
 
 async def _everything_written(
