@@ -15,6 +15,10 @@ fastest peer's median the baseline. Target: ``oma-host acp`` at or below 1.0x.
 After the rounds, each agent is started once more and left idle for a
 second after its ``initialize``: its resident memory then (VmRSS of the
 agent and every process it started) is printed beside the table.
+
+An informative variant, the **python floor**, is the least any Python agent
+does: ``python -I -S`` reading the request and writing a fixed answer. It
+shows how much of ``oma-host acp``'s time is the interpreter's own start.
 """
 
 from __future__ import annotations
@@ -41,6 +45,16 @@ DEFAULT_OUT = BENCH_DIR / "results" / "acp_start.json"
 OMA = "oma-host acp"
 CODEX = "codex-acp"
 CLAUDE = "claude-agent-acp"
+FLOOR = "python floor (informative)"
+# The least any Python ACP agent does: an isolated interpreter without site
+# that reads the request and writes a fixed answer.
+_FLOOR_SCRIPT = (
+    "import sys\n"
+    "sys.stdin.readline()\n"
+    'sys.stdout.write(\'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}\\n\')\n'
+    "sys.stdout.flush()\n"
+    "sys.stdin.readline()\n"
+)
 TARGET = 1.0
 TIMEOUT_S = 30.0
 IDLE_S = 1.0
@@ -74,6 +88,7 @@ def argvs(agents_file: Path) -> dict[str, list[str]]:
         OMA: [sys.executable, "-m", "oma_host", "acp", "--agents", str(agents_file)],
         CODEX: [str(modules / "codex-acp-linux-x64" / "bin" / "codex-acp")],
         CLAUDE: ["node", str(modules / "claude-agent-acp" / "dist" / "index.js")],
+        FLOOR: [sys.executable, "-I", "-S", "-c", _FLOOR_SCRIPT],
     }
 
 

@@ -10,13 +10,10 @@ from oma_host.core.collector import tune_for_serving
 from oma_host.core.framing import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.provider_facts import default_providers
 from oma_host.core.subreaper import enable_subreaper
-from oma_host.server.app import DEFAULT_DRAIN_TIMEOUT_S, SessionOptions
-from oma_host.server.auth import TokenFileError
-from oma_host.server.tcp import (
+from oma_host.server.limits import (
+    DEFAULT_DRAIN_TIMEOUT_S,
     DEFAULT_HANDSHAKE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
-    TcpOptions,
-    serve_tcp,
 )
 
 # oma-host acp: how long a session's agent keeps its processes while it runs nothing.
@@ -314,6 +311,9 @@ def _serve(args: argparse.Namespace) -> int:
     """Serve on stdio or TCP; a --trace or --token-file that cannot be used,
     or a port that cannot be bound, ends with status 2 and the reason."""
     from oma_host.server import serve_stdio
+    from oma_host.server.app import SessionOptions
+    from oma_host.server.auth import TokenFileError
+    from oma_host.server.tcp import TcpOptions, serve_tcp
 
     enable_subreaper()  # a host: what its runs leave behind comes back to it
     tune_for_serving()

@@ -17,11 +17,13 @@ from oma_host.core.errors import InvalidParamsError
 def _check_config(config: AgentConfig) -> None:
     """What can be refused at construction: an unknown provider or tool, an
     invalid outputSchema."""
-    from oma_host.llm.tools import ToolRegistry
     from oma_host.providers import check_provider
 
     check_provider(config.provider)
-    ToolRegistry(config.tools, config.cwd)
+    if config.tools:  # the tools' modules are imported only for an agent that has some
+        from oma_host.llm.tools import ToolRegistry
+
+        ToolRegistry(config.tools, config.cwd)
     seen: set[str] = set()
     for index, server in enumerate(config.mcp_servers or []):
         if server.name in seen:

@@ -42,6 +42,7 @@ from oma_host.core.jsonrpc import MsgId, valid_id
 from oma_host.core.suggest import did_you_mean
 from oma_host.server.auth import UNAUTHENTICATED_MAX_MESSAGE_BYTES, looks_like_http, token_matches
 from oma_host.server.context import RequestContext
+from oma_host.server.limits import DEFAULT_DRAIN_TIMEOUT_S
 from oma_host.server.registry import Method, load, lookup
 from oma_host.server.rpc import Call, Connection, RpcError
 from oma_host.server.state import SessionState, Settings
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("oma_host.server")
 
 _SHUTDOWN_WAIT_S = 5.0  # how long shutdown waits for aborted runs to clean up
-DEFAULT_DRAIN_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,11 @@ from oma_host.core.termination import ENDING_SIGNALS
 from oma_host.server import close_http_client
 from oma_host.server.app import HostSession, SessionOptions
 from oma_host.server.auth import new_token, read_token_file, remove_token_file, write_token_file
+from oma_host.server.limits import DEFAULT_HANDSHAKE_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
 
 log = logging.getLogger("oma_host.server")
 
-DEFAULT_MAX_CONNECTIONS = 64
 MAX_UNAUTHENTICATED = 16
-DEFAULT_HANDSHAKE_TIMEOUT_S = 30.0
 _STOP_WAIT_S = 10.0
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

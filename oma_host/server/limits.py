@@ -1,0 +1,10 @@
+"""The JSON-RPC door's default limits, in a module of their own so the
+command line can print them without importing the door (``oma-host acp``
+starts without it)."""
+
+# ndjson: after the end of input, how long the requests in flight may finish.
+DEFAULT_DRAIN_TIMEOUT_S = 600.0
+# TCP: connections that showed the token, served at once.
+DEFAULT_MAX_CONNECTIONS = 64
+# TCP: how long a connection has to send its authenticated initialize.
+DEFAULT_HANDSHAKE_TIMEOUT_S = 30.0
