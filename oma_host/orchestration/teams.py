@@ -19,13 +19,14 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent, check_agent_config
 from oma_host.core.backends import backend_entry
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.events import PlanEntry
 from oma_host.core.guard import clone
 from oma_host.core.results import AgentRunResult, TokenUsage, add_token_usage, zero_usage
 from oma_host.core.run_ids import new_run_id
@@ -202,7 +203,7 @@ def _refuse_cycles(tasks: list[Task], where: str) -> None:
 @dataclass
 class TaskOutcome:
     task: Task
-    status: str = "pending"  # completed, failed, skipped
+    status: str = "pending"  # running, completed, failed, skipped
     result: AgentRunResult | None = None
     reason: str | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
@@ -219,6 +220,13 @@ class TaskOutcome:
         if self.reason is not None:
             entry["reason"] = self.reason
         return entry
+
+
+# A task's status as a plan entry's (a failed or skipped one is completed).
+_PLAN_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
+    "pending": "pending",
+    "running": "in_progress",
+}
 
 
 def _add_usage(total: TokenUsage, usage: TokenUsage) -> None:
@@ -253,7 +261,24 @@ class TaskGraphRun:
         except Exception:
             log.exception("team progress callback failed for %s", kind)
 
+    def report_plan(self, agent: str | None) -> None:
+        """Every task as a plan entry, as the tasks stand now (``plan``
+        progress, the form of an agent's ``update_plan``): its title, then
+        pending, in progress or completed; a failed or skipped task is
+        completed, and says so."""
+        if self.progress is None:
+            return
+        entries: list[PlanEntry] = []
+        for outcome in self.outcomes.values():
+            content = outcome.task.title or outcome.task.id
+            if outcome.status in ("failed", "skipped"):
+                content += f" ({outcome.status}: {outcome.reason})"
+            status = _PLAN_STATUS.get(outcome.status, "completed")
+            entries.append({"content": content, "priority": "medium", "status": status})
+        self.report("plan", agent, {"entries": entries})
+
     async def run(self) -> dict[str, Any]:
+        self.report_plan(None)
         await asyncio.gather(*(self._run_task(o) for o in self.outcomes.values()))
         outcomes = list(self.outcomes.values())
         depended_on = {d for o in outcomes for d in o.task.depends_on}
@@ -272,6 +297,7 @@ class TaskGraphRun:
         self.report(
             "task_skipped", outcome.task.assignee, {"taskId": outcome.task.id, "reason": reason}
         )
+        self.report_plan(outcome.task.assignee)
         outcome.done.set()
 
     async def _run_task(self, outcome: TaskOutcome) -> None:
@@ -298,6 +324,7 @@ class TaskGraphRun:
                 outcome.status = "failed"
                 outcome.reason = f"{type(error).__name__}: {error}"
             finally:
+                self.report_plan(task.assignee)
                 outcome.done.set()
 
     def _prompt(self, task: Task) -> str:
@@ -314,7 +341,9 @@ class TaskGraphRun:
         task = outcome.task
         agent = Agent(self.team.agents[task.assignee])
         prompt = self._prompt(task)
+        outcome.status = "running"
         self.report("task_start", task.assignee, {"taskId": task.id, "title": task.title})
+        self.report_plan(task.assignee)
         self.report("agent_start", task.assignee, {"prompt": prompt})
         try:
             result = await agent.run(prompt, run_id=f"{self.run_id}:{task.id}", abort=self.abort)

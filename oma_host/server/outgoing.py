@@ -257,6 +257,7 @@ class OmaProgressParams(TypedDict):
         "task_start",
         "task_complete",
         "task_skipped",
+        "plan",
     ]
     agent: str | None
     data: Any

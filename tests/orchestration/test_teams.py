@@ -91,8 +91,25 @@ async def test_dag_runs_branches_in_parallel_and_skips_what_a_failure_blocks(
         "agent_complete",
         "task_complete",
         "task_skipped",
+        "plan",
     }
     assert result["output"] == by_id["e"]["result"]["output"]  # the completed sink
+    # The tasks as a plan: all pending first, then each change, the last one final.
+    plans = [
+        [(entry["content"], entry["status"]) for entry in event["data"]["entries"]]
+        for event in events
+        if event["type"] == "plan"
+    ]
+    assert plans[0] == [(title, "pending") for title in "ABCDE"]
+    assert plans[-1] == [
+        ("A", "completed"),
+        ("B", "completed"),
+        (f"C (failed: {by_id['c']['reason']})", "completed"),
+        ("D (skipped: dependency 'c' did not complete)", "completed"),
+        ("E", "completed"),
+    ]
+    assert ("A", "in_progress") in plans[1]  # a task shows as running once it starts
+    assert len(plans) == 1 + 4 + 4 + 1  # first; four starts, four ends; one skip
 
 
 async def test_without_shared_memory_tasks_see_only_their_own_text(host: HostClient) -> None:
