@@ -252,6 +252,12 @@ class HostClient(JsonRpcPeer):
             self.process.kill()
             return await self.process.wait()
 
+    async def reap(self, grace_s: float = 5.0) -> None:
+        """Wait for a spawned host to end on its own (it was sent the same
+        signal as its client), killing it after ``grace_s``."""
+        if self.process is not None and self.process.returncode is None:
+            await self.wait(grace_s)
+
     async def stderr_text(self) -> str:
         assert self.process is not None and self.process.stderr is not None
         return (await self.process.stderr.read()).decode(errors="replace")

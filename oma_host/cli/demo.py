@@ -112,9 +112,20 @@ async def _llm_section(
 
 
 async def _demo(argv: Sequence[str], live: LiveProvider | None) -> int:
-    out = _Transcript()
     # The host offers the in-process test provider too, as a host for a demo should.
     client = await HostClient.spawn(argv, env={TEST_PROVIDER_VARIABLE: "1"})
+    try:
+        return await _transcript(client, live)
+    except asyncio.CancelledError:
+        # Ctrl-C: the host had it too. It is waited for here, so that it is
+        # not reaped after the event loop has closed (a warning and a
+        # traceback on stderr, where the user expects a quiet exit).
+        await client.reap()
+        raise
+
+
+async def _transcript(client: HostClient, live: LiveProvider | None) -> int:
+    out = _Transcript()
 
     def show_progress(message: dict[str, Any]) -> None:
         value = message["params"]["value"]
