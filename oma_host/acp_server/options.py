@@ -128,22 +128,14 @@ def switched(
         if value not in THOUGHT_LEVELS:
             raise bad_value(config_id, value, list(THOUGHT_LEVELS))
         return replace(choices, thought_level=value)
-    raise bad_value("configId", config_id, [option["id"] for option in _ids(config)])
+    offered = [option["id"] for option in config_options(choices, configs, models)]
+    raise bad_value("configId", config_id, offered)
 
 
 def bad_value(field: str, value: str, allowed: list[str]) -> RequestError:
     return RequestError.invalid_params(
         {"type": "InvalidParams", "message": f"{field}: {value!r} is not one of {allowed}"}
     )
-
-
-def _ids(config: AgentConfig) -> list[dict[str, str]]:
-    ids = [{"id": "agent"}]
-    if config.backend is None:
-        ids += [{"id": "model"}, {"id": "mode"}]
-        if can_reason(config):
-            ids.append({"id": "thought_level"})
-    return ids
 
 
 def _select(
