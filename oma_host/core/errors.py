@@ -61,6 +61,7 @@ ProviderErrorKind = Literal[
     "malformed",  # a reply of the wrong shape
     "unsupported",  # the provider has no such endpoint (models/list)
     "unsupported_block",  # a content block the provider's wire cannot carry
+    "context_too_long",  # the request is longer than the model's context window
 ]
 
 # Where a failed run failed: ``errorInfo.kind`` of its AgentRunResult, and

@@ -1,7 +1,8 @@
 """What the host knows about each provider, declared once: one
 :class:`ProviderFacts` per provider (its key variables, the secrets it can
 read, its default model, its adapter, its model list, the ACP auth methods it
-implies, its models' context windows and prices), read by everything that
+implies, its models' context windows and prices, and how its tokens are
+estimated), read by everything that
 needs one of those facts: redaction (``AgentConfig.secrets``), the adapters
 themselves, ``models/list``, both doors, ``oma-host demo`` and the generated
 table in ``docs/providers.md``.
@@ -94,6 +95,12 @@ class ProviderFacts:
     # Reads the secrets the provider finds outside the environment (Bedrock's
     # AWS profile files), for redaction; read when an agent's config is.
     file_secrets: Callable[[], tuple[str, ...]] | None = None
+    # The request's tokens, estimated before it is sent (an agent's context
+    # compaction, llm/estimate.py): characters of text per token, and the
+    # tokens of one image (or file), whatever its size. The usage the
+    # provider reports for each request corrects the estimate of the next.
+    chars_per_token: float = 4.0
+    image_tokens: int = 1_000
 
     @property
     def secret_variables(self) -> tuple[str, ...]:
@@ -139,6 +146,11 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         default_model="claude-sonnet-4-5",
         model_list=ModelList(f"{_MODEL_LIST}:anthropic_models", "`GET {baseURL}/v1/models`"),
         models=CLAUDE_MODELS,
+        # Claude's tokenizer is denser than OpenAI's on English and code; an
+        # image costs width x height / 750 tokens, about 1,600 at the largest
+        # size Claude reads before scaling it down.
+        chars_per_token=3.5,
+        image_tokens=1_600,
     ),
     ProviderFacts(
         name="openai",
@@ -150,6 +162,10 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         default_model="gpt-4o-mini",
         model_list=ModelList(f"{_MODEL_LIST}:openai_models", "`GET {baseURL}/models`"),
         models=OPENAI_MODELS,
+        # o200k: about 4 characters of English a token; a high-detail image
+        # of 1024 x 1024 is 765 tokens (85 + 170 per 512-pixel tile).
+        chars_per_token=4.0,
+        image_tokens=765,
     ),
     ProviderFacts(
         name="gemini",
@@ -163,6 +179,9 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
             "oma_host.providers.gemini:list_models", "`GET {baseURL}/v1beta/models`"
         ),
         models=GEMINI_MODELS,
+        # 258 tokens per 768 x 768 tile of an image: four for 1024 x 1024.
+        chars_per_token=4.0,
+        image_tokens=1_032,
     ),
     ProviderFacts(
         name="azure",
@@ -174,6 +193,8 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         key_variables=("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"),
         model_list=ModelList(f"{_MODEL_LIST}:azure_models", "`GET .../openai/v1/models`"),
         models=AZURE_MODELS,
+        chars_per_token=4.0,  # OpenAI's models and tokenizer
+        image_tokens=765,
     ),
     ProviderFacts(
         name="bedrock",
@@ -191,6 +212,8 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         # secrets are redacted like the variables'.
         file_secrets=_aws_profile_secrets,
         models=BEDROCK_MODELS,
+        chars_per_token=3.5,  # Claude's models, as on Anthropic's API
+        image_tokens=1_600,
         auth=(
             AuthMethod(("AWS_BEARER_TOKEN_BEDROCK",)),
             AuthMethod(

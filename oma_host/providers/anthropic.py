@@ -34,7 +34,7 @@ from oma_host.providers.base import (
     malformed_reply,
     required_key,
 )
-from oma_host.providers.http import open_response, request_json
+from oma_host.providers.http import open_response, request_json, too_long_reader
 from oma_host.providers.sse import event_json, sse_batches
 
 if TYPE_CHECKING:
@@ -63,6 +63,17 @@ _TEXT_DELTA = re.compile(
     r'"delta": ?\{"type": ?"text_delta", ?"text": ?"'
     r'(?:([^"\\\x00-\x1f]*)"\}\}\Z)?'
 )
+
+
+def _too_long(status: int, _body: Any, message: str) -> bool:
+    """Anthropic's 400 for a prompt over the window ("prompt is too long:
+    N tokens > M maximum"), or for one that leaves the reply no room
+    ("input length and `max_tokens` exceed context limit")."""
+    lowered = message.lower()
+    return status == 400 and ("prompt is too long" in lowered or "exceed context limit" in lowered)
+
+
+read_error = too_long_reader(_too_long)
 
 
 def _unsupported(where: str, what: str) -> ProviderError:
@@ -292,7 +303,9 @@ class AnthropicAdapter:
 
     async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
         body = self._body(messages, options, stream=False)
-        answer = request_json(self._url, self._headers(), body, provider=_NAME)
+        answer = request_json(
+            self._url, self._headers(), body, provider=_NAME, read_error=read_error
+        )
         del body  # sent as bytes: the dict need not live while the provider thinks
         data = await answer
         if not isinstance(data, dict) or not isinstance(data.get("content"), list):
@@ -311,7 +324,9 @@ class AnthropicAdapter:
     ) -> AsyncIterator[ProviderEvent]:
         body = self._body(messages, options, stream=True)
         state = _StreamState()
-        async with open_response(self._url, self._headers(), body, provider=_NAME) as response:
+        async with open_response(
+            self._url, self._headers(), body, provider=_NAME, read_error=read_error
+        ) as response:
             async for batch in sse_batches(response, _NAME):
                 for sse in batch:
                     try:

@@ -242,6 +242,10 @@ def read_error(response: httpx.Response, data: bytes) -> tuple[str, ProviderErro
     kind: ProviderErrorKind = (
         "auth" if error_type in _AUTH_ERRORS or response.status_code == 401 else "provider"
     )
+    # Over the model's window: "Input is too long for requested model.", or
+    # for Claude "prompt is too long: N tokens > M maximum".
+    if error_type == "ValidationException" and "too long" in message.lower():
+        kind = "context_too_long"
     return (f"{error_type}: {message}" if error_type else message), kind
 
 

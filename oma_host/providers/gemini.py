@@ -221,8 +221,9 @@ def _stop_reason(finish: str | None, content: list[ContentBlock]) -> str:
 
 
 def read_error(response: httpx.Response, data: bytes) -> tuple[str, ProviderErrorKind]:
-    """``{error: {code, message, status}}``: the message with its status, and
-    ``auth`` for a refused key (Gemini answers a bad key with 400)."""
+    """``{error: {code, message, status}}``: the message with its status,
+    ``auth`` for a refused key (Gemini answers a bad key with 400), and
+    ``context_too_long`` for a request over the model's window."""
     status = ""
     try:
         error = json.loads(data).get("error") or {}
@@ -233,7 +234,11 @@ def read_error(response: httpx.Response, data: bytes) -> tuple[str, ProviderErro
     refused = response.status_code in (401, 403) or status in _AUTH_STATUSES
     refused = refused or "API_KEY_INVALID" in details
     message = error_message(data) + (f" ({status})" if status else "")
-    return message, "auth" if refused else "provider"
+    if refused:
+        return message, "auth"
+    # "The input token count (N) exceeds the maximum number of tokens allowed (M)."
+    too_long = response.status_code == 400 and "exceeds the maximum number of tokens" in message
+    return message, "context_too_long" if too_long else "provider"
 
 
 _GEMINI_3 = re.compile(r"gemini-(\d+)")

@@ -152,6 +152,30 @@ def _default_error(response: httpx.Response, data: bytes) -> tuple[str, Provider
     return error_message(data), kind
 
 
+# Whether an error answer (its status, its body as JSON or None, its message)
+# refuses the request for being longer than the model's context window.
+TooLong = Callable[[int, Any, str], bool]
+
+
+def too_long_reader(too_long: TooLong, base: ErrorReader = _default_error) -> ErrorReader:
+    """``base``, with the kind ``context_too_long`` for an answer ``too_long``
+    recognises (each provider says it in its own words): the LLM loop
+    compacts the conversation and tries once more."""
+
+    def read(response: httpx.Response, data: bytes) -> tuple[str, ProviderErrorKind]:
+        message, kind = base(response, data)
+        if kind == "provider":
+            try:
+                body: Any = json.loads(data)
+            except ValueError:
+                body = None
+            if too_long(response.status_code, body, message):
+                return message, "context_too_long"
+        return message, kind
+
+    return read
+
+
 def _ready_client() -> ProviderClient | None:
     """The shared client if it is ready for this loop (else
     :func:`shared_client` makes it), without a coroutine per request."""

@@ -34,10 +34,11 @@ from oma_host.providers.base import (
     checked_messages,
     malformed_reply,
 )
-from oma_host.providers.http import open_response, request_json
+from oma_host.providers.http import open_response, request_json, too_long_reader
 from oma_host.providers.openai_target import (
     OpenAITarget,
     openai_target,
+    openai_too_long,
     tool_input,
     usage_of,
 )
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 _NAME = "openai"
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 ERROR_PREFIX = "[error] "
+read_error = too_long_reader(openai_too_long)
 
 
 def _unsupported(where: str, what: str) -> ProviderError:
@@ -209,7 +211,9 @@ class OpenAIAdapter:
 
     async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
         body = self._body(messages, options, stream=False)
-        answer = request_json(self._url, self._headers(), body, provider=self.name)
+        answer = request_json(
+            self._url, self._headers(), body, provider=self.name, read_error=read_error
+        )
         del body  # sent as bytes: the dict need not live while the provider thinks
         data = await answer
         try:
@@ -250,7 +254,9 @@ class OpenAIAdapter:
         usage: TokenUsage = {"input_tokens": 0, "output_tokens": 0}
         finish: str | None = None
         done = False
-        async with open_response(self._url, self._headers(), body, provider=self.name) as response:
+        async with open_response(
+            self._url, self._headers(), body, provider=self.name, read_error=read_error
+        ) as response:
             with malformed_reply(self.name):
                 async for batch in sse_batches(response, self.name):
                     for sse in batch:

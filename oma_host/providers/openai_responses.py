@@ -32,6 +32,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from oma_host.core.errors import ProviderErrorKind
 from oma_host.core.messages import ContentBlock, LLMMessage
 from oma_host.providers.base import (
     MALFORMED,
@@ -44,7 +45,7 @@ from oma_host.providers.base import (
     malformed_reply,
 )
 from oma_host.providers.http import open_response, request_json
-from oma_host.providers.openai import ERROR_PREFIX
+from oma_host.providers.openai import ERROR_PREFIX, read_error
 from oma_host.providers.openai_target import OpenAITarget, tool_input, usage_of
 from oma_host.providers.sse import event_json, sse_batches
 
@@ -56,6 +57,11 @@ if TYPE_CHECKING:
 _PLAIN_MODELS = re.compile(r"(^|/)(gpt-3|gpt-4|chatgpt-)|-chat($|-)", re.IGNORECASE)
 _REASONING_REFUSED = re.compile(r"encrypted content|reasoning", re.IGNORECASE)
 _INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
+
+
+def _failure_kind(code: Any) -> ProviderErrorKind:
+    """A failed response's or a stream error's kind, from its ``code``."""
+    return "context_too_long" if code == "context_length_exceeded" else "provider"
 
 
 def _unsupported(provider: str, where: str, what: str) -> ProviderError:
@@ -302,7 +308,9 @@ class ResponsesAdapter:
 
     async def _chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:
         body = self._body(messages, options, stream=False)
-        answer = request_json(self._url, self._target.headers(), body, provider=self.name)
+        answer = request_json(
+            self._url, self._target.headers(), body, provider=self.name, read_error=read_error
+        )
         del body  # sent as bytes: the dict need not live while the provider thinks
         data = await answer
         if not isinstance(data, dict) or not isinstance(data.get("output"), list):
@@ -323,7 +331,8 @@ class ResponsesAdapter:
             error = response.get("error") or {}
             raise ProviderError(
                 f"{self.name}: {error.get('message', 'the response failed')} "
-                f"({error.get('code', 'error')})"
+                f"({error.get('code', 'error')})",
+                kind=_failure_kind(error.get("code")),
             )
 
     async def stream(
@@ -346,7 +355,9 @@ class ResponsesAdapter:
         body = self._body(messages, options, stream=True)
         state = _StreamState(self.name)
         headers = self._target.headers()
-        async with open_response(self._url, headers, body, provider=self.name) as response:
+        async with open_response(
+            self._url, headers, body, provider=self.name, read_error=read_error
+        ) as response:
             async for batch in sse_batches(response, self.name):
                 for sse in batch:
                     try:
@@ -400,7 +411,8 @@ class _StreamState:
         elif kind == "error":
             raise ProviderError(
                 f"{self.provider}: {data.get('message', 'stream error')} "
-                f"({data.get('code') or 'error'})"
+                f"({data.get('code') or 'error'})",
+                kind=_failure_kind(data.get("code")),
             )
         # Other events (created, in_progress, part and argument deltas the
         # done items repeat, events added later) carry nothing more.

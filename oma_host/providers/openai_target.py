@@ -74,6 +74,13 @@ def openai_target(config: AgentConfig) -> OpenAITarget:
     return OpenAITarget(_OPENAI.name, base_url, api, official, headers)
 
 
+def openai_too_long(_status: int, body: Any, _message: str) -> bool:
+    """OpenAI's and Azure's answer to a request over the model's window, on
+    both APIs: an error whose ``code`` is ``context_length_exceeded``."""
+    error = body.get("error") if isinstance(body, dict) else None
+    return isinstance(error, dict) and error.get("code") == "context_length_exceeded"
+
+
 def tool_input(provider: str, name: str, arguments: str) -> dict[str, Any]:
     """A tool call's ``arguments`` (JSON text, empty for none) as its input
     object; text that is not a JSON object is a ``malformed`` ProviderError."""

@@ -45,6 +45,7 @@ class Fault:
     message: str = "simulated provider error"
     retry_after: float | str | None = None  # a str is sent as is (an HTTP date, or junk)
     error_type: str | None = None
+    code: str | None = None  # OpenAI's ``error.code`` (``context_length_exceeded``)
 
 
 @dataclass
@@ -119,15 +120,20 @@ class WireFormat:
 
     ``matches(path)`` claims a POST; ``streams(path, body)`` says whether the
     request asks for a stream; ``model(path, body)`` names the model asked for;
-    ``message`` renders a non-streaming answer, ``stream`` a streamed one, and
-    ``error`` a :class:`Fault` body. ``describe`` is the default answer's text
-    for an unscripted request (what the latest user message held)."""
+    ``message`` renders a non-streaming answer, ``stream`` a streamed one,
+    ``error`` a :class:`Fault` body, and ``too_long`` the provider's own
+    answer to a request longer than the model's context window. ``describe``
+    is the default answer's text for an unscripted request (what the latest
+    user message held)."""
 
     name: str
     matches: Callable[[str], bool]
     message: Callable[[Reply, str, int], Any]
     stream: Callable[[Reply, str, int, Any], StreamBody]
     error: Callable[[Fault, str], Any]
+    # The provider's refusal of a request of ``tokens`` over a window of
+    # ``limit`` tokens, in its own words (each wire's "prompt is too long").
+    too_long: Callable[[int, int], Fault]
     streams: Callable[[str, Any], bool] = lambda _path, body: (
         isinstance(body, dict) and body.get("stream") is True
     )

@@ -3,10 +3,14 @@ provider's wire format, streaming and not.
 
 Tests and ``oma-host demo`` script it per call: a queue of :class:`Reply`
 (content blocks, usage, pacing, a cut or malformed stream) and
-:class:`Fault` (an HTTP error such as 429 with ``retry-after``). Every request
-is recorded with its headers and parsed body. With the queue empty it answers
-with a description of the latest user message, so an unscripted run still
-shows what the provider was sent.
+:class:`Fault` (an HTTP error such as 429 with ``retry-after``; each wire's
+"prompt is too long" from :func:`too_long_fault`). Every request is recorded
+with its headers and parsed body. With the queue empty it answers with a
+description of the latest user message, so an unscripted run still shows
+what the provider was sent. Given a token counter (``count_tokens``), each
+reply reports the request's count as its input tokens, and with a
+``context_limit`` too a longer request is refused as the provider refuses
+it, before it takes anything from the queue.
 
 The wire formats are in ``wire_*`` modules (one :class:`WireFormat` each,
 listed in :data:`WIRES`); the first whose ``matches`` claims a POST's path
@@ -23,12 +27,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import socket
 import ssl
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -57,6 +63,7 @@ __all__ = [
     "Reply",
     "Simulator",
     "describe_request",
+    "too_long_fault",
 ]
 
 # Every wire the simulator speaks, tried in order against a request's path.
@@ -70,6 +77,19 @@ WIRES: tuple[WireFormat, ...] = (
 
 # The model ids the list endpoints answer with unless a test sets ``models``.
 DEFAULT_MODELS = ["sim-small", "sim-large"]
+# Counts a request's input tokens, as the provider's tokenizer would.
+TokenCounter = Callable[[RecordedRequest], int]
+
+
+def too_long_fault(wire: str, tokens: int = 250_000, limit: int = 200_000) -> Fault:
+    """The answer of the wire named ``wire`` (``anthropic``, ``openai``,
+    ``openai-responses``, ``gemini``, ``bedrock``) to a request of ``tokens``
+    over a window of ``limit``."""
+    found = next((format for format in WIRES if format.name == wire), None)
+    if found is None:
+        names = ", ".join(format.name for format in WIRES)
+        raise ValueError(f"no wire {wire!r} (the simulator speaks {names})")
+    return found.too_long(tokens, limit)
 
 
 def wire_for(path: str) -> WireFormat | None:
@@ -98,6 +118,10 @@ class Simulator:
             self._scheme = "https"
         self._thread: threading.Thread | None = None
         self._count = 0
+        # See the module docstring: the provider's own count of each request,
+        # and the window it refuses a longer one over.
+        self.count_tokens: TokenCounter | None = None
+        self.context_limit: int | None = None
 
     @property
     def base_url(self) -> str:
@@ -201,15 +225,23 @@ class _SimulatorHandler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw)
         except ValueError:
             body = raw.decode(errors="replace")
-        self.sim.record(RecordedRequest("POST", self.path, self._headers(), body, raw))
+        request = RecordedRequest("POST", self.path, self._headers(), body, raw)
+        self.sim.record(request)
         wire = wire_for(self.path)
         if wire is None:
             self._json(404, {"error": {"message": f"no such endpoint {self.path}"}})
+            return
+        counted = None if self.sim.count_tokens is None else self.sim.count_tokens(request)
+        limit = self.sim.context_limit
+        if counted is not None and limit is not None and counted > limit:
+            self._fault(wire, wire.too_long(counted, limit))
             return
         item, number = self.sim.next_item(body, wire)
         if isinstance(item, Fault):
             self._fault(wire, item)
             return
+        if counted is not None:
+            item = dataclasses.replace(item, usage={**item.usage, "input_tokens": counted})
         if item.first_byte_delay_s:
             time.sleep(item.first_byte_delay_s)
         model = wire.model(self.path, body)

@@ -116,6 +116,12 @@ def anthropic_error(fault: Fault, _path: str) -> Any:
     return {"type": "error", "error": {"type": default_error_type(fault), "message": fault.message}}
 
 
+def anthropic_too_long(tokens: int, limit: int) -> Fault:
+    """Anthropic's 400 for a prompt over the model's window."""
+    message = f"prompt is too long: {tokens} tokens > {limit} maximum"
+    return Fault(400, message, error_type="invalid_request_error")
+
+
 def anthropic_model_list(path: str, models: list[str]) -> Any | None:
     """``GET /v1/models`` as Anthropic answers it (one page)."""
     if path.rstrip("/") != "/v1/models":
@@ -143,6 +149,7 @@ WIRE = WireFormat(
     message=anthropic_message,
     stream=anthropic_stream,
     error=anthropic_error,
+    too_long=anthropic_too_long,
     list_models=anthropic_model_list,
     lists_for=lambda headers: "anthropic-version" in headers,
 )

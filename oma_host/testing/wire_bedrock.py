@@ -134,6 +134,11 @@ def bedrock_error(fault: Fault, _path: str) -> Any:
     return {"__type": error_type, "message": fault.message}
 
 
+def bedrock_too_long(_tokens: int, _limit: int) -> Fault:
+    """Converse's ValidationException for messages over the model's window."""
+    return Fault(400, "Input is too long for requested model.", error_type="ValidationException")
+
+
 def _model(path: str, _body: Any) -> str:
     found = _PATH.search(path.split("?", 1)[0])
     return unquote(found.group("model")) if found else ""
@@ -168,6 +173,7 @@ WIRE = WireFormat(
     message=bedrock_message,
     stream=bedrock_stream,
     error=bedrock_error,
+    too_long=bedrock_too_long,
     streams=lambda path, _body: path.split("?", 1)[0].endswith("/converse-stream"),
     model=_model,
     describe=describe,

@@ -183,12 +183,21 @@ def gemini_models(path: str, models: list[str]) -> Any | None:
     }
 
 
+def gemini_too_long(tokens: int, limit: int) -> Fault:
+    """Gemini's 400 for contents over the model's window."""
+    message = (
+        f"The input token count ({tokens}) exceeds the maximum number of tokens allowed ({limit})."
+    )
+    return Fault(400, message, error_type="INVALID_ARGUMENT")
+
+
 WIRE = WireFormat(
     name="gemini",
     matches=lambda path: _PATH.search(path) is not None,
     message=gemini_message,
     stream=gemini_stream,
     error=gemini_error,
+    too_long=gemini_too_long,
     streams=lambda path, _body: ":streamGenerateContent" in path,
     model=_model,
     describe=describe,

@@ -122,7 +122,19 @@ def openai_stream(reply: Reply, model: str, number: int, body: Any) -> StreamBod
 
 
 def openai_error(fault: Fault, _path: str) -> Any:
-    return {"error": {"message": fault.message, "type": default_error_type(fault), "code": None}}
+    error = {"message": fault.message, "type": default_error_type(fault), "code": fault.code}
+    if fault.code == "context_length_exceeded":
+        error["param"] = "messages"
+    return {"error": error}
+
+
+def openai_too_long(tokens: int, limit: int) -> Fault:
+    """Chat Completions' 400 for messages over the model's window."""
+    message = (
+        f"This model's maximum context length is {limit} tokens. However, your messages "
+        f"resulted in {tokens} tokens. Please reduce the length of the messages."
+    )
+    return Fault(400, message, error_type="invalid_request_error", code="context_length_exceeded")
 
 
 WIRE = WireFormat(
@@ -131,6 +143,7 @@ WIRE = WireFormat(
     message=openai_completion,
     stream=openai_stream,
     error=openai_error,
+    too_long=openai_too_long,
     # The same list as the Responses wire (one server has both APIs).
     list_models=openai_model_list,
 )

@@ -217,10 +217,19 @@ def responses_error(fault: Fault, _path: str) -> Any:
         "error": {
             "message": fault.message,
             "type": default_error_type(fault),
-            "param": None,
-            "code": None,
+            "param": "input" if fault.code == "context_length_exceeded" else None,
+            "code": fault.code,
         }
     }
+
+
+def responses_too_long(_tokens: int, _limit: int) -> Fault:
+    """The Responses API's 400 for input over the model's window."""
+    message = (
+        "Your input exceeds the context window of this model. Please adjust your input "
+        "and try again."
+    )
+    return Fault(400, message, error_type="invalid_request_error", code="context_length_exceeded")
 
 
 def describe_responses(body: Any) -> str:
@@ -266,6 +275,7 @@ WIRE = WireFormat(
     message=response_object,
     stream=responses_stream,
     error=responses_error,
+    too_long=responses_too_long,
     describe=describe_responses,
     list_models=openai_model_list,
 )

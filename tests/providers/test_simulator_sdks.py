@@ -21,7 +21,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from oma_host.testing.simulator import Fault, Reply, Simulator
+from oma_host.testing.simulator import Fault, Reply, Simulator, too_long_fault
 
 TOOL = {"type": "tool_use", "id": "call_9", "name": "lookup", "input": {"q": "pipes", "n": 2}}
 THOUGHT = {"type": "reasoning", "text": "Think about pipes first.", "signature": "sig-abc"}
@@ -125,6 +125,32 @@ def test_anthropic_sdk_raises_its_exception_for_each_fault(
         assert body["error"]["type"] == "rate_limit_error"
 
 
+def test_anthropic_sdk_reads_the_prompt_too_long_answer(
+    sim: Simulator, anthropic_client: anthropic.Anthropic
+) -> None:
+    sim.script(too_long_fault("anthropic", tokens=210_000, limit=200_000))
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        anthropic_client.messages.create(**_ANTHROPIC_ASK)
+    body = caught.value.body
+    assert isinstance(body, dict) and body["error"]["type"] == "invalid_request_error"
+    assert body["error"]["message"] == "prompt is too long: 210000 tokens > 200000 maximum"
+
+
+def test_a_context_limit_refuses_longer_requests_and_counts_the_shorter(
+    sim: Simulator, anthropic_client: anthropic.Anthropic
+) -> None:
+    sim.count_tokens = lambda request: len(json.dumps(request.body["messages"])) // 4
+    sim.context_limit = 50
+    sim.script(Reply.text("short enough"))
+    with pytest.raises(anthropic.BadRequestError, match="prompt is too long"):
+        anthropic_client.messages.create(
+            **{**_ANTHROPIC_ASK, "messages": [{"role": "user", "content": "x" * 400}]}
+        )
+    message = anthropic_client.messages.create(**_ANTHROPIC_ASK)  # the queue was left alone
+    assert message.content[0].type == "text" and message.content[0].text == "short enough"
+    assert message.usage.input_tokens == len(json.dumps(_ANTHROPIC_ASK["messages"])) // 4
+
+
 # -- OpenAI Chat Completions -----------------------------------------------------------
 
 _CHAT_ASK: dict[str, Any] = {
@@ -202,6 +228,21 @@ def test_openai_sdk_raises_its_exception_for_each_fault(
     if status == 429:
         assert caught.value.response.headers["retry-after"] == "7"
         assert caught.value.type == "rate_limit_error"
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_openai_sdk_reads_the_context_length_exceeded_answer(
+    sim: Simulator, openai_client: openai.OpenAI, api: str
+) -> None:
+    sim.script(too_long_fault("openai" if api == "chat" else "openai-responses"))
+    with pytest.raises(openai.BadRequestError) as caught:
+        if api == "chat":
+            openai_client.chat.completions.create(**_CHAT_ASK)
+        else:
+            openai_client.responses.create(model="gpt-sim", input="pipes?")
+    assert caught.value.code == "context_length_exceeded"
+    assert caught.value.type == "invalid_request_error"
+    assert caught.value.param == ("messages" if api == "chat" else "input")
 
 
 def test_openai_sdk_lists_the_models_of_openai_and_azure(sim: Simulator) -> None:

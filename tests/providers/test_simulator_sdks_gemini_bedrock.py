@@ -15,7 +15,7 @@ import pytest
 
 from oma_host.providers import sigv4
 from oma_host.testing.script import RecordedRequest
-from oma_host.testing.simulator import Fault, Reply, Simulator
+from oma_host.testing.simulator import Fault, Reply, Simulator, too_long_fault
 from tests.providers.helpers import PNG
 
 genai = pytest.importorskip("google.genai")
@@ -182,6 +182,17 @@ def test_google_genai_reads_the_error_bodies(
     assert raised.value.message == fault.message
 
 
+def test_google_genai_reads_the_token_count_exceeded_answer(sim: Simulator) -> None:
+    sim.script(too_long_fault("gemini", tokens=1_200_000, limit=1_048_576))
+    client = gemini(sim)  # kept: the SDK closes its HTTP client with the object
+    with pytest.raises(genai_errors.ClientError) as raised:
+        client.models.generate_content(model="gemini-2.5-flash", contents="hi")
+    assert raised.value.code == 400 and raised.value.status == "INVALID_ARGUMENT"
+    assert raised.value.message == (
+        "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."
+    )
+
+
 def test_google_genai_lists_the_models(sim: Simulator) -> None:
     sim.models = ["gemini-3-pro-preview", "gemini-2.5-flash"]
     client = gemini(sim)
@@ -327,6 +338,18 @@ def test_boto3_reads_the_error_bodies(sim: Simulator, fault: Fault, code: str) -
     error = raised.value.response["Error"]
     assert error["Code"] == code and error["Message"] == fault.message
     assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == fault.status
+
+
+def test_boto3_reads_the_input_too_long_answer(sim: Simulator) -> None:
+    sim.script(too_long_fault("bedrock"))
+    with pytest.raises(ClientError) as raised:
+        bedrock(sim).converse(
+            modelId=MODEL, messages=[{"role": "user", "content": [{"text": "x"}]}]
+        )
+    error = raised.value.response["Error"]
+    assert error["Code"] == "ValidationException"
+    assert error["Message"] == "Input is too long for requested model."
+    assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
 
 
 def test_a_broken_event_stream_is_refused_by_boto3_too(sim: Simulator) -> None:
