@@ -1,5 +1,6 @@
-"""Slash commands of the ACP door: the host's own (``/clear``, ``/agent``,
-``/model``, ``/cost``), carried out by the door without asking the model,
+"""Slash commands of the ACP door: the host's own (``/compact``, ``/clear``,
+``/agent``, ``/model``, ``/cost``), carried out by the door without a turn
+(``/compact`` asks the agent's model for a summary, as a compaction does),
 and the user's prompt templates, expanded into the prompt.
 
 A user command is a Markdown file named for the command, in
@@ -49,6 +50,11 @@ class Command:
 BUILTINS = {
     command.name: command
     for command in (
+        Command(
+            "compact",
+            "Summarise the conversation so far into one message, keeping the last turn, "
+            "to free the model's context window",
+        ),
         Command("clear", "Start the conversation afresh; the session keeps its settings"),
         Command("agent", "Switch to another agent of the agents file", "agent name"),
         Command("model", "Switch the model for the next turns", "model"),

@@ -57,6 +57,7 @@ from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
     UpdateSender,
     commands_update,
+    context_update,
     message_update,
     prompt_answer,
     proposed_diff,
@@ -314,6 +315,17 @@ class OmaAcpAgent:
         return {"stopReason": "end_turn"}
 
     async def _carry_out(self, session: DoorSession, name: str, arguments: str) -> str:
+        if name == "compact":
+            said, used = await self._sessions.compact(session)
+            if used is not None:  # the editor's context meter shows the compacted size
+                priced = prices_of(session.agent.config) is not None or session.cost > 0
+                update = context_update(
+                    used, session.agent.config, session.cost if priced else None
+                )
+                sender = UpdateSender(self.client, session.session_id, session.cwd)
+                sender.send(update)
+                await sender.close()
+            return said
         if name == "clear":
             await self._sessions.clear(session)
             return "Cleared the conversation; the next prompt starts afresh."

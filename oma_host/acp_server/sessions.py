@@ -2,7 +2,8 @@
 ``cwd``, and how they are stored.
 
 A session is stored like a JSON-RPC session (``Store.create_session``, each
-completed turn committed by ``append_turn`` before the prompt is answered),
+completed turn committed by ``append_turn`` before the prompt is answered,
+the whole history by ``replace_history`` when a compaction changed it),
 plus its ``cwd``, a title (the first prompt's text) and its settings (the
 chosen agent and model) in ``session_info``, so ``session/load`` in a new
 process restores it and ``session/list`` can show it. Switching the agent or
@@ -29,13 +30,16 @@ from acp import RequestError
 from acp.schema import SessionInfo
 
 from oma_host.acp_server.options import Choices, ModelLists, config_options, mode_state, switched
+from oma_host.acp_server.updates import compaction_note
 from oma_host.core.abort import AbortSignal
-from oma_host.core.agent import Agent, TurnSink
+from oma_host.core.agent import Agent
 from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
+from oma_host.core.errors import OmaError
+from oma_host.core.history import HistoryChange, TurnSink
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
-from oma_host.core.results import TokenUsage, zero_usage
+from oma_host.core.results import TokenUsage, add_token_usage, zero_usage
 from oma_host.orchestration.store import Store
 
 log = logging.getLogger(__name__)
@@ -337,11 +341,16 @@ class SessionBook:
         redactor = Redactor.for_config(config)
         redact = redactor.redact_tree
 
-        async def commit(messages: list[LLMMessage]) -> None:
+        async def commit(change: HistoryChange) -> None:
             store = await self.store()
-            await asyncio.to_thread(store.append_turn, session.session_id, messages, redact)
-            if session.title is None:
-                title = _title(messages[0])
+            if change.history is not None:
+                history = change.history
+                await asyncio.to_thread(store.replace_history, session.session_id, history, redact)
+            else:
+                appended = change.appended
+                await asyncio.to_thread(store.append_turn, session.session_id, appended, redact)
+            if session.title is None and change.turn is not None:
+                title = _title(change.turn)
                 # A key pasted into the first prompt stays out of session/list.
                 title = None if title is None else redactor.redact(title)
                 await asyncio.to_thread(
@@ -358,6 +367,23 @@ class SessionBook:
         )
 
     # -- config options -------------------------------------------------------------
+
+    async def compact(self, session: DoorSession) -> tuple[str, int | None]:
+        """``/compact``: the session's history compacted now (after its turn
+        in flight), and stored so; what to tell the editor, and the estimated
+        tokens of the compacted history (None when nothing was compacted)."""
+        try:
+            outcome = await session.agent.compact()
+        except OmaError as error:
+            return f"The conversation could not be compacted: {error}", None
+        add_token_usage(session.tokens, outcome.usage)
+        if outcome.cost:
+            session.cost += outcome.cost
+            await self.save_settings(session)
+        if outcome.compaction is None:
+            reason = outcome.reason or "nothing to compact"
+            return reason[:1].upper() + reason[1:] + ".", None
+        return compaction_note(outcome.compaction), outcome.compaction["tokensAfter"]
 
     async def clear(self, session: DoorSession) -> None:
         """``/clear``: the session's history is emptied, here and in the store."""

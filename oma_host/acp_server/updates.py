@@ -11,6 +11,9 @@ notifications, and its result as a ``session/prompt`` answer.
   ``tool_call_update`` with the status and the output as content;
 - ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged,
   also when its kind is one the library does not know;
+- ``compaction`` -> ``agent_thought_chunk`` saying what was compacted
+  (ACP has no update of its own for it; a thought is shown, and is not part
+  of the answer);
 - ``permission`` and ``error`` send nothing: the first was the permission
   request itself, the second is in the answer to ``session/prompt``;
   ``mcp_filtered`` (an editor's MCP server a wrapped ACP agent cannot take),
@@ -65,7 +68,7 @@ from pydantic import BaseModel, ValidationError
 
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import context_window_of
-from oma_host.core.events import AcpUpdate, RunEvent
+from oma_host.core.events import AcpUpdate, Compaction, RunEvent
 from oma_host.core.messages import ContentBlock
 from oma_host.core.results import MAX_TURN_REQUESTS_KIND, AgentRunResult, ended_at_turn_limit
 from oma_host.core.tools import Effect, ToolDeclaration, builtin_tool
@@ -263,12 +266,32 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
             filtered["reason"],
         )
         return None
+    if event["type"] == "compaction":
+        return _chunk("agent_thought_chunk", compaction_note(event["data"]))
     if event["type"] == "permission" or event["type"] == "error":
         return None
     if event["type"] == "authenticated" or event["type"] == "session_restarted":
         log.warning("a %r event has no ACP form; not sent", event["type"])
         return None
     assert_never(event)
+
+
+def compaction_note(compaction: Compaction) -> str:
+    """What a compaction did, in a sentence (its thought chunk, ``/compact``'s answer)."""
+    how = (
+        "the older turns summarised"
+        if compaction["strategy"] == "summarize"
+        else f"the {len(compaction.get('dropped', []))} oldest turns dropped"
+    )
+    note = (
+        f"Compacted the conversation to fit the model's context window: "
+        f"{compaction['before']} messages to {compaction['after']} (about "
+        f"{compaction['tokensBefore']:,} to {compaction['tokensAfter']:,} tokens), {how}."
+    )
+    if compaction["images"]:
+        where = "named in the summary" if compaction["strategy"] == "summarize" else "dropped"
+        note += f" Not kept: {len(compaction['images'])} image(s) or file(s), {where}."
+    return note
 
 
 class UpdateSender:
@@ -331,10 +354,17 @@ def usage_update(result: AgentRunResult, config: AgentConfig, cost: float) -> di
         + usage.get("cache_creation_input_tokens", 0)
         + usage.get("cache_read_input_tokens", 0)
     )
+    return context_update(used, config, cost if "cost" in result else None)
+
+
+def context_update(used: int, config: AgentConfig, cost: float | None) -> dict[str, Any]:
+    """``usage_update`` with ``used`` tokens of the context (see
+    :func:`usage_update`; after ``/compact``, the compacted history's
+    estimate), and the session's cost when known."""
     size = max(context_window_of(config) or config.max_token_budget or NOMINAL_CONTEXT_SIZE, used)
     # In the order the model dumps its fields.
     update: dict[str, Any] = {"used": used, "size": size}
-    if "cost" in result:
+    if cost is not None:
         update["cost"] = {"amount": round(cost, 8), "currency": "USD"}
     update["sessionUpdate"] = "usage_update"
     if _ints(used, size):

@@ -4,7 +4,11 @@ The order of every call is fixed: validate and copy the input (the shape guard,
 then the string-only boundary for external backends) when the method is
 called, and only then touch state, hooks or the backend. ``run`` and
 ``stream`` are fresh; ``prompt`` appends the caller's turn and the reply to the
-persistent history when, and only when, the turn completes.
+persistent history when, and only when, the turn completes: only its new
+messages are copied, appended and stored (:mod:`oma_host.core.history`). A
+compaction of the conversation by the LLM backend during the turn
+(``oma_host/llm/context.py``) is made to the history too, which the store
+then keeps in place of its own (:meth:`Agent.compact`: on request).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from contextlib import suppress
 from typing import Any, Literal, cast
 
@@ -22,16 +26,18 @@ from oma_host.core.backends import (
     Backend,
     BackendContext,
     BackendEntry,
+    Compactable,
     Configurable,
     PermissionHandler,
     SessionLink,
     backend_entry,
 )
+from oma_host.core.compaction import compacted_history
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.core.cost import prices_of
 from oma_host.core.editor_channel import EditorChannel
-from oma_host.core.errors import InvalidMessageError, InvalidParamsError
-from oma_host.core.events import EmitFn, RunError
+from oma_host.core.errors import InvalidMessageError, InvalidParamsError, StoreError
+from oma_host.core.events import Compaction, EmitFn, RunError
 from oma_host.core.guard import (
     clone,
     clone_messages,
@@ -39,6 +45,7 @@ from oma_host.core.guard import (
     guard_prompt_input,
     guard_run_input,
 )
+from oma_host.core.history import CompactOutcome, HistoryChange, TurnSink
 from oma_host.core.hooks import (
     LOSSY_MESSAGES,
     AfterRunContext,
@@ -67,9 +74,6 @@ from oma_host.core.run_ids import new_run_id
 log = logging.getLogger(__name__)
 
 AgentStatus = Literal["idle", "running", "completed", "error"]
-# Persists a completed prompt turn (the user message and the reply) before the
-# history changes; if it raises, the turn fails and the history stays as it was.
-TurnSink = Callable[[list[LLMMessage]], Awaitable[None] | None]
 
 
 # Backends being closed after a reset, kept referenced until they finish.
@@ -289,23 +293,69 @@ class Agent:
             # Every backend is given the whole conversation, so a beforeRun hook
             # sees the same for any agent; a string-only one reads the turn alone.
             context = [*self._history, turn]
-            result = await self.execute(context, run_id=run_id, abort=abort, emit=emit)
+            result, recorder = await self._execute(context, run_id, abort, emit)
             if result["success"] and generation == self._generation:
                 # The caller's turn as sent, not as a beforeRun hook rewrote it.
                 completed = [turn, *clone_messages(result["messages"])]
-                if self._on_turn is not None:
-                    try:
-                        saved = self._on_turn(completed)
-                        if inspect.isawaitable(saved):
-                            await saved
-                    except Exception as error:  # not kept anywhere, so not kept at all
-                        message = f"the turn could not be saved: {error}"
-                        return failed_result(result["identity"]["runId"], "store", message)
-                self._history = [*self._history, *completed]
+                history = None
+                if recorder.compaction is not None:
+                    whole = [*self._history, *completed]
+                    history = compacted_history(whole, recorder.compaction, len(recorder.messages))
+                try:
+                    await self._save(HistoryChange(turn, completed, history))
+                except Exception as error:  # not kept anywhere, so not kept at all
+                    message = f"the turn could not be saved: {error}"
+                    return failed_result(result["identity"]["runId"], "store", message)
+                if history is None:
+                    self._history.extend(completed)
+                else:
+                    self._history = history
             # A reset while the turn ran: the turn belonged to the old conversation.
             return result
         finally:
             lock.release()
+
+    async def _save(self, change: HistoryChange) -> None:
+        if self._on_turn is not None:
+            saved = self._on_turn(change)
+            if inspect.isawaitable(saved):
+                await saved
+
+    async def compact(self) -> CompactOutcome:
+        """Compact the history now, after the prompts in flight or queued
+        (``agent/compact``, ``/compact``); stored as a turn's change is.
+        InvalidParams for a backend whose history is not kept here;
+        BackendRequestError when the summary request fails."""
+        if self._closed:
+            raise InvalidParamsError(f"agent {self.name!r} has been disposed")
+        backend: object = self._ensure_backend()
+        if not isinstance(backend, Compactable):
+            raise InvalidParamsError(
+                f"agent {self.name!r} has {self._entry.described}, whose conversation is not "
+                "kept here; only an LLM agent's history can be compacted"
+            )
+        if self._turn_lock is None:
+            self._turn_lock = asyncio.Lock()
+        async with self._turn_lock:
+            generation = self._generation
+            recorder = RunRecorder(new_run_id(), redactor=self._secrets)
+            outcome = await backend.compact(self._history, recorder)
+            usage = recorder.usage
+            add_token_usage(self._usage, usage)
+            cost = None if self._prices is None else self._prices.cost(usage)
+            self._cost += cost or 0.0
+            mark = recorder.compaction
+            if isinstance(outcome, str) or mark is None or generation != self._generation:
+                reason = outcome if isinstance(outcome, str) else "the history was reset meanwhile"
+                return CompactOutcome(None, reason, usage, cost)
+            history = compacted_history(self._history, mark)
+            try:
+                await self._save(HistoryChange(None, [], history))
+            except Exception as error:
+                raise StoreError(f"the compacted history could not be saved: {error}") from None
+            self._history = history
+            payload = cast(Compaction, self._secrets.redact_tree(outcome))
+            return CompactOutcome(payload, None, usage, cost)
 
     async def _stream(
         self, messages: list[LLMMessage], run_id: str | None, abort: AbortSignal | None
@@ -340,6 +390,17 @@ class Agent:
         With ``emit`` the run streams its events to it. Everything that goes
         wrong while running is a failed result, a beforeRun answer whose
         messages fail the guard included; nothing is raised."""
+        return (await self._execute(messages, run_id, abort, emit))[0]
+
+    async def _execute(
+        self,
+        messages: list[LLMMessage],
+        run_id: str | None,
+        abort: AbortSignal | None,
+        emit: EmitFn | None,
+    ) -> tuple[AgentRunResult, RunRecorder]:
+        """:meth:`execute`, and the run's recorder (what the backend recorded
+        beside the result: a compaction of the conversation)."""
         recorder = RunRecorder(run_id or new_run_id(), self._redacting(emit), self._secrets)
         streaming = emit is not None
         previous_status = self._status
@@ -368,7 +429,7 @@ class Agent:
             result = finished
             if streaming:
                 _emit_failure(recorder, finished)
-            return finished
+            return finished, recorder
         finally:
             self._active_runs -= 1
             if result is None:  # raised: the run never happened as far as state goes

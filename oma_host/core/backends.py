@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 from oma_host.core.config import AgentConfig
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidParamsError
+from oma_host.core.events import Compaction
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import AgentRunResult, RunRecorder
 
@@ -110,6 +111,18 @@ class Configurable(Protocol):
     async def configure(self, config_id: str, value: str | bool) -> dict[str, Any]:
         """Set one choice (opening the session first if need be); the choices
         after. A failure raises :class:`~oma_host.core.errors.BackendRequestError`."""
+        ...
+
+
+@runtime_checkable
+class Compactable(Protocol):
+    """A backend that can compact a conversation on request (``agent/compact``,
+    the ACP door's ``/compact``): an LLM agent's."""
+
+    async def compact(self, messages: list[LLMMessage], recorder: RunRecorder) -> Compaction | str:
+        """Compact ``messages`` now: the compaction's payload, with its mark
+        in ``recorder.compaction`` and what the summary cost in
+        ``recorder.usage``; or why there was nothing to compact."""
         ...
 
 

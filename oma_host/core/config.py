@@ -161,6 +161,23 @@ class ThinkingConfig(_Model):
     budget_tokens: Annotated[int, Field(gt=0)] | None = None
 
 
+# How an LLM agent keeps its conversation within the model's context window:
+# ``summarize`` the older turns into one summary block (the default),
+# ``sliding-window`` drop the oldest turns, ``off`` send it whole.
+ContextStrategy = Literal["summarize", "sliding-window", "off"]
+
+
+class ContextConfig(_Model):
+    """``context``: when a request's estimated tokens would pass ``compactAt``
+    of the window (less the room kept for the reply), the conversation is
+    compacted first (``llm/context.py``); ``keepTurns`` turns at its end are
+    kept as they are (default: as many as fit in a share of the window)."""
+
+    strategy: ContextStrategy = "summarize"
+    compact_at: Annotated[float, Field(gt=0, le=1)] = 0.85
+    keep_turns: Annotated[int, Field(gt=0)] | None = None
+
+
 class ModelDefaults(_Model):
     """``initializationOptions.defaults``: applied to configs that leave them out."""
 
@@ -208,6 +225,7 @@ class AgentConfig(_Model):
     permission_mode: PermissionMode | None = None  # None: "ask"
     # The model's context window and prices, over the provider's model table.
     context_window: Annotated[int, Field(gt=0)] | None = None
+    context: ContextConfig | None = None  # None: summarize at 0.85
     pricing: PricingConfig | None = None
     thinking: ThinkingConfig | None = None
     # Cache the prompt prefix (Anthropic cache_control, Bedrock cachePoint);

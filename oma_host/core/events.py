@@ -113,6 +113,46 @@ class SessionRestarted(TypedDict):
     reason: str
 
 
+class CompactedMedia(TypedDict):
+    """An image or a file of the compacted turns, which the compacted
+    conversation no longer holds: where it was (``message`` and ``block`` in
+    the conversation before, ``part`` inside a tool result) and what it was.
+    A summary names it too."""
+
+    kind: Literal["image", "file"]
+    message: int
+    block: int
+    part: NotRequired[int]
+    mediaType: str
+    url: NotRequired[str]  # a source by URL
+    filename: NotRequired[str]  # a file's name
+
+
+class DroppedTurn(TypedDict):
+    """A turn sliding-window dropped: where it began and the start of its prompt."""
+
+    message: int
+    text: str
+
+
+class Compaction(TypedDict):
+    """The conversation was compacted to fit the model's context window:
+    ``before`` and ``after`` messages, their estimated tokens, and why
+    (``trigger``: the estimate passed ``context.compactAt``, the provider
+    answered that the request was too long, or ``agent/compact`` and
+    ``/compact`` asked). ``summarize`` put one summary text block in place of
+    the older turns; ``sliding-window`` dropped them (``dropped``)."""
+
+    strategy: Literal["summarize", "sliding-window"]
+    trigger: Literal["threshold", "too_long", "request"]
+    before: int
+    after: int
+    tokensBefore: int
+    tokensAfter: int
+    images: list[CompactedMedia]
+    dropped: NotRequired[list[DroppedTurn]]
+
+
 # -- events ------------------------------------------------------------------
 
 
@@ -208,6 +248,13 @@ class SessionRestartedEvent(TypedDict):
     data: SessionRestarted
 
 
+class CompactionEvent(TypedDict):
+    """The conversation was compacted before a request to the provider."""
+
+    type: Literal["compaction"]
+    data: Compaction
+
+
 RunEvent = (
     TextEvent
     | ReasoningEvent
@@ -220,6 +267,7 @@ RunEvent = (
     | AcpUpdateEvent
     | AuthenticatedEvent
     | SessionRestartedEvent
+    | CompactionEvent
 )
 
 EmitFn = Callable[[RunEvent], None]

@@ -161,3 +161,17 @@ def rewrite_latest_prompt(messages: Sequence[LLMMessage], prompt: str) -> list[L
         content.insert(0, replacement)
     result[index] = {"role": messages[index]["role"], "content": content}
     return result
+
+
+def shared_prefix(old: list[LLMMessage], new: list[LLMMessage]) -> int:
+    """How many messages ``new`` begins with that ``old`` began with too: the
+    same objects (a history sent again) or equal ones (the history's copies
+    of a turn's messages). Compared in C while the two agree, so a history
+    sent again with a turn added costs about its new messages."""
+    count = min(len(old), len(new))
+    if old[:count] == new[:count]:
+        return count
+    index = 0
+    while index < count and (old[index] is new[index] or old[index] == new[index]):
+        index += 1
+    return index

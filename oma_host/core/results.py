@@ -26,6 +26,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
+from oma_host.core.compaction import CompactionMark
 from oma_host.core.errors import ErrorKind
 from oma_host.core.events import EmitFn, ReasoningEvent, RunEvent, TextEvent, ToolPermission
 from oma_host.core.guard import clone
@@ -215,6 +216,9 @@ class RunRecorder:
     _permissions: list[tuple[Any, ToolPermission]] = field(
         default_factory=list, init=False, repr=False
     )
+    # The run's latest compaction of its conversation (an LLM backend's): the
+    # agent makes the same change to its history when a prompt turn completes.
+    compaction: CompactionMark | None = field(default=None, repr=False)
 
     def text(self, chunk: str) -> None:
         """Record a chunk of output text and stream it."""

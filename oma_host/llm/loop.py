@@ -5,7 +5,10 @@ or ``maxTokenBudget`` is spent. With ``outputSchema`` the final answer is
 parsed and validated as JSON, with one repair turn. Provider faults become
 failed results on the normal failure path. The tools (built-in and MCP, each
 call through the permission policy) are :mod:`oma_host.llm.agent_tools`'s; an
-MCP server that fails fails the run with ``errorInfo.kind: "mcp"``.
+MCP server that fails fails the run with ``errorInfo.kind: "mcp"``. Before
+each request the conversation is fitted to the model's context window, and a
+"too long" answer is compacted and sent once more
+(:mod:`oma_host.llm.context`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from oma_host.core.activity import report_activity
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import AgentConfig
 from oma_host.core.editor_channel import EditorChannel
+from oma_host.core.errors import BackendRequestError
+from oma_host.core.events import Compaction
 from oma_host.core.messages import ContentBlock, LLMMessage, ToolResultBlock, ToolUseBlock
 from oma_host.core.redact import Redactor
 from oma_host.core.results import MAX_TOKENS_KIND, AgentRunResult, RunRecorder
 from oma_host.llm.agent_tools import AgentTools, output_text
+from oma_host.llm.context import ContextKeeper
 from oma_host.llm.mcp_errors import McpFailure
 from oma_host.providers import get_adapter
 from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
@@ -96,6 +102,7 @@ class LLMBackend:
             guarded=True,  # the agent guarded the input; the loop adds only its own blocks
         )
         self._redactor = Redactor.for_config(config)
+        self._context = ContextKeeper(config, self._adapter)
 
     async def execute(
         self, messages: list[LLMMessage], prompt: str, recorder: RunRecorder, *, streaming: bool
@@ -149,15 +156,26 @@ class LLMBackend:
     async def _turn(
         self, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool
     ) -> LLMResponse:
-        if streaming:
-            response = await self._stream(conversation, recorder)
-        else:
-            response = await self._adapter.chat(conversation, self._options)
+        await self._context.fit(conversation, self._options, recorder)
+        try:
+            response = await self._request(conversation, recorder, streaming)
+        except ProviderError as error:
+            if not await self._context.recover(error, conversation, self._options, recorder):
+                raise
+            response = await self._request(conversation, recorder, streaming)
+        self._context.observe(response.usage)
         assistant: LLMMessage = {"role": "assistant", "content": response.content}
         conversation.append(assistant)
         recorder.messages.append(assistant)
         recorder.add_token_usage(response.usage)
         return response
+
+    async def _request(
+        self, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool
+    ) -> LLMResponse:
+        if streaming:
+            return await self._stream(conversation, recorder)
+        return await self._adapter.chat(conversation, self._options)
 
     async def _stream(self, messages: list[LLMMessage], recorder: RunRecorder) -> LLMResponse:
         response: LLMResponse | None = None
@@ -251,6 +269,13 @@ class LLMBackend:
             where = "/".join(str(p) for p in first.absolute_path) or "(root)"
             raise _SchemaMismatch(f"at {where}: {first.message}")
         return value
+
+    async def compact(self, messages: list[LLMMessage], recorder: RunRecorder) -> Compaction | str:
+        """Compact a history on request (``agent/compact``, ``/compact``)."""
+        try:
+            return await self._context.compact_now(messages, self._options, recorder)
+        except ProviderError as error:
+            raise BackendRequestError(self._redactor.redact(str(error)), error.kind) from None
 
     async def close(self) -> None:
         """End the agent's MCP servers; the HTTP client is shared by the host."""

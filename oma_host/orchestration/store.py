@@ -6,7 +6,9 @@ One file, ``oma-host.sqlite3``, in the state directory (``--state-dir``,
 ``~/.local/state/oma-host``); ``:memory:`` keeps everything in memory. A
 completed ``agent/prompt`` turn is committed in one transaction before its
 response is sent, with ``synchronous=FULL``, so a host killed mid-turn loses
-only the turn in flight. Secrets are never written: configs are not stored,
+only the turn in flight; a turn's messages are appended to the session's,
+and only a compaction rewrites them (the summary and the turns it kept).
+Secrets are never written: configs are not stored,
 and stored messages pass through the agent's redactor first (string by
 string, so what is stored stays valid JSON).
 
@@ -219,6 +221,18 @@ class Store:
                 (session_id,),
             ).fetchone()
             self._append(db, session_id, messages, redact, start=int(row[0]))
+            db.execute(
+                "UPDATE sessions SET updated = ? WHERE session_id = ?", (time.time(), session_id)
+            )
+
+    def replace_history(
+        self, session_id: str, messages: Sequence[LLMMessage], redact: Redact = _unchanged
+    ) -> None:
+        """Store ``messages`` as the session's whole history, atomically (a
+        compaction: the summary and the turns it kept)."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM session_messages WHERE session_id = ?", (session_id,))
+            self._append(db, session_id, messages, redact, start=0)
             db.execute(
                 "UPDATE sessions SET updated = ? WHERE session_id = ?", (time.time(), session_id)
             )

@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
-from oma_host.core.agent import Agent, TurnSink
+from oma_host.core.agent import Agent
 from oma_host.core.backends import SessionLink
 from oma_host.core.config import AgentConfig, parse_agent_config
 from oma_host.core.errors import ErrorCode
 from oma_host.core.events import EmitFn
+from oma_host.core.history import HistoryChange, TurnSink
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
-from oma_host.core.results import AgentRunResult
+from oma_host.core.results import AgentRunResult, usd
 from oma_host.core.run_ids import new_run_id
 from oma_host.orchestration.one_off import OpenMultiAgent
 from oma_host.orchestration.store import Store
@@ -36,6 +37,7 @@ from oma_host.server.outgoing import (
     AgentListEntry,
     AgentListResult,
     AgentStateResult,
+    CompactResult,
     CreateResult,
     HistoryResult,
 )
@@ -120,11 +122,15 @@ def _build_agent(
 
 
 def _turn_sink(store: Store, session_id: str, config: AgentConfig) -> TurnSink:
-    """Commits each completed prompt turn, in one transaction, off the event loop."""
+    """Commits each completed prompt turn (or the history a compaction left),
+    in one transaction, off the event loop."""
     redact = Redactor.for_config(config).redact_tree
 
-    async def commit(messages: list[LLMMessage]) -> None:
-        await asyncio.to_thread(store.append_turn, session_id, messages, redact)
+    async def commit(change: HistoryChange) -> None:
+        if change.history is not None:
+            await asyncio.to_thread(store.replace_history, session_id, change.history, redact)
+        else:
+            await asyncio.to_thread(store.append_turn, session_id, change.appended, redact)
 
     return commit
 
@@ -158,6 +164,28 @@ async def agent_reset(ctx: RequestContext, params: AgentIdParams) -> None:
     session_id = agents.session_of(params.agent_id)
     if session_id is not None:
         await asyncio.to_thread(ctx.state.store().clear_session, session_id)
+
+
+@handles(Method.AGENT_COMPACT, raises=(ErrorCode.BACKEND_ERROR,))
+async def agent_compact(ctx: RequestContext, params: AgentIdParams) -> CompactResult:
+    """Compacts an LLM agent's history now, after the prompts in flight or
+    queued: the older turns summarised by its model (dropped with `context:
+    {strategy: "sliding-window"}`), the last `context.keepTurns` (default 1)
+    kept; a stored session keeps the compacted history. A history of no more
+    turns than are kept is answered `compacted: false` with the reason; a
+    failed summary request with -32004 `BackendError`."""
+    outcome = await (await ctx.state.agents.ready(params.agent_id)).compact()
+    result: CompactResult = {
+        "compacted": outcome.compaction is not None,
+        "tokenUsage": outcome.usage,
+    }
+    if outcome.compaction is not None:
+        result["compaction"] = outcome.compaction
+    if outcome.reason is not None:
+        result["reason"] = outcome.reason
+    if outcome.cost is not None:
+        result["cost"] = usd(outcome.cost)
+    return result
 
 
 @handles(Method.AGENT_DISPOSE)

@@ -19,7 +19,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from oma_host.core.events import RunEvent
+from oma_host.core.events import Compaction, RunEvent
 from oma_host.core.messages import LLMMessage, schema_ref
 from oma_host.core.results import AgentRunResult, Cost, ErrorInfo, TokenUsage
 from oma_host.server.registry import ClientMethod, Notification
@@ -48,6 +48,19 @@ class AgentStateResult(AgentChoicesResult):
     status: Literal["idle", "running", "completed", "error"]
     tokenUsage: TokenUsage
     cost: NotRequired[Cost]  # every run's since creation or reset, when prices are known
+
+
+class CompactResult(TypedDict):
+    """``compacted``: whether the history was compacted; then ``compaction``
+    says how (the ``compaction`` event's data), else ``reason`` says why
+    not. ``tokenUsage`` (and ``cost``, when prices are known) is what the
+    summary cost."""
+
+    compacted: bool
+    compaction: NotRequired[Compaction]
+    reason: NotRequired[str]
+    tokenUsage: TokenUsage
+    cost: NotRequired[Cost]
 
 
 class AgentListEntry(TypedDict):

@@ -7,7 +7,8 @@ Tests and ``oma-host demo`` script it per call: a queue of :class:`Reply`
 "prompt is too long" from :func:`too_long_fault`). Every request is recorded
 with its headers and parsed body. With the queue empty it answers with a
 description of the latest user message, so an unscripted run still shows
-what the provider was sent. Given a token counter (``count_tokens``), each
+what the provider was sent; a ``responder`` answers the requests it
+recognises before the queue is asked. Given a token counter (``count_tokens``), each
 reply reports the request's count as its input tokens, and with a
 ``context_limit`` too a longer request is refused as the provider refuses
 it, before it takes anything from the queue.
@@ -61,7 +62,9 @@ __all__ = [
     "Fault",
     "RecordedRequest",
     "Reply",
+    "Responder",
     "Simulator",
+    "TokenCounter",
     "describe_request",
     "too_long_fault",
 ]
@@ -79,6 +82,8 @@ WIRES: tuple[WireFormat, ...] = (
 DEFAULT_MODELS = ["sim-small", "sim-large"]
 # Counts a request's input tokens, as the provider's tokenizer would.
 TokenCounter = Callable[[RecordedRequest], int]
+# Picks the answer to a request from the request itself, or None.
+Responder = Callable[[RecordedRequest], Reply | Fault | None]
 
 
 def too_long_fault(wire: str, tokens: int = 250_000, limit: int = 200_000) -> Fault:
@@ -122,6 +127,8 @@ class Simulator:
         # and the window it refuses a longer one over.
         self.count_tokens: TokenCounter | None = None
         self.context_limit: int | None = None
+        # Answers the requests it recognises (None: the queue answers).
+        self.responder: Responder | None = None
 
     @property
     def base_url(self) -> str:
@@ -133,9 +140,16 @@ class Simulator:
         with self._lock:
             self._queue.extend(items)
 
-    def next_item(self, body: Any, wire: WireFormat | None = None) -> tuple[Reply | Fault, int]:
+    def next_item(
+        self, body: Any, wire: WireFormat | None = None, request: RecordedRequest | None = None
+    ) -> tuple[Reply | Fault, int]:
+        answer = None
+        if self.responder is not None and request is not None:
+            answer = self.responder(request)
         with self._lock:
             self._count += 1
+            if answer is not None:
+                return answer, self._count
             if self._queue:
                 return self._queue.popleft(), self._count
         describe = wire.describe if wire is not None else describe_request
@@ -236,7 +250,7 @@ class _SimulatorHandler(BaseHTTPRequestHandler):
         if counted is not None and limit is not None and counted > limit:
             self._fault(wire, wire.too_long(counted, limit))
             return
-        item, number = self.sim.next_item(body, wire)
+        item, number = self.sim.next_item(body, wire, request)
         if isinstance(item, Fault):
             self._fault(wire, item)
             return
