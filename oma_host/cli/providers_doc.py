@@ -2,8 +2,8 @@
 descriptors (:mod:`oma_host.core.provider_facts`) so the docs say what the
 code does: one row per provider (the wire, the default endpoint, the key
 variables in the order they are read, the default model, the model list and
-the ACP auth methods), and one per model its table knows (context window,
-prices, thinking). The text between each pair of markers is this module's
+the ACP auth methods), one per model its table knows (context window,
+prices, thinking), and one per provider for its token estimates. The text between each pair of markers is this module's
 output, and a test fails when it differs; ``python3 -m
 oma_host.cli.providers_doc`` rewrites both.
 """
@@ -90,13 +90,33 @@ def models_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def estimates_table() -> str:
+    """The text between the ``estimates`` markers: how each provider's
+    tokens are estimated before a request (context compaction)."""
+    rows = [
+        "| provider | characters per token | tokens per image or file |",
+        "|---|---|---|",
+    ]
+    for facts in PROVIDERS:
+        rows.append(f"| `{facts.name}` | {facts.chars_per_token:g} | {facts.image_tokens:,} |")
+    return "\n".join(rows) + "\n"
+
+
 _MODULE = "oma_host.cli.providers_doc"
 PART = GeneratedPart(PROVIDERS_DOC, START, END, table, _MODULE)
 MODELS_PART = GeneratedPart(
     PROVIDERS_DOC, "<!-- models:begin -->", "<!-- models:end -->", models_table, _MODULE
 )
+ESTIMATES_PART = GeneratedPart(
+    PROVIDERS_DOC, "<!-- estimates:begin -->", "<!-- estimates:end -->", estimates_table, _MODULE
+)
 with_table = PART.spliced
 with_models = MODELS_PART.spliced
+with_estimates = ESTIMATES_PART.spliced
 
 if __name__ == "__main__":
-    sys.exit(PART.main(sys.argv[1:]) or MODELS_PART.main(sys.argv[1:]))
+    sys.exit(
+        PART.main(sys.argv[1:])
+        or MODELS_PART.main(sys.argv[1:])
+        or ESTIMATES_PART.main(sys.argv[1:])
+    )

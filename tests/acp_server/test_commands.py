@@ -47,7 +47,16 @@ def test_a_user_command_file_is_offered_and_expanded_into_the_prompt(
         prompt(text("/explain")),
     )
     commands = _commands(door)
-    assert list(commands) == ["clear", "agent", "model", "cost", "review", "summary", "explain"]
+    assert list(commands) == [
+        "compact",
+        "clear",
+        "agent",
+        "model",
+        "cost",
+        "review",
+        "summary",
+        "explain",
+    ]
     assert commands["review"]["description"] == "Review a file for bugs"
     assert commands["review"]["input"] == {"hint": "arguments"}
     assert commands["summary"]["description"] == "Sum it up"

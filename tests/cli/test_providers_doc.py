@@ -3,7 +3,14 @@
 
 from __future__ import annotations
 
-from oma_host.cli.providers_doc import PROVIDERS_DOC, models_table, table, with_models, with_table
+from oma_host.cli.providers_doc import (
+    PROVIDERS_DOC,
+    models_table,
+    table,
+    with_estimates,
+    with_models,
+    with_table,
+)
 from oma_host.core.provider_facts import PROVIDERS
 
 
@@ -32,3 +39,11 @@ def test_the_model_table_is_what_the_model_facts_generate() -> None:
     rows = [line for line in models_table().splitlines() if line.startswith("| `")]
     assert len(rows) == sum(len(facts.models.models) for facts in PROVIDERS)
     assert "| `anthropic` | `claude-sonnet-4-5` | 200,000 | 3 | 15 | 3.75 | 0.3 | yes |" in rows
+
+
+def test_the_estimates_table_is_what_the_descriptors_generate() -> None:
+    document = PROVIDERS_DOC.read_text(encoding="utf-8")
+    assert with_estimates(document) == document, (
+        "docs/providers.md is stale: run `python3 -m oma_host.cli.providers_doc`"
+    )
+    assert "| `anthropic` | 3.5 | 1,600 |" in document

@@ -73,6 +73,7 @@ EVENT_TYPES = {
     "acp_update",
     "authenticated",
     "session_restarted",
+    "compaction",
 }
 
 
