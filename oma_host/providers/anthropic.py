@@ -36,6 +36,7 @@ from oma_host.providers.base import (
 )
 from oma_host.providers.http import open_response, request_json, too_long_reader
 from oma_host.providers.sse import event_json, sse_batches
+from oma_host.providers.wire_prefix import WirePrefix
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig, ThinkingConfig
@@ -148,17 +149,17 @@ def _refused(block: ContentBlock, where: str) -> NoReturn:
     raise _unsupported(where, f"a block of type {kind!r}")
 
 
-def to_wire_messages(messages: list[LLMMessage]) -> list[dict[str, Any]]:
-    return [
-        {
-            "role": message["role"],
-            "content": [
-                _wire_block(block) or _refused(block, f"messages[{m}].content[{b}]")
-                for b, block in enumerate(message["content"])
-            ],
-        }
-        for m, message in enumerate(messages)
+def wire_message(message: LLMMessage, m: int) -> list[dict[str, Any]]:
+    """``messages[m]`` on the wire (one message)."""
+    content = [
+        _wire_block(block) or _refused(block, f"messages[{m}].content[{b}]")
+        for b, block in enumerate(message["content"])
     ]
+    return [{"role": message["role"], "content": content}]
+
+
+def to_wire_messages(messages: list[LLMMessage]) -> list[dict[str, Any]]:
+    return [wire for m, message in enumerate(messages) for wire in wire_message(message, m)]
 
 
 def from_wire_block(block: dict[str, Any]) -> ContentBlock:
@@ -236,12 +237,17 @@ _CACHEABLE = {"text", "image", "tool_use", "tool_result", "document"}
 
 def mark_cache_prefix(messages: list[dict[str, Any]]) -> None:
     """Mark the last cacheable block of the last message: the conversation
-    up to it is the prefix later turns read from the cache."""
+    up to it is the prefix later turns read from the cache. The message is
+    replaced by a marked copy (the adapter's WirePrefix keeps the unmarked
+    one, which the next request sends without the mark)."""
     if not messages:
         return
-    for block in reversed(messages[-1]["content"]):
+    content = list(messages[-1]["content"])
+    for index in range(len(content) - 1, -1, -1):
+        block = content[index]
         if block.get("type") in _CACHEABLE and not (block["type"] == "text" and not block["text"]):
-            block["cache_control"] = dict(EPHEMERAL)
+            content[index] = {**block, "cache_control": dict(EPHEMERAL)}
+            messages[-1] = {**messages[-1], "content": content}
             return
 
 
@@ -263,6 +269,7 @@ class AnthropicAdapter:
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
         self._url = base_url(config) + "/v1/messages"
+        self._wire = WirePrefix()
 
     def _headers(self) -> dict[str, str]:
         return headers(self._config)
@@ -274,7 +281,7 @@ class AnthropicAdapter:
         body: dict[str, Any] = {
             "model": options.model,
             "max_tokens": options.max_tokens or DEFAULT_MAX_TOKENS,
-            "messages": to_wire_messages(checked_messages(messages, options)),
+            "messages": self._wire.render(checked_messages(messages, options), wire_message),
         }
         if self._config.thinking is not None:
             fields, body["max_tokens"] = thinking_fields(

@@ -45,6 +45,7 @@ from oma_host.providers.base import (
     resolve_api_key,
 )
 from oma_host.providers.http import open_response, parse_event_json, request_json
+from oma_host.providers.wire_prefix import WirePrefix
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -165,17 +166,17 @@ def to_wire_block(block: ContentBlock, where: str) -> dict[str, Any]:
     raise _unsupported(where, f"a block of type {kind!r}")
 
 
-def to_wire_messages(messages: list[LLMMessage]) -> list[dict[str, Any]]:
-    return [
-        {
-            "role": message["role"],
-            "content": [
-                to_wire_block(block, f"messages[{m}].content[{b}]")
-                for b, block in enumerate(message["content"])
-            ],
-        }
-        for m, message in enumerate(messages)
+def wire_message(message: LLMMessage, m: int) -> list[dict[str, Any]]:
+    """``messages[m]`` on the wire (one message)."""
+    content = [
+        to_wire_block(block, f"messages[{m}].content[{b}]")
+        for b, block in enumerate(message["content"])
     ]
+    return [{"role": message["role"], "content": content}]
+
+
+def to_wire_messages(messages: list[LLMMessage]) -> list[dict[str, Any]]:
+    return [wire for m, message in enumerate(messages) for wire in wire_message(message, m)]
 
 
 def from_wire_block(block: dict[str, Any]) -> ContentBlock | None:
@@ -281,6 +282,7 @@ class BedrockAdapter:
 
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
+        self._wire = WirePrefix()
 
     def _bearer(self) -> str | None:
         """A Bedrock API key, if there is one (else requests are signed); an
@@ -320,7 +322,8 @@ class BedrockAdapter:
 
     def _body(self, messages: list[LLMMessage], options: ChatOptions) -> dict[str, Any]:
         caching = self._config.prompt_caching is True
-        body: dict[str, Any] = {"messages": to_wire_messages(checked_messages(messages, options))}
+        checked = checked_messages(messages, options)
+        body: dict[str, Any] = {"messages": self._wire.render(checked, wire_message)}
         fields, max_tokens = thinking_request_fields(
             self._config, options.model, options.max_tokens
         )
@@ -347,7 +350,9 @@ class BedrockAdapter:
         if fields:
             body["additionalModelRequestFields"] = fields
         if caching and body["messages"]:
-            body["messages"][-1]["content"].append(CACHE_POINT)
+            # A marked copy: the adapter's WirePrefix keeps the message unmarked.
+            last = body["messages"][-1]
+            body["messages"][-1] = {**last, "content": [*last["content"], CACHE_POINT]}
         return body
 
     async def chat(self, messages: list[LLMMessage], options: ChatOptions) -> LLMResponse:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -42,6 +42,7 @@ from oma_host.providers.base import (
 )
 from oma_host.providers.http import error_message, open_response, request_json
 from oma_host.providers.sse import event_json, sse_batches
+from oma_host.providers.wire_prefix import WirePrefix
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig, ThinkingConfig
@@ -103,17 +104,21 @@ def _response_payload(block: ContentBlock, where: str) -> tuple[dict[str, Any], 
     return {"output": "\n".join(texts)}, media
 
 
-def _call_names(messages: list[LLMMessage]) -> dict[str, str]:
-    """Each tool_use id's function name: a functionResponse is named after its call."""
-    return {
-        block["id"]: block["name"]
-        for message in messages
-        for block in message["content"]
-        if block.get("type") == "tool_use"
-    }
+def _call_name(messages: list[LLMMessage], index: int, call_id: str) -> str | None:
+    """The function name of the tool_use ``call_id`` (a functionResponse is
+    named after its call): looked for from ``messages[index]`` back, where a
+    call stands before its result, then after it."""
+    order = [*range(index, -1, -1), *range(index + 1, len(messages))]
+    for position in order:
+        for block in messages[position]["content"]:
+            if block.get("type") == "tool_use" and block.get("id") == call_id:
+                return str(block["name"])
+    return None
 
 
-def to_wire_part(block: ContentBlock, where: str, names: dict[str, str]) -> dict[str, Any]:
+def to_wire_part(
+    block: ContentBlock, where: str, names: Callable[[str], str | None]
+) -> dict[str, Any]:
     kind = block.get("type")
     if kind == "text":
         return _signed({"text": block["text"]}, block)
@@ -126,14 +131,15 @@ def to_wire_part(block: ContentBlock, where: str, names: dict[str, str]) -> dict
         return _signed({"functionCall": call}, block)
     if kind == "tool_result":
         call_id = block["tool_use_id"]
-        if call_id not in names:
+        name = names(call_id)
+        if name is None:
             raise ProviderError(
                 f"{_NAME}: {where}: tool_result {call_id!r} answers no tool_use in the "
                 "conversation (Gemini names a function response after its call)",
                 kind="unsupported_block",
             )
         response, media = _response_payload(block, where)
-        answer: dict[str, Any] = {"name": names[call_id], "response": response}
+        answer: dict[str, Any] = {"name": name, "response": response}
         if not call_id.startswith(_LOCAL_ID):
             answer["id"] = call_id
         if media:
@@ -146,18 +152,23 @@ def to_wire_part(block: ContentBlock, where: str, names: dict[str, str]) -> dict
     raise _unsupported(where, f"a block of type {kind!r}")
 
 
-def to_wire_contents(messages: list[LLMMessage]) -> list[dict[str, Any]]:
-    names = _call_names(messages)
-    return [
-        {
-            "role": "model" if message["role"] == "assistant" else "user",
-            "parts": [
-                to_wire_part(block, f"messages[{m}].content[{b}]", names)
-                for b, block in enumerate(message["content"])
-            ],
-        }
-        for m, message in enumerate(messages)
+def wire_content(messages: list[LLMMessage], m: int) -> list[dict[str, Any]]:
+    """``messages[m]`` as a Gemini content (its tool results named from the
+    calls in ``messages``)."""
+    message = messages[m]
+
+    def names(call_id: str) -> str | None:
+        return _call_name(messages, m, call_id)
+
+    parts = [
+        to_wire_part(block, f"messages[{m}].content[{b}]", names)
+        for b, block in enumerate(message["content"])
     ]
+    return [{"role": "model" if message["role"] == "assistant" else "user", "parts": parts}]
+
+
+def to_wire_contents(messages: list[LLMMessage]) -> list[dict[str, Any]]:
+    return [content for m in range(len(messages)) for content in wire_content(messages, m)]
 
 
 def from_wire_part(part: dict[str, Any]) -> ContentBlock | None:
@@ -267,6 +278,7 @@ class GeminiAdapter:
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
         self._base = (config.base_url or _FACTS.default_base_url or "").rstrip("/")
+        self._wire = WirePrefix()
 
     def _url(self, model: str, stream: bool) -> str:
         method = "streamGenerateContent?alt=sse" if stream else "generateContent"
@@ -277,7 +289,9 @@ class GeminiAdapter:
         return {"x-goog-api-key": required_key(self._config, _FACTS)}
 
     def _body(self, messages: list[LLMMessage], options: ChatOptions) -> dict[str, Any]:
-        body: dict[str, Any] = {"contents": to_wire_contents(checked_messages(messages, options))}
+        checked = checked_messages(messages, options)
+        contents = self._wire.render(checked, lambda _message, m: wire_content(checked, m))
+        body: dict[str, Any] = {"contents": contents}
         if options.system_prompt:
             body["systemInstruction"] = {"parts": [{"text": options.system_prompt}]}
         if options.tools:

@@ -43,6 +43,7 @@ from oma_host.providers.openai_target import (
     usage_of,
 )
 from oma_host.providers.sse import event_json, sse_batches
+from oma_host.providers.wire_prefix import WirePrefix
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -123,15 +124,24 @@ def _assistant_message(message: LLMMessage, where: str) -> dict[str, Any]:
     return wire
 
 
+def wire_messages(message: LLMMessage, index: int) -> list[dict[str, Any]]:
+    """``messages[index]`` on the wire: an assistant message, or a user
+    message's tool results and the rest."""
+    where = f"messages[{index}]"
+    if message["role"] == "user":
+        return _user_messages(message, where)
+    return [_assistant_message(message, where)]
+
+
+def with_system(system: str | None, wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": system}, *wire] if system else wire
+
+
 def to_wire_messages(messages: list[LLMMessage], system: str | None) -> list[dict[str, Any]]:
-    wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for index, message in enumerate(messages):
-        where = f"messages[{index}]"
-        if message["role"] == "user":
-            wire.extend(_user_messages(message, where))
-        else:
-            wire.append(_assistant_message(message, where))
-    return wire
+    converted = [
+        wire for index, message in enumerate(messages) for wire in wire_messages(message, index)
+    ]
+    return with_system(system, converted)
 
 
 def thought_signature(block: ContentBlock) -> str | None:
@@ -174,6 +184,7 @@ class OpenAIAdapter:
         self._target = target or openai_target(config)
         self.name = self._target.provider
         self._url = self._target.base_url + "/chat/completions"
+        self._wire = WirePrefix()
 
     def _headers(self) -> dict[str, str]:
         return self._target.headers()
@@ -183,8 +194,9 @@ class OpenAIAdapter:
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": options.model,
-            "messages": to_wire_messages(
-                checked_messages(messages, options), options.system_prompt
+            "messages": with_system(
+                options.system_prompt,
+                self._wire.render(checked_messages(messages, options), wire_messages),
             ),
         }
         if options.max_tokens is not None:

@@ -48,6 +48,7 @@ from oma_host.providers.http import open_response, request_json
 from oma_host.providers.openai import ERROR_PREFIX, read_error
 from oma_host.providers.openai_target import OpenAITarget, tool_input, usage_of
 from oma_host.providers.sse import event_json, sse_batches
+from oma_host.providers.wire_prefix import WirePrefix
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -177,15 +178,20 @@ def _assistant_items(message: LLMMessage, where: str, provider: str) -> list[dic
     return items
 
 
+def input_items(message: LLMMessage, index: int, provider: str = "openai") -> list[dict[str, Any]]:
+    """``messages[index]`` as Responses input items."""
+    where = f"messages[{index}]"
+    if message["role"] == "user":
+        return _user_items(message, where, provider)
+    return _assistant_items(message, where, provider)
+
+
 def to_input_items(messages: list[LLMMessage], provider: str = "openai") -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    for index, message in enumerate(messages):
-        where = f"messages[{index}]"
-        if message["role"] == "user":
-            items.extend(_user_items(message, where, provider))
-        else:
-            items.extend(_assistant_items(message, where, provider))
-    return items
+    return [
+        item
+        for index, message in enumerate(messages)
+        for item in input_items(message, index, provider)
+    ]
 
 
 def _tool_use(item: dict[str, Any], provider: str) -> ContentBlock:
@@ -250,6 +256,10 @@ class ResponsesAdapter:
         self._url = target.base_url + "/responses"
         # The models that refused the reasoning parameters: never asked again.
         self._refused: set[str] = set()
+        self._wire = WirePrefix()
+
+    def _items(self, message: LLMMessage, index: int) -> list[dict[str, Any]]:
+        return input_items(message, index, self.name)
 
     def _asks_reasoning(self, model: str) -> bool:
         if model in self._refused:
@@ -261,7 +271,7 @@ class ResponsesAdapter:
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": options.model,
-            "input": to_input_items(checked_messages(messages, options), self.name),
+            "input": self._wire.render(checked_messages(messages, options), self._items),
             "store": False,
         }
         if options.system_prompt:

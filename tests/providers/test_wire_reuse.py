@@ -1,0 +1,72 @@
+"""Each adapter maps only the messages a request adds to the conversation it
+sent last (``providers/wire_prefix.py``): what it sends must be, request
+after request, exactly what mapping the whole conversation gives, with one
+cache mark where the provider takes one, never a mark left behind on a
+message that was last before."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from oma_host.cli.client import HostClient
+from oma_host.providers import anthropic, bedrock, gemini, openai, openai_responses
+from oma_host.testing.simulator import Reply, Simulator
+from tests.providers.conftest import ANTHROPIC_KEY, OPENAI_KEY
+from tests.providers.gemini_bedrock import gb_config, host_env
+from tests.providers.helpers import llm_config
+
+
+@pytest.fixture
+async def host() -> AsyncIterator[HostClient]:
+    client = await HostClient.spawn(
+        env=host_env(ANTHROPIC_API_KEY=ANTHROPIC_KEY, OPENAI_API_KEY=OPENAI_KEY)
+    )
+    await client.initialize()
+    yield client
+    await client.close()
+
+
+def _whole(provider: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation mapped whole, as a request carries it."""
+    if provider == "anthropic":
+        wire = anthropic.to_wire_messages(messages)  # type: ignore[arg-type]
+        anthropic.mark_cache_prefix(wire)
+        return wire
+    if provider == "bedrock":
+        wire = bedrock.to_wire_messages(messages)  # type: ignore[arg-type]
+        return [*wire[:-1], {**wire[-1], "content": [*wire[-1]["content"], bedrock.CACHE_POINT]}]
+    if provider == "gemini":
+        return gemini.to_wire_contents(messages)  # type: ignore[arg-type]
+    if provider == "openai-responses":
+        return openai_responses.to_input_items(messages)  # type: ignore[arg-type]
+    return openai.to_wire_messages(messages, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "provider", ["anthropic", "openai", "openai-responses", "gemini", "bedrock"]
+)
+async def test_each_request_is_the_whole_conversation_mapped_afresh(
+    host: HostClient, sim: Simulator, provider: str
+) -> None:
+    if provider in ("gemini", "bedrock"):
+        config = gb_config(sim, provider, promptCaching=True)
+    else:
+        config = llm_config(sim, provider)
+    agent = (await host.request("agent/create", {"config": config}))["agentId"]
+    call = {"type": "tool_use", "id": "call_1", "name": "nothing_here", "input": {"q": 1}}
+    sim.script(Reply(content=[{"type": "text", "text": "looking"}, call]), Reply.text("none"))
+    for said in ("first", "second", "third"):
+        result = await host.request("agent/prompt", {"agentId": agent, "input": said})
+        assert result["success"] is True, result
+    history = (await host.request("agent/history", {"agentId": agent}))["messages"]
+    key = {"gemini": "contents", "openai-responses": "input"}.get(provider, "messages")
+    sent = [request.body[key] for request in sim.requests]
+    # first (a tool call, its error result, the answer), second, third.
+    ends = [1, 3, 5, 7]
+    assert len(sent) == len(ends)
+    for body, end in zip(sent, ends, strict=True):
+        assert body == _whole(provider, history[:end]), json.dumps(body)[:500]
