@@ -322,3 +322,24 @@ async def test_a_long_turn_is_cut_between_tool_calls_never_inside_one(
     history = (await host.request("agent/history", {"agentId": agent}))["messages"]
     assert history[0]["content"][0]["text"].startswith(SUMMARY_HEADING)
     assert history[-1] == assistant(text("read it all"))
+
+
+async def test_the_history_keeps_the_callers_turn_when_a_hook_rewrote_what_was_compacted(
+    host: HostClient, sim: Simulator
+) -> None:
+    given = summaries(sim)
+    host.handlers["agent/beforeRun"] = lambda params: {"prompt": "REWRITTEN"}
+    config = _config(sim, history=_history(3), hooks={"beforeRun": True})
+    agent = await _agent(host, config)
+    sim.script(too_long_fault("anthropic"), Reply.text("answered"))
+    result = await _prompt(host, agent, "the caller's own words", "t")
+    assert result["success"] is True
+    # The model saw the rewrite after the summary; the history keeps the turn as sent.
+    retried = turn_requests(sim)[-1].body["messages"]
+    assert given[-1] in retried[0]["content"][0]["text"]
+    assert retried[-1]["content"][-1]["text"] == "REWRITTEN"
+    history = (await host.request("agent/history", {"agentId": agent}))["messages"]
+    assert given[-1] in history[0]["content"][0]["text"]
+    assert history[-2] == user(text("the caller's own words"))
+    assert history[-1] == assistant(text("answered"))
+    assert len(history) == len(retried) + 1
