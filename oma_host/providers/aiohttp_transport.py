@@ -14,9 +14,13 @@ httpx's transport keeps are kept here too:
   connect timeout as the same error; with the wait done here, aiohttp's
   ``connect`` timeout covers DNS, TCP and TLS only.
 - an upload (write) timeout, which aiohttp does not have: a body over 64 KiB
-  is handed over in 64 KiB chunks, and a provider that accepts no chunk for
-  the write timeout fails the request with ``httpx.WriteTimeout``. A smaller
-  body goes out in one non-blocking write, so there is nothing to time.
+  is handed over in chunks of up to 1 MiB, and a provider that takes no
+  chunk within the write timeout fails the request with
+  ``httpx.WriteTimeout``. A smaller body goes out in one non-blocking write,
+  so there is nothing to time. (Chunks of 64 KiB, aiohttp's own buffer,
+  made every chunk wait for the provider to read the one before: a long
+  conversation's request paid that wait a few times over, more the longer
+  the history; a chunk of 1 MiB is one wait for most requests.)
 - errors mapped to httpx's by what aiohttp raised.
 - no cookie jar of aiohttp's own (the client keeps no cookies at all).
 
@@ -46,7 +50,10 @@ import yarl
 
 from oma_host.providers.httpx_internals import LazyResponse, WholeBody
 
-_UPLOAD_CHUNK = 64 * 1024
+# A body up to _ONE_WRITE goes out in one non-blocking write; a longer one
+# in chunks of _UPLOAD_CHUNK, each timed (see the module docstring).
+_ONE_WRITE = 64 * 1024
+_UPLOAD_CHUNK = 1024 * 1024
 _NO_TIMEOUTS: dict[str, float | None] = {}
 # Bounds the aiohttp URLs kept (one per provider URL the client sends to).
 _MAX_URLS = 256
@@ -229,7 +236,7 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
             except httpx.RequestNotRead:  # a streamed body: aiohttp sends its length or chunks
                 response = await self._send_timed(request, timeouts, None)
             else:
-                if len(data) > _UPLOAD_CHUNK:
+                if len(data) > _ONE_WRITE:
                     response = await self._send_timed(request, timeouts, data)
                 else:
                     # A body of one chunk goes out in one non-blocking write
@@ -343,8 +350,8 @@ class GatedAiohttpTransport(httpx.AsyncBaseTransport):
     async def _send_timed(
         self, request: httpx.Request, timeouts: dict[str, float | None], data: bytes | None
     ) -> aiohttp.ClientResponse:
-        """Send a body over 64 KiB (``data``), or a streamed one (None),
-        under the upload clock."""
+        """Send a body over ``_ONE_WRITE`` (``data``), or a streamed one
+        (None), in chunks under the upload clock."""
         clock = _UploadClock(timeouts.get("write"))
         headers = self._headers(request)
         if data is None:
