@@ -12,13 +12,13 @@ traffic, never a failure in the middle of a session.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from oma_host.core.agent import check_agent_config
 from oma_host.core.config import AgentConfig, parse_agent_config
 from oma_host.core.errors import OmaError
+from oma_host.core.places import config_dir
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, default_providers, facts_of
 
 
@@ -28,8 +28,7 @@ class AgentsFileError(Exception):
 
 def user_agents_file() -> Path:
     """``$XDG_CONFIG_HOME/oma-host/agents.json`` (``~/.config`` by default)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "oma-host" / "agents.json"
+    return Path(config_dir()) / "agents.json"
 
 
 def default_agent() -> AgentConfig:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oma_host.core.credentials import config_dir
+from oma_host.core.places import config_dir
 from oma_host.core.results import TokenUsage
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def _parsed(path: Path) -> Command | None:
 def user_commands(cwd: str) -> dict[str, Command]:
     """The user's commands for a session in ``cwd``, the project's first."""
     commands: dict[str, Command] = {}
-    for folder in (Path(cwd) / ".oma" / "commands", config_dir() / "commands"):
+    for folder in (Path(cwd) / ".oma" / "commands", Path(config_dir()) / "commands"):
         try:
             paths = sorted(folder.glob("*.md"))
         except OSError:

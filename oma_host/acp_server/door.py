@@ -43,6 +43,7 @@ from acp.schema import (
 )
 
 from oma_host.acp_server import commands
+from oma_host.acp_server.auth import env_auth_methods, initialize_answer
 from oma_host.acp_server.content import (
     AcpBlock,
     TextPrompt,
@@ -52,7 +53,7 @@ from oma_host.acp_server.content import (
 )
 from oma_host.acp_server.editor import EditorClient, request_params
 from oma_host.acp_server.editor_mcp import host_servers
-from oma_host.acp_server.handshake import LOGIN_METHOD, env_auth_methods, initialize_answer
+from oma_host.acp_server.handshake import LOGIN_METHOD
 from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
     UpdateSender,
