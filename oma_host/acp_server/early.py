@@ -17,7 +17,7 @@ served), the answer is compared with the checked configs' own, and the door
 serves the rest of stdin.
 
 It answers only what it reads exactly as the door would: a command line of
-``acp`` and its own options (:data:`oma_host.cli.options.ACP_OPTIONS`, each
+``acp`` and its own options (:data:`oma_host.core.cli_options.ACP_OPTIONS`, each
 value checked as the parser checks it), agents whose provider and key fields
 have the types a config takes and name an offered provider, and a first line
 that is a plain ``initialize``. For anything else it declines, and the door
@@ -30,8 +30,8 @@ from __future__ import annotations
 import os
 
 from oma_host.acp_server.handshake import env_var_method, initialize_result, plain_initialize
-from oma_host.cli.options import ACP_OPTIONS
 from oma_host.core import quickjson
+from oma_host.core.cli_options import ACP_OPTIONS
 from oma_host.core.credentials import stored_key, stored_variables
 from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.places import config_dir

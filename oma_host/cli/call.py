@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oma_host.cli.client import HostClient, RpcError, host_argv, unwrap
-from oma_host.cli.options import INTERRUPTED
+from oma_host.core.cli_options import INTERRUPTED
 from oma_host.core.errors import ErrorCode
 from oma_host.server.auth import TokenFileError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from oma_host.cli.options import INTERRUPTED
+from oma_host.core.cli_options import INTERRUPTED
 
 
 def main() -> int:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from oma_host.cli.options import (
+from oma_host.core.cli_options import (
     DEFAULT_SESSION_IDLE_TIMEOUT_S,
     INTERRUPTED,
     LOG_LEVELS,

@@ -18,7 +18,7 @@ from oma_host.acp_server.agents import load_agents
 from oma_host.acp_server.auth import initialize_answer
 from oma_host.cli import provider_auth_table
 from oma_host.cli.main import build_parser
-from oma_host.cli.options import ACP_OPTIONS
+from oma_host.core.cli_options import ACP_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60
@@ -197,7 +197,7 @@ def test_the_early_answer_imports_nothing_heavy(tmp_path: Path) -> None:
         "oma_host.acp_server.early",
         "oma_host.acp_server.handshake",
         "oma_host.cli",
-        "oma_host.cli.options",
+        "oma_host.core.cli_options",
         "oma_host.core",
         "oma_host.core.credentials",
         "oma_host.core.limits",

@@ -1,6 +1,6 @@
 """The command line's value checks, the ``acp`` command's options and the
 exit status of Ctrl-C, in a module that imports nothing: the parser
-(:mod:`.main`) and the ACP door's early answer
+(:mod:`oma_host.cli.main`) and the ACP door's early answer
 (:mod:`oma_host.acp_server.early`, which reads ``oma-host acp``'s options
 before ``argparse`` is imported) take them from here, so both accept exactly
 the same command lines.
