@@ -268,6 +268,17 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
     if event["type"] == "authenticated" or event["type"] == "session_restarted":
         log.warning("a %r event has no ACP form; not sent", event["type"])
         return None
+    if event["type"] == "model_fallback":
+        # ACP has no update for it; the turn's text is the fallback model's.
+        fallback = event["data"]
+        log.warning(
+            "model %s failed (HTTP %d), %s answers this turn: %s",
+            fallback["failed"],
+            fallback["status"],
+            fallback["model"],
+            fallback["message"],
+        )
+        return None
     assert_never(event)
 
 

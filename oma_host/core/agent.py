@@ -118,6 +118,7 @@ class Agent:
         self._usage: TokenUsage = zero_usage()
         self._prices = prices_of(self.config)
         self._cost = 0.0  # every run's, in USD, while the prices are known
+        self._cost_known = True  # False once a run's cost was not known
         self._active_runs = 0
         self._turn_lock: asyncio.Lock | None = None
         self._generation = 0  # bumped by reset()
@@ -137,7 +138,7 @@ class Agent:
     @property
     def state(self) -> dict[str, Any]:
         state: dict[str, Any] = {"status": self._status, "tokenUsage": dict(self._usage)}
-        if self._prices is not None:
+        if self._prices is not None and self._cost_known:
             state["cost"] = usd(self._cost)
         backend: object = self._backend
         if isinstance(backend, Configurable) and (choices := backend.choices()) is not None:
@@ -171,6 +172,7 @@ class Agent:
         self._status = "idle"
         self._usage = zero_usage()
         self._cost = 0.0
+        self._cost_known = True
         if self._session_link is not None:
             self._session_link.known = None  # the store forgets it with the history
         if self._backend is not None and self._entry.keeps_session:
@@ -361,10 +363,12 @@ class Agent:
                 finished = recorder.result("error", message, output=message, error_kind="internal")
             if self._has_secrets:  # else nothing to take out
                 finished = cast(AgentRunResult, self._secrets.redact_owned(finished))
-            if self._prices is not None:
-                cost = self._prices.cost(finished["tokenUsage"])
+            cost = self._run_cost(recorder, finished)
+            if cost is not None:
                 finished["cost"] = usd(cost)
                 self._cost += cost
+            elif self._prices is not None:
+                self._cost_known = False  # a reply of an unpriced fallback model
             result = finished
             if streaming:
                 _emit_failure(recorder, finished)
@@ -377,6 +381,14 @@ class Agent:
                 add_token_usage(self._usage, result["tokenUsage"])  # cache counts too
                 if self._active_runs == 0:
                     self._status = _status_after(result)
+
+    def _run_cost(self, recorder: RunRecorder, result: AgentRunResult) -> float | None:
+        """What the run cost: as its backend priced each reply (an LLM
+        agent's replies may come from fallback models at other prices), else
+        its usage at the agent's prices; None when a price is not known."""
+        if recorder.cost is not None:
+            return recorder.cost if recorder.cost_known else None
+        return None if self._prices is None else self._prices.cost(result["tokenUsage"])
 
     async def _pipeline(
         self, messages: list[LLMMessage], recorder: RunRecorder, streaming: bool

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic.alias_generators import to_camel
 
 from oma_host.core.credentials import stored_keys
@@ -161,6 +161,33 @@ class ThinkingConfig(_Model):
     budget_tokens: Annotated[int, Field(gt=0)] | None = None
 
 
+class LoopDetectionConfig(_Model):
+    """``loopDetection``: a tool call identical to the ones just before it
+    (same tool, equal JSON input), made ``maxRepeats`` times in a row, is not
+    run but answered with a warning; one more ends the run (``loop``)."""
+
+    max_repeats: Annotated[int, Field(ge=2)] = 3
+
+
+def _loop_detection_tag(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "off" if value == "off" else None
+    return "object" if isinstance(value, Mapping | LoopDetectionConfig) else None
+
+
+# ``loopDetection``: its settings, or "off". The tags only pick the member, so
+# a mistake is reported against the member the client meant, or as one line.
+LoopDetection = Annotated[
+    Annotated[LoopDetectionConfig, Tag("object")] | Annotated[Literal["off"], Tag("off")],
+    Discriminator(
+        _loop_detection_tag,
+        custom_error_type="predicate",
+        custom_error_message='must be "off" or an object {maxRepeats?: int >= 2}',
+    ),
+]
+_LOOP_DETECTION_TAGS = frozenset({"object", "off"})
+
+
 class ModelDefaults(_Model):
     """``initializationOptions.defaults``: applied to configs that leave them out."""
 
@@ -193,6 +220,13 @@ class AgentConfig(_Model):
     temperature: float | None = None
     top_p: float | None = None
     max_token_budget: Annotated[int, Field(gt=0)] | None = None
+    # USD a run may spend (at its models' prices, core/cost.py) before it ends.
+    max_cost_budget: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    # Models of the same provider tried in order, for one turn, when the model
+    # fails with an overload, a rate limit or a server error after its retries.
+    fallback_models: list[Annotated[str, Field(min_length=1)]] | None = None
+    # None: on, with LoopDetectionConfig's default; "off": never.
+    loop_detection: LoopDetection | None = None
     timeout_ms: Annotated[int, Field(gt=0)] | None = None
     # Bounds every tool call, built-in, MCP or served by the editor (ms;
     # DEFAULT_TOOL_TIMEOUT_MS when unset).
@@ -285,7 +319,9 @@ def parse_agent_config(
             config = AgentConfig.model_validate(dict(value))
         except ValidationError as error:
             raise InvalidParamsError(
-                describe_validation_error(error, where, _BACKEND_KINDS, AgentConfig)
+                describe_validation_error(
+                    error, where, _BACKEND_KINDS | _LOOP_DETECTION_TAGS, AgentConfig
+                )
             ) from None
     if config.backend is None and defaults is not None:
         fill = {

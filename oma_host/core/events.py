@@ -113,6 +113,17 @@ class SessionRestarted(TypedDict):
     reason: str
 
 
+class ModelFallback(TypedDict):
+    """An LLM agent's model failed a turn (an overload, a rate limit or a
+    server error, after its retries); ``model``, the next of its
+    ``fallbackModels``, is asked instead."""
+
+    failed: str
+    model: str
+    status: int  # the HTTP status the failed model was answered with
+    message: str
+
+
 # -- events ------------------------------------------------------------------
 
 
@@ -208,6 +219,13 @@ class SessionRestartedEvent(TypedDict):
     data: SessionRestarted
 
 
+class ModelFallbackEvent(TypedDict):
+    """The turn goes on with a fallback model."""
+
+    type: Literal["model_fallback"]
+    data: ModelFallback
+
+
 RunEvent = (
     TextEvent
     | ReasoningEvent
@@ -220,6 +238,7 @@ RunEvent = (
     | AcpUpdateEvent
     | AuthenticatedEvent
     | SessionRestartedEvent
+    | ModelFallbackEvent
 )
 
 EmitFn = Callable[[RunEvent], None]

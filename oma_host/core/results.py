@@ -106,6 +106,9 @@ class AgentRunResult(TypedDict):
     aborted: NotRequired[bool]
     errorInfo: NotRequired[ErrorInfo]
     cost: NotRequired[Cost]  # when the agent's prices are known
+    # An LLM agent's: the model that gave the run's latest reply (one of its
+    # fallbackModels when the configured model failed for that turn).
+    model: NotRequired[str]
 
 
 class DoneEvent(TypedDict):
@@ -208,6 +211,14 @@ class RunRecorder:
     usage: TokenUsage = field(default_factory=zero_usage)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    # The model that gave the latest reply, for a backend that names it
+    # (given as the result's ``model``).
+    model: str | None = None
+    # What the run has cost in USD, for a backend that prices each reply
+    # itself (an LLM agent: at the prices of the model that gave it); None
+    # while it priced nothing. See add_cost.
+    cost: float | None = None
+    cost_known: bool = True
     _streams: dict[StreamedKind, StreamRedaction] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -277,6 +288,13 @@ class RunRecorder:
         """Add one provider reply's usage, its optional counts included."""
         add_token_usage(self.usage, usage)
 
+    def add_cost(self, amount: float | None) -> None:
+        """Add what one reply cost; None, a reply of a model with no known
+        price, makes the run's cost unknown (``cost_known``): never a guess."""
+        self.cost = (self.cost or 0.0) + (amount or 0.0)
+        if amount is None:
+            self.cost_known = False
+
     @property
     def output(self) -> str:
         return "".join(self.text_parts)
@@ -293,6 +311,8 @@ class RunRecorder:
         """Build the AgentRunResult from what was recorded so far; the run's
         text streams end here."""
         self.end_streams()
+        if self.model is not None:
+            extra.setdefault("model", self.model)
         return make_result(
             self.run_id,
             code,
@@ -345,6 +365,8 @@ def make_result(
 # agent's own stop reason), so a door maps it without reading the message.
 MAX_TOKENS_KIND: Final = "max_tokens"
 MAX_TURN_REQUESTS_KIND: Final = "max_turn_requests"
+# The LLM loop's cost budget (maxCostBudget); ACP has no word of its own for it.
+COST_BUDGET_KIND: Final = "budget"
 
 
 def ended_at_turn_limit(result: AgentRunResult) -> bool:

@@ -70,6 +70,7 @@ EVENT_TYPES = {
     "plan",
     "error",
     "mcp_filtered",
+    "model_fallback",
     "acp_update",
     "authenticated",
     "session_restarted",
