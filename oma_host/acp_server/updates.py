@@ -7,8 +7,13 @@ notifications, and its result as a ``session/prompt`` answer.
   ``read`` (``search`` for grep and glob), ``edit`` for the write tools,
   ``execute``; ``other`` for any other tool (an MCP tool, whose declaration
   says ``other``, a wrapped agent's own). A location is sent only for a path
-  that stays inside the session's ``cwd``; ``tool_result`` ->
-  ``tool_call_update`` with the status and the output as content;
+  that stays inside the session's ``cwd``; ``tool_output`` (a running
+  call's output) -> ``tool_call_update`` whose content is the output so far
+  (its last :data:`LIVE_OUTPUT_CHARS`), or the editor's terminal that shows
+  it (``{type: "terminal", terminalId}``); ``tool_result`` ->
+  ``tool_call_update`` with the status and the output as content (a call
+  shown in a terminal keeps the terminal as its content, the output in
+  ``rawOutput``);
 - ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged,
   also when its kind is one the library does not know;
 - ``permission`` and ``error`` send nothing: the first was the permission
@@ -53,6 +58,7 @@ from acp.schema import (
     PromptResponse,
     SessionInfoUpdate,
     SessionNotification,
+    TerminalToolCallContent,
     TextContentBlock,
     ToolCallLocation,
     ToolCallProgress,
@@ -65,10 +71,15 @@ from pydantic import BaseModel, ValidationError
 
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import context_window_of
-from oma_host.core.events import AcpUpdate, RunEvent
+from oma_host.core.events import AcpUpdate, RunEvent, ToolOutputTerminal, ToolOutputText
 from oma_host.core.messages import ContentBlock
-from oma_host.core.results import MAX_TURN_REQUESTS_KIND, AgentRunResult, ended_at_turn_limit
-from oma_host.core.tools import Effect, ToolDeclaration, builtin_tool
+from oma_host.core.results import (
+    MAX_TURN_REQUESTS_KIND,
+    AgentRunResult,
+    ended_at_turn_limit,
+    is_text_output,
+)
+from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, ToolKind, builtin_tool
 
 log = logging.getLogger(__name__)
 
@@ -85,15 +96,9 @@ StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "
 # The context size reported in usage_update when the config sets no budget:
 # providers do not report their context windows.
 NOMINAL_CONTEXT_SIZE = 200_000
-
-ToolKind = Literal["read", "edit", "search", "execute", "think", "other"]
-# The ACP kind of each effect (a read that searches is "search").
-_TOOL_KINDS: dict[Effect, ToolKind] = {
-    "read": "read",
-    "write": "edit",
-    "execute": "execute",
-    "other": "other",
-}
+# How much of a running call's output its updates show: the latest characters
+# (each update's content replaces the last, so it carries the output so far).
+LIVE_OUTPUT_CHARS = 16_000
 
 
 class UpdateSink(Protocol):
@@ -145,7 +150,7 @@ def _kind(tool: ToolDeclaration | None) -> ToolKind:
         return "other"
     if tool.think:
         return "think"
-    return "search" if tool.search else _TOOL_KINDS[tool.effect]
+    return "search" if tool.search else EFFECT_KINDS[tool.effect]
 
 
 def _locations(
@@ -223,6 +228,21 @@ def tool_result_update(block: ContentBlock) -> ToolCallProgress:
     )
 
 
+def tool_output_update(data: ToolOutputText | ToolOutputTerminal) -> ToolCallProgress:
+    """``tool_call_update`` for a running call's output: its text as
+    content, or the editor's terminal that shows it."""
+    call = data["toolUseId"]
+    if is_text_output(data):
+        text = ContentToolCallContent(type="content", content=_text(data["text"]))
+        return ToolCallProgress(
+            session_update="tool_call_update", tool_call_id=call, content=[text]
+        )
+    terminal = TerminalToolCallContent(type="terminal", terminal_id=data["terminalId"])
+    return ToolCallProgress(
+        session_update="tool_call_update", tool_call_id=call, content=[terminal]
+    )
+
+
 def _passed_through(data: AcpUpdate) -> dict[str, Any]:
     """A wrapped ACP agent's update in its wire form (the bridge keeps its
     camelCase fields, with ``sessionUpdate`` renamed ``kind``): dumped from
@@ -250,6 +270,8 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
         return wire_update(tool_use_update(cast(ContentBlock, event["data"]), cwd))
     if event["type"] == "tool_result":
         return wire_update(tool_result_update(cast(ContentBlock, event["data"])))
+    if event["type"] == "tool_output":
+        return wire_update(tool_output_update(event["data"]))
     if event["type"] == "acp_update":
         return _passed_through(event["data"])
     if event["type"] == "plan":
@@ -292,21 +314,47 @@ class UpdateSender:
         self._session_id = session_id
         self._cwd = cwd
         self._gone = False
-        # A write's diff by its tool call id, kept in the call's last update
-        # (an update's content replaces the call's).
-        self._diffs: dict[str, list[Any]] = {}
+        # An update's content replaces the call's, so what a call must keep
+        # showing is sent again in each of its updates: a write's diff, the
+        # terminal a command runs in (by tool call id).
+        self._kept: dict[str, list[Any]] = {}
+        self._terminals: set[str] = set()
+        # A running call's output so far (its last LIVE_OUTPUT_CHARS).
+        self._live: dict[str, str] = {}
 
     def emit(self, event: RunEvent) -> None:
         update = event_update(event, self._cwd)
         if update is None:
             return
         if event["type"] == "tool_use" and "content" in update:
-            self._diffs[update["toolCallId"]] = update["content"]
-        elif event["type"] == "tool_result" and (
-            diff := self._diffs.pop(update["toolCallId"], None)
-        ):
-            update["content"] = [*diff, *update.get("content", [])]
+            self._kept[update["toolCallId"]] = update["content"]
+        elif event["type"] == "tool_output":
+            self._running_output(update)
+        elif event["type"] == "tool_result":
+            call = update["toolCallId"]
+            self._live.pop(call, None)
+            kept = self._kept.pop(call, [])
+            if call in self._terminals:  # the terminal shows the output; the text is rawOutput
+                self._terminals.discard(call)
+                update["content"] = kept
+            elif kept:
+                update["content"] = [*kept, *update.get("content", [])]
         self.send(update)
+
+    def _running_output(self, update: dict[str, Any]) -> None:
+        """A ``tool_output`` update made to carry all its call shows."""
+        call = update["toolCallId"]
+        shown = update["content"][0]
+        kept = self._kept.setdefault(call, [])
+        if shown["type"] == "terminal":
+            self._terminals.add(call)
+            kept.append(shown)
+            update["content"] = list(kept)
+            return
+        live = (self._live.get(call, "") + shown["content"]["text"])[-LIVE_OUTPUT_CHARS:]
+        self._live[call] = live
+        text = {"type": "content", "content": {"type": "text", "text": live}}
+        update["content"] = [*kept, text]
 
     def send(self, update: dict[str, Any]) -> None:
         if self._gone:

@@ -162,6 +162,30 @@ class PermissionEvent(TypedDict):
     data: ToolPermission | AcpPermission
 
 
+class ToolOutputText(TypedDict):
+    """A piece of a running tool call's output, as it comes (the shell's
+    stdout and stderr, interleaved; pieces gathered for up to 0.1 s)."""
+
+    toolUseId: str
+    text: str
+
+
+class ToolOutputTerminal(TypedDict):
+    """The editor's terminal a tool call runs in, which shows its output
+    live (the shell, behind the ACP door of an editor with terminals)."""
+
+    toolUseId: str
+    terminalId: str
+
+
+class ToolOutputEvent(TypedDict):
+    """A running tool call's output, before its result: the text as it
+    comes, or the editor's terminal that shows it."""
+
+    type: Literal["tool_output"]
+    data: ToolOutputText | ToolOutputTerminal
+
+
 class PlanEntry(TypedDict):
     """One step of an agent's plan (ACP's ``PlanEntry``)."""
 
@@ -230,6 +254,7 @@ RunEvent = (
     TextEvent
     | ReasoningEvent
     | ToolUseEvent
+    | ToolOutputEvent
     | ToolResultEvent
     | PermissionEvent
     | PlanEvent

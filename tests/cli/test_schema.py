@@ -65,6 +65,7 @@ EVENT_TYPES = {
     "text",
     "reasoning",
     "tool_use",
+    "tool_output",
     "tool_result",
     "permission",
     "plan",
