@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from oma_host.llm.mcp_servers import McpServers, McpTool
 
 _DEFAULT_TIMEOUT_MS = 30_000
+_BOUNDED_GRACE_S = 10.0
 
 
 class AgentTools:
@@ -50,7 +51,13 @@ class AgentTools:
         timeout_s = (config.hooks.timeout_ms if config.hooks else _DEFAULT_TIMEOUT_MS) / 1000
         self.registry = ToolRegistry(config.tools, config.cwd)
         self._tool_timeout_s = (config.tool_timeout_ms or DEFAULT_TOOL_TIMEOUT_MS) / 1000
-        self._workspace = Workspace(self.registry.root, editor or NO_EDITOR, timeout_s)
+        self._workspace = Workspace(
+            self.registry.root,
+            editor or NO_EDITOR,
+            timeout_s,
+            call_timeout_s=self._tool_timeout_s,
+            secrets=config.secrets,
+        )
         self._policy = PermissionPolicy(
             config.permissions,
             handler,
@@ -94,11 +101,17 @@ class AgentTools:
         if not decision.allowed:
             return (f"{name}: permission denied ({_why(decision.event)})", True)
         # The call may touch the file decided for, and no other (see Workspace.confirm).
-        workspace = replace(self._workspace, approved=decision.resolved, report=recorder.event)
+        workspace = replace(
+            self._workspace,
+            approved=decision.resolved,
+            report=recorder.event,
+            call_id=call["id"],
+        )
+        # A tool that keeps to the limit itself is given the moment it needs
+        # to say so (and end what it started) before it is cut off.
+        bound = self._tool_timeout_s + (_BOUNDED_GRACE_S if tool.declaration.bounded else 0)
         try:
-            return await asyncio.wait_for(
-                call_tool(tool, arguments, workspace), self._tool_timeout_s
-            )
+            return await asyncio.wait_for(call_tool(tool, arguments, workspace), bound)
         except TimeoutError:
             # The call is cancelled (a built-in's worker stops at its next check,
             # an MCP request is abandoned): the session goes on.

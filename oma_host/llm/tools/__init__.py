@@ -2,8 +2,8 @@
 
 Each built-in is one module here, declared once with :func:`.base.declare`:
 ``file_read``, ``grep`` and ``glob`` read, ``file_write`` and ``file_edit``
-write, each confined to the agent's ``cwd``; ``update_plan`` streams the
-agent's plan. Tools are off unless
+write, each confined to the agent's ``cwd``; ``shell`` runs a command line
+there; ``update_plan`` streams the agent's plan. Tools are off unless
 ``config.tools`` lists them. Importing this package registers every
 built-in's declaration with the core (:func:`oma_host.core.tools.builtin_tool`),
 where a door reads it by name.
@@ -17,7 +17,7 @@ from typing import Any
 
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.tools import register_builtin_tool
-from oma_host.llm.tools import file_edit, file_read, file_write, glob, grep, update_plan
+from oma_host.llm.tools import file_edit, file_read, file_write, glob, grep, shell, update_plan
 from oma_host.llm.tools.base import BuiltinTool, Tool
 
 # The one list of built-ins: a new tool's module adds a line here.
@@ -29,6 +29,7 @@ BUILTIN_TOOLS: dict[str, BuiltinTool[Any]] = {
         glob.TOOL,
         file_write.TOOL,
         file_edit.TOOL,
+        shell.TOOL,
         update_plan.TOOL,
     )
 }
