@@ -12,11 +12,13 @@ session opened. ``session/cancel`` aborts the turn in flight: it answers
 ``cancelled``, its partial reply is in the updates already sent, and the
 history does not keep it.
 
-Of the editor, a turn may ask three things: ``session/request_permission``
+Of the editor, a turn may ask four things: ``session/request_permission``
 (:class:`EditorPermission`); when the editor advertised ``fs.readTextFile``,
 ``fs/read_text_file`` for ``file_read`` (and for planning ``file_edit``);
-and when it advertised ``fs.writeTextFile``, ``fs/write_text_file`` with the
-whole new text for ``file_write`` and ``file_edit``, the host writing nothing.
+when it advertised ``fs.writeTextFile``, ``fs/write_text_file`` with the
+whole new text for ``file_write`` and ``file_edit``, the host writing
+nothing; and when it advertised ``terminal``, ``terminal/*`` to run the
+``shell`` tool's commands in its own terminals.
 Each session's agent is given both, the permission handler and the editor
 channel (:class:`oma_host.core.editor_channel.EditorChannel`), as its client
 callbacks (:meth:`OmaAcpAgent._callbacks`).
@@ -51,7 +53,7 @@ from oma_host.acp_server.content import (
     prompt_text,
     replay_updates,
 )
-from oma_host.acp_server.editor import EditorClient, request_params
+from oma_host.acp_server.editor import EditorClient, SessionTerminals, request_params
 from oma_host.acp_server.editor_mcp import host_servers
 from oma_host.acp_server.handshake import LOGIN_METHOD
 from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
@@ -344,10 +346,11 @@ class OmaAcpAgent:
         return None if diff is None else wire_update(diff)
 
     def _callbacks(self, session_id: str) -> AgentCallbacks:
-        """What a session's agent may ask of the editor: permission, and the
+        """What a session's agent may ask of the editor: permission, the
         files the editor advertised it serves (``fs.readTextFile``: so an
         unsaved buffer wins over the disk; ``fs.writeTextFile``: it gets the
-        whole new text and applies it). The tools confine every path to
+        whole new text and applies it), and its terminals (``terminal``:
+        the shell's commands run there). The tools confine every path to
         ``cwd`` before the editor is asked."""
         fs = self._client_capabilities.fs
 
@@ -361,6 +364,11 @@ class OmaAcpAgent:
         editor = EditorChannel(
             read_text=read if fs is not None and fs.read_text_file else None,
             write_text=write if fs is not None and fs.write_text_file else None,
+            terminal=(
+                SessionTerminals(self.client, session_id)
+                if self._client_capabilities.terminal
+                else None
+            ),
         )
         return {"permission_handler": EditorPermission(self, session_id), "editor": editor}
 
