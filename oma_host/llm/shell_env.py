@@ -1,17 +1,16 @@
 """The environment a ``shell`` command runs with: the host's, without its secrets.
 
-The host's environment holds what the host itself needs and no command
-should see: provider keys, AWS credentials, tokens of MCP servers and of
-whatever started the host. So it is an allow-list first: only the variables
-a command needs to behave as it would in the user's shell are passed
-(:data:`PASSED`: the search path, home, user, shell, terminal type, locale,
-time zone, temporary folder, the XDG folders, the proxies), and then a deny
-check on what passed, so a secret cannot ride in on an allowed name: every
-secret variable a provider declares (:func:`oma_host.core.provider_facts.every_secret_variable`,
-the one list that redaction reads too), any ``AWS_*`` variable, any name
-that looks secret (:func:`oma_host.core.redact.is_secret_name`), a value
-holding one of the agent's secret values (its key wherever it came from, its
-MCP servers' secret variables and headers: ``AgentConfig.secrets``), and a
+The host's environment holds what the user's tools need (the search path,
+the locale, an SSH agent's socket, a virtual environment, a JDK, proxies)
+and what no command should see: provider keys, AWS credentials, tokens of
+MCP servers and of whatever started the host. A command gets every variable
+but those (as Codex's default shell policy passes all but key, secret and
+token names): every secret variable a provider declares
+(:func:`oma_host.core.provider_facts.every_secret_variable`, the one list
+that redaction reads too), any ``AWS_*`` variable, any name that looks
+secret (:func:`oma_host.core.redact.is_secret_name`), any value holding one
+of the agent's secret values (its key wherever it came from, its MCP
+servers' secret variables and headers: ``AgentConfig.secrets``), and any
 URL carrying a password (a proxy's ``user:password@``).
 
 In the editor's terminal (ACP ``terminal/create``) the command gets the
@@ -28,44 +27,21 @@ from collections.abc import Iterable, Mapping
 from oma_host.core.provider_facts import every_secret_variable
 from oma_host.core.redact import is_secret_name
 
-# The variables passed by name, and the prefixes of those passed by family.
-PASSED = frozenset(
-    {
-        "PATH",
-        "HOME",
-        "USER",
-        "LOGNAME",
-        "SHELL",
-        "TERM",
-        "COLORTERM",
-        "NO_COLOR",
-        "LANG",
-        "LANGUAGE",
-        "TZ",
-        "TMPDIR",
-        "TMP",
-        "TEMP",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "NO_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-        "no_proxy",
-    }
-)
-PASSED_PREFIXES = ("LC_", "XDG_")
 # A URL with a password in it: scheme://user:password@host.
 _URL_PASSWORD = re.compile(r"://[^/@\s:]*:[^/@\s]*@")
 
 
+# Names that look secret (an AUTH in them) and are not: a socket's path, whose
+# agent answers the user's own processes alone; git over SSH needs it.
+_NOT_SECRETS = frozenset({"SSH_AUTH_SOCK"})
+
+
 def _withheld(name: str, value: str, secrets: tuple[str, ...]) -> bool:
-    """Whether a variable that passed the allow-list is a secret all the same."""
+    """Whether a variable of the host's is withheld from commands."""
     return (
         name in every_secret_variable()
         or name.upper().startswith("AWS_")
-        or is_secret_name(name)
+        or (is_secret_name(name) and name not in _NOT_SECRETS)
         or any(secret in value for secret in secrets)
         or _URL_PASSWORD.search(value) is not None
     )
@@ -77,11 +53,7 @@ def shell_environment(
     """The variables of ``host`` a command may see (see the module docstring),
     with ``extra`` over them."""
     held = tuple(secret for secret in secrets if secret)
-    passed = {
-        name: value
-        for name, value in host.items()
-        if (name in PASSED or name.startswith(PASSED_PREFIXES)) and not _withheld(name, value, held)
-    }
+    passed = {name: value for name, value in host.items() if not _withheld(name, value, held)}
     passed.update(extra)
     return passed
 

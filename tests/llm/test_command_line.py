@@ -149,7 +149,8 @@ def test_the_environment_is_an_allow_list_with_secrets_denied() -> None:
         "HOME": "/home/u",
         "LC_ALL": "C.UTF-8",
         "XDG_CONFIG_HOME": "/home/u/.config",
-        "EDITOR": "vim",  # not on the list
+        "EDITOR": "vim",
+        "SSH_AUTH_SOCK": "/tmp/ssh-x/agent.1",
         "ANTHROPIC_API_KEY": "sk-ant-x",
         "AWS_PROFILE": "prod",
         "LC_SECRET": "holds the agent key k3y-value",
@@ -163,6 +164,8 @@ def test_the_environment_is_an_allow_list_with_secrets_denied() -> None:
         "HOME": "/home/u",
         "LC_ALL": "C.UTF-8",
         "XDG_CONFIG_HOME": "/home/u/.config",
+        "EDITOR": "vim",
+        "SSH_AUTH_SOCK": "/tmp/ssh-x/agent.1",
         "no_proxy": "localhost",
         "PWD": "/work",
     }

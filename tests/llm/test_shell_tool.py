@@ -33,12 +33,14 @@ HOST_SECRETS = {
     "LC_SMUGGLED": f"x-{KEY}",
     "HTTPS_PROXY": "http://user:hunter2@proxy.example:3128",
 }
+# What a command needs of the host's environment (an SSH agent, a JDK).
+HOST_TOOLS = {"SSH_AUTH_SOCK": "/tmp/ssh-test/agent.1", "JAVA_HOME": "/opt/jdk-test"}
 ALLOW_SHELL = [{"tool": "shell", "action": "allow"}]
 
 
 @pytest.fixture
 async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn(env=HOST_SECRETS)
+    client = await HostClient.spawn(env={**HOST_SECRETS, **HOST_TOOLS})
     await client.initialize()
     yield client
     await client.close()
@@ -208,7 +210,9 @@ async def test_the_command_sees_no_secret_of_the_host(
     for name, value in HOST_SECRETS.items():
         assert name not in variables
         assert value not in result["content"]
-    assert "PYTHONPATH" not in variables  # not on the allow-list
+    # What the user's tools need passes.
+    assert variables["SSH_AUTH_SOCK"] == HOST_TOOLS["SSH_AUTH_SOCK"]
+    assert variables["JAVA_HOME"] == HOST_TOOLS["JAVA_HOME"]
 
 
 async def test_a_secret_the_command_prints_is_redacted_in_the_stream_even_split(
