@@ -285,6 +285,8 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
             filtered["reason"],
         )
         return None
+    if event["type"] == "delegate":
+        return None  # a delegate's events have no ACP form of their own
     if event["type"] == "permission" or event["type"] == "error":
         return None
     if event["type"] == "authenticated" or event["type"] == "session_restarted":

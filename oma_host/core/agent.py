@@ -23,12 +23,14 @@ from oma_host.core.backends import (
     BackendContext,
     BackendEntry,
     Configurable,
+    DelegateLookup,
     PermissionHandler,
     SessionLink,
     backend_entry,
 )
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.core.cost import prices_of
+from oma_host.core.delegation import Lineage
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.events import EmitFn, RunError
@@ -103,14 +105,22 @@ class Agent:
         on_turn: TurnSink | None = None,
         session_link: SessionLink | None = None,
         editor: EditorChannel | None = None,
+        delegates: DelegateLookup | None = None,
     ) -> None:
         self.config = parse_agent_config(config, defaults)
         self._history: list[LLMMessage] = check_agent_config(self.config)
         self._entry: BackendEntry = backend_entry(self.config)
+        if self.config.delegates and delegates is None:
+            raise InvalidParamsError(
+                f"config.delegates: agent {self.name!r} names agents to delegate to, but it "
+                "runs where there are none to find (agents are found among the JSON-RPC "
+                "connection's, made with agent/create, or the ACP door's agents file)"
+            )
         self._before_run = before_run
         self._after_run = after_run
         self._permission_handler = permission_handler
         self._editor = editor
+        self._delegates = delegates
         self._on_turn = on_turn
         self._session_link = session_link  # the backend's own session id, persisted
         self._backend: Backend | None = None
@@ -336,13 +346,18 @@ class Agent:
         run_id: str | None = None,
         abort: AbortSignal | None = None,
         emit: EmitFn | None = None,
+        lineage: Lineage | None = None,
     ) -> AgentRunResult:
         """Run already-validated messages (the library's private copy).
 
-        With ``emit`` the run streams its events to it. Everything that goes
-        wrong while running is a failed result, a beforeRun answer whose
-        messages fail the guard included; nothing is raised."""
-        recorder = RunRecorder(run_id or new_run_id(), self._redacting(emit), self._secrets)
+        With ``emit`` the run streams its events to it. ``lineage``: the
+        run's place among delegations, for a delegate's run (None: a client
+        started it). Everything that goes wrong while running is a failed
+        result, a beforeRun answer whose messages fail the guard included;
+        nothing is raised."""
+        recorder = RunRecorder(
+            run_id or new_run_id(), self._redacting(emit), self._secrets, lineage=lineage
+        )
         streaming = emit is not None
         previous_status = self._status
         self._active_runs += 1
@@ -368,7 +383,7 @@ class Agent:
                 finished["cost"] = usd(cost)
                 self._cost += cost
             elif self._prices is not None:
-                self._cost_known = False  # a reply of an unpriced fallback model
+                self._cost_known = False  # an unpriced fallback model's reply or delegate
             result = finished
             if streaming:
                 _emit_failure(recorder, finished)
@@ -384,8 +399,9 @@ class Agent:
 
     def _run_cost(self, recorder: RunRecorder, result: AgentRunResult) -> float | None:
         """What the run cost: as its backend priced each reply (an LLM
-        agent's replies may come from fallback models at other prices), else
-        its usage at the agent's prices; None when a price is not known."""
+        agent's replies may come from fallback models at other prices) and
+        added its delegates' costs, else its usage at the agent's prices;
+        None when a price is not known."""
         if recorder.cost is not None:
             return recorder.cost if recorder.cost_known else None
         return None if self._prices is None else self._prices.cost(result["tokenUsage"])
@@ -436,6 +452,7 @@ class Agent:
                 permission_handler=self._permission_handler,
                 session_link=self._session_link,
                 editor=self._editor,
+                delegates=self._delegates,
             )
             self._backend = self._entry.build(self.config, context)
         return self._backend

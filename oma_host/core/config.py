@@ -188,6 +188,23 @@ LoopDetection = Annotated[
 _LOOP_DETECTION_TAGS = frozenset({"object", "off"})
 
 
+# How deep delegations go beneath a run a client started, and how many that
+# run and everything beneath it may make in all (``delegation``).
+DEFAULT_DELEGATION_DEPTH = 3
+DEFAULT_MAX_DELEGATIONS = 16
+
+
+class DelegationConfig(_Model):
+    """``delegation``: the bounds on the tasks this agent's runs hand on
+    with the ``delegate`` tool. ``maxDepth``: the levels of delegation that
+    may go on beneath one of its runs (a delegate of a delegate is level 2);
+    ``maxCalls``: the delegations a run a client started, and every run
+    beneath it, may make in all."""
+
+    max_depth: Annotated[int, Field(ge=1, le=10)] = DEFAULT_DELEGATION_DEPTH
+    max_calls: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_MAX_DELEGATIONS
+
+
 class ModelDefaults(_Model):
     """``initializationOptions.defaults``: applied to configs that leave them out."""
 
@@ -247,6 +264,10 @@ class AgentConfig(_Model):
     # Cache the prompt prefix (Anthropic cache_control, Bedrock cachePoint);
     # unset: the provider's default (on for Anthropic, off for Bedrock).
     prompt_caching: bool | None = None
+    # Other agents of the session this (LLM) agent may hand a task to with
+    # its ``delegate`` tool, by name; ``delegation`` bounds how far that goes.
+    delegates: list[Annotated[str, Field(min_length=1)]] | None = None
+    delegation: DelegationConfig | None = None
 
     @cached_property
     def secrets(self) -> tuple[str, ...]:
@@ -336,4 +357,25 @@ def parse_agent_config(
             f"{where}.model is required for an agent without a backend "
             "(set it in the config or in initializationOptions.defaults.model)"
         )
+    _check_delegates(config, where)
     return config
+
+
+def _check_delegates(config: AgentConfig, where: str) -> None:
+    """What a config's ``delegates`` can be refused for on its own: a
+    backend (only an LLM agent has tools), its own name, a name twice.
+    Whether each name is an agent is the door's to say (the session's agents,
+    the agents file)."""
+    names = config.delegates or []
+    if names and config.backend is not None:
+        raise InvalidParamsError(
+            f"{where}.delegates: only an LLM agent (one without a backend) can delegate; "
+            f"agent {config.name!r} has a {config.backend.kind} backend"
+        )
+    for index, name in enumerate(names):
+        if name == config.name:
+            raise InvalidParamsError(
+                f"{where}.delegates[{index}]: agent {name!r} cannot delegate to itself"
+            )
+        if name in names[:index]:
+            raise InvalidParamsError(f"{where}.delegates[{index}]: {name!r} is listed twice")

@@ -124,6 +124,16 @@ class ModelFallback(TypedDict):
     message: str
 
 
+class Delegated(TypedDict):
+    """An event of a delegate's run, under the ``delegate`` tool call that
+    started it: the call's ``toolUseId``, the delegate's name, and its event
+    as it streamed it (a delegate's own delegation nests one level more)."""
+
+    toolUseId: str
+    agent: str
+    event: RunEvent
+
+
 # -- events ------------------------------------------------------------------
 
 
@@ -207,6 +217,14 @@ class PlanEvent(TypedDict):
     data: Plan
 
 
+class DelegateEvent(TypedDict):
+    """An event of an agent this run handed a task to with its ``delegate``
+    tool, nested whole, between that call's ``tool_use`` and ``tool_result``."""
+
+    type: Literal["delegate"]
+    data: Delegated
+
+
 class ErrorEvent(TypedDict):
     """A failed run's error, the last event before the answer."""
 
@@ -258,6 +276,7 @@ RunEvent = (
     | ToolResultEvent
     | PermissionEvent
     | PlanEvent
+    | DelegateEvent
     | ErrorEvent
     | McpFilteredEvent
     | AcpUpdateEvent

@@ -26,6 +26,7 @@ from typing import (
 
 from typing_extensions import TypedDict, TypeIs
 
+from oma_host.core.delegation import Lineage
 from oma_host.core.errors import ErrorKind
 from oma_host.core.events import (
     EmitFn,
@@ -228,10 +229,12 @@ class RunRecorder:
     # (given as the result's ``model``).
     model: str | None = None
     # What the run has cost in USD, for a backend that prices each reply
-    # itself (an LLM agent: at the prices of the model that gave it); None
-    # while it priced nothing. See add_cost.
+    # itself (an LLM agent: at the prices of the model that gave it, and
+    # what its delegates cost); None while it priced nothing. See add_cost.
     cost: float | None = None
     cost_known: bool = True
+    # The run's place among delegations; None: a client started it.
+    lineage: Lineage | None = None
     _streams: dict[StreamedKind, StreamRedaction] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -323,12 +326,14 @@ class RunRecorder:
         self.usage["output_tokens"] += output_tokens
 
     def add_token_usage(self, usage: TokenUsage) -> None:
-        """Add one provider reply's usage, its optional counts included."""
+        """Add one provider reply's usage (or a delegate's run's), its
+        optional counts included."""
         add_token_usage(self.usage, usage)
 
     def add_cost(self, amount: float | None) -> None:
-        """Add what one reply cost; None, a reply of a model with no known
-        price, makes the run's cost unknown (``cost_known``): never a guess."""
+        """Add what one reply (or a delegate's run) cost; None, a reply of a
+        model with no known price, makes the run's cost unknown
+        (``cost_known``): never a guess."""
         self.cost = (self.cost or 0.0) + (amount or 0.0)
         if amount is None:
             self.cost_known = False

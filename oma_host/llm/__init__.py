@@ -43,7 +43,7 @@ def _check_config(config: AgentConfig) -> None:
 def _build(config: AgentConfig, context: BackendContext) -> Backend:
     from oma_host.llm.loop import LLMBackend
 
-    return LLMBackend(config, context.permission_handler, context.editor)
+    return LLMBackend(config, context.permission_handler, context.editor, context.delegates)
 
 
 register_backend(

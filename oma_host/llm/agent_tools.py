@@ -6,6 +6,9 @@ only when ``config.mcpServers`` lists some), each a :class:`Tool` with its
 declaration, and sends every call of a known tool through the permission
 policy (:mod:`oma_host.llm.permissions`) first; each decision is streamed as
 a ``permission`` event. A denied call is an error result telling the model so.
+An agent with ``delegates`` also has the ``delegate`` tool, whose call is
+handed the run it belongs to (:mod:`oma_host.llm.delegation`) and is bounded
+by the delegate's own ``timeoutMs`` rather than ``toolTimeoutMs``.
 
 The door's client callbacks reach here as the permission handler, which
 answers ``agent/requestPermission``, and the editor channel
@@ -20,7 +23,7 @@ import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from oma_host.core.backends import PermissionHandler
+from oma_host.core.backends import DelegateLookup, PermissionHandler
 from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS, AgentConfig
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.events import ToolPermission
@@ -28,8 +31,9 @@ from oma_host.core.messages import ContentBlock
 from oma_host.core.redact import Redactor
 from oma_host.core.results import RunRecorder
 from oma_host.core.tools import ToolSpec
+from oma_host.llm.delegation import Delegation
 from oma_host.llm.permissions import PermissionPolicy
-from oma_host.llm.tools import ToolRegistry
+from oma_host.llm.tools import ToolRegistry, delegate
 from oma_host.llm.tools.base import Tool, ToolOutput, Workspace, call_tool, unknown_tool
 
 if TYPE_CHECKING:
@@ -47,9 +51,14 @@ class AgentTools:
         config: AgentConfig,
         handler: PermissionHandler | None,
         editor: EditorChannel | None = None,
+        delegates: DelegateLookup | None = None,
     ) -> None:
         timeout_s = (config.hooks.timeout_ms if config.hooks else _DEFAULT_TIMEOUT_MS) / 1000
-        self.registry = ToolRegistry(config.tools, config.cwd)
+        self._delegation: Delegation | None = None
+        if config.delegates and delegates is not None:
+            self._delegation = Delegation(config, delegates)
+        offered = config.delegates if self._delegation is not None else None
+        self.registry = ToolRegistry(config.tools, config.cwd, offered)
         self._tool_timeout_s = (config.tool_timeout_ms or DEFAULT_TOOL_TIMEOUT_MS) / 1000
         self._workspace = Workspace(
             self.registry.root,
@@ -107,6 +116,10 @@ class AgentTools:
             report=recorder.event,
             call_id=call["id"],
         )
+        if name == delegate.NAME and self._delegation is not None:
+            # A whole run of another agent: bounded by its own timeoutMs.
+            workspace = replace(workspace, delegate=self._delegation.for_call(recorder, call["id"]))
+            return await call_tool(tool, arguments, workspace)
         # A tool that keeps to the limit itself is given the moment it needs
         # to say so (and end what it started) before it is cut off.
         bound = self._tool_timeout_s + (_BOUNDED_GRACE_S if tool.declaration.bounded else 0)

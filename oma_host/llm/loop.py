@@ -19,7 +19,7 @@ import time
 from typing import Any, assert_never, cast
 
 from oma_host.core.activity import report_activity
-from oma_host.core.backends import PermissionHandler
+from oma_host.core.backends import DelegateLookup, PermissionHandler
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import prices_of
 from oma_host.core.editor_channel import EditorChannel
@@ -93,10 +93,11 @@ class LLMBackend:
         config: AgentConfig,
         permission_handler: PermissionHandler | None = None,
         editor: EditorChannel | None = None,
+        delegates: DelegateLookup | None = None,
     ) -> None:
         self._config = config
         self._adapter = get_adapter(config)
-        self._tools = AgentTools(config, permission_handler, editor)
+        self._tools = AgentTools(config, permission_handler, editor, delegates)
         system = config.system_prompt
         if config.output_schema is not None:
             instruction = _SCHEMA_INSTRUCTION + json.dumps(config.output_schema)

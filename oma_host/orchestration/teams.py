@@ -87,7 +87,13 @@ def check_members(members: list[AgentConfig], where: str = "team.agents") -> dic
 
 def _check_member(config: AgentConfig, where: str) -> None:
     """Everything Agent() would refuse (provider, tools, outputSchema,
-    history), refused now, before any task starts."""
+    history, delegates with no agents to find), refused now, before any task
+    starts."""
+    if config.delegates:
+        raise InvalidParamsError(
+            f"{where}.delegates: a team's agents cannot delegate (each task runs on a fresh "
+            "agent with no session to find others in); hand work on with dependsOn"
+        )
     try:
         check_agent_config(config)
     except InvalidParamsError as error:

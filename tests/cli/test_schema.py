@@ -69,6 +69,7 @@ EVENT_TYPES = {
     "tool_result",
     "permission",
     "plan",
+    "delegate",
     "error",
     "mcp_filtered",
     "model_fallback",

@@ -109,6 +109,10 @@ class Workspace:
     # shell's output), and the id of the call being run.
     report: EmitFn | None = None
     call_id: str | None = None
+    # Hands a task to a delegate, by name, and answers with its output, for
+    # the ``delegate`` tool's call (ToolError when it cannot or the delegate
+    # fails); None for an agent without ``delegates``.
+    delegate: Callable[[str, str], Awaitable[str]] | None = None
 
     def confirm(self, path: str, resolved: str) -> None:
         """Refuse a call whose file is no longer the one the permission
