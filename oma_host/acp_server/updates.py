@@ -16,6 +16,10 @@ notifications, and its result as a ``session/prompt`` answer.
   ``rawOutput``);
 - ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged,
   also when its kind is one the library does not know;
+- ``delegate`` (an event of a delegate's run, under the caller's
+  ``delegate`` call) -> the delegate's text, gathered by :class:`UpdateSender`
+  (:mod:`.delegate_text`), as that call's running output (as ``tool_output``);
+  its other events are not shown;
 - ``permission`` and ``error`` send nothing: the first was the permission
   request itself, the second is in the answer to ``session/prompt``;
   ``mcp_filtered`` (an editor's MCP server a wrapped ACP agent cannot take),
@@ -69,6 +73,7 @@ from acp.schema import (
 )
 from pydantic import BaseModel, ValidationError
 
+from oma_host.acp_server.delegate_text import DelegateText
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import context_window_of
 from oma_host.core.events import AcpUpdate, RunEvent, ToolOutputTerminal, ToolOutputText
@@ -286,7 +291,7 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
         )
         return None
     if event["type"] == "delegate":
-        return None  # a delegate's events have no ACP form of their own
+        return None  # the text accumulates in UpdateSender (a state of the turn)
     if event["type"] == "permission" or event["type"] == "error":
         return None
     if event["type"] == "authenticated" or event["type"] == "session_restarted":
@@ -323,8 +328,14 @@ class UpdateSender:
         self._terminals: set[str] = set()
         # A running call's output so far (its last LIVE_OUTPUT_CHARS).
         self._live: dict[str, str] = {}
+        self._delegations: DelegateText | None = None  # made at the first delegate event
 
     def emit(self, event: RunEvent) -> None:
+        if event["type"] == "delegate":
+            if self._delegations is None:
+                self._delegations = DelegateText(self._delegate_output)
+            self._delegations.add(event["data"])
+            return
         update = event_update(event, self._cwd)
         if update is None:
             return
@@ -334,6 +345,8 @@ class UpdateSender:
             self._running_output(update)
         elif event["type"] == "tool_result":
             call = update["toolCallId"]
+            if self._delegations is not None:
+                self._delegations.end(call)
             self._live.pop(call, None)
             kept = self._kept.pop(call, [])
             if call in self._terminals:  # the terminal shows the output; the text is rawOutput
@@ -342,6 +355,11 @@ class UpdateSender:
             elif kept:
                 update["content"] = [*kept, *update.get("content", [])]
         self.send(update)
+
+    def _delegate_output(self, call_id: str, text: str) -> None:
+        """A piece of a delegate's text, shown as its ``delegate`` call's
+        running output, as a shell command's is."""
+        self.emit({"type": "tool_output", "data": {"toolUseId": call_id, "text": text}})
 
     def _running_output(self, update: dict[str, Any]) -> None:
         """A ``tool_output`` update made to carry all its call shows."""
@@ -370,6 +388,8 @@ class UpdateSender:
     async def close(self) -> None:
         """Wait while the editor is not reading (returns at once otherwise).
         What is still gathered goes out with the turn's answer, before it."""
+        if self._delegations is not None:
+            self._delegations.close()
         if not self._gone:
             await self._sink.drain()
 

@@ -7,12 +7,14 @@
 // stderr}, where notifications are every session/update's params in the order they came.
 //
 // SCRIPT: {permission?: optionKind, permissionOptionId?: id, files?: {path: text},
-//          refuseWrites?: bool, steps: [{method, params, cancelAfterChunks?}]}
+//          refuseWrites?: bool, steps: [{method, params, cancelAfterChunks?, cancelOnUpdate?}]}
 //   - the string "$session" anywhere in params is the sessionId of the latest
 //     session/new answer; a step with `saveAs: NAME` keeps its answer's
 //     sessionId (session/fork's) as "$NAME" for the steps after it;
 //   - cancelAfterChunks: n sends session/cancel once n agent_message_chunk updates
 //     of this step have arrived;
+//   - cancelOnUpdate: kind sends session/cancel when the step's first update of that
+//     sessionUpdate kind carrying content arrives;
 //   - updates: the session/update notifications that arrived during the step;
 //   - permission requests are answered with the option whose optionId is
 //     `permissionOptionId`, else the option of kind `permission` (cancelled when
@@ -210,6 +212,14 @@ try {
       if (step.cancelAfterChunks !== undefined) {
         current.onChunk = (count) => {
           if (count === step.cancelAfterChunks) {
+            ctx.notify(M.agent.session.cancel, { sessionId: params.sessionId });
+          }
+        };
+      }
+      if (step.cancelOnUpdate !== undefined) {
+        current.onUpdate = (update) => {
+          if (update.sessionUpdate === step.cancelOnUpdate && update.content) {
+            current.onUpdate = null;
             ctx.notify(M.agent.session.cancel, { sessionId: params.sessionId });
           }
         };
