@@ -3,10 +3,10 @@ agents users compare it with, and how much memory each holds once started.
 
 ``python3 bench/acp_start.py [--rounds N] [--quick] [--out FILE]``
 
-``oma-host acp`` is run as a registry install runs it (``uvx``): its
-console script in a virtual environment of its own, with this checkout
-installed there (``bench/.venv-acp/``, made on the first run and the
-checkout reinstalled into it on each). The peers are the npm packages in
+``oma-host acp`` is run as a registry install runs it (``uvx``): uv's
+console script in an environment of its own, this checkout installed there
+by uv (``bench/.venv-acp/``, made on the first run, the checkout rebuilt and
+reinstalled on each). The peers are the npm packages in
 ``bench/peers/`` (``npm ci`` there on the first run): Codex's ACP agent
 (``@zed-industries/codex-acp``, a native binary, run directly as an
 editor's registry install runs it) and Claude's
@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -93,16 +94,20 @@ def _ensure_peers() -> None:
 
 
 def _install_oma() -> Path:
-    """``oma-host`` installed from this checkout into a virtual environment of
-    its own; its console script."""
+    """``oma-host`` installed from this checkout by uv (what the registry's
+    ``uvx`` runs: uv's console script, in an environment of its own); its
+    console script."""
+    uv = shutil.which("uv")
+    if uv is None:
+        raise RuntimeError("bench/acp_start.py needs uv (in the dev extra: pip install uv)")
     python = VENV / "bin" / "python"
     if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, timeout=300)
-        pip = [str(python), "-m", "pip", "install", "--quiet", str(ROOT)]
-    else:  # the dependencies are there: this checkout's code, as it is now
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall"]
-        pip.append(str(ROOT))
-    subprocess.run(pip, check=True, timeout=900)
+        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(VENV)], check=True)
+    install = [uv, "pip", "install", "--quiet", "--python", str(python)]
+    # This checkout's code as it is now, rebuilt on every run.
+    subprocess.run(
+        [*install, "--reinstall-package", "oma-host", str(ROOT)], check=True, timeout=900
+    )
     return VENV / "bin" / "oma-host"
 
 
