@@ -3,9 +3,13 @@ agents users compare it with, and how much memory each holds once started.
 
 ``python3 bench/acp_start.py [--rounds N] [--quick] [--out FILE]``
 
-The peers are the npm packages in ``bench/peers/`` (``npm ci`` there on the
-first run): Codex's ACP agent (``@zed-industries/codex-acp``, a native
-binary, run directly as an editor's registry install runs it) and Claude's
+``oma-host acp`` is run as a registry install runs it (``uvx``): uv's
+console script in an environment of its own, this checkout installed there
+by uv (``bench/.venv-acp/``, made on the first run, the checkout rebuilt and
+reinstalled on each). The peers are the npm packages in
+``bench/peers/`` (``npm ci`` there on the first run): Codex's ACP agent
+(``@zed-industries/codex-acp``, a native binary, run directly as an
+editor's registry install runs it) and Claude's
 (``@zed-industries/claude-agent-acp``, on Node). A sample is the wall time
 from spawning the agent to holding its answer to ``initialize``, written as
 soon as it is spawned; the agent is then ended (its process group) outside
@@ -16,9 +20,12 @@ After the rounds, each agent is started once more and left idle for a
 second after its ``initialize``: its resident memory then (VmRSS of the
 agent and every process it started) is printed beside the table.
 
-An informative variant, the **python floor**, is the least any Python agent
-does: ``python -I -S`` reading the request and writing a fixed answer. It
-shows how much of ``oma-host acp``'s time is the interpreter's own start.
+Two informative variants: the **python floor**, the least any Python agent
+does (``python -I -S`` reading the request and writing a fixed answer), which
+shows how much of ``oma-host acp``'s time is the interpreter's own start;
+and **the checkout**, ``python -m oma_host acp`` from this interpreter, as a
+developer runs it (an editable install and whatever this machine's ``site``
+loads).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,12 +48,15 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` and ``oma_host`
 from bench.harness import AsyncSample, Comparison, interleave_async, run_standalone
 
 BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
 PEERS = BENCH_DIR / "peers"
+VENV = BENCH_DIR / ".venv-acp"
 DEFAULT_OUT = BENCH_DIR / "results" / "acp_start.json"
 OMA = "oma-host acp"
 CODEX = "codex-acp"
 CLAUDE = "claude-agent-acp"
 FLOOR = "python floor (informative)"
+CHECKOUT = "the checkout, python -m oma_host acp (informative)"
 # The least any Python ACP agent does: an isolated interpreter without site
 # that reads the request and writes a fixed answer.
 _FLOOR_SCRIPT = (
@@ -82,13 +93,32 @@ def _ensure_peers() -> None:
     )
 
 
-def argvs(agents_file: Path) -> dict[str, list[str]]:
+def _install_oma() -> Path:
+    """``oma-host`` installed from this checkout by uv (what the registry's
+    ``uvx`` runs: uv's console script, in an environment of its own); its
+    console script."""
+    uv = shutil.which("uv")
+    if uv is None:
+        raise RuntimeError("bench/acp_start.py needs uv (in the dev extra: pip install uv)")
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(VENV)], check=True)
+    install = [uv, "pip", "install", "--quiet", "--python", str(python)]
+    # This checkout's code as it is now, rebuilt on every run.
+    subprocess.run(
+        [*install, "--reinstall-package", "oma-host", str(ROOT)], check=True, timeout=900
+    )
+    return VENV / "bin" / "oma-host"
+
+
+def argvs(agents_file: Path, oma_host: Path) -> dict[str, list[str]]:
     modules = PEERS / "node_modules" / "@zed-industries"
     return {
-        OMA: [sys.executable, "-m", "oma_host", "acp", "--agents", str(agents_file)],
+        OMA: [str(oma_host), "acp", "--agents", str(agents_file)],
         CODEX: [str(modules / "codex-acp-linux-x64" / "bin" / "codex-acp")],
         CLAUDE: ["node", str(modules / "claude-agent-acp" / "dist" / "index.js")],
         FLOOR: [sys.executable, "-I", "-S", "-c", _FLOOR_SCRIPT],
+        CHECKOUT: [sys.executable, "-m", "oma_host", "acp", "--agents", str(agents_file)],
     }
 
 
@@ -167,17 +197,18 @@ async def _idle_memory_mb(argv: list[str], env: dict[str, str]) -> float:
 
 async def run_acp_start(rounds: int) -> Comparison:
     _ensure_peers()
+    oma_host = _install_oma()
     with tempfile.TemporaryDirectory(prefix="oma-acp-start-") as scratch:
         agents_file = Path(scratch) / "agents.json"
         agents_file.write_text(json.dumps([{"name": "claude", "model": "claude-sonnet-4-5"}]))
         # No key of anyone's: initialize needs none, and no agent may call out.
         env = {"PATH": os.environ["PATH"], "HOME": scratch, "XDG_STATE_HOME": scratch}
-        if "PYTHONPATH" in os.environ:  # a checkout run without installing it
-            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-        commands = argvs(agents_file)
-        samplers = {name: _sampler(argv, env) for name, argv in commands.items()}
+        commands = argvs(agents_file, oma_host)
+        envs = {name: env for name in commands}
+        envs[CHECKOUT] = {**env, "PYTHONPATH": str(ROOT)}  # this checkout's code
+        samplers = {name: _sampler(argv, envs[name]) for name, argv in commands.items()}
         samples = await interleave_async(samplers, rounds)
-        memory = {name: await _idle_memory_mb(argv, env) for name, argv in commands.items()}
+        memory = {name: await _idle_memory_mb(argv, envs[name]) for name, argv in commands.items()}
     fastest = min((CODEX, CLAUDE), key=lambda name: sorted(samples[name])[len(samples[name]) // 2])
     comparison = Comparison(
         key="acp_start",

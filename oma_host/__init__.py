@@ -8,12 +8,14 @@ spawning the host (which needs none of it to answer ``initialize``) stays fast::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from oma_host.core.version import __version__
 
+# typing.TYPE_CHECKING without importing typing: ``oma-host acp`` answers
+# initialize in the time ``typing`` alone takes to import.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from oma_host.core.abort import AbortSignal
     from oma_host.core.agent import Agent
     from oma_host.core.config import AgentConfig
@@ -61,4 +63,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'oma_host' has no attribute {name!r}")
+    import importlib
+
     return getattr(importlib.import_module(module), name)

@@ -5,8 +5,11 @@ editors such as Zed, the JetBrains IDEs, Neovim, Emacs and ``acpx``.
 It sits beside the JSON-RPC door (``oma_host.server``), on the same core,
 store and agents, and imports neither that door nor the command line:
 
+- :mod:`.early`: a plain ``initialize`` answered from the agents file as
+  written, before anything heavy is imported; :mod:`.handshake` builds that
+  answer and :mod:`.auth` the same from the checked configs;
 - :mod:`.agents`: the agents file (or the default agent) read and checked
-  before any ACP traffic;
+  before any request after ``initialize``;
 - :mod:`.content`: ACP content blocks to the core's blocks, and stored turns
   back to ACP updates for ``session/load``;
 - :mod:`.updates`: a turn's events to ``session/update`` notifications,

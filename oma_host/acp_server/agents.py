@@ -4,21 +4,23 @@ whichever provider key is set.
 
 The file is a JSON array of AgentConfig (the shape of ``agent/create``'s
 ``config``); the first is the default agent of a new session. Every config
-is checked as an Agent would check it at construction, so a bad file is a
-:class:`AgentsFileError` naming the file and the JSON path before any ACP
-traffic, never a failure in the middle of a session.
+is checked as an Agent would check it at construction, and every name in a
+config's ``delegates`` must be another agent of the file with no loop among
+them, so a bad file is a :class:`AgentsFileError` naming the file and the
+JSON path before any ACP traffic, never a failure in the middle of a session.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from oma_host.core.agent import check_agent_config
 from oma_host.core.config import AgentConfig, parse_agent_config
+from oma_host.core.delegation import check_delegate_graph
 from oma_host.core.errors import OmaError
+from oma_host.core.places import config_dir
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, default_providers, facts_of
 
 
@@ -28,8 +30,7 @@ class AgentsFileError(Exception):
 
 def user_agents_file() -> Path:
     """``$XDG_CONFIG_HOME/oma-host/agents.json`` (``~/.config`` by default)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "oma-host" / "agents.json"
+    return Path(config_dir()) / "agents.json"
 
 
 def default_agent() -> AgentConfig:
@@ -77,6 +78,10 @@ def parse_agents_file(path: str) -> list[AgentConfig]:
             raise AgentsFileError(f"{path}: {where}.name: {config.name!r} is used twice")
         names.add(config.name)
         configs.append(config)
+    try:
+        check_delegate_graph(configs)
+    except OmaError as error:
+        raise AgentsFileError(f"{path}: {error}") from None
     return configs
 
 

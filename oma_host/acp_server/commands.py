@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oma_host.core.credentials import config_dir
+from oma_host.core.events import Compaction
+from oma_host.core.places import config_dir
 from oma_host.core.results import TokenUsage
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ def _parsed(path: Path) -> Command | None:
 def user_commands(cwd: str) -> dict[str, Command]:
     """The user's commands for a session in ``cwd``, the project's first."""
     commands: dict[str, Command] = {}
-    for folder in (Path(cwd) / ".oma" / "commands", config_dir() / "commands"):
+    for folder in (Path(cwd) / ".oma" / "commands", Path(config_dir()) / "commands"):
         try:
             paths = sorted(folder.glob("*.md"))
         except OSError:
@@ -141,3 +142,21 @@ def usage_report(tokens: TokenUsage, cost: float | None) -> str:
         parts.append(f"{written:,} written to the cache")
     spent = "cost unknown (no prices for this model)" if cost is None else f"${cost:.4f}"
     return f"This session: {', '.join(parts)} tokens; {spent}."
+
+
+def compaction_note(compaction: Compaction) -> str:
+    """What a compaction did, in a sentence (its thought chunk, ``/compact``'s answer)."""
+    how = (
+        "the older turns summarised"
+        if compaction["strategy"] == "summarize"
+        else f"the {len(compaction.get('dropped', []))} oldest turns dropped"
+    )
+    note = (
+        f"Compacted the conversation to fit the model's context window: "
+        f"{compaction['before']} messages to {compaction['after']} (about "
+        f"{compaction['tokensBefore']:,} to {compaction['tokensAfter']:,} tokens), {how}."
+    )
+    if compaction["images"]:
+        where = "named in the summary" if compaction["strategy"] == "summarize" else "dropped"
+        note += f" Not kept: {len(compaction['images'])} image(s) or file(s), {where}."
+    return note

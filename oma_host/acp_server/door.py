@@ -12,11 +12,13 @@ session opened. ``session/cancel`` aborts the turn in flight: it answers
 ``cancelled``, its partial reply is in the updates already sent, and the
 history does not keep it.
 
-Of the editor, a turn may ask three things: ``session/request_permission``
+Of the editor, a turn may ask four things: ``session/request_permission``
 (:class:`EditorPermission`); when the editor advertised ``fs.readTextFile``,
 ``fs/read_text_file`` for ``file_read`` (and for planning ``file_edit``);
-and when it advertised ``fs.writeTextFile``, ``fs/write_text_file`` with the
-whole new text for ``file_write`` and ``file_edit``, the host writing nothing.
+when it advertised ``fs.writeTextFile``, ``fs/write_text_file`` with the
+whole new text for ``file_write`` and ``file_edit``, the host writing
+nothing; and when it advertised ``terminal``, ``terminal/*`` to run the
+``shell`` tool's commands in its own terminals.
 Each session's agent is given both, the permission handler and the editor
 channel (:class:`oma_host.core.editor_channel.EditorChannel`), as its client
 callbacks (:meth:`OmaAcpAgent._callbacks`).
@@ -43,6 +45,7 @@ from acp.schema import (
 )
 
 from oma_host.acp_server import commands
+from oma_host.acp_server.auth import env_auth_methods, initialize_answer
 from oma_host.acp_server.content import (
     AcpBlock,
     TextPrompt,
@@ -50,9 +53,9 @@ from oma_host.acp_server.content import (
     prompt_text,
     replay_updates,
 )
-from oma_host.acp_server.editor import EditorClient, request_params
+from oma_host.acp_server.editor import EditorClient, SessionTerminals, request_params
 from oma_host.acp_server.editor_mcp import host_servers
-from oma_host.acp_server.handshake import LOGIN_METHOD, env_auth_methods, initialize_answer
+from oma_host.acp_server.handshake import LOGIN_METHOD
 from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
     UpdateSender,
@@ -316,16 +319,7 @@ class OmaAcpAgent:
 
     async def _carry_out(self, session: DoorSession, name: str, arguments: str) -> str:
         if name == "compact":
-            said, used = await self._sessions.compact(session)
-            if used is not None:  # the editor's context meter shows the compacted size
-                priced = prices_of(session.agent.config) is not None or session.cost > 0
-                update = context_update(
-                    used, session.agent.config, session.cost if priced else None
-                )
-                sender = UpdateSender(self.client, session.session_id, session.cwd)
-                sender.send(update)
-                await sender.close()
-            return said
+            return await self._compact(session)
         if name == "clear":
             await self._sessions.clear(session)
             return "Cleared the conversation; the next prompt starts afresh."
@@ -342,6 +336,29 @@ class OmaAcpAgent:
         await self._switch(session, name, arguments)
         return f"Switched the {name} to {arguments} for the next turns."
 
+    async def _compact(self, session: DoorSession) -> str:
+        """``/compact``: the session's history compacted now (after its turn
+        in flight) and stored so, the editor's context meter shown the
+        compacted size; what to tell the editor."""
+        try:
+            outcome = await session.agent.compact()
+        except OmaError as error:
+            return f"The conversation could not be compacted: {error}"
+        add_token_usage(session.tokens, outcome.usage)
+        if outcome.cost:
+            session.cost += outcome.cost
+            await self._sessions.save_settings(session)
+        if outcome.compaction is None:
+            reason = outcome.reason or "nothing to compact"
+            return reason[:1].upper() + reason[1:] + "."
+        config = session.agent.config
+        priced = prices_of(config) is not None or session.cost > 0
+        used = outcome.compaction["tokensAfter"]
+        sender = UpdateSender(self.client, session.session_id, session.cwd)
+        sender.send(context_update(used, config, session.cost if priced else None))
+        await sender.close()
+        return commands.compaction_note(outcome.compaction)
+
     async def cancel(self, session_id: str, **_: Any) -> None:
         self._sessions.get(session_id).cancel_turns()
 
@@ -355,10 +372,11 @@ class OmaAcpAgent:
         return None if diff is None else wire_update(diff)
 
     def _callbacks(self, session_id: str) -> AgentCallbacks:
-        """What a session's agent may ask of the editor: permission, and the
+        """What a session's agent may ask of the editor: permission, the
         files the editor advertised it serves (``fs.readTextFile``: so an
         unsaved buffer wins over the disk; ``fs.writeTextFile``: it gets the
-        whole new text and applies it). The tools confine every path to
+        whole new text and applies it), and its terminals (``terminal``:
+        the shell's commands run there). The tools confine every path to
         ``cwd`` before the editor is asked."""
         fs = self._client_capabilities.fs
 
@@ -372,6 +390,11 @@ class OmaAcpAgent:
         editor = EditorChannel(
             read_text=read if fs is not None and fs.read_text_file else None,
             write_text=write if fs is not None and fs.write_text_file else None,
+            terminal=(
+                SessionTerminals(self.client, session_id)
+                if self._client_capabilities.terminal
+                else None
+            ),
         )
         return {"permission_handler": EditorPermission(self, session_id), "editor": editor}
 

@@ -1,7 +1,8 @@
 """The editor as the door calls it, over :class:`.wire.AcpWire`: the turn's
 ``session/update`` notifications, and the requests a turn may make of the
 editor (``session/request_permission``, ``fs/read_text_file``,
-``fs/write_text_file``).
+``fs/write_text_file``, and ``terminal/*`` for the ``shell`` tool through
+:class:`SessionTerminals`).
 
 Updates arrive here in their wire form (built by :mod:`.updates`) and are
 written at once, in order. The requests are rare and are made as the
@@ -16,18 +17,29 @@ from __future__ import annotations
 from typing import Any
 
 from acp.schema import (
+    CreateTerminalRequest,
+    CreateTerminalResponse,
+    EnvVariable,
+    KillTerminalRequest,
     PermissionOption,
     ReadTextFileRequest,
     ReadTextFileResponse,
+    ReleaseTerminalRequest,
     RequestPermissionRequest,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputRequest,
+    TerminalOutputResponse,
     ToolCallUpdate,
+    WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse,
     WriteTextFileRequest,
     WriteTextFileResponse,
 )
 from pydantic import BaseModel
 
 from oma_host.acp_server.wire import AcpWire
+from oma_host.core.editor_channel import TerminalExit, TerminalOutput
 
 
 def request_params(model: BaseModel) -> dict[str, Any]:
@@ -73,3 +85,60 @@ class EditorClient:
         request = WriteTextFileRequest(session_id=session_id, path=path, content=content)
         answer = await self._wire.request("fs/write_text_file", request_params(request))
         return WriteTextFileResponse.model_validate(answer) if isinstance(answer, dict) else None
+
+    async def terminal_request(self, method: str, request: BaseModel) -> Any:
+        """One ``terminal/*`` request; the editor's answer as it came."""
+        return await self._wire.request(method, request_params(request))
+
+
+def _exit(status: TerminalExitStatus | WaitForTerminalExitResponse) -> TerminalExit:
+    return TerminalExit(status.exit_code, status.signal)
+
+
+class SessionTerminals:
+    """One session's commands in the editor's terminals (the core's
+    :class:`~oma_host.core.editor_channel.EditorTerminal`), for an editor
+    that advertised ``terminal``."""
+
+    def __init__(self, editor: EditorClient, session_id: str) -> None:
+        self._editor = editor
+        self._session_id = session_id
+
+    async def create(
+        self,
+        command: str,
+        args: list[str],
+        cwd: str,
+        env: dict[str, str],
+        output_byte_limit: int,
+    ) -> str:
+        request = CreateTerminalRequest(
+            session_id=self._session_id,
+            command=command,
+            args=args,
+            cwd=cwd,
+            env=[EnvVariable(name=name, value=value) for name, value in env.items()],
+            output_byte_limit=output_byte_limit,
+        )
+        answer = await self._editor.terminal_request("terminal/create", request)
+        return CreateTerminalResponse.model_validate(answer).terminal_id
+
+    async def wait_for_exit(self, terminal_id: str) -> TerminalExit:
+        request = WaitForTerminalExitRequest(session_id=self._session_id, terminal_id=terminal_id)
+        answer = await self._editor.terminal_request("terminal/wait_for_exit", request)
+        return _exit(WaitForTerminalExitResponse.model_validate(answer))
+
+    async def output(self, terminal_id: str) -> TerminalOutput:
+        request = TerminalOutputRequest(session_id=self._session_id, terminal_id=terminal_id)
+        answer = await self._editor.terminal_request("terminal/output", request)
+        output = TerminalOutputResponse.model_validate(answer)
+        ended = None if output.exit_status is None else _exit(output.exit_status)
+        return TerminalOutput(output.output, output.truncated, ended)
+
+    async def kill(self, terminal_id: str) -> None:
+        request = KillTerminalRequest(session_id=self._session_id, terminal_id=terminal_id)
+        await self._editor.terminal_request("terminal/kill", request)
+
+    async def release(self, terminal_id: str) -> None:
+        request = ReleaseTerminalRequest(session_id=self._session_id, terminal_id=terminal_id)
+        await self._editor.terminal_request("terminal/release", request)

@@ -1,24 +1,26 @@
 """The ACP door's ``initialize`` answer, built as wire data with nothing of
-the ``agent-client-protocol`` library imported: editors spawn the door and
-wait for this answer, and importing the library's schema costs more than
-everything else the door does before it. The rest of the door (and the
-library) is imported once the answer is written (:mod:`.serve`).
+the ``agent-client-protocol`` library imported, and by a module that imports
+nothing itself: editors spawn the door and wait for this answer, which
+:mod:`.early` writes before the agents' configs are checked, and the rest of
+the door (and the library) is imported once it is written (:mod:`.serve`).
 
 :func:`plain_initialize` takes the params only in the plain shape clients
 send (the capabilities this door reads, as booleans); anything else goes
 through the schema's ``InitializeRequest`` (:mod:`.routes`), so a malformed
-request still gets its -32602 with the model's errors. Both paths answer with
-:func:`initialize_answer`, which a test holds equal to the library's
-``InitializeResponse`` dump.
+request still gets its -32602 with the model's errors. Every path answers
+with :func:`initialize_result`, which a test holds equal to the library's
+``InitializeResponse`` dump; the auth methods come from the checked configs
+(:func:`.auth.initialize_answer`) or, in the early answer, from the agents
+file as written (:mod:`.early`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from oma_host.core.config import AgentConfig
-from oma_host.core.provider_facts import DEFAULT_PROVIDER, AuthMethod, facts_of
 from oma_host.core.version import __version__
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 # The ACP version the door speaks (the library's PROTOCOL_VERSION; a test
 # holds them equal).
@@ -107,49 +109,36 @@ def plain_initialize(params: Any) -> dict[str, Any] | None:
     return plain
 
 
-def auth_methods_of(config: AgentConfig) -> tuple[AuthMethod, ...]:
-    """The ways an LLM agent's key can reach it from the environment: the
-    ``apiKeyEnv`` variable, else its provider's (:mod:`oma_host.core.provider_facts`)."""
-    if config.api_key_env:
-        return (AuthMethod((config.api_key_env,)),)
-    # The agents file was checked against the offered providers when loaded.
-    return facts_of(config.provider or DEFAULT_PROVIDER).auth_methods
-
-
-def env_auth_methods(configs: list[AgentConfig]) -> dict[str, AuthMethod]:
-    """Every LLM agent's auth methods, by id (an agent with ``apiKey`` needs none)."""
-    methods = {
-        method.id: method
-        for config in configs
-        if config.backend is None and not config.api_key
-        for method in auth_methods_of(config)
-    }
-    return dict(sorted(methods.items()))
-
-
-def _wire_method(method: AuthMethod) -> dict[str, Any]:
-    """The ACP ``env_var`` form of ``method``."""
-    names = " and ".join(f"${name}" for name in method.required)
-    what = "key" if len(method.required) == 1 else "credentials"
+def env_var_method(
+    required: tuple[str, ...], optional: tuple[str, ...] = (), public: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The ACP ``env_var`` auth method whose ``required`` variables must all
+    be set (``optional`` ones are read when set; all are secrets but the
+    ``public`` ones): the wire form of a provider's
+    :class:`~oma_host.core.provider_facts.AuthMethod`."""
+    names = " and ".join(f"${name}" for name in required)
+    what = "key" if len(required) == 1 else "credentials"
     variables: list[dict[str, Any]] = [
-        {"name": name, "secret": name not in method.public} for name in method.required
+        {"name": name, "secret": name not in public} for name in required
     ]
-    variables += [{"name": name, "secret": True, "optional": True} for name in method.optional]
+    variables += [{"name": name, "secret": True, "optional": True} for name in optional]
     return {
-        "id": method.id,
-        "name": " and ".join(method.required),
+        "id": "env:" + "+".join(required),
+        "name": " and ".join(required),
         "description": f"oma-host reads the provider {what} from {names}",
         "vars": variables,
         "type": "env_var",
     }
 
 
-def initialize_answer(configs: list[AgentConfig], capabilities: dict[str, Any]) -> dict[str, Any]:
+def initialize_result(
+    env_var_methods: list[dict[str, Any]], capabilities: dict[str, Any]
+) -> dict[str, Any]:
     """The ``initialize`` result for a client with ``capabilities`` (wire
-    form): the door's capabilities, its auth methods (the ``terminal`` login
-    first, to a client that runs terminal logins, as ACP requires) and who
-    it is."""
-    methods = [_wire_method(method) for method in env_auth_methods(configs).values()]
+    form) when the agents' keys can come from ``env_var_methods``: the door's
+    capabilities, its auth methods (the ``terminal`` login first, to a client
+    that runs terminal logins, as ACP requires) and who it is."""
+    methods = list(env_var_methods)
     auth = capabilities.get("auth")
     if methods and isinstance(auth, dict) and auth.get("terminal") is True:
         methods.insert(0, LOGIN_METHOD)

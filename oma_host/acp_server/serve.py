@@ -1,21 +1,25 @@
 """``oma-host acp``: check the agents, then serve ACP on stdio until the
 editor closes it (or SIGTERM or SIGHUP ends it, as Ctrl-C does). A bad
-agents file is one line on stderr and exit status 2, before any ACP traffic."""
+agents file is one line on stderr and exit status 2, before any ACP traffic
+but the early answer to ``initialize`` (:mod:`.early`), when there was one."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import importlib
+import logging
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oma_host.acp_server.agents import AgentsFileError, load_agents
-from oma_host.acp_server.handshake import SERVED_REQUESTS, initialize_answer, plain_initialize
+from oma_host.acp_server.auth import initialize_answer
+from oma_host.acp_server.early import EarlyStart
+from oma_host.acp_server.handshake import SERVED_REQUESTS, plain_initialize
 from oma_host.core.config import AgentConfig
-from oma_host.core.framing import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.stdio import protect_stdout, stdin_reader, stream_writer
 from oma_host.core.termination import Termination
 
@@ -23,6 +27,8 @@ if TYPE_CHECKING:
     from oma_host.acp_server.door import OmaAcpAgent
     from oma_host.acp_server.routes import DoorRoutes
     from oma_host.acp_server.wire import AcpWire, NotificationHandler, RequestHandler
+
+log = logging.getLogger(__name__)
 
 # The exit status of a usage error, as argparse gives it.
 USAGE_ERROR = 2
@@ -40,24 +46,34 @@ class AcpOptions:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
 
-def serve_acp(options: AcpOptions) -> int:
-    """Serve the agents of ``options.agents_file`` (see :mod:`.agents`) on stdio."""
+def serve_acp(options: AcpOptions, early: EarlyStart | None = None) -> int:
+    """Serve the agents of ``options.agents_file`` (see :mod:`.agents`) on
+    stdio, going on from what the early answer read and wrote."""
     try:
         configs = load_agents(options.agents_file)
     except AgentsFileError as error:
         print(f"oma-host acp: {error}", file=sys.stderr, flush=True)
         return USAGE_ERROR
-    return asyncio.run(_serve(configs, options))
+    early = early or EarlyStart(b"")
+    if early.capabilities is not None:
+        checked = initialize_answer(configs, early.capabilities)
+        if checked != early.answer:  # a kept key whose keyring has gone, say
+            log.warning(
+                "initialize was answered with auth methods %s; the checked agents need %s",
+                [method["id"] for method in (early.answer or {}).get("authMethods", [])],
+                [method["id"] for method in checked["authMethods"]],
+            )
+    return asyncio.run(_serve(configs, options, early))
 
 
-async def _serve(configs: list[AgentConfig], options: AcpOptions) -> int:
+async def _serve(configs: list[AgentConfig], options: AcpOptions, early: EarlyStart) -> int:
     """Serve until the editor closes stdin (0), or until SIGTERM or SIGHUP
     (128 plus its number), the sessions' agents and servers ended either way."""
     task = asyncio.current_task()
     assert task is not None
     termination = Termination(task)
     try:
-        await _serve_editor(configs, options)
+        await _serve_editor(configs, options, early)
     except asyncio.CancelledError:
         if termination.signum is None:
             raise  # Ctrl-C: asyncio.run makes it a KeyboardInterrupt (exit 130)
@@ -66,14 +82,16 @@ async def _serve(configs: list[AgentConfig], options: AcpOptions) -> int:
     return 0 if termination.signum is None else termination.exit_code
 
 
-async def _serve_editor(configs: list[AgentConfig], options: AcpOptions) -> None:
+async def _serve_editor(configs: list[AgentConfig], options: AcpOptions, early: EarlyStart) -> None:
     from oma_host.acp_server.wire import READ_CHUNK, AcpWire
 
     # Pipes from an editor, or files and /dev/null from a script.
     writer = await stream_writer(protect_stdout())
-    reader = await stdin_reader(READ_CHUNK)
+    reader = await stdin_reader(READ_CHUNK, early.pending)
     wire = AcpWire(reader, writer, options.max_message_bytes)
     door = LazyDoor(configs, options, wire)
+    if early.capabilities is not None:
+        door.answered_early(early.capabilities)
     try:
         await wire.serve(door.requests(), door.notifications())
     finally:
@@ -111,6 +129,12 @@ class LazyDoor:
         if self._capabilities is not None:
             agent.accept_capabilities(self._capabilities)
         return agent, door_routes(agent)
+
+    def answered_early(self, capabilities: dict[str, Any]) -> None:
+        """``initialize`` was answered before the door started (:mod:`.early`):
+        keep the client's capabilities and load the door now."""
+        self._capabilities = capabilities
+        self._load()
 
     async def _initialize(self, params: Any) -> Any:
         capabilities = plain_initialize(params)

@@ -10,6 +10,13 @@ process restores it and ``session/list`` can show it. Switching the agent or
 the model builds a new core Agent on the same history. The editor's MCP
 servers (``session/new`` / ``session/load``) are kept with the session, not
 stored, and join each agent it builds (see :meth:`SessionBook._agent`).
+
+An agent whose config lists ``delegates`` finds them among the agents file's
+agents: each session builds a delegate the first time one of its agents
+hands it a task (in the session's ``cwd``, with the editor's MCP servers and
+the session's editor callbacks, without history), keeps it for the
+session's later delegations, and ends it with the session's agent (closed,
+or rested when idle).
 """
 
 from __future__ import annotations
@@ -30,16 +37,14 @@ from acp import RequestError
 from acp.schema import SessionInfo
 
 from oma_host.acp_server.options import Choices, ModelLists, config_options, mode_state, switched
-from oma_host.acp_server.updates import compaction_note
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent
 from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
-from oma_host.core.errors import OmaError
 from oma_host.core.history import HistoryChange, TurnSink
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
-from oma_host.core.results import TokenUsage, add_token_usage, zero_usage
+from oma_host.core.results import TokenUsage, zero_usage
 from oma_host.orchestration.store import Store
 
 log = logging.getLogger(__name__)
@@ -68,6 +73,9 @@ class DoorSession:
     # whichever agent the session runs (see SessionBook._agent).
     mcp_servers: list[McpServer] = field(default_factory=list)
     agent: Agent = field(init=False)
+    # The agents of the file the session's agents delegated to, by name,
+    # built on first use (SessionBook._delegate).
+    delegates: dict[str, Agent] = field(default_factory=dict)
     # The abort signal of each prompt in flight: the one running and those
     # queued behind it (an agent runs its prompts one after another).
     turns: set[AbortSignal] = field(default_factory=set)
@@ -88,6 +96,11 @@ class DoorSession:
         if self.idle_timer is not None:
             self.idle_timer.cancel()
             self.idle_timer = None
+
+    @property
+    def agents(self) -> list[Agent]:
+        """The session's agent and the delegates it has built."""
+        return [self.agent, *self.delegates.values()]
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -187,9 +200,10 @@ class SessionBook:
         session.idle_timer = None
         if session.busy or self._sessions.get(session.session_id) is not session:
             return
-        task = asyncio.get_running_loop().create_task(session.agent.rest())
-        self._resting.add(task)
-        task.add_done_callback(self._rested)
+        for agent in session.agents:
+            task = asyncio.get_running_loop().create_task(agent.rest())
+            self._resting.add(task)
+            task.add_done_callback(self._rested)
 
     def _rested(self, task: asyncio.Task[bool]) -> None:
         self._resting.discard(task)
@@ -288,7 +302,7 @@ class SessionBook:
             del self._sessions[session.session_id]
         session.cancel_turns()
         session.stop_idle_timer()
-        await session.agent.close()
+        await asyncio.gather(*(agent.close() for agent in session.agents))
 
     def _opened(self, session: DoorSession) -> None:
         self._sessions[session.session_id] = session
@@ -312,30 +326,64 @@ class SessionBook:
         return session
 
     def _agent(self, session: DoorSession, history: list[LLMMessage]) -> Agent:
-        """The session's agent. The editor's MCP servers join the config's
+        """The session's agent, on ``history`` with the session's choices."""
+        update = self._in_session(session, session.config)
+        update["history"] = history or None
+        update.update(session.choices.applied(session.config))
+        config = session.config.model_copy(update=update)
+        return Agent(
+            config,
+            on_turn=self._turn_sink(session, config),
+            delegates=self._delegate_lookup(session, config),
+            **self._callbacks(session.session_id),
+        )
+
+    def _in_session(self, session: DoorSession, config: AgentConfig) -> dict[str, Any]:
+        """What an agent of the session runs with besides its config: the
+        session's ``cwd``, and the editor's MCP servers joining the config's
         own: an LLM agent offers their tools, a wrapped ACP agent gets them in
         its ``session/new``; a process agent has no way to use them, so they
         are left out with a log line (refusing would shut the editor out of
         every process agent whenever it has servers configured)."""
-        update: dict[str, Any] = {"cwd": session.cwd, "history": history or None}
-        update.update(session.choices.applied(session.config))
-        backend = session.config.backend
+        update: dict[str, Any] = {"cwd": session.cwd}
+        backend = config.backend
         if session.mcp_servers and backend is not None and backend.kind == "process":
             names = ", ".join(server.name for server in session.mcp_servers)
             log.warning(
                 "agent %r is a process agent and cannot use MCP servers; "
                 "the editor's (%s) are left out",
-                session.config.name,
+                config.name,
                 names,
             )
         elif session.mcp_servers:
-            update["mcp_servers"] = [*(session.config.mcp_servers or []), *session.mcp_servers]
-        config = session.config.model_copy(update=update)
-        return Agent(
+            update["mcp_servers"] = [*(config.mcp_servers or []), *session.mcp_servers]
+        return update
+
+    def _delegate_lookup(
+        self, session: DoorSession, config: AgentConfig
+    ) -> Callable[[str], Agent | None] | None:
+        """How an agent of the session with ``delegates`` finds them."""
+        if not config.delegates:
+            return None
+        return lambda name: self._delegate(session, name)
+
+    def _delegate(self, session: DoorSession, name: str) -> Agent | None:
+        """The session's agent ``name`` of the file, to delegate to (built
+        the first time); None once the session has ended."""
+        agent = session.delegates.get(name)
+        if agent is not None:
+            return agent
+        config = self.configs.get(name)
+        if config is None or self._sessions.get(session.session_id) is not session:
+            return None
+        config = config.model_copy(update=self._in_session(session, config))
+        agent = Agent(
             config,
-            on_turn=self._turn_sink(session, config),
+            delegates=self._delegate_lookup(session, config),
             **self._callbacks(session.session_id),
         )
+        session.delegates[name] = agent
+        return agent
 
     def _turn_sink(self, session: DoorSession, config: AgentConfig) -> TurnSink:
         redactor = Redactor.for_config(config)
@@ -367,23 +415,6 @@ class SessionBook:
         )
 
     # -- config options -------------------------------------------------------------
-
-    async def compact(self, session: DoorSession) -> tuple[str, int | None]:
-        """``/compact``: the session's history compacted now (after its turn
-        in flight), and stored so; what to tell the editor, and the estimated
-        tokens of the compacted history (None when nothing was compacted)."""
-        try:
-            outcome = await session.agent.compact()
-        except OmaError as error:
-            return f"The conversation could not be compacted: {error}", None
-        add_token_usage(session.tokens, outcome.usage)
-        if outcome.cost:
-            session.cost += outcome.cost
-            await self.save_settings(session)
-        if outcome.compaction is None:
-            reason = outcome.reason or "nothing to compact"
-            return reason[:1].upper() + reason[1:] + ".", None
-        return compaction_note(outcome.compaction), outcome.compaction["tokensAfter"]
 
     async def clear(self, session: DoorSession) -> None:
         """``/clear``: the session's history is emptied, here and in the store."""
@@ -446,7 +477,9 @@ class SessionBook:
         for session in self._sessions.values():
             session.cancel_turns()
             session.stop_idle_timer()
-        await asyncio.gather(*(s.agent.close() for s in self._sessions.values()))
+        await asyncio.gather(
+            *(agent.close() for session in self._sessions.values() for agent in session.agents)
+        )
         self._sessions.clear()
         if self._store is not None:
             await asyncio.to_thread(self._store.close)

@@ -7,13 +7,22 @@ notifications, and its result as a ``session/prompt`` answer.
   ``read`` (``search`` for grep and glob), ``edit`` for the write tools,
   ``execute``; ``other`` for any other tool (an MCP tool, whose declaration
   says ``other``, a wrapped agent's own). A location is sent only for a path
-  that stays inside the session's ``cwd``; ``tool_result`` ->
-  ``tool_call_update`` with the status and the output as content;
+  that stays inside the session's ``cwd``; ``tool_output`` (a running
+  call's output) -> ``tool_call_update`` whose content is the output so far
+  (its last :data:`LIVE_OUTPUT_CHARS`), or the editor's terminal that shows
+  it (``{type: "terminal", terminalId}``); ``tool_result`` ->
+  ``tool_call_update`` with the status and the output as content (a call
+  shown in a terminal keeps the terminal as its content, the output in
+  ``rawOutput``);
 - ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged,
   also when its kind is one the library does not know;
 - ``compaction`` -> ``agent_thought_chunk`` saying what was compacted
   (ACP has no update of its own for it; a thought is shown, and is not part
   of the answer);
+- ``delegate`` (an event of a delegate's run, under the caller's
+  ``delegate`` call) -> the delegate's text, gathered by :class:`UpdateSender`
+  (:mod:`.delegate_text`), as that call's running output (as ``tool_output``);
+  its other events are not shown;
 - ``permission`` and ``error`` send nothing: the first was the permission
   request itself, the second is in the answer to ``session/prompt``;
   ``mcp_filtered`` (an editor's MCP server a wrapped ACP agent cannot take),
@@ -56,6 +65,7 @@ from acp.schema import (
     PromptResponse,
     SessionInfoUpdate,
     SessionNotification,
+    TerminalToolCallContent,
     TextContentBlock,
     ToolCallLocation,
     ToolCallProgress,
@@ -66,12 +76,24 @@ from acp.schema import (
 )
 from pydantic import BaseModel, ValidationError
 
+from oma_host.acp_server import commands
+from oma_host.acp_server.delegate_text import DelegateText
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import context_window_of
-from oma_host.core.events import AcpUpdate, Compaction, RunEvent
+from oma_host.core.events import (
+    AcpUpdate,
+    RunEvent,
+    ToolOutputTerminal,
+    ToolOutputText,
+)
 from oma_host.core.messages import ContentBlock
-from oma_host.core.results import MAX_TURN_REQUESTS_KIND, AgentRunResult, ended_at_turn_limit
-from oma_host.core.tools import Effect, ToolDeclaration, builtin_tool
+from oma_host.core.results import (
+    MAX_TURN_REQUESTS_KIND,
+    AgentRunResult,
+    ended_at_turn_limit,
+    is_text_output,
+)
+from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, ToolKind, builtin_tool
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +110,9 @@ StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "
 # The context size reported in usage_update when the config sets no budget:
 # providers do not report their context windows.
 NOMINAL_CONTEXT_SIZE = 200_000
-
-ToolKind = Literal["read", "edit", "search", "execute", "think", "other"]
-# The ACP kind of each effect (a read that searches is "search").
-_TOOL_KINDS: dict[Effect, ToolKind] = {
-    "read": "read",
-    "write": "edit",
-    "execute": "execute",
-    "other": "other",
-}
+# How much of a running call's output its updates show: the latest characters
+# (each update's content replaces the last, so it carries the output so far).
+LIVE_OUTPUT_CHARS = 16_000
 
 
 class UpdateSink(Protocol):
@@ -148,7 +164,7 @@ def _kind(tool: ToolDeclaration | None) -> ToolKind:
         return "other"
     if tool.think:
         return "think"
-    return "search" if tool.search else _TOOL_KINDS[tool.effect]
+    return "search" if tool.search else EFFECT_KINDS[tool.effect]
 
 
 def _locations(
@@ -226,6 +242,21 @@ def tool_result_update(block: ContentBlock) -> ToolCallProgress:
     )
 
 
+def tool_output_update(data: ToolOutputText | ToolOutputTerminal) -> ToolCallProgress:
+    """``tool_call_update`` for a running call's output: its text as
+    content, or the editor's terminal that shows it."""
+    call = data["toolUseId"]
+    if is_text_output(data):
+        text = ContentToolCallContent(type="content", content=_text(data["text"]))
+        return ToolCallProgress(
+            session_update="tool_call_update", tool_call_id=call, content=[text]
+        )
+    terminal = TerminalToolCallContent(type="terminal", terminal_id=data["terminalId"])
+    return ToolCallProgress(
+        session_update="tool_call_update", tool_call_id=call, content=[terminal]
+    )
+
+
 def _passed_through(data: AcpUpdate) -> dict[str, Any]:
     """A wrapped ACP agent's update in its wire form (the bridge keeps its
     camelCase fields, with ``sessionUpdate`` renamed ``kind``): dumped from
@@ -253,6 +284,8 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
         return wire_update(tool_use_update(cast(ContentBlock, event["data"]), cwd))
     if event["type"] == "tool_result":
         return wire_update(tool_result_update(cast(ContentBlock, event["data"])))
+    if event["type"] == "tool_output":
+        return wire_update(tool_output_update(event["data"]))
     if event["type"] == "acp_update":
         return _passed_through(event["data"])
     if event["type"] == "plan":
@@ -267,31 +300,26 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
         )
         return None
     if event["type"] == "compaction":
-        return _chunk("agent_thought_chunk", compaction_note(event["data"]))
+        return _chunk("agent_thought_chunk", commands.compaction_note(event["data"]))
+    if event["type"] == "delegate":
+        return None  # the text accumulates in UpdateSender (a state of the turn)
     if event["type"] == "permission" or event["type"] == "error":
         return None
     if event["type"] == "authenticated" or event["type"] == "session_restarted":
         log.warning("a %r event has no ACP form; not sent", event["type"])
         return None
+    if event["type"] == "model_fallback":
+        # ACP has no update for it; the turn's text is the fallback model's.
+        fallback = event["data"]
+        log.warning(
+            "model %s failed (HTTP %d), %s answers this turn: %s",
+            fallback["failed"],
+            fallback["status"],
+            fallback["model"],
+            fallback["message"],
+        )
+        return None
     assert_never(event)
-
-
-def compaction_note(compaction: Compaction) -> str:
-    """What a compaction did, in a sentence (its thought chunk, ``/compact``'s answer)."""
-    how = (
-        "the older turns summarised"
-        if compaction["strategy"] == "summarize"
-        else f"the {len(compaction.get('dropped', []))} oldest turns dropped"
-    )
-    note = (
-        f"Compacted the conversation to fit the model's context window: "
-        f"{compaction['before']} messages to {compaction['after']} (about "
-        f"{compaction['tokensBefore']:,} to {compaction['tokensAfter']:,} tokens), {how}."
-    )
-    if compaction["images"]:
-        where = "named in the summary" if compaction["strategy"] == "summarize" else "dropped"
-        note += f" Not kept: {len(compaction['images'])} image(s) or file(s), {where}."
-    return note
 
 
 class UpdateSender:
@@ -304,21 +332,60 @@ class UpdateSender:
         self._session_id = session_id
         self._cwd = cwd
         self._gone = False
-        # A write's diff by its tool call id, kept in the call's last update
-        # (an update's content replaces the call's).
-        self._diffs: dict[str, list[Any]] = {}
+        # An update's content replaces the call's, so what a call must keep
+        # showing is sent again in each of its updates: a write's diff, the
+        # terminal a command runs in (by tool call id).
+        self._kept: dict[str, list[Any]] = {}
+        self._terminals: set[str] = set()
+        # A running call's output so far (its last LIVE_OUTPUT_CHARS).
+        self._live: dict[str, str] = {}
+        self._delegations: DelegateText | None = None  # made at the first delegate event
 
     def emit(self, event: RunEvent) -> None:
+        if event["type"] == "delegate":
+            if self._delegations is None:
+                self._delegations = DelegateText(self._delegate_output)
+            self._delegations.add(event["data"])
+            return
         update = event_update(event, self._cwd)
         if update is None:
             return
         if event["type"] == "tool_use" and "content" in update:
-            self._diffs[update["toolCallId"]] = update["content"]
-        elif event["type"] == "tool_result" and (
-            diff := self._diffs.pop(update["toolCallId"], None)
-        ):
-            update["content"] = [*diff, *update.get("content", [])]
+            self._kept[update["toolCallId"]] = update["content"]
+        elif event["type"] == "tool_output":
+            self._running_output(update)
+        elif event["type"] == "tool_result":
+            call = update["toolCallId"]
+            if self._delegations is not None:
+                self._delegations.end(call)
+            self._live.pop(call, None)
+            kept = self._kept.pop(call, [])
+            if call in self._terminals:  # the terminal shows the output; the text is rawOutput
+                self._terminals.discard(call)
+                update["content"] = kept
+            elif kept:
+                update["content"] = [*kept, *update.get("content", [])]
         self.send(update)
+
+    def _delegate_output(self, call_id: str, text: str) -> None:
+        """A piece of a delegate's text, shown as its ``delegate`` call's
+        running output, as a shell command's is."""
+        self.emit({"type": "tool_output", "data": {"toolUseId": call_id, "text": text}})
+
+    def _running_output(self, update: dict[str, Any]) -> None:
+        """A ``tool_output`` update made to carry all its call shows."""
+        call = update["toolCallId"]
+        shown = update["content"][0]
+        kept = self._kept.setdefault(call, [])
+        if shown["type"] == "terminal":
+            self._terminals.add(call)
+            kept.append(shown)
+            update["content"] = list(kept)
+            return
+        live = (self._live.get(call, "") + shown["content"]["text"])[-LIVE_OUTPUT_CHARS:]
+        self._live[call] = live
+        text = {"type": "content", "content": {"type": "text", "text": live}}
+        update["content"] = [*kept, text]
 
     def send(self, update: dict[str, Any]) -> None:
         if self._gone:
@@ -332,6 +399,8 @@ class UpdateSender:
     async def close(self) -> None:
         """Wait while the editor is not reading (returns at once otherwise).
         What is still gathered goes out with the turn's answer, before it."""
+        if self._delegations is not None:
+            self._delegations.close()
         if not self._gone:
             await self._sink.drain()
 

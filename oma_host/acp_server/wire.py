@@ -73,13 +73,13 @@ from pydantic import ValidationError
 from oma_host.core.collector import count_in_flight
 from oma_host.core.errors import ErrorCode
 from oma_host.core.framing import (
-    DEFAULT_MAX_MESSAGE_BYTES,
     Frame,
     lone_surrogate_at,
     read_lines,
     surrogate_problem,
 )
 from oma_host.core.jsonrpc import JsonRpcPeer
+from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from acp import RequestError

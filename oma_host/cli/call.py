@@ -27,13 +27,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from oma_host.cli.client import HostClient, RpcError, host_argv, unwrap
+from oma_host.core.cli_options import INTERRUPTED
 from oma_host.core.errors import ErrorCode
 from oma_host.server.auth import TokenFileError
 
 EXIT_FAILED_RUN = 1
 EXIT_ERROR_RESPONSE = 2
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 # The runs whose work-done reports are shown as a status line on a terminal.
 REPORTING_METHODS = frozenset({"agent/run", "agent/prompt", "oma/runAgent"})
 WORK_DONE_TOKEN = "call-work"
@@ -142,7 +142,7 @@ def _print_response(response: dict[str, Any]) -> int:
         # RequestCancelled: its ``data.partial`` is the run's result so far.
         if error.code == ErrorCode.REQUEST_CANCELLED and partial is not None:
             _print_json(partial)
-            return EXIT_INTERRUPTED
+            return INTERRUPTED
         _print_json(response["error"])
         return EXIT_ERROR_RESPONSE
     _print_json(result)
@@ -201,7 +201,7 @@ async def _call(
             loop.remove_signal_handler(signal.SIGINT)
         stderr.end_text()
         code = _print_response(response)
-        return EXIT_INTERRUPTED if interrupted else code
+        return INTERRUPTED if interrupted else code
     except RpcError as error:  # initialize or agent/create refused
         _print_json({"code": error.code, "message": error.message, "data": error.data})
         return EXIT_ERROR_RESPONSE

@@ -15,7 +15,7 @@ import getpass
 import sys
 from typing import TextIO
 
-from oma_host.core.credentials import config_dir, forget_key, store_key, stored_variables
+from oma_host.core.credentials import file_path, forget_key, store_key, stored_variables
 from oma_host.core.provider_facts import ProviderFacts, offered_providers
 
 # The exit status of a usage error, as argparse gives it.
@@ -72,7 +72,7 @@ def run_login(provider: str | None, out: TextIO = sys.stderr) -> int:
     place = (
         "the OS keyring (service oma-host)"
         if where == "keyring"
-        else f"{config_dir() / 'credentials.json'} (readable by you alone)"
+        else f"{file_path()} (readable by you alone)"
     )
     out.write(f"Stored the {facts.title} key in {place}; used when {variable} is not set.\n")
     return 0

@@ -5,9 +5,18 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from oma_host.core.cli_options import (
+    DEFAULT_SESSION_IDLE_TIMEOUT_S,
+    INTERRUPTED,
+    LOG_LEVELS,
+    positive_int,
+    positive_seconds,
+)
 from oma_host.core.collector import tune_for_serving
-from oma_host.core.framing import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.provider_facts import default_providers
 from oma_host.core.subreaper import enable_subreaper
 from oma_host.server.limits import (
@@ -16,8 +25,8 @@ from oma_host.server.limits import (
     DEFAULT_MAX_CONNECTIONS,
 )
 
-# oma-host acp: how long a session's agent keeps its processes while it runs nothing.
-DEFAULT_SESSION_IDLE_TIMEOUT_S = 1800.0
+if TYPE_CHECKING:
+    from oma_host.acp_server.early import EarlyStart
 
 
 def _parse_tcp(value: str) -> tuple[str, int]:
@@ -38,24 +47,21 @@ def _parse_tcp(value: str) -> tuple[str, int]:
     return (host if sep and host else "127.0.0.1", number)
 
 
-def _positive_seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not seconds > 0 or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"wants a positive number of seconds, got {value!r}")
-    return seconds
+def _checked(check: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``check`` (from :mod:`.options`) as an argparse type: its ValueError
+    becomes the usage error, with its message."""
+
+    def checked(value: str) -> Any:
+        try:
+            return check(value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return checked
 
 
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"wants a positive whole number, got {value!r}")
-    return number
+_positive_seconds = _checked(positive_seconds)
+_positive_int = _checked(positive_int)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level",
         default="WARNING",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        choices=LOG_LEVELS,
         help="stderr log level (default WARNING)",
     )
     parser.add_argument(
@@ -181,9 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # SUPPRESS: given after ``acp`` they win, else the options before it stand.
     acp.add_argument("--state-dir", metavar="DIR", default=argparse.SUPPRESS)
-    acp.add_argument(
-        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=argparse.SUPPRESS
-    )
+    acp.add_argument("--log-level", choices=LOG_LEVELS, default=argparse.SUPPRESS)
     acp.add_argument(
         "--max-message-bytes",
         type=_positive_int,
@@ -230,20 +234,17 @@ def _forwarded_options(args: argparse.Namespace) -> list[str]:
     return forwarded
 
 
-# The exit status of a program ended by Ctrl-C (128 + SIGINT), as shells report it.
-INTERRUPTED = 130
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the command line; Ctrl-C ends any command quietly with status 130."""
+def main(argv: list[str] | None = None, early: EarlyStart | None = None) -> int:
+    """Run the command line; Ctrl-C ends any command quietly with status 130.
+    ``early``: what ``oma-host acp``'s early answer read and wrote (:mod:`.entry`)."""
     args = build_parser().parse_args(argv)
     try:
-        return _run(args)
+        return _run(args, early)
     except KeyboardInterrupt:
         return INTERRUPTED
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
     logging.basicConfig(
         level=args.log_level,
         stream=sys.stderr,
@@ -296,7 +297,8 @@ def _run(args: argparse.Namespace) -> int:
         acp_exit: int = serve_acp(
             AcpOptions(
                 args.agents, args.state_dir, args.session_idle_timeout, args.max_message_bytes
-            )
+            ),
+            early,
         )
         return acp_exit
     if args.command == "schema":

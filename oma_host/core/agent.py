@@ -28,6 +28,7 @@ from oma_host.core.backends import (
     BackendEntry,
     Compactable,
     Configurable,
+    DelegateLookup,
     PermissionHandler,
     SessionLink,
     backend_entry,
@@ -35,9 +36,10 @@ from oma_host.core.backends import (
 from oma_host.core.compaction import compacted_history
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.core.cost import prices_of
+from oma_host.core.delegation import Lineage
 from oma_host.core.editor_channel import EditorChannel
-from oma_host.core.errors import InvalidMessageError, InvalidParamsError, StoreError
-from oma_host.core.events import Compaction, EmitFn, RunError
+from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.events import EmitFn, RunError
 from oma_host.core.guard import (
     clone,
     clone_messages,
@@ -45,7 +47,7 @@ from oma_host.core.guard import (
     guard_prompt_input,
     guard_run_input,
 )
-from oma_host.core.history import CompactOutcome, HistoryChange, TurnSink
+from oma_host.core.history import CompactOutcome, HistoryChange, TurnSink, compact_on_request
 from oma_host.core.hooks import (
     LOSSY_MESSAGES,
     AfterRunContext,
@@ -107,14 +109,22 @@ class Agent:
         on_turn: TurnSink | None = None,
         session_link: SessionLink | None = None,
         editor: EditorChannel | None = None,
+        delegates: DelegateLookup | None = None,
     ) -> None:
         self.config = parse_agent_config(config, defaults)
         self._history: list[LLMMessage] = check_agent_config(self.config)
         self._entry: BackendEntry = backend_entry(self.config)
+        if self.config.delegates and delegates is None:
+            raise InvalidParamsError(
+                f"config.delegates: agent {self.name!r} names agents to delegate to, but it "
+                "runs where there are none to find (agents are found among the JSON-RPC "
+                "connection's, made with agent/create, or the ACP door's agents file)"
+            )
         self._before_run = before_run
         self._after_run = after_run
         self._permission_handler = permission_handler
         self._editor = editor
+        self._delegates = delegates
         self._on_turn = on_turn
         self._session_link = session_link  # the backend's own session id, persisted
         self._backend: Backend | None = None
@@ -122,6 +132,7 @@ class Agent:
         self._usage: TokenUsage = zero_usage()
         self._prices = prices_of(self.config)
         self._cost = 0.0  # every run's, in USD, while the prices are known
+        self._cost_known = True  # False once a run's cost was not known
         self._active_runs = 0
         self._turn_lock: asyncio.Lock | None = None
         self._generation = 0  # bumped by reset()
@@ -141,7 +152,7 @@ class Agent:
     @property
     def state(self) -> dict[str, Any]:
         state: dict[str, Any] = {"status": self._status, "tokenUsage": dict(self._usage)}
-        if self._prices is not None:
+        if self._prices is not None and self._cost_known:
             state["cost"] = usd(self._cost)
         backend: object = self._backend
         if isinstance(backend, Configurable) and (choices := backend.choices()) is not None:
@@ -175,6 +186,7 @@ class Agent:
         self._status = "idle"
         self._usage = zero_usage()
         self._cost = 0.0
+        self._cost_known = True
         if self._session_link is not None:
             self._session_link.known = None  # the store forgets it with the history
         if self._backend is not None and self._entry.keeps_session:
@@ -338,24 +350,19 @@ class Agent:
             self._turn_lock = asyncio.Lock()
         async with self._turn_lock:
             generation = self._generation
-            recorder = RunRecorder(new_run_id(), redactor=self._secrets)
-            outcome = await backend.compact(self._history, recorder)
-            usage = recorder.usage
-            add_token_usage(self._usage, usage)
-            cost = None if self._prices is None else self._prices.cost(usage)
-            self._cost += cost or 0.0
-            mark = recorder.compaction
-            if isinstance(outcome, str) or mark is None or generation != self._generation:
-                reason = outcome if isinstance(outcome, str) else "the history was reset meanwhile"
-                return CompactOutcome(None, reason, usage, cost)
-            history = compacted_history(self._history, mark)
-            try:
-                await self._save(HistoryChange(None, [], history))
-            except Exception as error:
-                raise StoreError(f"the compacted history could not be saved: {error}") from None
-            self._history = history
-            payload = cast(Compaction, self._secrets.redact_tree(outcome))
-            return CompactOutcome(payload, None, usage, cost)
+            outcome, history = await compact_on_request(
+                backend,
+                self._history,
+                secrets=self._secrets,
+                prices=self._prices,
+                save=self._save,
+                current=lambda: generation == self._generation,
+            )
+            add_token_usage(self._usage, outcome.usage)
+            self._cost += outcome.cost or 0.0
+            if history is not None:
+                self._history = history
+            return outcome
 
     async def _stream(
         self, messages: list[LLMMessage], run_id: str | None, abort: AbortSignal | None
@@ -384,13 +391,16 @@ class Agent:
         run_id: str | None = None,
         abort: AbortSignal | None = None,
         emit: EmitFn | None = None,
+        lineage: Lineage | None = None,
     ) -> AgentRunResult:
         """Run already-validated messages (the library's private copy).
 
-        With ``emit`` the run streams its events to it. Everything that goes
-        wrong while running is a failed result, a beforeRun answer whose
-        messages fail the guard included; nothing is raised."""
-        return (await self._execute(messages, run_id, abort, emit))[0]
+        With ``emit`` the run streams its events to it. ``lineage``: the
+        run's place among delegations, for a delegate's run (None: a client
+        started it). Everything that goes wrong while running is a failed
+        result, a beforeRun answer whose messages fail the guard included;
+        nothing is raised."""
+        return (await self._execute(messages, run_id, abort, emit, lineage))[0]
 
     async def _execute(
         self,
@@ -398,10 +408,13 @@ class Agent:
         run_id: str | None,
         abort: AbortSignal | None,
         emit: EmitFn | None,
+        lineage: Lineage | None = None,
     ) -> tuple[AgentRunResult, RunRecorder]:
         """:meth:`execute`, and the run's recorder (what the backend recorded
         beside the result: a compaction of the conversation)."""
-        recorder = RunRecorder(run_id or new_run_id(), self._redacting(emit), self._secrets)
+        recorder = RunRecorder(
+            run_id or new_run_id(), self._redacting(emit), self._secrets, lineage=lineage
+        )
         streaming = emit is not None
         previous_status = self._status
         self._active_runs += 1
@@ -422,10 +435,12 @@ class Agent:
                 finished = recorder.result("error", message, output=message, error_kind="internal")
             if self._has_secrets:  # else nothing to take out
                 finished = cast(AgentRunResult, self._secrets.redact_owned(finished))
-            if self._prices is not None:
-                cost = self._prices.cost(finished["tokenUsage"])
+            cost = self._run_cost(recorder, finished)
+            if cost is not None:
                 finished["cost"] = usd(cost)
                 self._cost += cost
+            elif self._prices is not None:
+                self._cost_known = False  # an unpriced fallback model's reply or delegate
             result = finished
             if streaming:
                 _emit_failure(recorder, finished)
@@ -438,6 +453,15 @@ class Agent:
                 add_token_usage(self._usage, result["tokenUsage"])  # cache counts too
                 if self._active_runs == 0:
                     self._status = _status_after(result)
+
+    def _run_cost(self, recorder: RunRecorder, result: AgentRunResult) -> float | None:
+        """What the run cost: as its backend priced each reply (an LLM
+        agent's replies may come from fallback models at other prices) and
+        added its delegates' costs, else its usage at the agent's prices;
+        None when a price is not known."""
+        if recorder.cost is not None:
+            return recorder.cost if recorder.cost_known else None
+        return None if self._prices is None else self._prices.cost(result["tokenUsage"])
 
     async def _pipeline(
         self, messages: list[LLMMessage], recorder: RunRecorder, streaming: bool
@@ -485,6 +509,7 @@ class Agent:
                 permission_handler=self._permission_handler,
                 session_link=self._session_link,
                 editor=self._editor,
+                delegates=self._delegates,
             )
             self._backend = self._entry.build(self.config, context)
         return self._backend

@@ -26,10 +26,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
+from oma_host.core.abort import AbortSignal
 from oma_host.core.config import AgentConfig
+from oma_host.core.delegation import Lineage
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidParamsError
-from oma_host.core.events import Compaction
+from oma_host.core.events import Compaction, EmitFn
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import AgentRunResult, RunRecorder
 
@@ -126,6 +128,33 @@ class Compactable(Protocol):
         ...
 
 
+class Delegate(Protocol):
+    """An agent a run may hand a task to (a core ``Agent``), as the LLM
+    backend's ``delegate`` tool uses it (:mod:`oma_host.core.delegation`)."""
+
+    @property
+    def config(self) -> AgentConfig: ...
+
+    def validate_run_input(
+        self, value: object, path: str = "input", *, owned: bool = False
+    ) -> list[LLMMessage]: ...
+
+    async def execute(
+        self,
+        messages: list[LLMMessage],
+        *,
+        run_id: str | None = None,
+        abort: AbortSignal | None = None,
+        emit: EmitFn | None = None,
+        lineage: Lineage | None = None,
+    ) -> AgentRunResult: ...
+
+
+# Finds a delegate by name when a call runs: the door's agent of that name in
+# the session (None: there is none any more, e.g. it was disposed).
+DelegateLookup = Callable[[str], Delegate | None]
+
+
 @dataclass(frozen=True)
 class BackendContext:
     """What the agent hands a factory besides the config."""
@@ -133,6 +162,7 @@ class BackendContext:
     permission_handler: PermissionHandler | None = None
     session_link: SessionLink | None = None
     editor: EditorChannel | None = None  # what the client does with files (None: the disk)
+    delegates: DelegateLookup | None = None  # the agents ``config.delegates`` names
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 from pydantic.alias_generators import to_camel
 
 from oma_host.core.credentials import stored_keys
@@ -178,6 +178,50 @@ class ContextConfig(_Model):
     keep_turns: Annotated[int, Field(gt=0)] | None = None
 
 
+class LoopDetectionConfig(_Model):
+    """``loopDetection``: a tool call identical to the ones just before it
+    (same tool, equal JSON input), made ``maxRepeats`` times in a row, is not
+    run but answered with a warning; one more ends the run (``loop``)."""
+
+    max_repeats: Annotated[int, Field(ge=2)] = 3
+
+
+def _loop_detection_tag(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "off" if value == "off" else None
+    return "object" if isinstance(value, Mapping | LoopDetectionConfig) else None
+
+
+# ``loopDetection``: its settings, or "off". The tags only pick the member, so
+# a mistake is reported against the member the client meant, or as one line.
+LoopDetection = Annotated[
+    Annotated[LoopDetectionConfig, Tag("object")] | Annotated[Literal["off"], Tag("off")],
+    Discriminator(
+        _loop_detection_tag,
+        custom_error_type="predicate",
+        custom_error_message='must be "off" or an object {maxRepeats?: int >= 2}',
+    ),
+]
+_LOOP_DETECTION_TAGS = frozenset({"object", "off"})
+
+
+# How deep delegations go beneath a run a client started, and how many that
+# run and everything beneath it may make in all (``delegation``).
+DEFAULT_DELEGATION_DEPTH = 3
+DEFAULT_MAX_DELEGATIONS = 16
+
+
+class DelegationConfig(_Model):
+    """``delegation``: the bounds on the tasks this agent's runs hand on
+    with the ``delegate`` tool. ``maxDepth``: the levels of delegation that
+    may go on beneath one of its runs (a delegate of a delegate is level 2);
+    ``maxCalls``: the delegations a run a client started, and every run
+    beneath it, may make in all."""
+
+    max_depth: Annotated[int, Field(ge=1, le=10)] = DEFAULT_DELEGATION_DEPTH
+    max_calls: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_MAX_DELEGATIONS
+
+
 class ModelDefaults(_Model):
     """``initializationOptions.defaults``: applied to configs that leave them out."""
 
@@ -210,6 +254,13 @@ class AgentConfig(_Model):
     temperature: float | None = None
     top_p: float | None = None
     max_token_budget: Annotated[int, Field(gt=0)] | None = None
+    # USD a run may spend (at its models' prices, core/cost.py) before it ends.
+    max_cost_budget: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    # Models of the same provider tried in order, for one turn, when the model
+    # fails with an overload, a rate limit or a server error after its retries.
+    fallback_models: list[Annotated[str, Field(min_length=1)]] | None = None
+    # None: on, with LoopDetectionConfig's default; "off": never.
+    loop_detection: LoopDetection | None = None
     timeout_ms: Annotated[int, Field(gt=0)] | None = None
     # Bounds every tool call, built-in, MCP or served by the editor (ms;
     # DEFAULT_TOOL_TIMEOUT_MS when unset).
@@ -231,6 +282,10 @@ class AgentConfig(_Model):
     # Cache the prompt prefix (Anthropic cache_control, Bedrock cachePoint);
     # unset: the provider's default (on for Anthropic, off for Bedrock).
     prompt_caching: bool | None = None
+    # Other agents of the session this (LLM) agent may hand a task to with
+    # its ``delegate`` tool, by name; ``delegation`` bounds how far that goes.
+    delegates: list[Annotated[str, Field(min_length=1)]] | None = None
+    delegation: DelegationConfig | None = None
 
     @cached_property
     def secrets(self) -> tuple[str, ...]:
@@ -303,7 +358,9 @@ def parse_agent_config(
             config = AgentConfig.model_validate(dict(value))
         except ValidationError as error:
             raise InvalidParamsError(
-                describe_validation_error(error, where, _BACKEND_KINDS, AgentConfig)
+                describe_validation_error(
+                    error, where, _BACKEND_KINDS | _LOOP_DETECTION_TAGS, AgentConfig
+                )
             ) from None
     if config.backend is None and defaults is not None:
         fill = {
@@ -318,4 +375,25 @@ def parse_agent_config(
             f"{where}.model is required for an agent without a backend "
             "(set it in the config or in initializationOptions.defaults.model)"
         )
+    _check_delegates(config, where)
     return config
+
+
+def _check_delegates(config: AgentConfig, where: str) -> None:
+    """What a config's ``delegates`` can be refused for on its own: a
+    backend (only an LLM agent has tools), its own name, a name twice.
+    Whether each name is an agent is the door's to say (the session's agents,
+    the agents file)."""
+    names = config.delegates or []
+    if names and config.backend is not None:
+        raise InvalidParamsError(
+            f"{where}.delegates: only an LLM agent (one without a backend) can delegate; "
+            f"agent {config.name!r} has a {config.backend.kind} backend"
+        )
+    for index, name in enumerate(names):
+        if name == config.name:
+            raise InvalidParamsError(
+                f"{where}.delegates[{index}]: agent {name!r} cannot delegate to itself"
+            )
+        if name in names[:index]:
+            raise InvalidParamsError(f"{where}.delegates[{index}]: {name!r} is listed twice")

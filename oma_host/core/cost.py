@@ -40,9 +40,11 @@ class Prices:
         return total * _PER_TOKEN
 
 
-def prices_of(config: AgentConfig) -> Prices | None:
-    """The agent's prices: its ``pricing``, else its model's in the table;
-    None when neither says (an external backend, an unknown model)."""
+def prices_of(config: AgentConfig, model: str | None = None) -> Prices | None:
+    """The agent's prices for ``model`` (default: its own model; another is
+    one of its ``fallbackModels``): its ``pricing``, which prices every model
+    the agent uses, else the model's in the table; None when neither says
+    (an external backend, an unknown model)."""
     if config.backend is not None:
         return None
     if config.pricing is not None:
@@ -53,7 +55,7 @@ def prices_of(config: AgentConfig) -> Prices | None:
             given.input if given.cache_write is None else given.cache_write,
             given.input if given.cache_read is None else given.cache_read,
         )
-    facts = model_facts(config.provider, config.model)
+    facts = model_facts(config.provider, model or config.model)
     if facts is None or facts.input_price is None or facts.output_price is None:
         return None
     return Prices(

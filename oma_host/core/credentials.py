@@ -15,44 +15,48 @@ counts as unset, as the providers have always read it.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, Literal
+
+from oma_host.core import quickjson
+from oma_host.core.places import config_dir
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, Literal
+
+    Store = Literal["keyring", "file"]
 
 SERVICE = "oma-host"
-Store = Literal["keyring", "file"]
 
 
-def config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "oma-host"
+def _index_path() -> str:
+    return os.path.join(config_dir(), "logins.json")
 
 
-def _index_path() -> Path:
-    return config_dir() / "logins.json"
+def file_path() -> str:
+    """Where keys go when there is no usable keyring."""
+    return os.path.join(config_dir(), "credentials.json")
 
 
-def _file_path() -> Path:
-    return config_dir() / "credentials.json"
-
-
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as file:
+            data = quickjson.loads(file.read())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write_json(path: str, data: dict[str, Any]) -> None:
     """Write ``data`` to ``path`` atomically, readable by the user alone."""
-    import tempfile  # writing is login's and logout's alone
+    import contextlib  # writing is login's and logout's alone
+    import json
+    import tempfile
 
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    folder, name = os.path.split(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             json.dump(data, file, indent=2, sort_keys=True)
@@ -88,12 +92,14 @@ def stored_key(variable: str) -> str | None:
     """The key stored for ``variable``, or None."""
     where = stored_variables().get(variable)
     if where == "file":
-        value = _read_json(_file_path()).get(variable)
+        value = _read_json(file_path()).get(variable)
         return value if isinstance(value, str) and value else None
     if where == "keyring" and (keyring := _keyring()) is not None:
-        with contextlib.suppress(Exception):  # a locked or broken keyring: not stored
+        try:
             value = keyring.get_password(SERVICE, variable)
-            return value if isinstance(value, str) and value else None
+        except Exception:  # a locked or broken keyring: not stored
+            return None
+        return value if isinstance(value, str) and value else None
     return None
 
 
@@ -120,12 +126,12 @@ def store_key(variable: str, key: str) -> Store:
             where = "keyring"
         except Exception:  # a keyring that refuses (locked, no agent): the file
             where = "file"
-    stored = _read_json(_file_path())
+    stored = _read_json(file_path())
     if where == "file":
-        _write_json(_file_path(), {**stored, variable: key})
+        _write_json(file_path(), {**stored, variable: key})
     elif variable in stored:  # moved to the keyring: no copy left behind
         del stored[variable]
-        _write_json(_file_path(), stored)
+        _write_json(file_path(), stored)
     _write_json(_index_path(), {**stored_variables(), variable: where})
     return where
 
@@ -137,11 +143,13 @@ def forget_key(variable: str) -> bool:
     if where is None:
         return False
     if where == "keyring" and (keyring := _keyring()) is not None:
-        with contextlib.suppress(Exception):
+        import contextlib  # logout's alone
+
+        with contextlib.suppress(Exception):  # locked or broken: the index forgets it anyway
             keyring.delete_password(SERVICE, variable)
-    stored = _read_json(_file_path())
+    stored = _read_json(file_path())
     if variable in stored:
         del stored[variable]
-        _write_json(_file_path(), stored)
+        _write_json(file_path(), stored)
     _write_json(_index_path(), index)
     return True

@@ -4,9 +4,11 @@ callbacks (:class:`oma_host.core.agent.AgentCallbacks`).
 
 Each part is optional, and each door fills in what its client said it can
 do: the ACP door's editor may read a file's text (``fs/read_text_file``, so
-an unsaved buffer wins over the disk) and write a file's whole text
-(``fs/write_text_file``); the JSON-RPC door's client may apply a workspace
-edit (LSP's ``workspace/applyEdit``). A run without a channel, or with an
+an unsaved buffer wins over the disk), write a file's whole text
+(``fs/write_text_file``) and run a command in a terminal of its own
+(``terminal/*``: :class:`EditorTerminal`, which the ``shell`` tool uses);
+the JSON-RPC door's client may apply a workspace edit (LSP's
+``workspace/applyEdit``). A run without a channel, or with an
 empty one, reads and writes the disk. The tools still confine every path to
 the agent's ``cwd`` themselves and hand the channel only absolute paths that
 resolve beneath it; which part a write uses is decided in one place
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 # Reads the text of a file given its absolute path; raises when it cannot.
 FileReader = Callable[[str], Awaitable[str]]
@@ -28,12 +30,62 @@ EditApplier = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
+class TerminalExit:
+    """How a command in the editor's terminal ended: its exit code, or the
+    signal that ended it (either may be unknown)."""
+
+    exit_code: int | None
+    signal: str | None
+
+
+@dataclass(frozen=True)
+class TerminalOutput:
+    """A terminal's output so far: its text (the editor keeps the last
+    ``output_byte_limit`` bytes), whether earlier output was dropped, and
+    its exit once the command has exited."""
+
+    text: str
+    truncated: bool
+    exit: TerminalExit | None
+
+
+class EditorTerminal(Protocol):
+    """Commands run in the editor's terminals (ACP ``terminal/*``), which
+    the user watches; each method raises when the editor fails it."""
+
+    async def create(
+        self,
+        command: str,
+        args: list[str],
+        cwd: str,
+        env: dict[str, str],
+        output_byte_limit: int,
+    ) -> str:
+        """Start ``command`` with ``args`` in a new terminal; its id."""
+        ...
+
+    async def wait_for_exit(self, terminal_id: str) -> TerminalExit: ...
+
+    async def output(self, terminal_id: str) -> TerminalOutput: ...
+
+    async def kill(self, terminal_id: str) -> None:
+        """End the command; the terminal stays until released."""
+        ...
+
+    async def release(self, terminal_id: str) -> None:
+        """Free the terminal (a running command is ended); an editor keeps
+        showing a terminal a tool call embeds."""
+        ...
+
+
+@dataclass(frozen=True)
 class EditorChannel:
-    """The file operations a door's client serves; see the module docstring."""
+    """What a door's client serves; see the module docstring."""
 
     read_text: FileReader | None = None
     write_text: FileWriter | None = None
     apply_edit: EditApplier | None = None
+    terminal: EditorTerminal | None = None
 
 
 NO_EDITOR = EditorChannel()

@@ -85,6 +85,8 @@ ErrorKind = Literal[
     "refusal",  # an ACP agent refused the prompt
     "max_tokens",  # budget_exhausted: the token budget
     "max_turn_requests",  # budget_exhausted: an ACP agent's own request limit
+    "budget",  # budget_exhausted: the cost budget (maxCostBudget)
+    "loop",  # the model kept making the same tool call (loopDetection)
 ]
 
 

@@ -153,6 +153,27 @@ class Compaction(TypedDict):
     dropped: NotRequired[list[DroppedTurn]]
 
 
+class ModelFallback(TypedDict):
+    """An LLM agent's model failed a turn (an overload, a rate limit or a
+    server error, after its retries); ``model``, the next of its
+    ``fallbackModels``, is asked instead."""
+
+    failed: str
+    model: str
+    status: int  # the HTTP status the failed model was answered with
+    message: str
+
+
+class Delegated(TypedDict):
+    """An event of a delegate's run, under the ``delegate`` tool call that
+    started it: the call's ``toolUseId``, the delegate's name, and its event
+    as it streamed it (a delegate's own delegation nests one level more)."""
+
+    toolUseId: str
+    agent: str
+    event: RunEvent
+
+
 # -- events ------------------------------------------------------------------
 
 
@@ -191,6 +212,30 @@ class PermissionEvent(TypedDict):
     data: ToolPermission | AcpPermission
 
 
+class ToolOutputText(TypedDict):
+    """A piece of a running tool call's output, as it comes (the shell's
+    stdout and stderr, interleaved; pieces gathered for up to 0.1 s)."""
+
+    toolUseId: str
+    text: str
+
+
+class ToolOutputTerminal(TypedDict):
+    """The editor's terminal a tool call runs in, which shows its output
+    live (the shell, behind the ACP door of an editor with terminals)."""
+
+    toolUseId: str
+    terminalId: str
+
+
+class ToolOutputEvent(TypedDict):
+    """A running tool call's output, before its result: the text as it
+    comes, or the editor's terminal that shows it."""
+
+    type: Literal["tool_output"]
+    data: ToolOutputText | ToolOutputTerminal
+
+
 class PlanEntry(TypedDict):
     """One step of an agent's plan (ACP's ``PlanEntry``)."""
 
@@ -210,6 +255,14 @@ class PlanEvent(TypedDict):
 
     type: Literal["plan"]
     data: Plan
+
+
+class DelegateEvent(TypedDict):
+    """An event of an agent this run handed a task to with its ``delegate``
+    tool, nested whole, between that call's ``tool_use`` and ``tool_result``."""
+
+    type: Literal["delegate"]
+    data: Delegated
 
 
 class ErrorEvent(TypedDict):
@@ -255,18 +308,28 @@ class CompactionEvent(TypedDict):
     data: Compaction
 
 
+class ModelFallbackEvent(TypedDict):
+    """The turn goes on with a fallback model."""
+
+    type: Literal["model_fallback"]
+    data: ModelFallback
+
+
 RunEvent = (
     TextEvent
     | ReasoningEvent
     | ToolUseEvent
+    | ToolOutputEvent
     | ToolResultEvent
     | PermissionEvent
     | PlanEvent
+    | DelegateEvent
     | ErrorEvent
     | McpFilteredEvent
     | AcpUpdateEvent
     | AuthenticatedEvent
     | SessionRestartedEvent
+    | ModelFallbackEvent
     | CompactionEvent
 )
 

@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from oma_host.core.errors import ErrorCode
 from oma_host.core.json_ids import recover_id
+from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 
-DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _ID_SCAN_BYTES = 65536
 _DISCARD_CHUNK = 1 << 20
 # A header name (an HTTP token) followed by a colon: how an LSP client starts.

@@ -2,18 +2,27 @@
 a completed prompt turn appends its messages, a compaction replaces the
 history (:mod:`oma_host.core.compaction`); both reach a door's store
 through the agent's :data:`TurnSink` before the agent's own history
-changes. And what a compaction on request (:meth:`Agent.compact
-<oma_host.core.agent.Agent.compact>`) answers.
+changes. And a compaction on request (:func:`compact_on_request`, for
+:meth:`Agent.compact <oma_host.core.agent.Agent.compact>`) and what it answers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
+from oma_host.core.compaction import compacted_history
+from oma_host.core.errors import StoreError
 from oma_host.core.events import Compaction
 from oma_host.core.messages import LLMMessage
-from oma_host.core.results import TokenUsage
+from oma_host.core.redact import Redactor
+from oma_host.core.results import RunRecorder, TokenUsage
+from oma_host.core.run_ids import new_run_id
+
+if TYPE_CHECKING:
+    from oma_host.core.backends import Compactable
+    from oma_host.core.cost import Prices
 
 
 @dataclass(frozen=True)
@@ -45,3 +54,33 @@ class CompactOutcome:
     reason: str | None
     usage: TokenUsage
     cost: float | None
+
+
+async def compact_on_request(
+    backend: Compactable,
+    history: list[LLMMessage],
+    *,
+    secrets: Redactor,
+    prices: Prices | None,
+    save: Callable[[HistoryChange], Awaitable[None]],
+    current: Callable[[], bool],
+) -> tuple[CompactOutcome, list[LLMMessage] | None]:
+    """Have ``backend`` compact ``history``; what it did, and the history
+    to keep (None: nothing changes). The new history is ``save``d first (a
+    failure raises StoreError), unless ``current`` says the agent's history
+    was reset meanwhile. The payload is given with ``secrets`` taken out."""
+    recorder = RunRecorder(new_run_id(), redactor=secrets)
+    outcome = await backend.compact(history, recorder)
+    usage = recorder.usage
+    cost = None if prices is None else prices.cost(usage)
+    mark = recorder.compaction
+    if isinstance(outcome, str) or mark is None or not current():
+        reason = outcome if isinstance(outcome, str) else "the history was reset meanwhile"
+        return CompactOutcome(None, reason, usage, cost), None
+    compacted = compacted_history(history, mark)
+    try:
+        await save(HistoryChange(None, [], compacted))
+    except Exception as error:
+        raise StoreError(f"the compacted history could not be saved: {error}") from None
+    payload = cast(Compaction, secrets.redact_tree(outcome))
+    return CompactOutcome(payload, None, usage, cost), compacted

@@ -7,9 +7,9 @@ cancelled or times out, the partial result is built from it.
 
 The recorder is also where a run's events (:mod:`.events`) are emitted, each
 method taking its payload's type, and it keeps an agent's own secret values
-out of its text streams (``text`` and ``reasoning`` deltas) with a
-:class:`StreamRedaction` per stream: a key sent in pieces is redacted as the
-stream, not piece by piece.
+out of its text streams (``text`` and ``reasoning`` deltas, and each tool
+call's ``tool_output`` text) with a :class:`StreamRedaction` per stream: a
+key sent in pieces is redacted as the stream, not piece by piece.
 """
 
 from __future__ import annotations
@@ -24,11 +24,20 @@ from typing import (
     get_args,
 )
 
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, TypeIs
 
 from oma_host.core.compaction import CompactionMark
+from oma_host.core.delegation import Lineage
 from oma_host.core.errors import ErrorKind
-from oma_host.core.events import EmitFn, ReasoningEvent, RunEvent, TextEvent, ToolPermission
+from oma_host.core.events import (
+    EmitFn,
+    ReasoningEvent,
+    RunEvent,
+    TextEvent,
+    ToolOutputTerminal,
+    ToolOutputText,
+    ToolPermission,
+)
 from oma_host.core.guard import clone
 from oma_host.core.messages import LLMMessage
 from oma_host.core.redact import Redactor
@@ -107,6 +116,9 @@ class AgentRunResult(TypedDict):
     aborted: NotRequired[bool]
     errorInfo: NotRequired[ErrorInfo]
     cost: NotRequired[Cost]  # when the agent's prices are known
+    # An LLM agent's: the model that gave the run's latest reply (one of its
+    # fallbackModels when the configured model failed for that turn).
+    model: NotRequired[str]
 
 
 class DoneEvent(TypedDict):
@@ -128,6 +140,11 @@ def _delta_event(kind: StreamedKind, delta: str) -> TextEvent | ReasoningEvent:
     if kind == "text":
         return {"type": "text", "data": delta}
     return {"type": "reasoning", "data": delta}
+
+
+def is_text_output(output: ToolOutputText | ToolOutputTerminal) -> TypeIs[ToolOutputText]:
+    """Whether a ``tool_output`` event carries text (else: the terminal that shows it)."""
+    return "text" in output
 
 
 def zero_usage() -> TokenUsage:
@@ -209,9 +226,21 @@ class RunRecorder:
     usage: TokenUsage = field(default_factory=zero_usage)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    # The model that gave the latest reply, for a backend that names it
+    # (given as the result's ``model``).
+    model: str | None = None
+    # What the run has cost in USD, for a backend that prices each reply
+    # itself (an LLM agent: at the prices of the model that gave it, and
+    # what its delegates cost); None while it priced nothing. See add_cost.
+    cost: float | None = None
+    cost_known: bool = True
+    # The run's place among delegations; None: a client started it.
+    lineage: Lineage | None = None
     _streams: dict[StreamedKind, StreamRedaction] = field(
         default_factory=dict, init=False, repr=False
     )
+    # A running tool call's output text, by its toolUseId.
+    _tool_outputs: dict[str, StreamRedaction] = field(default_factory=dict, init=False, repr=False)
     # (the call's input object, its permission decision), see permission().
     _permissions: list[tuple[Any, ToolPermission]] = field(
         default_factory=list, init=False, repr=False
@@ -233,13 +262,34 @@ class RunRecorder:
 
     def event(self, event: RunEvent) -> None:
         """Stream an event; its data is copied for the consumer. (``text``
-        and ``reasoning`` go as :meth:`text` and :meth:`reasoning` do.)"""
+        and ``reasoning`` go as :meth:`text` and :meth:`reasoning` do, a
+        tool call's output text as a stream of its own, which its
+        ``tool_result`` ends.)"""
         if event["type"] == "text":
             self.text(event["data"])
         elif event["type"] == "reasoning":
             self.reasoning(event["data"])
+        elif event["type"] == "tool_output" and is_text_output(output := event["data"]):
+            self._tool_output(output["toolUseId"], output["text"])
         else:
+            if event["type"] == "tool_result":
+                self._end_tool_output(event["data"]["tool_use_id"])
             self.emit(clone(event))
+
+    def _tool_output(self, tool_use_id: str, text: str) -> None:
+        if self.redactor is not None:
+            stream = self._tool_outputs.get(tool_use_id)
+            if stream is None:
+                stream = self._tool_outputs[tool_use_id] = StreamRedaction(self.redactor)
+            text = stream.feed(text)
+        if text:
+            self.emit({"type": "tool_output", "data": {"toolUseId": tool_use_id, "text": text}})
+
+    def _end_tool_output(self, tool_use_id: str) -> None:
+        """Send what a tool call's output stream still holds back."""
+        stream = self._tool_outputs.pop(tool_use_id, None)
+        if stream is not None and (rest := stream.finish()):
+            self.emit({"type": "tool_output", "data": {"toolUseId": tool_use_id, "text": rest}})
 
     def permission(self, tool_input: Any, decision: ToolPermission) -> None:
         """Stream a tool call's ``permission`` event and keep the decision
@@ -272,14 +322,25 @@ class RunRecorder:
         for kind, stream in self._streams.items():
             if rest := stream.finish():
                 self.emit(_delta_event(kind, rest))
+        for tool_use_id in list(self._tool_outputs):
+            self._end_tool_output(tool_use_id)
 
     def add_usage(self, input_tokens: int = 0, output_tokens: int = 0) -> None:
         self.usage["input_tokens"] += input_tokens
         self.usage["output_tokens"] += output_tokens
 
     def add_token_usage(self, usage: TokenUsage) -> None:
-        """Add one provider reply's usage, its optional counts included."""
+        """Add one provider reply's usage (or a delegate's run's), its
+        optional counts included."""
         add_token_usage(self.usage, usage)
+
+    def add_cost(self, amount: float | None) -> None:
+        """Add what one reply (or a delegate's run) cost; None, a reply of a
+        model with no known price, makes the run's cost unknown
+        (``cost_known``): never a guess."""
+        self.cost = (self.cost or 0.0) + (amount or 0.0)
+        if amount is None:
+            self.cost_known = False
 
     @property
     def output(self) -> str:
@@ -297,6 +358,8 @@ class RunRecorder:
         """Build the AgentRunResult from what was recorded so far; the run's
         text streams end here."""
         self.end_streams()
+        if self.model is not None:
+            extra.setdefault("model", self.model)
         return make_result(
             self.run_id,
             code,
@@ -349,6 +412,8 @@ def make_result(
 # agent's own stop reason), so a door maps it without reading the message.
 MAX_TOKENS_KIND: Final = "max_tokens"
 MAX_TURN_REQUESTS_KIND: Final = "max_turn_requests"
+# The LLM loop's cost budget (maxCostBudget); ACP has no word of its own for it.
+COST_BUDGET_KIND: Final = "budget"
 
 
 def ended_at_turn_limit(result: AgentRunResult) -> bool:

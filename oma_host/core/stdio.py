@@ -37,10 +37,13 @@ def pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
-async def stdin_reader(limit: int = READ_CHUNK) -> asyncio.StreamReader:
-    """A reader of stdin (a duplicate of fd 0) that sees its end."""
+async def stdin_reader(limit: int = READ_CHUNK, already_read: bytes = b"") -> asyncio.StreamReader:
+    """A reader of stdin (a duplicate of fd 0) that sees its end, starting
+    with ``already_read`` (what was read from fd 0 before, not yet used)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=limit)
+    if already_read:
+        reader.feed_data(already_read)
     stdin = os.fdopen(os.dup(0), "rb", buffering=0)
     if pollable(stdin.fileno()):
         protocol = asyncio.StreamReaderProtocol(reader)

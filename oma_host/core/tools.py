@@ -25,8 +25,19 @@ from typing import Any, Literal
 Effect = Literal["read", "write", "execute", "other"]
 # What a call's target is, for permission rules: a path under ``cwd``
 # (matched as the file it names), a text matched as given (a glob's
-# pattern), or not known (an MCP tool: any argument may be a path).
-TargetKind = Literal["path", "text", "unknown"]
+# pattern), a shell command line (matched one simple command at a time),
+# or not known (an MCP tool: any argument may be a path).
+TargetKind = Literal["path", "text", "command", "unknown"]
+# How an editor names what a tool call does (ACP's ``ToolKind``).
+ToolKind = Literal["read", "edit", "search", "execute", "think", "other"]
+# The ACP kind of each effect (a read that searches is ``search``, one that
+# touches nothing ``think``).
+EFFECT_KINDS: dict[Effect, ToolKind] = {
+    "read": "read",
+    "write": "edit",
+    "execute": "execute",
+    "other": "other",
+}
 # Reads one string from a call's input (which may be anything the model sent).
 ArgumentReader = Callable[[Any], str | None]
 # Reads the text change a write proposes from its input: (the text it
@@ -94,6 +105,10 @@ class ToolDeclaration(ToolSpec):
     # A call that touches nothing, the agent's own thinking aloud (a plan):
     # ACP shows it as ``think``.
     think: bool = False
+    # The tool keeps its own work within ``toolTimeoutMs`` and says in its
+    # result what running past it did (the shell: the process group ended);
+    # the call's bound then leaves it a moment more to do so.
+    bounded: bool = False
 
 
 def string_fields(old: str | None, new: str) -> ChangeReader:

@@ -16,10 +16,12 @@ from oma_host.core.errors import InvalidParamsError
 
 def _check_config(config: AgentConfig) -> None:
     """What can be refused at construction: an unknown provider or tool, an
-    invalid outputSchema."""
+    invalid outputSchema, a maxCostBudget on a model with no known price."""
+    from oma_host.llm.guards import check_cost_budget
     from oma_host.providers import check_provider
 
     check_provider(config.provider)
+    check_cost_budget(config)
     if config.tools:  # the tools' modules are imported only for an agent that has some
         from oma_host.llm.tools import ToolRegistry
 
@@ -41,7 +43,7 @@ def _check_config(config: AgentConfig) -> None:
 def _build(config: AgentConfig, context: BackendContext) -> Backend:
     from oma_host.llm.loop import LLMBackend
 
-    return LLMBackend(config, context.permission_handler, context.editor)
+    return LLMBackend(config, context.permission_handler, context.editor, context.delegates)
 
 
 register_backend(

@@ -6,6 +6,9 @@ only when ``config.mcpServers`` lists some), each a :class:`Tool` with its
 declaration, and sends every call of a known tool through the permission
 policy (:mod:`oma_host.llm.permissions`) first; each decision is streamed as
 a ``permission`` event. A denied call is an error result telling the model so.
+An agent with ``delegates`` also has the ``delegate`` tool, whose call is
+handed the run it belongs to (:mod:`oma_host.llm.delegation`) and is bounded
+by the delegate's own ``timeoutMs`` rather than ``toolTimeoutMs``.
 
 The door's client callbacks reach here as the permission handler, which
 answers ``agent/requestPermission``, and the editor channel
@@ -20,7 +23,7 @@ import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from oma_host.core.backends import PermissionHandler
+from oma_host.core.backends import DelegateLookup, PermissionHandler
 from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS, AgentConfig
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.events import ToolPermission
@@ -28,14 +31,16 @@ from oma_host.core.messages import ContentBlock
 from oma_host.core.redact import Redactor
 from oma_host.core.results import RunRecorder
 from oma_host.core.tools import ToolSpec
+from oma_host.llm.delegation import Delegation
 from oma_host.llm.permissions import PermissionPolicy
-from oma_host.llm.tools import ToolRegistry
+from oma_host.llm.tools import ToolRegistry, delegate
 from oma_host.llm.tools.base import Tool, ToolOutput, Workspace, call_tool, unknown_tool
 
 if TYPE_CHECKING:
     from oma_host.llm.mcp_servers import McpServers, McpTool
 
 _DEFAULT_TIMEOUT_MS = 30_000
+_BOUNDED_GRACE_S = 10.0
 
 
 class AgentTools:
@@ -46,11 +51,22 @@ class AgentTools:
         config: AgentConfig,
         handler: PermissionHandler | None,
         editor: EditorChannel | None = None,
+        delegates: DelegateLookup | None = None,
     ) -> None:
         timeout_s = (config.hooks.timeout_ms if config.hooks else _DEFAULT_TIMEOUT_MS) / 1000
-        self.registry = ToolRegistry(config.tools, config.cwd)
+        self._delegation: Delegation | None = None
+        if config.delegates and delegates is not None:
+            self._delegation = Delegation(config, delegates)
+        offered = config.delegates if self._delegation is not None else None
+        self.registry = ToolRegistry(config.tools, config.cwd, offered)
         self._tool_timeout_s = (config.tool_timeout_ms or DEFAULT_TOOL_TIMEOUT_MS) / 1000
-        self._workspace = Workspace(self.registry.root, editor or NO_EDITOR, timeout_s)
+        self._workspace = Workspace(
+            self.registry.root,
+            editor or NO_EDITOR,
+            timeout_s,
+            call_timeout_s=self._tool_timeout_s,
+            secrets=config.secrets,
+        )
         self._policy = PermissionPolicy(
             config.permissions,
             handler,
@@ -94,11 +110,21 @@ class AgentTools:
         if not decision.allowed:
             return (f"{name}: permission denied ({_why(decision.event)})", True)
         # The call may touch the file decided for, and no other (see Workspace.confirm).
-        workspace = replace(self._workspace, approved=decision.resolved, report=recorder.event)
+        workspace = replace(
+            self._workspace,
+            approved=decision.resolved,
+            report=recorder.event,
+            call_id=call["id"],
+        )
+        if name == delegate.NAME and self._delegation is not None:
+            # A whole run of another agent: bounded by its own timeoutMs.
+            workspace = replace(workspace, delegate=self._delegation.for_call(recorder, call["id"]))
+            return await call_tool(tool, arguments, workspace)
+        # A tool that keeps to the limit itself is given the moment it needs
+        # to say so (and end what it started) before it is cut off.
+        bound = self._tool_timeout_s + (_BOUNDED_GRACE_S if tool.declaration.bounded else 0)
         try:
-            return await asyncio.wait_for(
-                call_tool(tool, arguments, workspace), self._tool_timeout_s
-            )
+            return await asyncio.wait_for(call_tool(tool, arguments, workspace), bound)
         except TimeoutError:
             # The call is cancelled (a built-in's worker stops at its next check,
             # an MCP request is abandoned): the session goes on.

@@ -37,7 +37,7 @@ from typing import Literal
 
 from oma_host.core.compaction import CompactionMark, with_summary
 from oma_host.core.config import AgentConfig, ContextConfig
-from oma_host.core.cost import context_window_of
+from oma_host.core.cost import Prices, context_window_of
 from oma_host.core.events import Compaction
 from oma_host.core.messages import ContentBlock, LLMMessage, TextBlock
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
@@ -111,8 +111,11 @@ def summary_block(summary: str, compacted: int, seen: Transcript) -> TextBlock:
 class ContextKeeper:
     """One LLM agent's context window; see the module docstring."""
 
-    def __init__(self, config: AgentConfig, adapter: LLMAdapter) -> None:
+    def __init__(
+        self, config: AgentConfig, adapter: LLMAdapter, prices: Prices | None = None
+    ) -> None:
         settings = config.context or ContextConfig()
+        self._prices = prices  # the agent's model's, which writes the summaries
         self.strategy = settings.strategy
         self._compact_at = settings.compact_at
         self._keep_turns = settings.keep_turns
@@ -360,6 +363,7 @@ class ContextKeeper:
             request: list[LLMMessage] = [{"role": "user", "content": content}]
             response = await self._adapter.chat(request, asked)
             recorder.add_token_usage(response.usage)
+            recorder.add_cost(None if self._prices is None else self._prices.cost(response.usage))
             summary = "".join(
                 str(block.get("text", ""))
                 for block in response.content

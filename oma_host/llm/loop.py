@@ -1,13 +1,16 @@
 """The LLM agent loop: send the conversation to the provider adapter, stream
 what comes back into the run's recorder, run the tools the model calls, and
 go round again until the model stops calling tools, ``maxTurns`` is reached,
-or ``maxTokenBudget`` is spent. With ``outputSchema`` the final answer is
+``maxTokenBudget`` or ``maxCostBudget`` is spent, or the model keeps making
+the same call (``loopDetection``). With ``outputSchema`` the final answer is
 parsed and validated as JSON, with one repair turn. Provider faults become
-failed results on the normal failure path. The tools (built-in and MCP, each
-call through the permission policy) are :mod:`oma_host.llm.agent_tools`'s; an
-MCP server that fails fails the run with ``errorInfo.kind: "mcp"``. Before
-each request the conversation is fitted to the model's context window, and a
-"too long" answer is compacted and sent once more
+failed results on the normal failure path, but for those another model may
+answer: then the turn falls back to ``fallbackModels`` in order. The tools
+(built-in and MCP, each call through the permission policy) are
+:mod:`oma_host.llm.agent_tools`'s; an MCP server that fails fails the run
+with ``errorInfo.kind: "mcp"``. The guards' rules are :mod:`oma_host.llm.guards`'s.
+Before each request the conversation is fitted to the model's context
+window, and a "too long" answer is compacted and asked once more
 (:mod:`oma_host.llm.context`).
 """
 
@@ -19,17 +22,20 @@ import time
 from typing import Any, assert_never, cast
 
 from oma_host.core.activity import report_activity
-from oma_host.core.backends import PermissionHandler
+from oma_host.core.backends import DelegateLookup, PermissionHandler
 from oma_host.core.config import AgentConfig
+from oma_host.core.cost import prices_of
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import BackendRequestError
 from oma_host.core.events import Compaction
 from oma_host.core.messages import ContentBlock, LLMMessage, ToolResultBlock, ToolUseBlock
 from oma_host.core.redact import Redactor
-from oma_host.core.results import MAX_TOKENS_KIND, AgentRunResult, RunRecorder
+from oma_host.core.results import COST_BUDGET_KIND, MAX_TOKENS_KIND, AgentRunResult, RunRecorder
 from oma_host.llm.agent_tools import AgentTools, output_text
 from oma_host.llm.context import ContextKeeper
+from oma_host.llm.guards import RepeatWatch, falls_back, models_to_try
 from oma_host.llm.mcp_errors import McpFailure
+from oma_host.llm.tools.base import ToolOutput
 from oma_host.providers import get_adapter
 from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
 
@@ -77,6 +83,14 @@ class _SchemaMismatch(Exception):
     pass
 
 
+@dataclasses.dataclass
+class _Relay:
+    """Whether a streamed reply has begun to reach the client: if it then
+    fails, no other model may give it (the client has seen its start)."""
+
+    begun: bool = False
+
+
 class LLMBackend:
     """Runs an agent that has no ``backend`` through its provider adapter."""
 
@@ -85,10 +99,11 @@ class LLMBackend:
         config: AgentConfig,
         permission_handler: PermissionHandler | None = None,
         editor: EditorChannel | None = None,
+        delegates: DelegateLookup | None = None,
     ) -> None:
         self._config = config
         self._adapter = get_adapter(config)
-        self._tools = AgentTools(config, permission_handler, editor)
+        self._tools = AgentTools(config, permission_handler, editor, delegates)
         system = config.system_prompt
         if config.output_schema is not None:
             instruction = _SCHEMA_INSTRUCTION + json.dumps(config.output_schema)
@@ -102,7 +117,9 @@ class LLMBackend:
             guarded=True,  # the agent guarded the input; the loop adds only its own blocks
         )
         self._redactor = Redactor.for_config(config)
-        self._context = ContextKeeper(config, self._adapter)
+        self._models = models_to_try(config)
+        self._prices = {model: prices_of(config, model) for model in self._models}
+        self._context = ContextKeeper(config, self._adapter, self._prices[self._models[0]])
 
     async def execute(
         self, messages: list[LLMMessage], prompt: str, recorder: RunRecorder, *, streaming: bool
@@ -124,6 +141,8 @@ class LLMBackend:
     ) -> AgentRunResult:
         max_turns = self._config.max_turns or DEFAULT_MAX_TURNS
         budget = self._config.max_token_budget
+        cost_budget = self._config.max_cost_budget
+        repeats = RepeatWatch.of(self._config)
         output = ""
         # The MCP servers start on the first run; their tools join the built-ins.
         tools = await self._tools.prepare()
@@ -142,10 +161,20 @@ class LLMBackend:
                     output=output,
                     error_kind=MAX_TOKENS_KIND,
                 )
+            spent = recorder.cost or 0.0
+            if cost_budget is not None and spent >= cost_budget:
+                return recorder.result(
+                    "budget_exhausted",
+                    f"maxCostBudget={cost_budget:g} USD reached: {spent:.6g} USD spent",
+                    output=output,
+                    error_kind=COST_BUDGET_KIND,
+                )
             calls = [block for block in response.content if block.get("type") == "tool_use"]
             if not calls:
                 break
-            await self._run_tools(calls, conversation, recorder)
+            looping = await self._run_tools(calls, conversation, recorder, repeats)
+            if looping is not None:
+                return recorder.result("error", looping, output=looping, error_kind="loop")
         else:
             # Ends on the tool results the model never saw: ``ended_at_turn_limit``.
             return recorder.result("ok", f"stopped at maxTurns={max_turns}", output=output)
@@ -156,30 +185,81 @@ class LLMBackend:
     async def _turn(
         self, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool
     ) -> LLMResponse:
+        """One reply, from the agent's model or, when it fails in a way
+        another model may not (``guards.falls_back``), from the next of its
+        fallback models; the next turn starts with the agent's model again.
+        Before it, the conversation is fitted to the model's context window;
+        an answer that it is too long has it compacted and asked once more."""
         await self._context.fit(conversation, self._options, recorder)
         try:
-            response = await self._request(conversation, recorder, streaming)
+            response, model = await self._reply(conversation, recorder, streaming)
         except ProviderError as error:
             if not await self._context.recover(error, conversation, self._options, recorder):
                 raise
-            response = await self._request(conversation, recorder, streaming)
+            response, model = await self._reply(conversation, recorder, streaming)
         self._context.observe(response.usage)
         assistant: LLMMessage = {"role": "assistant", "content": response.content}
         conversation.append(assistant)
         recorder.messages.append(assistant)
         recorder.add_token_usage(response.usage)
+        recorder.model = model
+        prices = self._prices[model]
+        recorder.add_cost(None if prices is None else prices.cost(response.usage))
         return response
 
-    async def _request(
+    async def _reply(
         self, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool
-    ) -> LLMResponse:
-        if streaming:
-            return await self._stream(conversation, recorder)
-        return await self._adapter.chat(conversation, self._options)
+    ) -> tuple[LLMResponse, str]:
+        """A reply, and the model that gave it (see :meth:`_turn`)."""
+        for index, model in enumerate(self._models):
+            relay = _Relay()
+            try:
+                return await self._ask(model, conversation, recorder, streaming, relay), model
+            except ProviderError as error:
+                last = index + 1 == len(self._models)
+                if last or relay.begun or not falls_back(error):
+                    raise
+                self._fall_back(error, model, self._models[index + 1], recorder)
+        raise AssertionError("the last model's fault was raised")  # every model was asked
 
-    async def _stream(self, messages: list[LLMMessage], recorder: RunRecorder) -> LLMResponse:
+    async def _ask(
+        self,
+        model: str,
+        conversation: list[LLMMessage],
+        recorder: RunRecorder,
+        streaming: bool,
+        relay: _Relay,
+    ) -> LLMResponse:
+        options = self._options
+        if model != options.model:
+            options = dataclasses.replace(options, model=model)
+        if streaming:
+            return await self._stream(conversation, recorder, options, relay)
+        return await self._adapter.chat(conversation, options)
+
+    def _fall_back(
+        self, error: ProviderError, failed: str, model: str, recorder: RunRecorder
+    ) -> None:
+        status = error.status_code or 0  # falls_back: the provider answered with one
+        report_activity(f"{failed} failed (HTTP {status}): waiting for {model}")
+        message = self._redactor.redact(str(error))
+        recorder.event(
+            {
+                "type": "model_fallback",
+                "data": {"failed": failed, "model": model, "status": status, "message": message},
+            }
+        )
+
+    async def _stream(
+        self,
+        messages: list[LLMMessage],
+        recorder: RunRecorder,
+        options: ChatOptions,
+        relay: _Relay,
+    ) -> LLMResponse:
         response: LLMResponse | None = None
-        async for event in self._adapter.stream(messages, self._options):
+        async for event in self._adapter.stream(messages, options):
+            relay.begun = True
             if event["type"] == "text":  # nearly every event: tested first
                 recorder.text(event["data"])
             elif event["type"] == "reasoning":
@@ -196,13 +276,32 @@ class LLMBackend:
         return response
 
     async def _run_tools(
-        self, calls: list[ContentBlock], conversation: list[LLMMessage], recorder: RunRecorder
-    ) -> None:
+        self,
+        calls: list[ContentBlock],
+        conversation: list[LLMMessage],
+        recorder: RunRecorder,
+        repeats: RepeatWatch,
+    ) -> str | None:
+        """Run the calls in order and add their results to the conversation.
+        With loop detection, a call made ``maxRepeats`` times in a row is
+        answered with a warning instead of running, and the same call once
+        more ends the run: its message is returned, and that call and those
+        after it are answered without running."""
         results: list[ContentBlock] = []
+        looping: str | None = None
         for call in calls:
-            report_activity(f"calling tool {call['name']}")
             started = time.monotonic()
-            output, is_error = await self._tools.call(call, recorder)
+            verdict = "run" if looping is not None else repeats.see(call["name"], call["input"])
+            if verdict == "end":
+                looping = repeats.ending(call["name"])
+            output: ToolOutput
+            if looping is not None:
+                output, is_error = f"Not run: the run ended. {looping}", True
+            elif verdict == "warn":
+                output, is_error = repeats.warning(call["name"]), True
+            else:
+                report_activity(f"calling tool {call['name']}")
+                output, is_error = await self._tools.call(call, recorder)
             recorder.tool_calls.append(
                 {
                     "toolName": call["name"],
@@ -223,6 +322,7 @@ class LLMBackend:
         message: LLMMessage = {"role": "user", "content": results}
         conversation.append(message)
         recorder.messages.append(message)
+        return looping
 
     async def _structured(
         self, output: str, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool

@@ -23,11 +23,22 @@ applies when any string among the arguments, read as a path, matches. The
 file an approval was given for is the one the call may touch
 (:meth:`oma_host.llm.tools.base.Workspace.confirm`).
 
+A command line (the ``shell`` tool's target) is decided one simple command
+at a time (:func:`oma_host.llm.command_line.split_command`): each part gets
+the action of the first rule that applies to it, and the line the strictest
+of its parts' (``deny`` over ``ask`` over ``allow``), so ``git status &&
+touch pwned`` is allowed only if both commands are. An ``allow`` rule with a
+pattern applies to a part when the part matches and the split is certain
+(no redirect to a file, no command substitution, nothing unbalanced: then no
+such rule applies to any part); a ``deny`` or ``ask`` rule when the part,
+or the whole line, matches.
+
 ``ask`` goes to the client (``agent/requestPermission`` with ``source:
 "tool"``) through the agent's permission handler, for at most
 ``hooks.timeoutMs``. The answer ``{approve: true, scope: "session"}`` allows
 the same tool under the same rule for the rest of the backend's life (the
-agent's, until it is reset or disposed) without asking again. No handler
+agent's, until it is reset or disposed) without asking again; for a command
+line, the same line only. No handler
 (teams, runs without a client), no answer in time, an error or any other
 answer denies. Every decision becomes a ``permission`` stream event.
 """
@@ -43,7 +54,8 @@ from typing import Any, Literal
 
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import PermissionMode, PermissionRule
-from oma_host.core.tools import ToolDeclaration, first_string
+from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, first_string
+from oma_host.llm.command_line import split_command
 from oma_host.llm.confined import Root, ToolError, resolve_beneath
 
 Action = Literal["allow", "ask", "deny"]
@@ -74,12 +86,15 @@ class Target:
     an ``allow`` rule's pattern may match (None: no allow rule with a pattern
     applies), and ``possible``, the forms any of which makes a ``deny`` or
     ``ask`` rule's pattern match. ``resolved``: the
-    path's file, relative to ``cwd``, when the target is a path inside it."""
+    path's file, relative to ``cwd``, when the target is a path inside it;
+    ``parts``: a command line's simple commands."""
 
     shown: str | None
     names: tuple[str, ...] | None
     possible: tuple[str, ...]
     resolved: str | None = None
+    # A command line's simple commands, each decided as a target of its own.
+    parts: tuple[Target, ...] | None = None
 
 
 def _folded(path: str, root: str) -> str:
@@ -122,6 +137,8 @@ def _strings(value: Any) -> Iterator[str]:
 def find_target(declaration: ToolDeclaration, arguments: Any, root: Root) -> Target:
     """How ``declaration``'s call of ``arguments`` is matched (filesystem reads: a worker's)."""
     shown = declaration.target(arguments)
+    if declaration.target_kind == "command":
+        return command_target(shown)
     if declaration.target_kind == "text":
         return Target(shown, None if shown is None else (shown,), () if shown is None else (shown,))
     if declaration.target_kind == "path":
@@ -137,6 +154,19 @@ def find_target(declaration: ToolDeclaration, arguments: Any, root: Root) -> Tar
             break
         possible.extend(_path_forms(text, root)[1] if text else (text,))
     return Target(shown, None, tuple(dict.fromkeys(possible)))
+
+
+def command_target(line: str | None) -> Target:
+    """A command line as rules match it: a target per simple command, which
+    an ``allow`` rule's pattern may match only when the split is certain."""
+    if line is None:
+        return Target(None, None, ())
+    split = split_command(line)
+    parts = tuple(
+        Target(part, (part,) if split.certain else None, tuple(dict.fromkeys((part, line))))
+        for part in split.parts
+    )
+    return Target(line, None, (line,), parts=parts)
 
 
 @dataclass(frozen=True)
@@ -163,6 +193,10 @@ def _applies(rule: PermissionRule, target: Target) -> bool:
     return any(fnmatch.fnmatchcase(form, pattern) for form in target.possible)
 
 
+# The strictness of each action, for a command line's parts.
+_STRICTNESS: dict[Action, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
 def evaluate(
     rules: list[PermissionRule],
     tool: ToolDeclaration,
@@ -171,9 +205,13 @@ def evaluate(
 ) -> Verdict:
     """In ``read-only`` mode, anything but a read is denied before the rules;
     otherwise the first matching rule's action, else in ``accept-edits``
-    mode a write is allowed, else the default."""
+    mode a write is allowed, else the default. A command line's verdict is
+    the strictest of its parts' (the first part's among equals)."""
     if mode == "read-only" and tool.effect != "read":
         return Verdict("deny", None, "mode")
+    if target.parts is not None:
+        verdicts = [evaluate(rules, tool, part, mode) for part in target.parts]
+        return max(verdicts, key=lambda verdict: _STRICTNESS[verdict.action])
     for index, rule in enumerate(rules):
         if fnmatch.fnmatchcase(tool.name, rule.tool) and _applies(rule, target):
             return Verdict(rule.action, index)
@@ -210,7 +248,8 @@ class PermissionPolicy:
         self._handler = handler
         self._agent_name = agent_name
         self._timeout_s = timeout_s
-        self._granted: set[tuple[str, int | None]] = set()  # (tool, rule) allowed for the session
+        # (tool, rule, command line or None) allowed for the session.
+        self._granted: set[tuple[str, int | None, str | None]] = set()
 
     async def decide(
         self, declaration: ToolDeclaration, arguments: Any, *, run_id: str, tool_use_id: str
@@ -220,6 +259,8 @@ class PermissionPolicy:
         return Decision(decision.allowed, decision.event, found.resolved)
 
     def _find_target(self, declaration: ToolDeclaration, arguments: Any) -> Target:
+        if declaration.target_kind == "command":  # no file to resolve
+            return command_target(declaration.target(arguments))
         try:
             with Root(self._root) as root:
                 return find_target(declaration, arguments, root)
@@ -244,7 +285,9 @@ class PermissionPolicy:
         if verdict.action != "ask":
             event.update(decision=verdict.action, by=verdict.by)
             return Decision(verdict.action == "allow", event)
-        if (tool, verdict.rule) in self._granted:
+        # A command line's grant is for that line: the next one may do anything.
+        grant = (tool, verdict.rule, target if found.parts is not None else None)
+        if grant in self._granted:
             event.update(decision="allow", by="session")
             return Decision(True, event)
         if self._handler is None:
@@ -254,7 +297,10 @@ class PermissionPolicy:
             "agentName": self._agent_name,
             "runId": run_id,
             "title": f"{tool} {target}" if target else tool,
-            "kind": "edit" if declaration.effect == "write" else None,
+            # A call that changes something says how (ACP's edit or execute).
+            "kind": EFFECT_KINDS[declaration.effect]
+            if declaration.effect in ("write", "execute")
+            else None,
             "optionKinds": ["allow_once", "allow_always", "reject_once"],
             "source": "tool",
             "tool": {
@@ -281,7 +327,7 @@ class PermissionPolicy:
         if approved:
             event["scope"] = scope
             if scope == "session":
-                self._granted.add((tool, verdict.rule))
+                self._granted.add(grant)
         return Decision(approved, event)
 
 

@@ -149,7 +149,10 @@ class OpenMultiAgent:
             finally:
                 await agent.close()
             if result.get("budgetExceeded"):
-                report("budget_exceeded", {"tokenUsage": result["tokenUsage"]})
+                spent: dict[str, Any] = {"tokenUsage": result["tokenUsage"]}
+                if "cost" in result:
+                    spent["cost"] = result["cost"]
+                report("budget_exceeded", spent)
             report("agent_complete", result)
             if self.evaluator is not None:
                 sample = EvaluationSample(

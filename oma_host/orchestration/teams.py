@@ -25,6 +25,7 @@ from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent, check_agent_config
 from oma_host.core.backends import backend_entry
 from oma_host.core.config import AgentConfig
+from oma_host.core.cycles import first_cycle
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.events import PlanEntry
 from oma_host.core.guard import clone
@@ -86,7 +87,13 @@ def check_members(members: list[AgentConfig], where: str = "team.agents") -> dic
 
 def _check_member(config: AgentConfig, where: str) -> None:
     """Everything Agent() would refuse (provider, tools, outputSchema,
-    history), refused now, before any task starts."""
+    history, delegates with no agents to find), refused now, before any task
+    starts."""
+    if config.delegates:
+        raise InvalidParamsError(
+            f"{where}.delegates: a team's agents cannot delegate (each task runs on a fresh "
+            "agent with no session to find others in); hand work on with dependsOn"
+        )
     try:
         check_agent_config(config)
     except InvalidParamsError as error:
@@ -170,31 +177,12 @@ def check_tasks(tasks: list[Task], team: Team, where: str = "tasks") -> None:
 
 
 def _refuse_cycles(tasks: list[Task], where: str) -> None:
-    """Depth-first from each task in order, along ``dependsOn`` in order; the
-    first cycle met is named. Iterative: a chain of MAX_TASKS tasks is far
-    deeper than Python's recursion limit."""
+    """The first cycle met depth-first from each task in order, along
+    ``dependsOn`` in order, is named."""
     by_id = {task.id: task for task in tasks}
-    done: set[str] = set()
-    for task in tasks:
-        if task.id in done:
-            continue
-        path = [task.id]  # the tasks being visited, outermost first
-        position = {task.id: 0}
-        unvisited = [iter(task.depends_on)]  # per task on the path, its dependencies left
-        while unvisited:
-            dependency = next(unvisited[-1], None)
-            if dependency is None:
-                finished = path.pop()
-                del position[finished]
-                done.add(finished)
-                unvisited.pop()
-            elif dependency in position:
-                cycle = [*path[position[dependency] :], dependency]
-                raise InvalidParamsError(f"{where}: dependsOn forms a cycle: {' -> '.join(cycle)}")
-            elif dependency not in done:
-                position[dependency] = len(path)
-                path.append(dependency)
-                unvisited.append(iter(by_id[dependency].depends_on))
+    cycle = first_cycle(by_id, lambda task_id: by_id[task_id].depends_on)
+    if cycle is not None:
+        raise InvalidParamsError(f"{where}: dependsOn forms a cycle: {' -> '.join(cycle)}")
 
 
 # -- running --------------------------------------------------------------------

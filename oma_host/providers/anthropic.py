@@ -76,6 +76,19 @@ def _too_long(status: int, _body: Any, message: str) -> bool:
 
 read_error = too_long_reader(_too_long)
 
+# Anthropic's error types and the HTTP status each is answered with
+# (https://docs.claude.com/en/api/errors).
+_STREAM_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
 
 def _unsupported(where: str, what: str) -> ProviderError:
     return ProviderError(
@@ -421,8 +434,13 @@ class _StreamState:
             self.finished = True
         elif kind == "error":
             error = data.get("error", {})
+            # An error inside a 200 stream (an overload, most often) carries
+            # the status its type has as an answer, as the failed request would.
+            status = _STREAM_ERROR_STATUS.get(error.get("type"))
             raise ProviderError(
-                f"{_NAME}: {error.get('message', 'stream error')} ({error.get('type', 'error')})"
+                f"{_NAME}: {error.get('message', 'stream error')} ({error.get('type', 'error')})",
+                status_code=status,
+                kind="auth" if status in (401, 403) else "provider",
             )
         # ping and event types added later are ignored, as Anthropic asks.
         return []

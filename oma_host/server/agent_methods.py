@@ -10,9 +10,9 @@ import asyncio
 from typing import cast
 
 from oma_host.core.agent import Agent
-from oma_host.core.backends import SessionLink
+from oma_host.core.backends import DelegateLookup, SessionLink
 from oma_host.core.config import AgentConfig, parse_agent_config
-from oma_host.core.errors import ErrorCode
+from oma_host.core.errors import ErrorCode, InvalidParamsError
 from oma_host.core.events import EmitFn
 from oma_host.core.history import HistoryChange, TurnSink
 from oma_host.core.messages import LLMMessage
@@ -52,13 +52,15 @@ async def agent_create(ctx: RequestContext, params: CreateParams) -> CreateResul
     """Validates the config and copies `config.history`; with `sessionId`, the
     stored conversation is restored (or a new one stored). The `agentId` is
     taken when the request is read: requests naming it that arrive before
-    the answer wait for it."""
+    the answer wait for it. Each name in `config.delegates` is the agent of
+    that name created last on this connection, before this one."""
     state = ctx.state
     config = parse_agent_config(params.config, state.defaults, ctx.where("config"))
     note_secrets(ctx, config)
     agent_id = state.agents.reserve()
     try:
-        agent = await _create_agent(ctx, config, params.session_id)
+        delegates = await _delegates(ctx, config, agent_id)
+        agent = await _create_agent(ctx, config, params.session_id, delegates)
     except BaseException:
         state.agents.abandon(agent_id)
         raise
@@ -66,7 +68,37 @@ async def agent_create(ctx: RequestContext, params: CreateParams) -> CreateResul
     return {"agentId": agent_id}
 
 
-async def _create_agent(ctx: RequestContext, config: AgentConfig, session_id: str | None) -> Agent:
+async def _delegates(
+    ctx: RequestContext, config: AgentConfig, agent_id: str
+) -> DelegateLookup | None:
+    """How the agent finds its delegates: each name bound now to the agent
+    of that name created last (creates read before this one finished
+    first), found again by id at each call, so a disposed one is gone and a
+    later agent of the same name is not taken for it. A delegate is always
+    an older agent, so no loop of delegates can be made."""
+    if not config.delegates:
+        return None
+    agents = ctx.state.agents
+    await agents.created_before(agent_id)
+    bound: dict[str, str] = {}
+    for index, name in enumerate(config.delegates):
+        found = agents.named(name)
+        if found is None:
+            known = ", ".join(sorted({agent.name for _, agent in agents.items()})) or "none"
+            raise InvalidParamsError(
+                f"{ctx.where('config')}.delegates[{index}]: no agent named {name!r} on this "
+                f"connection; create it first (agents: {known})"
+            )
+        bound[name] = found
+    return lambda name: agents.find(bound[name]) if name in bound else None
+
+
+async def _create_agent(
+    ctx: RequestContext,
+    config: AgentConfig,
+    session_id: str | None,
+    delegates: DelegateLookup | None = None,
+) -> Agent:
     store = None if session_id is None else ctx.state.store()
     stored = None
     if store is not None and session_id is not None:
@@ -77,7 +109,7 @@ async def _create_agent(ctx: RequestContext, config: AgentConfig, session_id: st
     if store is not None and session_id is not None and config.backend is not None:
         known = await asyncio.to_thread(store.backend_session, session_id)
         link = _session_link(store, session_id, known)
-    agent = _build_agent(ctx, config, store, session_id, link)
+    agent = _build_agent(ctx, config, store, session_id, link, delegates)
     # Only a config that passed every check starts a session. Another host on
     # the same state directory may start it at this very moment: then that
     # host's history wins, as if the session had been found stored.
@@ -88,7 +120,7 @@ async def _create_agent(ctx: RequestContext, config: AgentConfig, session_id: st
         )
         if stored is not None:
             config = config.model_copy(update={"history": stored or None})
-            agent = _build_agent(ctx, config, store, session_id, link)
+            agent = _build_agent(ctx, config, store, session_id, link, delegates)
     return agent
 
 
@@ -108,6 +140,7 @@ def _build_agent(
     store: Store | None,
     session_id: str | None,
     link: SessionLink | None = None,
+    delegates: DelegateLookup | None = None,
 ) -> Agent:
     state = ctx.state
     return Agent(
@@ -117,6 +150,7 @@ def _build_agent(
         if store is None or session_id is None
         else _turn_sink(store, session_id, config),
         session_link=link,
+        delegates=delegates,
         **state.callbacks.for_agent(config),
     )
 

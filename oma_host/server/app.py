@@ -30,7 +30,6 @@ from oma_host.core.abort import AbortSignal
 from oma_host.core.collector import count_in_flight
 from oma_host.core.errors import ErrorCode, OmaError
 from oma_host.core.framing import (
-    DEFAULT_MAX_MESSAGE_BYTES,
     Frame,
     Framing,
     FramingChoice,
@@ -39,6 +38,7 @@ from oma_host.core.framing import (
     surrogate_problem,
 )
 from oma_host.core.jsonrpc import MsgId, valid_id
+from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.suggest import did_you_mean
 from oma_host.server.auth import UNAUTHENTICATED_MAX_MESSAGE_BYTES, looks_like_http, token_matches
 from oma_host.server.context import RequestContext

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 from oma_host.core.errors import ErrorCode
 from oma_host.core.framing import (
-    DEFAULT_MAX_MESSAGE_BYTES,
     Framing,
     Location,
     frame_encoder,
@@ -46,6 +45,7 @@ from oma_host.core.framing import (
     surrogate_problem,
 )
 from oma_host.core.jsonrpc import JsonRpcPeer, MsgId, valid_id
+from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.redact import remember_secrets, scrub_credentials
 
 if TYPE_CHECKING:

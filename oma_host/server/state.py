@@ -81,6 +81,25 @@ class AgentRegistry:
         if waiting is not None and not waiting.done():
             waiting.set_result(None)
 
+    async def created_before(self, agent_id: str) -> None:
+        """Once every create that took its id before ``agent_id`` has finished."""
+        earlier = [
+            waiting
+            for pending, waiting in self._pending.items()
+            if _number(pending) < _number(agent_id)
+        ]
+        for waiting in earlier:
+            await asyncio.shield(waiting)
+
+    def named(self, name: str) -> str | None:
+        """The id of the agent called ``name`` created last, if any is left."""
+        ids = [agent_id for agent_id, agent in self._agents.items() if agent.name == name]
+        return max(ids, key=_number, default=None)
+
+    def find(self, agent_id: str) -> Agent | None:
+        """The agent, or None once disposed."""
+        return self._agents.get(agent_id)
+
     async def ready(self, agent_id: str) -> Agent:
         """The agent, once a create that holds its id has finished."""
         waiting = self._pending.get(agent_id)
@@ -114,6 +133,11 @@ class AgentRegistry:
         self._agents.clear()
         self._sessions.clear()
         return agents
+
+
+def _number(agent_id: str) -> int:
+    """The order an ``agent-N`` id was taken in."""
+    return int(agent_id.rpartition("-")[2])
 
 
 class SessionState:

@@ -30,6 +30,10 @@ class Reply:
     first_byte_delay_s: float = 0.0  # pause before the status line
     cut_after_events: int | None = None  # close the stream mid-event after this many events
     malformed: bool = False  # send a body (or an SSE event) that is not JSON
+    # Anthropic's wire: end the stream after ``stream_error_after`` events with
+    # an ``error`` event carrying this fault's type and message (HTTP 200).
+    stream_error: Fault | None = None
+    stream_error_after: int = 1
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers
 
     @classmethod

@@ -109,6 +109,9 @@ def anthropic_stream(reply: Reply, model: str, number: int, _body: Any) -> Strea
     ]
     if reply.malformed:
         frames.insert(min(2, len(frames)), "data: {this is not json\n\n")
+    if reply.stream_error is not None:
+        error = sse(anthropic_error(reply.stream_error, ""), "error")
+        frames = [*frames[: reply.stream_error_after], error]
     return StreamBody("text/event-stream", frames)
 
 

@@ -154,6 +154,8 @@ class Door:
         steps_done: list[dict[str, Any]] = output["steps"]
         # Every session/update of the run, arrived during a step or between two.
         self.notifications: list[dict[str, Any]] = output["notifications"]
+        # Every terminal/* request the client served, in order: {method, params}.
+        self.terminal_requests: list[dict[str, Any]] = output["terminalRequests"]
         return steps_done
 
     def acpx(self, *args: str) -> subprocess.CompletedProcess[str]:

@@ -13,13 +13,9 @@ import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import ClientCapabilities, InitializeResponse
 
-from oma_host.acp_server.handshake import (
-    PROTOCOL_VERSION as DOOR_VERSION,
-)
-from oma_host.acp_server.handshake import (
-    initialize_answer,
-    plain_initialize,
-)
+from oma_host.acp_server.auth import initialize_answer
+from oma_host.acp_server.handshake import PROTOCOL_VERSION as DOOR_VERSION
+from oma_host.acp_server.handshake import plain_initialize
 from oma_host.core.config import AgentConfig
 from tests.acp_server.helpers import Door, new_session, step
 from tests.acp_server.raw_editor import raw_editor
@@ -31,7 +27,7 @@ def test_answering_initialize_imports_nothing_of_the_acp_library() -> None:
     probe = (
         "import sys\n"
         "import oma_host.cli.main, oma_host.acp_server.serve, oma_host.acp_server.wire\n"
-        "from oma_host.acp_server.handshake import initialize_answer\n"
+        "from oma_host.acp_server.auth import initialize_answer\n"
         "from oma_host.acp_server.agents import load_agents\n"
         "initialize_answer(load_agents(None), {'auth': {'terminal': True}})\n"
         "print(sorted(m for m in sys.modules if m == 'acp' or m.startswith(('acp.', "

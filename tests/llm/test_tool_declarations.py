@@ -46,6 +46,22 @@ SCHEMAS = {
         },
         "required": ["path", "old", "new"],
     },
+    "shell": {
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "description": "the command line, run by /bin/sh -c in the working directory",
+            },
+            "timeout": {
+                "type": "number",
+                "minimum": 0,
+                "description": "seconds it may run before it is ended; absent or 0: the most "
+                "allowed (120 unless the agent sets toolTimeoutMs), and never more than that",
+            },
+        },
+        "required": ["command"],
+    },
 }
 
 

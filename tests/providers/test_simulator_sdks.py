@@ -151,6 +151,23 @@ def test_a_context_limit_refuses_longer_requests_and_counts_the_shorter(
     assert message.usage.input_tokens == len(json.dumps(_ANTHROPIC_ASK["messages"])) // 4
 
 
+def test_anthropic_sdk_raises_its_exception_for_an_error_inside_a_stream(
+    sim: Simulator, anthropic_client: anthropic.Anthropic
+) -> None:
+    busy = Fault(529, "Overloaded")
+    sim.script(Reply.text("never whole", stream_error=busy, stream_error_after=3))
+    seen: list[str] = []
+    with (
+        pytest.raises(anthropic.APIStatusError) as caught,
+        anthropic_client.messages.stream(**_ANTHROPIC_ASK) as stream,
+    ):
+        seen.extend(event.type for event in stream)
+    assert seen[0] == "message_start"  # the events before the error came through
+    body = caught.value.body
+    assert isinstance(body, dict)
+    assert body["error"] == {"type": "overloaded_error", "message": "Overloaded"}
+
+
 # -- OpenAI Chat Completions -----------------------------------------------------------
 
 _CHAT_ASK: dict[str, Any] = {

@@ -122,6 +122,10 @@ LIGHT_CORE |= {
     "oma_host.core.stdio",
     "oma_host.core.model_facts",  # the providers' model tables: plain data
     "oma_host.core.credentials",  # login's keys: nothing read until a key is looked up
+    "oma_host.core.cli_options",
+    "oma_host.core.limits",
+    "oma_host.core.places",
+    "oma_host.core.quickjson",
 }
 _REPORT_MODULES = (
     "import atexit, sys\n"

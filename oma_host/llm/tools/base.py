@@ -30,6 +30,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.events import EmitFn
 from oma_host.core.tools import ArgumentReader, ChangeReader, Effect, TargetKind, ToolDeclaration
@@ -96,11 +97,22 @@ class Workspace:
     root: str
     editor: EditorChannel = NO_EDITOR
     editor_timeout_s: float = DEFAULT_EDITOR_TIMEOUT_S
+    # How long one call may take (toolTimeoutMs), for a tool that keeps to it
+    # itself (the shell's most and default time).
+    call_timeout_s: float = DEFAULT_TOOL_TIMEOUT_MS / 1000
+    # The agent's secret values, kept out of what a command sees.
+    secrets: tuple[str, ...] = ()
     # The file the permission policy decided for, as it resolved then
     # (relative to the root), when the call's target is a path.
     approved: str | None = None
-    # Where a tool reports an event of the run (update_plan's plan).
+    # Where a tool reports an event of the run (update_plan's plan, the
+    # shell's output), and the id of the call being run.
     report: EmitFn | None = None
+    call_id: str | None = None
+    # Hands a task to a delegate, by name, and answers with its output, for
+    # the ``delegate`` tool's call (ToolError when it cannot or the delegate
+    # fails); None for an agent without ``delegates``.
+    delegate: Callable[[str, str], Awaitable[str]] | None = None
 
     def confirm(self, path: str, resolved: str) -> None:
         """Refuse a call whose file is no longer the one the permission
@@ -177,11 +189,22 @@ def declare(
     search: bool = False,
     change: ChangeReader | None = None,
     think: bool = False,
+    bounded: bool = False,
 ) -> BuiltinTool[P]:
     """A built-in tool; see :class:`oma_host.core.tools.ToolDeclaration` for the fields."""
     schema = input_schema(params)
     declaration = ToolDeclaration(
-        name, description, schema, effect, target, target_kind, location, search, change, think
+        name,
+        description,
+        schema,
+        effect,
+        target,
+        target_kind,
+        location,
+        search,
+        change,
+        think,
+        bounded,
     )
     return BuiltinTool(declaration, params, run)
 

@@ -7,12 +7,14 @@
 // stderr}, where notifications are every session/update's params in the order they came.
 //
 // SCRIPT: {permission?: optionKind, permissionOptionId?: id, files?: {path: text},
-//          refuseWrites?: bool, steps: [{method, params, cancelAfterChunks?}]}
+//          refuseWrites?: bool, steps: [{method, params, cancelAfterChunks?, cancelOnUpdate?}]}
 //   - the string "$session" anywhere in params is the sessionId of the latest
 //     session/new answer; a step with `saveAs: NAME` keeps its answer's
 //     sessionId (session/fork's) as "$NAME" for the steps after it;
 //   - cancelAfterChunks: n sends session/cancel once n agent_message_chunk updates
 //     of this step have arrived;
+//   - cancelOnUpdate: kind sends session/cancel when the step's first update of that
+//     sessionUpdate kind carrying content arrives;
 //   - updates: the session/update notifications that arrived during the step;
 //   - permission requests are answered with the option whose optionId is
 //     `permissionOptionId`, else the option of kind `permission` (cancelled when
@@ -24,7 +26,17 @@
 //     only if the script's initialize step does;
 //   - fs/write_text_file requests are recorded as {writeTextFile: params} and
 //     put the content in `files[path]` (the buffer; the disk is not touched),
-//     or, with refuseWrites, answered with an error -32603.
+//     or, with refuseWrites, answered with an error -32603;
+//   - terminal/* requests are served for real: terminal/create spawns the command
+//     (its env entries over the client's own environment, in a process group of
+//     its own) and keeps its stdout and stderr within outputByteLimit (cut from
+//     the beginning); wait_for_exit answers when it has exited, output with what
+//     is kept, kill ends its group, release ends it if running and forgets it.
+//     Each is recorded in the step's updates as {terminalRequest: {method,
+//     params}} and in `terminalRequests` of the output, in arrival order. The
+//     client declares `terminal` only if the script's initialize step does;
+//   - cancelOnTerminal: true sends session/cancel as soon as an update embeds a
+//     terminal ({type: "terminal"} content) during the step.
 
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -45,8 +57,71 @@ child.stderr.on("data", (chunk) => {
   stderr += chunk;
 });
 
-let current = null; // {updates, chunks, onChunk}
+let current = null; // {updates, chunks, onChunk, onUpdate}
 const notifications = []; // every session/update, in order, between steps too
+const terminalRequests = []; // every terminal/* request, in order
+const terminals = new Map(); // terminalId -> {child, output, truncated, limit, status, closed}
+
+function terminalRequest(method, params) {
+  terminalRequests.push({ method, params });
+  if (current !== null) current.updates.push({ terminalRequest: { method, params } });
+  const terminal = terminals.get(params.terminalId);
+  if (method !== M.client.terminal.create && terminal === undefined) {
+    throw acp.RequestError.invalidParams(undefined, `no terminal ${params.terminalId}`);
+  }
+  return terminal;
+}
+
+function endGroup(terminal) {
+  if (terminal.status === null) {
+    try {
+      process.kill(-terminal.child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function createTerminal(params) {
+  const env = { ...process.env };
+  for (const { name, value } of params.env ?? []) env[name] = value;
+  const child = spawn(params.command, params.args ?? [], {
+    cwd: params.cwd ?? undefined,
+    env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const terminal = {
+    child,
+    output: "",
+    truncated: false,
+    limit: params.outputByteLimit ?? null,
+    status: null,
+  };
+  const keep = (chunk) => {
+    terminal.output += chunk;
+    const bytes = Buffer.from(terminal.output);
+    if (terminal.limit !== null && bytes.length > terminal.limit) {
+      // Cut from the beginning, at a character boundary.
+      terminal.output = bytes
+        .subarray(bytes.length - terminal.limit)
+        .toString("utf8")
+        .replace(/^\uFFFD+/, "");
+      terminal.truncated = true;
+    }
+  };
+  child.stdout.setEncoding("utf8").on("data", keep);
+  child.stderr.setEncoding("utf8").on("data", keep);
+  terminal.closed = new Promise((resolve) => {
+    child.on("close", (code, signal) => {
+      terminal.status = { exitCode: code, signal };
+      resolve(terminal.status);
+    });
+  });
+  const terminalId = `term-${terminals.size + 1}`;
+  terminals.set(terminalId, terminal);
+  return { terminalId };
+}
 
 const app = acp
   .client({ name: "oma-host-acp-door-test" })
@@ -54,6 +129,7 @@ const app = acp
     notifications.push(params);
     if (current === null) return;
     current.updates.push(params.update);
+    if (current.onUpdate) current.onUpdate(params.update);
     if (params.update.sessionUpdate === "agent_message_chunk") {
       current.chunks += 1;
       if (current.onChunk) current.onChunk(current.chunks);
@@ -78,6 +154,28 @@ const app = acp
     if (script.refuseWrites) throw acp.RequestError.internalError(undefined, "read-only buffer");
     script.files = { ...(script.files ?? {}), [params.path]: params.content };
     return {};
+  })
+  .onRequest(M.client.terminal.create, async ({ params }) => {
+    terminalRequest(M.client.terminal.create, params);
+    return createTerminal(params);
+  })
+  .onRequest(M.client.terminal.waitForExit, async ({ params }) => {
+    return await terminalRequest(M.client.terminal.waitForExit, params).closed;
+  })
+  .onRequest(M.client.terminal.output, async ({ params }) => {
+    const terminal = terminalRequest(M.client.terminal.output, params);
+    const answer = { output: terminal.output, truncated: terminal.truncated };
+    if (terminal.status !== null) answer.exitStatus = terminal.status;
+    return answer;
+  })
+  .onRequest(M.client.terminal.kill, async ({ params }) => {
+    endGroup(terminalRequest(M.client.terminal.kill, params));
+    return {};
+  })
+  .onRequest(M.client.terminal.release, async ({ params }) => {
+    endGroup(terminalRequest(M.client.terminal.release, params));
+    terminals.delete(params.terminalId);
+    return {};
   });
 
 function substitute(value, saved) {
@@ -100,10 +198,28 @@ try {
     const saved = {};
     for (const step of script.steps) {
       const params = substitute(step.params ?? {}, saved);
-      current = { updates: [], chunks: 0, onChunk: null };
+      current = { updates: [], chunks: 0, onChunk: null, onUpdate: null };
+      if (step.cancelOnTerminal) {
+        let sent = false;
+        current.onUpdate = (update) => {
+          const content = Array.isArray(update.content) ? update.content : [];
+          if (!sent && content.some((item) => item.type === "terminal")) {
+            sent = true;
+            ctx.notify(M.agent.session.cancel, { sessionId: params.sessionId });
+          }
+        };
+      }
       if (step.cancelAfterChunks !== undefined) {
         current.onChunk = (count) => {
           if (count === step.cancelAfterChunks) {
+            ctx.notify(M.agent.session.cancel, { sessionId: params.sessionId });
+          }
+        };
+      }
+      if (step.cancelOnUpdate !== undefined) {
+        current.onUpdate = (update) => {
+          if (update.sessionUpdate === step.cancelOnUpdate && update.content) {
+            current.onUpdate = null;
             ctx.notify(M.agent.session.cancel, { sessionId: params.sessionId });
           }
         };
@@ -127,5 +243,8 @@ try {
     if (child.exitCode !== null) resolve();
     else child.on("exit", resolve);
   });
-  process.stdout.write(JSON.stringify({ steps, notifications, stderr, exitCode: child.exitCode }));
+  for (const terminal of terminals.values()) endGroup(terminal);
+  process.stdout.write(
+    JSON.stringify({ steps, notifications, terminalRequests, stderr, exitCode: child.exitCode }),
+  );
 }

@@ -1,0 +1,129 @@
+"""How an LLM agent's ``delegate`` call runs (the tool is
+:mod:`oma_host.llm.tools.delegate`; the bounds and the tree they apply to,
+:mod:`oma_host.core.delegation`).
+
+:class:`Delegation` holds one agent's delegates: the names its config
+lists, and the door's lookup that finds the agent of a name when a call
+runs. A call:
+
+1. is refused (an error result to the model, saying why) when the name is
+   not one of the delegates, the run may delegate no deeper or the tree has
+   made all its delegations, or the lookup finds no such agent any more;
+2. runs the delegate fresh on the task, a string (the string-only boundary
+   holds for any backend), with the caller's lineage one level down; each
+   event the delegate streams is the caller's ``delegate`` event, under the
+   call's ``toolUseId`` and the delegate's name;
+3. counts the delegate's tokens and cost as the caller's (:func:`count_spending`),
+   so the caller's budgets, result, ``agent/state`` and ACP ``usage_update``
+   see them;
+4. answers with the delegate's output, or an error result with its failure.
+
+The delegate runs in a task of its own so that a cancelled caller (its turn
+cancelled, its ``timeoutMs`` spent) aborts it and waits for the cancelled
+result: the delegate's process group is ended, or its ACP agent told
+``session/cancel``, before the caller's cancellation goes on, and what the
+delegate spent up to then still counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from functools import partial
+
+from oma_host.core.abort import AbortSignal
+from oma_host.core.activity import report_activity
+from oma_host.core.backends import Delegate, DelegateLookup
+from oma_host.core.config import AgentConfig
+from oma_host.core.delegation import Lineage
+from oma_host.core.errors import InvalidMessageError
+from oma_host.core.events import RunEvent
+from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.llm.confined import ToolError
+
+# What the ``delegate`` tool is handed for one call: (agent, task) -> output.
+DelegateCall = Callable[[str, str], Awaitable[str]]
+
+
+class Delegation:
+    """One agent's delegates; see the module docstring."""
+
+    def __init__(self, config: AgentConfig, lookup: DelegateLookup) -> None:
+        self._names = tuple(config.delegates or ())
+        self._settings = config.delegation
+        self._lookup = lookup
+
+    def for_call(self, recorder: RunRecorder, tool_use_id: str) -> DelegateCall:
+        """What the tool's call of ``tool_use_id`` in this run delegates with."""
+        return partial(self.run, recorder, tool_use_id)
+
+    async def run(self, recorder: RunRecorder, tool_use_id: str, name: str, task: str) -> str:
+        """Hand ``task`` to the delegate ``name``; its output (ToolError:
+        why it could not be handed on, or how the delegate failed)."""
+        if name not in self._names:
+            raise ToolError(
+                f"{name!r} is not an agent this one may delegate to "
+                f"(its delegates: {', '.join(self._names)})"
+            )
+        if recorder.lineage is None:  # a run a client started: the root of its tree
+            recorder.lineage = Lineage.root(self._settings)
+        lineage = recorder.lineage
+        refusal = lineage.refusal()
+        if refusal is not None:
+            raise ToolError(refusal)
+        delegate = self._lookup(name)
+        if delegate is None:
+            raise ToolError(f"agent {name!r} is no longer in this session (it was disposed)")
+        try:
+            messages = delegate.validate_run_input(task, "task")
+        except InvalidMessageError as error:
+            raise ToolError(str(error)) from None
+        child = lineage.child(delegate.config.delegation)
+        report_activity(f"delegating to {name}")
+
+        def nested(event: RunEvent) -> None:
+            recorder.event(
+                {
+                    "type": "delegate",
+                    "data": {"toolUseId": tool_use_id, "agent": name, "event": event},
+                }
+            )
+
+        abort = AbortSignal()
+        running = asyncio.ensure_future(
+            delegate.execute(
+                messages,
+                run_id=f"{recorder.run_id}:{tool_use_id}",
+                abort=abort,
+                emit=nested,
+                lineage=child,
+            )
+        )
+        try:
+            result = await asyncio.shield(running)
+        except asyncio.CancelledError:
+            abort.abort()
+            count_spending(recorder, delegate, await running)
+            raise
+        count_spending(recorder, delegate, result)
+        if result["success"]:
+            return result["output"] or f"(agent {name!r} answered with no text)"
+        status = result["status"]
+        raise ToolError(f"agent {name!r} failed: {status.get('message') or status['code']}")
+
+
+def count_spending(recorder: RunRecorder, delegate: Delegate, result: AgentRunResult) -> None:
+    """Count what a delegate's run spent as the caller's run's: its tokens
+    join the caller's usage (``maxTokenBudget`` sees them) and its cost the
+    caller's cost (``maxCostBudget`` sees it, and the caller's result,
+    ``agent/state`` and the ACP door's ``usage_update`` carry it). The cost
+    is the delegate's result's own, at its models' prices. An LLM delegate
+    whose result has none (and that spent tokens) had a reply of a model
+    with no known price, so the caller's cost is unknown too; a process or
+    ACP delegate is priced by no model of the host's and adds nothing."""
+    usage = result["tokenUsage"]
+    recorder.add_token_usage(usage)
+    if "cost" in result:
+        recorder.add_cost(result["cost"]["amount"])
+    elif delegate.config.backend is None and (usage["input_tokens"] or usage["output_tokens"]):
+        recorder.add_cost(None)

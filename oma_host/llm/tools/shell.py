@@ -1,0 +1,152 @@
+"""``shell {command, timeout?}``: a command line run by ``/bin/sh -c`` in the
+agent's ``cwd`` (open-multi-agent's ``bash``).
+
+The host hands ``["/bin/sh", "-c", command]`` to the system as an argv list
+and builds no shell string of its own. The command runs for at most the
+agent's ``toolTimeoutMs`` (120 s by default), or the fewer seconds the model
+asks for; stdin is ``/dev/null``; it sees the host's environment without
+the host's secrets (:mod:`oma_host.llm.shell_env`). Where it runs follows the
+door's editor channel: in the editor's terminal when the editor has
+terminals (:mod:`oma_host.llm.shell_terminal`), else by the host in a
+process group of its own (:mod:`oma_host.llm.shell_process`), whose output
+is streamed as ``tool_output`` events as it comes. Either way the group is
+ended on timeout and when the turn is cancelled.
+
+The model reads the output (stdout and stderr interleaved), kept to
+:data:`OUTPUT_CAP` characters, its head and tail, the cut marked
+``[... N characters cut ...]``, then a line with the exit code. A non-zero
+exit is a normal result, marked as a failure in that line; a command that
+ran out of time is an error result that says its process group was ended.
+
+Its effect is ``execute``: the permission policy asks by default, and rules
+match the command line one simple command at a time
+(:mod:`oma_host.llm.command_line`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from oma_host.core.tools import first_string
+from oma_host.llm.confined import Stop, ToolError
+from oma_host.llm.shell_env import blanked_variables, shell_environment
+from oma_host.llm.shell_process import KILL_GRACE_S, Ending, HeadTail, run_command
+from oma_host.llm.shell_terminal import run_in_terminal
+from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+
+SHELL = "/bin/sh"
+# What the model reads of the output: the first OUTPUT_HEAD characters and
+# the last OUTPUT_TAIL (a failure's cause is more often at the end).
+OUTPUT_HEAD = 10_000
+OUTPUT_TAIL = 20_000
+OUTPUT_CAP = OUTPUT_HEAD + OUTPUT_TAIL
+# What the editor's terminal keeps of the output for terminal/output.
+TERMINAL_OUTPUT_BYTES = 4 * OUTPUT_CAP
+
+
+class ShellParams(ToolParams):
+    command: NonEmpty = Field(
+        description="the command line, run by /bin/sh -c in the working directory"
+    )
+    timeout: float = Field(
+        0,
+        ge=0,
+        description="seconds it may run before it is ended; absent or 0: the most allowed "
+        "(120 unless the agent sets toolTimeoutMs), and never more than that",
+    )
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _most_allowed(cls, value: Any) -> Any:
+        return 0 if value is None else value
+
+
+def _limit(params: ShellParams, workspace: Workspace) -> float:
+    most = workspace.call_timeout_s
+    return min(params.timeout, most) if params.timeout > 0 else most
+
+
+def _outcome(ending: Ending) -> str:
+    """The line after the output that says how the command ended."""
+    if ending.exit_code == 0:
+        said = "[exit code 0]"
+    elif ending.exit_code is not None:
+        said = f"[exit code {ending.exit_code}: the command failed]"
+    elif ending.signal is not None:
+        said = f"[ended by {ending.signal}]"
+    else:
+        said = "[exit status unknown]"
+    if ending.leftovers_ended:
+        said += "\n[processes it left running in the background were ended]"
+    return said
+
+
+async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
+    argv = [SHELL, "-c", params.command]
+    limit = _limit(params, workspace)
+    kept = HeadTail(OUTPUT_HEAD, OUTPUT_TAIL)
+    report, call_id = workspace.report, workspace.call_id
+    terminal = workspace.editor.terminal
+    if terminal is not None:
+
+        def shown(terminal_id: str) -> None:
+            if report is not None and call_id is not None:
+                report(
+                    {
+                        "type": "tool_output",
+                        "data": {"toolUseId": call_id, "terminalId": terminal_id},
+                    }
+                )
+
+        ending = await run_in_terminal(
+            terminal,
+            argv,
+            cwd=workspace.root,
+            blanked=blanked_variables(os.environ),
+            timeout_s=limit,
+            request_timeout_s=workspace.editor_timeout_s,
+            output_byte_limit=TERMINAL_OUTPUT_BYTES,
+            kept=kept,
+            shown=shown,
+        )
+        where = "the command was killed in the editor's terminal"
+    else:
+
+        def streamed(text: str) -> None:
+            if report is not None and call_id is not None:
+                report({"type": "tool_output", "data": {"toolUseId": call_id, "text": text}})
+
+        environment = shell_environment(os.environ, workspace.secrets, PWD=workspace.root)
+        ending = await run_command(
+            argv,
+            cwd=workspace.root,
+            env=environment,
+            timeout_s=limit,
+            kept=kept,
+            on_output=streamed,
+        )
+        where = (
+            f"the command and every process of its group were ended (SIGTERM, then SIGKILL "
+            f"after {KILL_GRACE_S:g} s)"
+        )
+    output = kept.text() or "(no output)"
+    if ending.timed_out:
+        raise ToolError(f"timed out after {limit:g} s: {where}. Its output until then:\n{output}")
+    return f"{output.rstrip(chr(10))}\n{_outcome(ending)}"
+
+
+TOOL = declare(
+    "shell",
+    "Run a shell command line (/bin/sh -c) in the working directory and read its output "
+    "(stdout and stderr) and exit code. No input is given to it. Use it to run tests, "
+    "builds, git and other command-line tools.",
+    ShellParams,
+    _run,
+    effect="execute",
+    target=first_string("command"),
+    target_kind="command",
+    bounded=True,
+)

@@ -1,0 +1,312 @@
+"""The ``shell`` tool through a real ``oma-host`` over stdio whose model is
+the provider simulator: real commands run by ``/bin/sh`` in the agent's
+``cwd``, their output streamed as ``tool_output`` events and sent to the
+model with the exit code, the process group ended on timeout, on a
+cancelled turn and when the command leaves processes behind, the output
+kept to its cap, no secret of the host in the command's environment, and
+the permission policy asking (and matching rules one simple command at a
+time) before anything runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oma_host.cli.client import HostClient
+from oma_host.testing.simulator import Reply, Simulator
+from tests.providers.helpers import llm_config, results_sent
+from tests.server.helpers import pid_alive
+
+KEY = "sk-ant-api03-shell-test-key-DO-NOT-LEAK-0123456789"
+HOST_SECRETS = {
+    "ANTHROPIC_API_KEY": KEY,
+    "OPENAI_API_KEY": "sk-openai-shell-test-DO-NOT-LEAK-987654321",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret-shell-test-DO-NOT-LEAK",
+    "AWS_ACCESS_KEY_ID": "AKIASHELLTESTKEYID00",
+    "GITHUB_TOKEN": "ghp_shelltestDONOTLEAK0123456789abcdef",
+    # An allowed name carrying the agent's key, and a proxy carrying a password.
+    "LC_SMUGGLED": f"x-{KEY}",
+    "HTTPS_PROXY": "http://user:hunter2@proxy.example:3128",
+}
+# What a command needs of the host's environment (an SSH agent, a JDK).
+HOST_TOOLS = {"SSH_AUTH_SOCK": "/tmp/ssh-test/agent.1", "JAVA_HOME": "/opt/jdk-test"}
+ALLOW_SHELL = [{"tool": "shell", "action": "allow"}]
+
+
+@pytest.fixture
+async def host() -> AsyncIterator[HostClient]:
+    client = await HostClient.spawn(env={**HOST_SECRETS, **HOST_TOOLS})
+    await client.initialize()
+    yield client
+    await client.close()
+
+
+def shell(call_id: str, command: str, **more: Any) -> dict[str, Any]:
+    return {
+        "type": "tool_use",
+        "id": call_id,
+        "name": "shell",
+        "input": {"command": command, **more},
+    }
+
+
+async def create(host: HostClient, sim: Simulator, cwd: Path, **extra: Any) -> str:
+    extra.setdefault("permissions", ALLOW_SHELL)
+    config = llm_config(sim, "anthropic", tools=["shell"], cwd=str(cwd), **extra)
+    agent_id: str = (await host.request("agent/create", {"config": config}))["agentId"]
+    return agent_id
+
+
+async def stream(host: HostClient, agent: str, token: str) -> dict[str, Any]:
+    params = {"agentId": agent, "input": "go", "partialResultToken": token}
+    result: dict[str, Any] = await host.request("agent/stream", params)
+    return result
+
+
+def sent(sim: Simulator) -> dict[str, dict[str, Any]]:
+    """The tool results the model was sent after the first turn, by call id."""
+    return {block["tool_use_id"]: block for block in results_sent(sim, 1)}
+
+
+def streamed(host: HostClient, token: str, call_id: str) -> str:
+    return "".join(
+        event["data"]["text"]
+        for event in host.progress(token)
+        if event["type"] == "tool_output" and event["data"]["toolUseId"] == call_id
+    )
+
+
+def pids_in(path: Path) -> list[int]:
+    return [int(line) for line in path.read_text().split()]
+
+
+async def gone(pid: int) -> bool:
+    for _ in range(200):
+        if not pid_alive(pid):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_a_command_runs_in_cwd_its_output_streamed_and_sent_with_the_exit_code(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    agent = await create(host, sim, tmp_path)
+    command = "pwd; echo to-stdout; echo to-stderr >&2; sleep 0.3; echo later; exit 3"
+    sim.script(Reply(content=[shell("s", command), shell("ok", "true")]), Reply.text("done"))
+    result = await stream(host, agent, "t")
+    assert result["success"] is True
+    results = sent(sim)
+    output = f"{os.path.realpath(tmp_path)}\nto-stdout\nto-stderr\nlater\n"
+    # A failing exit is a normal result the model reads, said plainly.
+    assert results["s"]["content"] == output + "[exit code 3: the command failed]"
+    assert not results["s"].get("is_error")
+    assert results["ok"]["content"] == "(no output)\n[exit code 0]"
+    # Streamed as it came, before the result, in more than one piece.
+    events = host.progress("t")
+    pieces = [e for e in events if e["type"] == "tool_output" and e["data"]["toolUseId"] == "s"]
+    assert len(pieces) >= 2
+    assert streamed(host, "t", "s") == output
+    kinds = [e["type"] for e in events]
+    assert kinds.index("tool_output") < kinds.index("tool_result")
+    assert result["toolCalls"][0]["output"] == results["s"]["content"]
+
+
+async def test_a_timeout_ends_the_whole_process_group(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    agent = await create(host, sim, tmp_path)
+    command = "sleep 300 & echo $! > pids; echo $$ >> pids; echo waiting; wait"
+    sim.script(Reply(content=[shell("s", command, timeout=1)]), Reply.text("done"))
+    await stream(host, agent, "t")
+    (result,) = results_sent(sim, 1)
+    assert result["is_error"] is True
+    assert result["content"].startswith("shell: timed out after 1 s: the command and every ")
+    assert "process of its group were ended (SIGTERM, then SIGKILL after 1 s)" in result["content"]
+    assert result["content"].endswith("Its output until then:\nwaiting\n")
+    background, sh = pids_in(tmp_path / "pids")
+    assert await gone(background) and await gone(sh)
+
+
+async def test_the_model_cannot_ask_for_more_than_tool_timeout_ms(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    agent = await create(host, sim, tmp_path, toolTimeoutMs=1500)
+    sim.script(Reply(content=[shell("s", "sleep 60", timeout=600)]), Reply.text("done"))
+    await stream(host, agent, "t")
+    (result,) = results_sent(sim, 1)
+    assert result["content"].startswith("shell: timed out after 1.5 s")
+
+
+async def test_background_processes_left_running_are_ended_when_it_exits(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    agent = await create(host, sim, tmp_path)
+    command = "sleep 300 >/dev/null 2>&1 & echo $! > pids; echo started"
+    sim.script(Reply(content=[shell("s", command)]), Reply.text("done"))
+    await stream(host, agent, "t")
+    (result,) = results_sent(sim, 1)
+    assert result["content"] == (
+        "started\n[exit code 0]\n[processes it left running in the background were ended]"
+    )
+    (background,) = pids_in(tmp_path / "pids")
+    assert await gone(background)
+
+
+async def test_a_cancelled_turn_ends_the_process_group(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    agent = await create(host, sim, tmp_path)
+    command = "sleep 300 & echo $! > pids; echo $$ >> pids; echo started; wait"
+    sim.script(Reply(content=[shell("s", command)]), Reply.text("never asked"))
+    msg_id, pending = host.start_request(
+        "agent/stream", {"agentId": agent, "input": "go", "partialResultToken": "c"}
+    )
+    for _ in range(400):
+        if "started" in streamed(host, "c", "s"):
+            break
+        await asyncio.sleep(0.025)
+    host.cancel(msg_id)
+    response = await asyncio.wait_for(pending, 10)
+    assert response["error"]["code"] == -32800
+    background, sh = pids_in(tmp_path / "pids")
+    assert await gone(background) and await gone(sh)
+    assert len(sim.requests) == 1
+
+
+async def test_output_past_the_cap_keeps_its_head_and_tail(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    agent = await create(host, sim, tmp_path)
+    sim.script(Reply(content=[shell("s", "seq 1 30000")]), Reply.text("done"))
+    await stream(host, agent, "t")
+    (result,) = results_sent(sim, 1)
+    whole = "".join(f"{n}\n" for n in range(1, 30001))
+    head, tail = whole[:10_000], whole[-20_000:]
+    cut = len(whole) - 30_000
+    assert result["content"] == (
+        f"{head}\n[... {cut} characters cut ...]\n{tail.rstrip()}\n[exit code 0]"
+    )
+    # The stream carries all of it.
+    assert streamed(host, "t", "s") == whole
+
+
+async def test_the_command_sees_no_secret_of_the_host(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    agent = await create(host, sim, tmp_path)
+    sim.script(Reply(content=[shell("s", "env")]), Reply.text("done"))
+    await stream(host, agent, "t")
+    (result,) = results_sent(sim, 1)
+    variables = dict(line.split("=", 1) for line in result["content"].splitlines() if "=" in line)
+    assert variables["PATH"] == os.environ["PATH"]
+    assert variables["HOME"] == os.environ["HOME"]
+    assert variables["PWD"] == os.path.realpath(tmp_path)
+    for name, value in HOST_SECRETS.items():
+        assert name not in variables
+        assert value not in result["content"]
+    # What the user's tools need passes.
+    assert variables["SSH_AUTH_SOCK"] == HOST_TOOLS["SSH_AUTH_SOCK"]
+    assert variables["JAVA_HOME"] == HOST_TOOLS["JAVA_HOME"]
+
+
+async def test_a_secret_the_command_prints_is_redacted_in_the_stream_even_split(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    agent = await create(host, sim, tmp_path)
+    half = len(KEY) // 2
+    command = f"printf '%s' '{KEY[:half]}'; sleep 0.3; printf '%s' '{KEY[half:]}'; echo"
+    sim.script(Reply(content=[shell("s", command)]), Reply.text("done"))
+    await stream(host, agent, "t")
+    text = streamed(host, "t", "s")
+    assert KEY not in text and KEY[:half] not in text
+    assert text == "[redacted]\n"
+
+
+async def test_ask_is_the_default_and_a_denied_command_never_runs(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    host.handlers["agent/requestPermission"] = lambda params: {"approve": False}
+    agent = await create(host, sim, tmp_path, permissions=None)
+    sim.script(Reply(content=[shell("s", "touch made")]), Reply.text("done"))
+    result = await stream(host, agent, "t")
+    (request,) = [p for m, p in host.server_requests if m == "agent/requestPermission"]
+    assert request["kind"] == "execute"
+    assert request["title"] == "shell touch made"
+    assert request["tool"]["target"] == "touch made"
+    (event,) = [e["data"] for e in host.progress("t") if e["type"] == "permission"]
+    assert (event["action"], event["decision"], event["by"]) == ("ask", "deny", "client")
+    assert results_sent(sim, 1)[0]["content"] == "shell: permission denied (the user said no)"
+    assert not (tmp_path / "made").exists()
+    assert result["success"] is True
+
+
+async def test_an_allowed_command_cannot_carry_another_past_the_rule(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    host.handlers["agent/requestPermission"] = lambda params: {"approve": False}
+    rules = [
+        {"tool": "shell", "pattern": "rm *", "action": "deny"},
+        {"tool": "shell", "pattern": "git status*", "action": "allow"},
+    ]
+    agent = await create(host, sim, tmp_path, permissions=rules)
+    slipping = [
+        "git status && touch pwned",
+        "git status; touch pwned",
+        "git status | touch pwned",
+        "git status & touch pwned",
+        "git status\ntouch pwned",
+        "git status $(touch pwned)",
+        "git status `touch pwned`",
+        "git status > pwned",
+        "(git status; touch pwned)",
+    ]
+    calls = [shell("ok", "git status 2>&1")]
+    calls += [shell(f"slip{index}", command) for index, command in enumerate(slipping)]
+    calls.append(shell("rm", "git status && rm -rf pwned"))
+    sim.script(Reply(content=calls), Reply.text("done"))
+    await stream(host, agent, "t")
+    events = {
+        e["data"]["toolUseId"]: e["data"] for e in host.progress("t") if e["type"] == "permission"
+    }
+    assert (events["ok"]["decision"], events["ok"]["by"], events["ok"]["rule"]) == (
+        "allow",
+        "rule",
+        1,
+    )
+    for index in range(len(slipping)):
+        decided = events[f"slip{index}"]
+        assert (decided["action"], decided["decision"]) == ("ask", "deny"), slipping[index]
+    # A deny rule matching any part denies without asking.
+    assert (events["rm"]["action"], events["rm"]["by"], events["rm"]["rule"]) == (
+        "deny",
+        "rule",
+        0,
+    )
+    asked = [p["tool"]["target"] for m, p in host.server_requests if m == "agent/requestPermission"]
+    assert asked == slipping
+    assert not (tmp_path / "pwned").exists()
+    assert "[exit code" in sent(sim)["ok"]["content"]  # it ran (not a repository: git says so)
+
+
+async def test_always_allow_covers_that_command_line_only(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    host.handlers["agent/requestPermission"] = lambda params: {"approve": True, "scope": "session"}
+    agent = await create(host, sim, tmp_path, permissions=None)
+    sim.script(
+        Reply(content=[shell("a", "echo one"), shell("b", "echo one"), shell("c", "touch x")]),
+        Reply.text("done"),
+    )
+    await stream(host, agent, "t")
+    events = {
+        e["data"]["toolUseId"]: e["data"]["by"]
+        for e in host.progress("t")
+        if e["type"] == "permission"
+    }
+    assert events == {"a": "client", "b": "session", "c": "client"}
