@@ -20,11 +20,13 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from oma_host.core.events import Compaction
 from oma_host.core.places import config_dir
 from oma_host.core.results import TokenUsage
+
+if TYPE_CHECKING:
+    from oma_host.core.events import Compaction
 
 log = logging.getLogger(__name__)
 

@@ -280,7 +280,8 @@ async def test_a_long_turn_is_cut_between_tool_calls_never_inside_one(
     given = summaries(sim)
     count = provider_tokens()
     sim.count_tokens = count
-    (tmp_path / "notes.txt").write_text(WORDS * 4)
+    for n in range(8):  # another file each time: the same call again would be a loop
+        (tmp_path / f"notes{n}.txt").write_text(WORDS * 4)
     config = _config(
         sim, tools=["file_read"], cwd=str(tmp_path), contextWindow=2_500, maxTokens=200
     )
@@ -292,15 +293,15 @@ async def test_a_long_turn_is_cut_between_tool_calls_never_inside_one(
                     "type": "tool_use",
                     "id": f"call_{n}",
                     "name": "file_read",
-                    "input": {"path": "notes.txt"},
+                    "input": {"path": f"notes{n}.txt"},
                 }
             ]
         )
         for n in range(8)
     ]
     sim.script(*calls, Reply.text("read it all"))
-    result = await _prompt(host, agent, "read the notes eight times", "t")
-    assert result["success"] is True and result["output"] == "read it all"
+    result = await _prompt(host, agent, "read the eight notes", "t")
+    assert result["success"] is True and result["output"] == "read it all", result
     events = _compactions(host, "t")
     assert events and given
     for request in turn_requests(sim):
