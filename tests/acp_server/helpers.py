@@ -21,6 +21,19 @@ IMAGE = (
 )
 
 
+def serve_agents_file(path: Path) -> subprocess.CompletedProcess[str]:
+    """``oma-host acp --agents PATH`` with stdin closed: what it printed and
+    its exit status (a refused file ends it before it serves anything)."""
+    return subprocess.run(
+        [sys.executable, "-m", "oma_host", "acp", "--agents", str(path)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+
+
 def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 

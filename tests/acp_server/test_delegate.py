@@ -9,7 +9,6 @@ whose delegates name no agent of it, or loop, is refused at start."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from tests.acp_server.helpers import (
     new_session,
     prompt,
     reply_text,
+    serve_agents_file,
     text,
 )
 from tests.server.helpers import kill_quietly, wait_dead
@@ -265,14 +265,7 @@ def test_oma_host_acp_will_not_start_on_a_delegate_loop(tmp_path: Path) -> None:
         '[{"name": "a", "model": "m", "delegates": ["b"]},'
         ' {"name": "b", "model": "m", "delegates": ["a"]}]'
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "oma_host", "acp", "--agents", str(path)],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
-    )
+    done = serve_agents_file(path)
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert line.endswith("$[0].delegates: the delegates form a loop: a -> b -> a")

@@ -4,8 +4,6 @@ and their updates, the string-only boundary, cancel, storage and load."""
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 from oma_host.orchestration.store import DB_NAME
@@ -20,6 +18,7 @@ from tests.acp_server.helpers import (
     new_session,
     prompt,
     reply_text,
+    serve_agents_file,
     step,
     text,
 )
@@ -231,14 +230,7 @@ def test_a_bad_agents_file_is_one_line_naming_the_file_and_path(tmp_path: Path) 
     agents.write_text(
         '[{"name": "a", "model": "m"}, {"name": "b", "backend": {"kind": "process"}}]'
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "oma_host", "acp", "--agents", str(agents)],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
-    )
+    done = serve_agents_file(agents)
     assert done.returncode == 2
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
