@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from oma_host.core.agent import check_agent_config
+from oma_host.core.backends import check_agent_config
 from oma_host.core.config import AgentConfig, parse_agent_config
 from oma_host.core.delegation import check_delegate_graph
 from oma_host.core.errors import OmaError

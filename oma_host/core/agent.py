@@ -32,6 +32,7 @@ from oma_host.core.backends import (
     PermissionHandler,
     SessionLink,
     backend_entry,
+    check_agent_config,
 )
 from oma_host.core.compaction import compacted_history
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
@@ -39,26 +40,14 @@ from oma_host.core.cost import prices_of
 from oma_host.core.delegation import Lineage
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
-from oma_host.core.events import EmitFn, RunError
+from oma_host.core.events import EmitFn
 from oma_host.core.guard import (
-    clone,
     clone_messages,
-    guard_messages,
     guard_prompt_input,
     guard_run_input,
 )
 from oma_host.core.history import CompactOutcome, HistoryChange, TurnSink, compact_on_request
-from oma_host.core.hooks import (
-    LOSSY_MESSAGES,
-    AfterRunContext,
-    AfterRunHook,
-    BeforeRunHook,
-    HookError,
-    apply_before_run_answer,
-    call_hook,
-    make_before_run_context,
-    read_after_run_answer,
-)
+from oma_host.core.hooks import AfterRunHook, BeforeRunHook, RunHooks, run_with_hooks
 from oma_host.core.messages import LLMMessage, latest_user_prompt
 from oma_host.core.redact import Redactor, remember_secrets
 from oma_host.core.results import (
@@ -80,19 +69,6 @@ AgentStatus = Literal["idle", "running", "completed", "error"]
 
 # Backends being closed after a reset, kept referenced until they finish.
 _closing: set[asyncio.Task[None]] = set()
-
-
-def check_agent_config(config: AgentConfig) -> list[LLMMessage]:
-    """Everything an Agent refuses at construction, checked without building
-    one: ``config.history`` must pass the guard (the agent's private copy is
-    returned), and the backend's entry refuses a config it could never run
-    (for an LLM agent: an unknown provider or tool, an invalid outputSchema)."""
-    history = config.history
-    guarded = [] if history is None or history == [] else guard_messages(history, "config.history")
-    entry = backend_entry(config)
-    if entry.check_config is not None:
-        entry.check_config(config)
-    return guarded
 
 
 class Agent:
@@ -443,7 +419,7 @@ class Agent:
                 self._cost_known = False  # an unpriced fallback model's reply or delegate
             result = finished
             if streaming:
-                _emit_failure(recorder, finished)
+                recorder.emit_failure(finished)
             return finished, recorder
         finally:
             self._active_runs -= 1
@@ -467,34 +443,20 @@ class Agent:
         self, messages: list[LLMMessage], recorder: RunRecorder, streaming: bool
     ) -> AgentRunResult:
         hooks = self.config.hooks
-        timeout_s = (hooks.timeout_ms if hooks else 30_000) / 1000
-        if self._before_run is not None:
-            context = make_before_run_context(
-                self.name, recorder.run_id, messages, self.config.public_view()
-            )
-            sent_prompt = context.prompt  # the hook may change its context object
-            try:
-                answer = await call_hook(self._before_run, context, timeout_s, "beforeRun")
-                outcome = apply_before_run_answer(answer, messages, sent_prompt)
-            except HookError as error:
-                return failed_result(recorder.run_id, "callback", str(error))
-            if not self._entry.accepts_structured and outcome.messages_replaced:
-                return failed_result(
-                    recorder.run_id,
-                    "callback",
-                    f"{LOSSY_MESSAGES}: agent {self.name!r} has {self._entry.described}, "
-                    "which takes a string prompt; return only a prompt rewrite",
-                )
-            messages = outcome.messages
-        result = await self._run_backend(messages, recorder, streaming)
-        if self._after_run is not None and result["status"]["code"] != "cancelled":
-            context_after = AfterRunContext(self.name, recorder.run_id, clone(result))
-            try:
-                answer = await call_hook(self._after_run, context_after, timeout_s, "afterRun")
-                result = read_after_run_answer(answer, result)
-            except HookError as error:
-                return failed_result(recorder.run_id, "callback", str(error))
-        return result
+        run_hooks = RunHooks(
+            agent_name=self.name,
+            agent_view=self.config.public_view(),
+            before_run=self._before_run,
+            after_run=self._after_run,
+            timeout_s=(hooks.timeout_ms if hooks else 30_000) / 1000,
+            string_only=None if self._entry.accepts_structured else self._entry.described,
+        )
+        return await run_with_hooks(
+            run_hooks,
+            recorder.run_id,
+            messages,
+            lambda effective: self._run_backend(effective, recorder, streaming),
+        )
 
     def _redacting(self, emit: EmitFn | None) -> EmitFn:
         """``emit`` with the agent's secret values taken out of every event."""
@@ -537,13 +499,3 @@ def _status_after(result: AgentRunResult) -> AgentStatus:
     if result["success"]:
         return "completed"
     return "idle" if result["status"]["code"] == "cancelled" else "error"
-
-
-def _emit_failure(recorder: RunRecorder, result: AgentRunResult) -> None:
-    """A failed streaming run sends an ``error`` event before ``done``."""
-    if result["status"]["code"] in ("ok", "cancelled"):
-        return
-    error: RunError = {"message": result["status"].get("message", "")}
-    if "errorInfo" in result:
-        error["kind"] = result["errorInfo"]["kind"]
-    recorder.emit({"type": "error", "data": error})

@@ -32,6 +32,7 @@ from oma_host.core.delegation import Lineage
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.events import Compaction, EmitFn
+from oma_host.core.guard import guard_messages
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import AgentRunResult, RunRecorder
 
@@ -218,3 +219,16 @@ def _load_plugins() -> None:
         for name in PLUGINS:
             importlib.import_module(name)
         _plugins_loaded = True
+
+
+def check_agent_config(config: AgentConfig) -> list[LLMMessage]:
+    """Everything an Agent refuses at construction, checked without building
+    one: ``config.history`` must pass the guard (the agent's private copy is
+    returned), and the backend's entry refuses a config it could never run
+    (for an LLM agent: an unknown provider or tool, an invalid outputSchema)."""
+    history = config.history
+    guarded = [] if history is None or history == [] else guard_messages(history, "config.history")
+    entry = backend_entry(config)
+    if entry.check_config is not None:
+        entry.check_config(config)
+    return guarded

@@ -4,14 +4,15 @@ answers (PROTOCOL.md section 8).
 A hook is a Python callable, sync or async; the server wires client requests
 in through the same callables. Answers are read defensively: a malformed
 answer, messages that fail the guard included, is a :class:`HookError`, which
-fails the run with ``errorInfo.kind: "callback"``.
+fails the run with ``errorInfo.kind: "callback"``. :func:`run_with_hooks`
+puts an agent's two hooks around its run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -20,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 from oma_host.core.errors import InvalidMessageError
 from oma_host.core.guard import clone, copy_plain, guard_messages
 from oma_host.core.messages import LLMMessage, latest_user_prompt, rewrite_latest_prompt
-from oma_host.core.results import AgentRunResult
+from oma_host.core.results import AgentRunResult, failed_result
 
 T = TypeVar("T")
 
@@ -171,3 +172,54 @@ def read_after_run_answer(answer: object, original: AgentRunResult) -> AgentRunR
         except InvalidMessageError as error:
             raise HookError(f"afterRun answer: {error}") from None
     return result  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """An agent's hooks and what they are told besides the run: its name,
+    its config as clients may see it, and, for a backend that takes a string
+    prompt only, the backend's description (a beforeRun answer may then
+    rewrite the prompt but not replace the messages)."""
+
+    agent_name: str
+    agent_view: dict[str, Any]
+    before_run: BeforeRunHook | None
+    after_run: AfterRunHook | None
+    timeout_s: float
+    string_only: str | None
+
+
+async def run_with_hooks(
+    hooks: RunHooks,
+    run_id: str,
+    messages: list[LLMMessage],
+    run: Callable[[list[LLMMessage]], Awaitable[AgentRunResult]],
+) -> AgentRunResult:
+    """``run`` the messages as the beforeRun answer leaves them, and return
+    the result as the afterRun answer leaves it (a cancelled run's is not
+    offered). A hook that fails fails the run (``callback``)."""
+    if hooks.before_run is not None:
+        context = make_before_run_context(hooks.agent_name, run_id, messages, hooks.agent_view)
+        sent_prompt = context.prompt  # the hook may change its context object
+        try:
+            answer = await call_hook(hooks.before_run, context, hooks.timeout_s, "beforeRun")
+            outcome = apply_before_run_answer(answer, messages, sent_prompt)
+        except HookError as error:
+            return failed_result(run_id, "callback", str(error))
+        if hooks.string_only is not None and outcome.messages_replaced:
+            return failed_result(
+                run_id,
+                "callback",
+                f"{LOSSY_MESSAGES}: agent {hooks.agent_name!r} has {hooks.string_only}, "
+                "which takes a string prompt; return only a prompt rewrite",
+            )
+        messages = outcome.messages
+    result = await run(messages)
+    if hooks.after_run is not None and result["status"]["code"] != "cancelled":
+        context_after = AfterRunContext(hooks.agent_name, run_id, clone(result))
+        try:
+            answer = await call_hook(hooks.after_run, context_after, hooks.timeout_s, "afterRun")
+            result = read_after_run_answer(answer, result)
+        except HookError as error:
+            return failed_result(run_id, "callback", str(error))
+    return result

@@ -32,6 +32,7 @@ from oma_host.core.errors import ErrorKind
 from oma_host.core.events import (
     EmitFn,
     ReasoningEvent,
+    RunError,
     RunEvent,
     TextEvent,
     ToolOutputTerminal,
@@ -345,6 +346,15 @@ class RunRecorder:
     @property
     def output(self) -> str:
         return "".join(self.text_parts)
+
+    def emit_failure(self, result: AgentRunResult) -> None:
+        """Stream the ``error`` event a failed run sends before ``done``."""
+        if result["status"]["code"] in ("ok", "cancelled"):
+            return
+        error: RunError = {"message": result["status"].get("message", "")}
+        if "errorInfo" in result:
+            error["kind"] = result["errorInfo"]["kind"]
+        self.emit({"type": "error", "data": error})
 
     def result(
         self,

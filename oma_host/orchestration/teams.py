@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from oma_host.core.abort import AbortSignal
-from oma_host.core.agent import Agent, check_agent_config
-from oma_host.core.backends import backend_entry
+from oma_host.core.agent import Agent
+from oma_host.core.backends import backend_entry, check_agent_config
 from oma_host.core.config import AgentConfig
 from oma_host.core.cycles import first_cycle
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oma_host.core.agent import check_agent_config
-from oma_host.core.backends import backend_entry
+from oma_host.core.backends import backend_entry, check_agent_config
 from oma_host.core.config import parse_agent_config
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.redact import config_secrets
