@@ -45,6 +45,7 @@ from oma_host.providers.base import (
     resolve_api_key,
 )
 from oma_host.providers.http import open_response, parse_event_json, request_json
+from oma_host.providers.http_client import json_body
 from oma_host.providers.wire_prefix import WirePrefix
 
 if TYPE_CHECKING:
@@ -308,7 +309,7 @@ class BedrockAdapter:
         # ":" stays as it is: aiohttp would decode a %3A before sending, and the
         # signature must cover the path the server receives (an ARN's "/" is %2F).
         url = f"{base}/model/{quote(model, safe=':')}/{action}"
-        data = json.dumps(body, separators=(",", ":")).encode()
+        data = json_body(body)
         headers = {"content-type": "application/json"}
         if stream:
             headers["accept"] = "application/vnd.amazon.eventstream"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ import httpx
 from oma_host.providers.http_settings import HttpSettings
 from oma_host.providers.proxies import RoutedTransport, environment_proxies
 from oma_host.providers.tls import trust_context
+from oma_host.providers.wire_prefix import WireMessages
 
 
 class TransportFactory(Protocol):
@@ -84,11 +86,29 @@ class _Template:
 # json.dumps with these options builds a new encoder on every call (half its
 # time for a small body); this one is built once and encodes the same.
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# Stands in a body for its conversation while the rest is encoded: a string
+# no request holds (a NUL and this process's random tag; were it met, the
+# body would be encoded whole).
+_SLOT = f"\x00oma-conversation-{secrets.token_hex(8)}\x00"
+_SLOT_JSON = _JSON.encode(_SLOT).encode()
+
+
+def _encode(value: Any) -> bytes:
+    return _JSON.encode(value).encode()
 
 
 def json_body(body: dict[str, Any]) -> bytes:
-    """A JSON body exactly as httpx encodes ``json=``."""
-    return _JSON.encode(body).encode()
+    """A JSON body exactly as httpx encodes ``json=``. A conversation a
+    :class:`~oma_host.providers.wire_prefix.WirePrefix` rendered is spliced
+    in from its messages' JSON, most of it encoded for an earlier request."""
+    for key, value in body.items():
+        if type(value) is WireMessages:
+            head, found, tail = _encode({**body, key: _SLOT}).partition(_SLOT_JSON)
+            if found and _SLOT_JSON not in tail:
+                array = b",".join(value.json_items(_encode))
+                return b"".join((head, b"[", array, b"]", tail))
+            break
+    return _encode(body)
 
 
 def encode_body(body: Body) -> tuple[bytes, BodyKind]:

@@ -43,7 +43,7 @@ from oma_host.providers.openai_target import (
     usage_of,
 )
 from oma_host.providers.sse import event_json, sse_batches
-from oma_host.providers.wire_prefix import WirePrefix
+from oma_host.providers.wire_prefix import WireMessages, WirePrefix
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -134,7 +134,10 @@ def wire_messages(message: LLMMessage, index: int) -> list[dict[str, Any]]:
 
 
 def with_system(system: str | None, wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"role": "system", "content": system}, *wire] if system else wire
+    if not system:
+        return wire
+    first = {"role": "system", "content": system}
+    return wire.prepended(first) if isinstance(wire, WireMessages) else [first, *wire]
 
 
 def to_wire_messages(messages: list[LLMMessage], system: str | None) -> list[dict[str, Any]]:

@@ -3,16 +3,22 @@
 An LLM agent sends its whole conversation with every request. Mapping each
 message to the provider's form again every time made a turn cost more as
 the history grew, where only its new messages are new. So each adapter keeps
-a :class:`WirePrefix`: the messages it mapped for its last request and their
-wire form. A request that begins with the same messages (the same objects,
-or equal ones: :func:`oma_host.core.messages.shared_prefix`) maps only the
-rest; the conversation's JSON is then encoded whole, as any client's is.
+a :class:`WirePrefix`: the messages it mapped for its last request, their
+wire form, and that form's JSON. A request that begins with the same
+messages (the same objects, or equal ones:
+:func:`oma_host.core.messages.shared_prefix`) maps only the rest, and its
+body reuses the JSON of every wire message it kept
+(:func:`oma_host.providers.http_client.json_body` splices it in): what a
+turn encodes is its new messages, and what grows with the conversation is
+the copying of the body's bytes.
 
 A message's wire form depends on that message alone (and its index, which
-only an error's path names), so the reuse changes nothing that is sent. The
-list :meth:`WirePrefix.render` returns is the caller's: an adapter that
-marks the last message (a cache breakpoint) replaces that message with a
-marked copy rather than changing the one kept here.
+only an error's path names), so the reuse changes nothing that is sent: the
+body is byte for byte the JSON of the whole request. The list
+:meth:`WirePrefix.render` returns is the caller's: an adapter that marks the
+last message (a cache breakpoint) replaces that message with a marked copy
+rather than changing the one kept here; a copy's JSON is encoded afresh, and
+only a kept message's is reused. Nothing changes a kept wire message in place.
 """
 
 from __future__ import annotations
@@ -24,6 +30,67 @@ from oma_host.core.messages import LLMMessage, shared_prefix
 
 # One message in the wire's form: the wire messages (or items) it becomes.
 Convert = Callable[[LLMMessage, int], list[dict[str, Any]]]
+# One wire message's JSON, encoded as the request body is.
+Encode = Callable[[dict[str, Any]], bytes]
+
+
+class WireMessages(list[dict[str, Any]]):
+    """The wire messages :meth:`WirePrefix.render` returns: a plain list to
+    the adapter, which also knows the JSON of the kept messages it holds
+    (from ``offset`` on: a system message put first moves them)."""
+
+    __slots__ = ("_generation", "_kept", "_offset", "_prefix")
+
+    def __init__(
+        self,
+        wire: list[dict[str, Any]],
+        prefix: WirePrefix,
+        kept: list[dict[str, Any]],
+        offset: int = 0,
+    ) -> None:
+        super().__init__(wire)
+        self._prefix = prefix
+        self._generation = prefix.generation
+        self._kept = kept
+        self._offset = offset
+
+    def prepended(self, first: dict[str, Any]) -> WireMessages:
+        """These messages after ``first`` (OpenAI's system message)."""
+        return WireMessages([first, *self], self._prefix, self._kept, self._offset + 1)
+
+    def json_items(self, encode: Encode) -> list[bytes]:
+        """Each message's JSON, to join as a JSON array's items: a kept
+        message still in place as encoded before (what is encoded now of
+        them is kept for the next request), any other encoded afresh.
+        Messages rendered before the prefix's latest are all encoded."""
+        if self._generation != self._prefix.generation:
+            return [encode(message) for message in self]
+        kept, offset, known = self._kept, self._offset, self._prefix.kept_json
+        count = self._kept_in_place()
+        if len(known) < count:
+            known += [encode(message) for message in kept[len(known) : count]]
+        items = [encode(message) for message in self[:offset]]
+        items += known if count == len(known) else known[:count]
+        items += [encode(message) for message in self[offset + count :]]
+        return items
+
+    def _kept_in_place(self) -> int:
+        """How many of the kept messages, from the first, are still where
+        they were put. Lists compare in C; a message equal to the kept one
+        (rather than the same object) has the same JSON, since an adapter
+        builds every wire message of a kind with its keys in one order. The
+        usual change is one: the last message replaced by a marked copy."""
+        kept, offset = self._kept, self._offset
+        count, end = len(kept), offset + len(kept)
+        if end <= len(self):
+            if self[offset:end] == kept:
+                return count
+            if count and self[offset : end - 1] == kept[:-1]:
+                return count - 1
+        at = 0
+        while at < count and offset + at < len(self) and self[offset + at] is kept[at]:
+            at += 1
+        return at
 
 
 class WirePrefix:
@@ -33,15 +100,23 @@ class WirePrefix:
         self._sources: list[LLMMessage] = []
         self._ends: list[int] = []  # where each source message's wire form ends
         self._wire: list[dict[str, Any]] = []
+        # The JSON of the first wire messages, each once encoded, and which
+        # rendering it belongs to (a render begins the next).
+        self.kept_json: list[bytes] = []
+        self.generation = 0
 
-    def render(self, messages: list[LLMMessage], convert: Convert) -> list[dict[str, Any]]:
+    def render(self, messages: list[LLMMessage], convert: Convert) -> WireMessages:
         """The wire form of ``messages``: the kept one for the messages they
         share with the last conversation, ``convert`` for the rest."""
         shared = shared_prefix(self._sources, messages)
         ends = self._ends[:shared]
-        wire = self._wire[: ends[-1] if ends else 0]
+        kept = ends[-1] if ends else 0
+        wire = self._wire[:kept]
         for index in range(shared, len(messages)):
             wire.extend(convert(messages[index], index))
             ends.append(len(wire))
         self._sources, self._ends, self._wire = list(messages), ends, wire
-        return list(wire)
+        if kept < len(self.kept_json):
+            self.kept_json = self.kept_json[:kept]
+        self.generation += 1
+        return WireMessages(wire, self, wire)

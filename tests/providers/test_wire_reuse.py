@@ -1,8 +1,9 @@
 """Each adapter maps only the messages a request adds to the conversation it
-sent last (``providers/wire_prefix.py``): what it sends must be, request
-after request, exactly what mapping the whole conversation gives, with one
-cache mark where the provider takes one, never a mark left behind on a
-message that was last before."""
+sent last (``providers/wire_prefix.py``), and encodes only their JSON: what it
+sends must be, request after request, exactly what mapping the whole
+conversation gives, with one cache mark where the provider takes one, never a
+mark left behind on a message that was last before, and byte for byte the
+JSON of the whole body."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from oma_host.testing.simulator import Reply, Simulator
 from tests.providers.conftest import ANTHROPIC_KEY, OPENAI_KEY
 from tests.providers.gemini_bedrock import gb_config, host_env
 from tests.providers.helpers import llm_config
+
+# A system prompt: OpenAI's chat wire puts it first among the messages.
+SYSTEM = "answer briefly"
 
 
 @pytest.fixture
@@ -43,7 +47,7 @@ def _whole(provider: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]
         return gemini.to_wire_contents(messages)  # type: ignore[arg-type]
     if provider == "openai-responses":
         return openai_responses.to_input_items(messages)  # type: ignore[arg-type]
-    return openai.to_wire_messages(messages, None)  # type: ignore[arg-type]
+    return openai.to_wire_messages(messages, SYSTEM)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -53,13 +57,13 @@ async def test_each_request_is_the_whole_conversation_mapped_afresh(
     host: HostClient, sim: Simulator, provider: str
 ) -> None:
     if provider in ("gemini", "bedrock"):
-        config = gb_config(sim, provider, promptCaching=True)
+        config = gb_config(sim, provider, promptCaching=True, systemPrompt=SYSTEM)
     else:
-        config = llm_config(sim, provider)
+        config = llm_config(sim, provider, systemPrompt=SYSTEM)
     agent = (await host.request("agent/create", {"config": config}))["agentId"]
     call = {"type": "tool_use", "id": "call_1", "name": "nothing_here", "input": {"q": 1}}
     sim.script(Reply(content=[{"type": "text", "text": "looking"}, call]), Reply.text("none"))
-    for said in ("first", "second", "third"):
+    for said in ("first ünïcödé ✓", "second", 'third \u2028 "quoted"'):
         result = await host.request("agent/prompt", {"agentId": agent, "input": said})
         assert result["success"] is True, result
     history = (await host.request("agent/history", {"agentId": agent}))["messages"]
@@ -70,3 +74,6 @@ async def test_each_request_is_the_whole_conversation_mapped_afresh(
     assert len(sent) == len(ends)
     for body, end in zip(sent, ends, strict=True):
         assert body == _whole(provider, history[:end]), json.dumps(body)[:500]
+    for request in sim.requests:  # the spliced JSON is the whole body's
+        whole = json.dumps(request.body, ensure_ascii=False, separators=(",", ":"))
+        assert request.raw == whole.encode()
