@@ -101,6 +101,14 @@ class ProviderFacts:
     # provider reports for each request corrects the estimate of the next.
     chars_per_token: float = 4.0
     image_tokens: int = 1_000
+    # The provider's ``gen_ai.provider.name`` in the OpenTelemetry GenAI
+    # conventions, where it differs from ``name`` (spans, core/spans.py).
+    telemetry_name: str | None = None
+
+    @property
+    def span_name(self) -> str:
+        """The provider as spans name it (``gen_ai.provider.name``)."""
+        return self.telemetry_name or self.name
 
     @property
     def secret_variables(self) -> tuple[str, ...]:
@@ -169,6 +177,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
     ),
     ProviderFacts(
         name="gemini",
+        telemetry_name="gcp.gemini",
         title="Google Gemini",
         wire="`generateContent`, `streamGenerateContent?alt=sse`",
         adapter="oma_host.providers.gemini:GeminiAdapter",
@@ -185,6 +194,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
     ),
     ProviderFacts(
         name="azure",
+        telemetry_name="azure.ai.openai",
         title="Azure OpenAI (v1 API)",
         wire='Responses, or Chat Completions with `api: "chat"` (SSE)',
         adapter="oma_host.providers.azure:azure_adapter",
@@ -198,6 +208,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
     ),
     ProviderFacts(
         name="bedrock",
+        telemetry_name="aws.bedrock",
         title="Amazon Bedrock",
         wire="Converse, ConverseStream (binary event stream)",
         adapter="oma_host.providers.bedrock:BedrockAdapter",
@@ -267,3 +278,10 @@ def every_secret_variable() -> tuple[str, ...]:
 def default_providers() -> list[ProviderFacts]:
     """The providers a default agent can use: offered, keyed, with a default model."""
     return [f for f in offered_providers() if f.key_variables and f.default_model]
+
+
+def span_provider(name: str | None) -> str:
+    """``gen_ai.provider.name`` of the provider an agent names (its default when none)."""
+    name = name or DEFAULT_PROVIDER
+    facts = _BY_NAME.get(name)
+    return name if facts is None else facts.span_name

@@ -30,6 +30,25 @@ from oma_host.core.events import ToolPermission
 from oma_host.core.messages import ContentBlock
 from oma_host.core.redact import Redactor
 from oma_host.core.results import RunRecorder
+from oma_host.core.spans import (
+    ERROR_TYPE,
+    LOCAL_TOOL_INPUT,
+    OP_EXECUTE_TOOL,
+    PERMISSION_BY,
+    PERMISSION_DECISION,
+    PERMISSION_RULE,
+    TOOL_CALL_ARGUMENTS,
+    TOOL_CALL_ID,
+    TOOL_CALL_RESULT,
+    TOOL_EFFECT,
+    TOOL_NAME,
+    TOOL_SOURCE,
+    TOOL_TYPE,
+    Attributes,
+    Span,
+    open_span,
+    set_span_content,
+)
 from oma_host.core.tools import ToolSpec
 from oma_host.llm.delegation import Delegation
 from oma_host.llm.permissions import PermissionPolicy
@@ -76,11 +95,12 @@ class AgentTools:
             config.permission_mode or "ask",
         )
         self._servers: McpServers | None = None
+        # What a call's input is stored with, and its content exported with.
+        self._redactor = Redactor.for_config(config)
         if config.mcp_servers:
             from oma_host.llm.mcp_servers import McpServers
 
-            redactor = Redactor.for_config(config)
-            self._servers = McpServers(config.mcp_servers, self.registry.root, redactor)
+            self._servers = McpServers(config.mcp_servers, self.registry.root, self._redactor)
         self._mcp: dict[str, McpTool] = {}
 
     @property
@@ -96,18 +116,41 @@ class AgentTools:
         return (*self.builtin_specs, *(tool.declaration for tool in self._mcp.values()))
 
     async def call(self, call: ContentBlock, recorder: RunRecorder) -> tuple[ToolOutput, bool]:
-        """Run one tool_use block: (output, is_error). McpFailure when the
-        server behind an MCP tool has died."""
+        """Run one tool_use block: (output, is_error), in its ``execute_tool``
+        span. McpFailure when the server behind an MCP tool has died."""
+        name, arguments = call["name"], call["input"]
+        attributes: Attributes = {TOOL_NAME: name, TOOL_CALL_ID: call["id"], TOOL_TYPE: "function"}
+        with open_span(OP_EXECUTE_TOOL, f"{OP_EXECUTE_TOOL} {name}", attributes) as span:
+            if span is not None:
+                span.local[LOCAL_TOOL_INPUT] = self._redactor.redact_tree(arguments)
+                set_span_content(span, TOOL_CALL_ARGUMENTS, arguments, self._redactor)
+            output, is_error = await self._call(call, recorder, span)
+            if span is not None:
+                set_span_content(span, TOOL_CALL_RESULT, output_text(output), self._redactor)
+                if is_error:
+                    span.status = "error"
+                    span.attributes.setdefault(ERROR_TYPE, "tool_error")
+            return output, is_error
+
+    async def _call(
+        self, call: ContentBlock, recorder: RunRecorder, span: Span | None
+    ) -> tuple[ToolOutput, bool]:
         name, arguments = call["name"], call["input"]
         tool: Tool | None = self.registry.tools.get(name) or self._mcp.get(name)
         if tool is None:
+            if span is not None:
+                span.attributes[ERROR_TYPE] = "unknown_tool"
             return unknown_tool(name, [*self.registry.tools, *self._mcp])
         decision = await self._policy.decide(
             tool.declaration, arguments, run_id=recorder.run_id, tool_use_id=call["id"]
         )
         # The policy builds its decision as a plain dict, in the event's shape.
         recorder.permission(arguments, cast(ToolPermission, decision.event))
+        if span is not None:
+            span.attributes.update(_tool_attributes(tool, decision.event, name in self._mcp))
         if not decision.allowed:
+            if span is not None:
+                span.attributes[ERROR_TYPE] = "permission_denied"
             return (f"{name}: permission denied ({_why(decision.event)})", True)
         # The call may touch the file decided for, and no other (see Workspace.confirm).
         workspace = replace(
@@ -128,6 +171,8 @@ class AgentTools:
         except TimeoutError:
             # The call is cancelled (a built-in's worker stops at its next check,
             # an MCP request is abandoned): the session goes on.
+            if span is not None:
+                span.attributes[ERROR_TYPE] = "timeout"
             limit = f"{self._tool_timeout_s:g} s"
             return (f"{name}: the call did not finish within {limit} (toolTimeoutMs)", True)
 
@@ -135,6 +180,19 @@ class AgentTools:
         """End the MCP servers, if any were started."""
         if self._servers is not None:
             await self._servers.close()
+
+
+def _tool_attributes(tool: Tool, decision: dict[str, Any], mcp: bool) -> Attributes:
+    """A call's tool and its permission decision, on its span."""
+    attributes: Attributes = {
+        TOOL_EFFECT: tool.declaration.effect,
+        TOOL_SOURCE: "mcp" if mcp else "builtin",
+        PERMISSION_DECISION: str(decision["decision"]),
+        PERMISSION_BY: str(decision["by"]),
+    }
+    if decision.get("rule") is not None:
+        attributes[PERMISSION_RULE] = int(decision["rule"])
+    return attributes
 
 
 def _why(event: dict[str, Any]) -> str:

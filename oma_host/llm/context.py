@@ -41,7 +41,9 @@ from oma_host.core.cost import Prices, context_window_of
 from oma_host.core.events import Compaction
 from oma_host.core.messages import ContentBlock, LLMMessage, TextBlock
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
+from oma_host.core.redact import Redactor
 from oma_host.core.results import RunRecorder, TokenUsage
+from oma_host.llm.chat_span import chat_span, compaction_span, record_compaction, record_reply
 from oma_host.llm.estimate import TokenEstimator, running_sums
 from oma_host.llm.transcript import (
     BLOCK_CHARS,
@@ -115,6 +117,8 @@ class ContextKeeper:
         self, config: AgentConfig, adapter: LLMAdapter, prices: Prices | None = None
     ) -> None:
         settings = config.context or ContextConfig()
+        self._config = config
+        self._redactor = Redactor.for_config(config)
         self._prices = prices  # the agent's model's, which writes the summaries
         self.strategy = settings.strategy
         self._compact_at = settings.compact_at
@@ -190,13 +194,15 @@ class ContextKeeper:
     ) -> Compaction | str:
         """Compact an agent's history on request: the payload (the change in
         ``recorder.compaction``), or why there was nothing to compact."""
-        outcome = await self._compact(messages, options, recorder, "request")
-        if isinstance(outcome, str):
-            return outcome
-        compacted, summary, kept, payload = outcome
-        recorder.compaction = CompactionMark(summary, kept)
-        payload["tokensAfter"] = self.estimator.measure(compacted, options)
-        return payload
+        with compaction_span("request") as span:
+            outcome = await self._compact(messages, options, recorder, "request")
+            if isinstance(outcome, str):
+                return outcome
+            compacted, summary, kept, payload = outcome
+            recorder.compaction = CompactionMark(summary, kept)
+            payload["tokensAfter"] = self.estimator.measure(compacted, options)
+            record_compaction(span, payload)
+            return payload
 
     # -- compacting ------------------------------------------------------------
 
@@ -207,15 +213,17 @@ class ContextKeeper:
         recorder: RunRecorder,
         trigger: Trigger,
     ) -> bool:
-        outcome = await self._compact(conversation, options, recorder, trigger)
-        if isinstance(outcome, str):
-            return False
-        compacted, summary, kept, payload = outcome
-        conversation[:] = compacted
-        recorder.compaction = CompactionMark(summary, kept, len(recorder.messages))
-        payload["tokensAfter"] = self.estimator.measure(conversation, options)
-        recorder.event({"type": "compaction", "data": payload})
-        return True
+        with compaction_span(trigger) as span:
+            outcome = await self._compact(conversation, options, recorder, trigger)
+            if isinstance(outcome, str):
+                return False
+            compacted, summary, kept, payload = outcome
+            conversation[:] = compacted
+            recorder.compaction = CompactionMark(summary, kept, len(recorder.messages))
+            payload["tokensAfter"] = self.estimator.measure(conversation, options)
+            record_compaction(span, payload)
+            recorder.event({"type": "compaction", "data": payload})
+            return True
 
     async def _compact(
         self,
@@ -361,7 +369,9 @@ class ContextKeeper:
             content.extend(chunk)
             content.append(_text(SUMMARY_ASK))
             request: list[LLMMessage] = [{"role": "user", "content": content}]
-            response = await self._adapter.chat(request, asked)
+            with chat_span(self._config, asked.model) as span:
+                response = await self._adapter.chat(request, asked)
+                record_reply(span, response, asked.model, self._prices, self._redactor)
             recorder.add_token_usage(response.usage)
             recorder.add_cost(None if self._prices is None else self._prices.cost(response.usage))
             summary = "".join(

@@ -39,6 +39,14 @@ from oma_host.core.delegation import Lineage
 from oma_host.core.errors import InvalidMessageError
 from oma_host.core.events import RunEvent
 from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.core.spans import (
+    DELEGATE_AGENT,
+    DELEGATION_DEPTH,
+    OP_DELEGATION,
+    Attributes,
+    end_as,
+    open_span,
+)
 from oma_host.llm.confined import ToolError
 
 # What the ``delegate`` tool is handed for one call: (agent, task) -> output.
@@ -90,22 +98,28 @@ class Delegation:
             )
 
         abort = AbortSignal()
-        running = asyncio.ensure_future(
-            delegate.execute(
-                messages,
-                run_id=f"{recorder.run_id}:{tool_use_id}",
-                abort=abort,
-                emit=nested,
-                lineage=child,
+        attributes: Attributes = {DELEGATE_AGENT: name, DELEGATION_DEPTH: child.depth}
+        with open_span(OP_DELEGATION, f"{OP_DELEGATION} {name}", attributes) as span:
+            # Made inside the span: the delegate's task copies the context,
+            # so its run's span is this one's child.
+            running = asyncio.ensure_future(
+                delegate.execute(
+                    messages,
+                    run_id=f"{recorder.run_id}:{tool_use_id}",
+                    abort=abort,
+                    emit=nested,
+                    lineage=child,
+                )
             )
-        )
-        try:
-            result = await asyncio.shield(running)
-        except asyncio.CancelledError:
-            abort.abort()
-            count_spending(recorder, delegate, await running)
-            raise
-        count_spending(recorder, delegate, result)
+            try:
+                result = await asyncio.shield(running)
+            except asyncio.CancelledError:
+                abort.abort()
+                count_spending(recorder, delegate, await running)
+                raise
+            count_spending(recorder, delegate, result)
+            failure = result.get("errorInfo")
+            end_as(span, result["status"]["code"], None if failure is None else failure["kind"])
         if result["success"]:
             return result["output"] or f"(agent {name!r} answered with no text)"
         status = result["status"]

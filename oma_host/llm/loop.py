@@ -32,6 +32,7 @@ from oma_host.core.messages import ContentBlock, LLMMessage, ToolResultBlock, To
 from oma_host.core.redact import Redactor
 from oma_host.core.results import COST_BUDGET_KIND, MAX_TOKENS_KIND, AgentRunResult, RunRecorder
 from oma_host.llm.agent_tools import AgentTools, output_text
+from oma_host.llm.chat_span import chat_span, record_reply
 from oma_host.llm.context import ContextKeeper
 from oma_host.llm.guards import RepeatWatch, falls_back, models_to_try
 from oma_host.llm.mcp_errors import McpFailure
@@ -233,9 +234,13 @@ class LLMBackend:
         options = self._options
         if model != options.model:
             options = dataclasses.replace(options, model=model)
-        if streaming:
-            return await self._stream(conversation, recorder, options, relay)
-        return await self._adapter.chat(conversation, options)
+        with chat_span(self._config, model) as span:
+            if streaming:
+                response = await self._stream(conversation, recorder, options, relay)
+            else:
+                response = await self._adapter.chat(conversation, options)
+            record_reply(span, response, model, self._prices[model], self._redactor)
+        return response
 
     def _fall_back(
         self, error: ProviderError, failed: str, model: str, recorder: RunRecorder

@@ -31,6 +31,7 @@ from oma_host.core.events import PlanEntry
 from oma_host.core.guard import clone
 from oma_host.core.results import AgentRunResult, TokenUsage, add_token_usage, zero_usage
 from oma_host.core.run_ids import new_run_id
+from oma_host.orchestration.team_spans import end_task_span, end_team_span, task_span, team_span
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +266,18 @@ class TaskGraphRun:
             entries.append({"content": content, "priority": "medium", "status": status})
         self.report("plan", agent, {"entries": entries})
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self, *, own_span: bool = True) -> dict[str, Any]:
+        """Run every task; the result. ``own_span``: the run is a team span
+        of its own (``oma/runTasks``); else its tasks' spans go under the
+        current one (a coordinated run's, :func:`run_team`)."""
+        if not own_span:
+            return await self._run_all()
+        with team_span("oma/runTasks", self.run_id) as span:
+            result = await self._run_all()
+            end_team_span(span, result, self.abort is not None and self.abort.aborted)
+            return result
+
+    async def _run_all(self) -> dict[str, Any]:
         self.report_plan(None)
         await asyncio.gather(*(self._run_task(o) for o in self.outcomes.values()))
         outcomes = list(self.outcomes.values())
@@ -280,6 +292,8 @@ class TaskGraphRun:
         }
 
     def _skip(self, outcome: TaskOutcome, reason: str) -> None:
+        with task_span(outcome.task) as span:
+            end_task_span(span, "skipped")
         outcome.status = "skipped"
         outcome.reason = reason
         self.report(
@@ -333,10 +347,14 @@ class TaskGraphRun:
         self.report("task_start", task.assignee, {"taskId": task.id, "title": task.title})
         self.report_plan(task.assignee)
         self.report("agent_start", task.assignee, {"prompt": prompt})
-        try:
-            result = await agent.run(prompt, run_id=f"{self.run_id}:{task.id}", abort=self.abort)
-        finally:
-            await agent.close()
+        with task_span(task) as span:
+            try:
+                result = await agent.run(
+                    prompt, run_id=f"{self.run_id}:{task.id}", abort=self.abort
+                )
+            finally:
+                await agent.close()
+            end_task_span(span, "completed" if result["success"] else "failed")
         _add_usage(self.usage, result["tokenUsage"])
         self.report("agent_complete", task.assignee, result)
         outcome.result = result
@@ -401,6 +419,20 @@ async def run_team(
 ) -> dict[str, Any]:
     """Plan tasks from ``goal`` with the coordinator, run them, then synthesise."""
     run_id = run_id or new_run_id()
+    with team_span("oma/runTeam", run_id) as span:
+        result = await _coordinate(team, goal, run_id, progress, abort)
+        end_team_span(span, result, abort is not None and abort.aborted)
+        return result
+
+
+async def _coordinate(
+    team: Team,
+    goal: str,
+    run_id: str,
+    progress: ProgressCallback | None,
+    abort: AbortSignal | None,
+) -> dict[str, Any]:
+    """:func:`run_team`'s work, inside its span."""
     base = check_coordinator(team)
     members = "\n".join(
         f"- {name}: {config.system_prompt or 'a general assistant'}"
@@ -443,7 +475,7 @@ async def run_team(
             "errorInfo": {"kind": "plan", "message": failure},
         }
     graph = TaskGraphRun(team, tasks, run_id=run_id, progress=progress, abort=abort)
-    outcome = await graph.run()
+    outcome = await graph.run(own_span=False)
     _add_usage(usage, outcome["tokenUsage"])
     results = "\n\n".join(
         f"### {t['title']} ({t['status']})\n"

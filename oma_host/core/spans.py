@@ -1,0 +1,339 @@
+"""What a span is, the attribute names spans carry, and how a run records them.
+
+A run leaves a tree of spans, in the OpenTelemetry GenAI semantic
+conventions' terms where they have one: one ``invoke_agent`` span per run
+of an agent (any backend), under it a ``chat`` span per provider request
+(the LLM backend's), an ``execute_tool`` span per tool call, a
+``compaction`` span when the conversation is compacted, a ``delegation``
+span under the ``delegate`` tool's ``execute_tool`` with the delegate's
+``invoke_agent`` beneath it, and for a team run an ``invoke_workflow`` span
+(the conventions' word for a multi-agent run) over a ``task`` span per task.
+Every attribute name is a constant here; the ``oma.`` ones are the host's
+own, for facts the conventions have no name for.
+
+**Recording** travels beside the run, as :mod:`oma_host.core.activity`'s
+words do: a door that keeps spans wraps the run in :func:`recording` with
+its sinks (:class:`SpanSink`: told when each span starts and ends), and the
+core, the LLM loop and the orchestration open spans with :func:`open_span`.
+One context variable holds the recording and the current span, so a run
+nobody records pays one lookup per step and no span is built; asyncio tasks
+copy the context when they are created, so a tool call run in a task of its
+own, or a delegate's run, nests under the span that was current then.
+
+**Content** (the prompt, the model's text, a tool call's arguments and
+result) is message text, and goes into span attributes only when the
+recording was opened with ``capture_content=True`` (off by default), and
+then through the run's redactor (:func:`set_span_content`). A span also
+has ``local``: what the host's own store keeps of it and no exporter sends.
+A tool call's input goes there, always redacted (``runs show`` shows what
+each call was asked, as the stored session shows its messages), and into
+an attribute only with content capture on. So a trace sent elsewhere
+carries no message text unless the user asked for it, and the local store
+holds no more than its stored sessions already do.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from oma_host.core.redact import Redactor
+    from oma_host.core.results import TokenUsage
+
+# -- the conventions' attribute names --------------------------------------------
+
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"  # every input token, cached ones included
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+CACHE_CREATION_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+AGENT_NAME = "gen_ai.agent.name"
+AGENT_ID = "gen_ai.agent.id"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+CONVERSATION_ID = "gen_ai.conversation.id"
+ERROR_TYPE = "error.type"
+HTTP_STATUS = "http.response.status_code"
+# Content: set only with content capture on (see the module docstring).
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+
+# -- the host's own ----------------------------------------------------------------
+
+RUN_ID = "oma.run.id"
+COST_USD = "oma.cost_usd"
+TURNS = "oma.turns"  # an invoke_agent span's provider replies
+BACKEND = "oma.backend"  # an invoke_agent span's backend kind: llm, process, acp
+PERMISSION_DECISION = "oma.permission.decision"  # allow, deny
+PERMISSION_BY = "oma.permission.by"  # rule, default, mode, client, no_client, timeout
+PERMISSION_RULE = "oma.permission.rule"
+TOOL_EFFECT = "oma.tool.effect"
+TOOL_SOURCE = "oma.tool.source"  # builtin, mcp
+DELEGATE_AGENT = "oma.delegation.agent"
+DELEGATION_DEPTH = "oma.delegation.depth"
+COMPACTION_STRATEGY = "oma.compaction.strategy"
+COMPACTION_TRIGGER = "oma.compaction.trigger"
+COMPACTION_MESSAGES_BEFORE = "oma.compaction.messages_before"
+COMPACTION_MESSAGES_AFTER = "oma.compaction.messages_after"
+COMPACTION_TOKENS_BEFORE = "oma.compaction.tokens_before"
+COMPACTION_TOKENS_AFTER = "oma.compaction.tokens_after"
+TEAM_METHOD = "oma.team.method"  # oma/runTeam, oma/runTasks
+TEAM_TASKS = "oma.team.tasks"
+TASK_ID = "oma.task.id"
+TASK_ASSIGNEE = "oma.task.assignee"
+TASK_STATUS = "oma.task.status"  # completed, failed, skipped
+TASK_DEPENDS_ON = "oma.task.depends_on"
+STATUS = "oma.status"  # an exported span's status when it was cancelled
+
+# ``local`` keys: kept in the host's store, never exported.
+LOCAL_TOOL_INPUT = "toolInput"
+
+# -- operations (gen_ai.operation.name) ---------------------------------------------
+
+OP_INVOKE_AGENT = "invoke_agent"
+OP_CHAT = "chat"
+OP_EXECUTE_TOOL = "execute_tool"
+OP_TEAM = "invoke_workflow"  # the conventions' multi-agent run
+OP_COMPACTION = "compaction"
+OP_DELEGATION = "delegation"
+OP_TASK = "task"
+# Spans that stand for a request to a model or another process (OTel kind CLIENT).
+CLIENT_OPERATIONS = frozenset({OP_CHAT})
+
+SpanStatus = Literal["ok", "error", "cancelled"]
+AttributeValue = str | int | float | bool | list[str]
+Attributes = dict[str, AttributeValue]
+
+
+@dataclass(slots=True)
+class Span:
+    """One step of a run: ids in the W3C form (32 and 16 lowercase hex
+    digits), epoch nanoseconds, the operation and the span's name in the
+    conventions' form (``"chat claude-sonnet-4-5"``), its status and
+    attributes, and ``local`` (kept by the host's store only)."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    run_id: str | None
+    operation: str
+    name: str
+    start_ns: int
+    end_ns: int | None = None
+    status: SpanStatus = "ok"
+    attributes: Attributes = field(default_factory=dict)
+    local: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def duration_ns(self) -> int:
+        return 0 if self.end_ns is None else self.end_ns - self.start_ns
+
+
+class SpanSink(Protocol):
+    """Where a recording's spans go: told when each one starts (its
+    attributes as set so far) and when it ends (complete). Called on the
+    run's path: a sink only keeps or queues the span."""
+
+    def span_started(self, span: Span) -> None: ...
+
+    def span_ended(self, span: Span) -> None: ...
+
+
+class CollectedSpans:
+    """A sink that keeps the spans that ended, in the order they ended
+    (children before their parents): what a door stores with its run."""
+
+    def __init__(self) -> None:
+        self.spans: list[Span] = []
+
+    def span_started(self, span: Span) -> None:
+        pass
+
+    def span_ended(self, span: Span) -> None:
+        self.spans.append(span)
+
+    @property
+    def trace_id(self) -> str | None:
+        """The trace of the first root span that ended (the run's)."""
+        return next((s.trace_id for s in self.spans if s.parent_id is None), None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Recording:
+    sinks: tuple[SpanSink, ...]
+    capture_content: bool
+    conversation_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    recording: _Recording
+    span: Span | None
+
+
+_scope: ContextVar[_Scope | None] = ContextVar("oma_span_scope", default=None)
+
+
+@contextmanager
+def recording(
+    *sinks: SpanSink, capture_content: bool = False, conversation_id: str | None = None
+) -> Iterator[None]:
+    """Record the spans of the runs started inside this block to ``sinks``.
+    ``capture_content``: message text goes into attributes (redacted);
+    ``conversation_id``: the session the runs belong to (a client's run's
+    ``invoke_agent`` span carries it). Inside another recording, the spans
+    go to both, nested under its current span."""
+    outer = _scope.get()
+    parent = None if outer is None else outer.span
+    if outer is not None:
+        sinks = (*outer.recording.sinks, *sinks)
+        capture_content = capture_content or outer.recording.capture_content
+        conversation_id = conversation_id or outer.recording.conversation_id
+    token = _scope.set(_Scope(_Recording(sinks, capture_content, conversation_id), parent))
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def _new_id(bits: int) -> str:
+    while not (value := random.getrandbits(bits)):  # all zeros is not a valid id
+        pass
+    return f"{value:0{bits // 4}x}"
+
+
+@contextmanager
+def open_span(
+    operation: str,
+    name: str,
+    attributes: Attributes | None = None,
+    *,
+    run_id: str | None = None,
+) -> Iterator[Span | None]:
+    """A span for the block, a child of the current span (a new trace when
+    there is none), current inside it; None when nobody records. Its
+    status is what the block set (``ok`` by default), or ``cancelled``
+    when the block is cancelled, or ``error`` with ``error.type`` the
+    exception's class when it raises. ``run_id`` defaults to the parent's."""
+    scope = _scope.get()
+    if scope is None:
+        yield None
+        return
+    parent = scope.span
+    span = Span(
+        trace_id=_new_id(128) if parent is None else parent.trace_id,
+        span_id=_new_id(64),
+        parent_id=None if parent is None else parent.span_id,
+        run_id=run_id if run_id is not None or parent is None else parent.run_id,
+        operation=operation,
+        name=name,
+        start_ns=time.time_ns(),
+        attributes={OPERATION: operation, **(attributes or {})},
+    )
+    sinks = scope.recording.sinks
+    for sink in sinks:
+        sink.span_started(span)
+    token = _scope.set(_Scope(scope.recording, span))
+    try:
+        yield span
+    except BaseException as error:
+        # CancelledError, or a KeyboardInterrupt ending the host: not a fault of the step.
+        if isinstance(error, Exception):
+            span.status = "error"
+            span.attributes.setdefault(ERROR_TYPE, type(error).__name__)
+        else:
+            span.status = "cancelled"
+        raise
+    finally:
+        _scope.reset(token)
+        span.end_ns = time.time_ns()
+        for sink in sinks:
+            sink.span_ended(span)
+
+
+def current_span() -> Span | None:
+    """The span the code runs in, when it is recorded."""
+    scope = _scope.get()
+    return None if scope is None else scope.span
+
+
+def conversation_id() -> str | None:
+    """The session the recording's runs belong to, when it said."""
+    scope = _scope.get()
+    return None if scope is None else scope.recording.conversation_id
+
+
+def capturing_content() -> bool:
+    """Whether message text goes into this recording's attributes."""
+    scope = _scope.get()
+    return scope is not None and scope.recording.capture_content
+
+
+def set_span_attributes(attributes: Attributes) -> None:
+    """Add ``attributes`` to the current span (nothing when nobody records)."""
+    scope = _scope.get()
+    if scope is not None and scope.span is not None:
+        scope.span.attributes.update(attributes)
+
+
+def set_span_content(span: Span | None, name: str, value: Any, redactor: Redactor) -> None:
+    """Set a content attribute (``value``: a string, or JSON data written
+    as a JSON string) on ``span``, redacted, when the recording captures
+    content; otherwise nothing."""
+    if span is None or not capturing_content():
+        return
+    if isinstance(value, str):
+        span.attributes[name] = redactor.redact(value)
+    else:
+        span.attributes[name] = json.dumps(redactor.redact_tree(value), ensure_ascii=False)
+
+
+def end_as(span: Span | None, code: str, error_type: str | None = None) -> None:
+    """Set a span's status from a run's status code (``ok``, ``cancelled``,
+    else an error: ``timeout``, ``budget_exhausted``...), with ``error.type``
+    the result's error kind, else its code."""
+    if span is None:
+        return
+    if code == "ok":
+        span.status = "ok"
+    elif code == "cancelled":
+        span.status = "cancelled"
+    else:
+        span.status = "error"
+        span.attributes[ERROR_TYPE] = error_type or code
+
+
+def usage_attributes(usage: TokenUsage) -> Attributes:
+    """A TokenUsage's counts under the conventions' names. Their
+    ``input_tokens`` counts every input token, cached ones included, where
+    a TokenUsage's counts those not read from or written to a cache."""
+    read = usage.get("cache_read_input_tokens", 0)
+    written = usage.get("cache_creation_input_tokens", 0)
+    attributes: Attributes = {
+        INPUT_TOKENS: usage["input_tokens"] + read + written,
+        OUTPUT_TOKENS: usage["output_tokens"],
+    }
+    if read:
+        attributes[CACHE_READ_TOKENS] = read
+    if written:
+        attributes[CACHE_CREATION_TOKENS] = written
+    return attributes
+
+
+def string_list(values: Sequence[str]) -> list[str]:
+    """A string array attribute (a copy: attributes never share a caller's list)."""
+    return [str(value) for value in values]

@@ -1,0 +1,69 @@
+"""A team run's spans (:mod:`oma_host.core.spans`): one ``invoke_workflow``
+span over the whole run (``oma/runTeam``: the coordinator's plan and write-up
+runs too), and under it a ``task`` span per task, over the run of the agent
+that does it (a skipped task's span is an instant, saying why it did not run)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from oma_host.core.spans import (
+    OP_TASK,
+    OP_TEAM,
+    TASK_ASSIGNEE,
+    TASK_DEPENDS_ON,
+    TASK_ID,
+    TASK_STATUS,
+    TEAM_METHOD,
+    TEAM_TASKS,
+    Attributes,
+    Span,
+    end_as,
+    open_span,
+    string_list,
+    usage_attributes,
+)
+
+if TYPE_CHECKING:
+    from oma_host.orchestration.teams import Task
+
+
+@contextmanager
+def team_span(method: str, run_id: str) -> Iterator[Span | None]:
+    """The span of a team run made by ``method`` (``oma/runTeam``, ``oma/runTasks``)."""
+    with open_span(OP_TEAM, f"{OP_TEAM} team", {TEAM_METHOD: method}, run_id=run_id) as span:
+        yield span
+
+
+def end_team_span(span: Span | None, result: Mapping[str, Any], cancelled: bool) -> None:
+    """A team result on its span: ok when every task completed, cancelled
+    when its request was, its usage."""
+    if span is None:
+        return
+    error = result.get("errorInfo")
+    kind = None if error is None else str(error["kind"])
+    code = "ok" if result["success"] else "cancelled" if cancelled else "error"
+    end_as(span, code, kind or "task_failed")
+    span.attributes.update(usage_attributes(result["tokenUsage"]))
+    span.attributes[TEAM_TASKS] = len(result["tasks"])
+
+
+@contextmanager
+def task_span(task: Task) -> Iterator[Span | None]:
+    """The span of one task; its agent's ``invoke_agent`` span goes under it."""
+    attributes: Attributes = {TASK_ID: task.id, TASK_ASSIGNEE: task.assignee}
+    if task.depends_on:
+        attributes[TASK_DEPENDS_ON] = string_list(task.depends_on)
+    with open_span(OP_TASK, f"{OP_TASK} {task.id}", attributes) as span:
+        yield span
+
+
+def end_task_span(span: Span | None, status: str) -> None:
+    """A task's outcome (completed, failed, skipped) on its span."""
+    if span is None:
+        return
+    span.attributes[TASK_STATUS] = status
+    if status == "failed":
+        end_as(span, "error", "task_failed")
