@@ -1,5 +1,6 @@
 """Persistent state in SQLite (stdlib ``sqlite3``, WAL): conversation
-sessions, run traces and evaluation records.
+sessions, run traces (a row of ``runs`` each, and the run's spans in
+``run_spans``: :mod:`oma_host.core.spans`) and evaluation records.
 
 One file, ``oma-host.sqlite3``, in the state directory (``--state-dir``,
 ``initializationOptions.stateDir``, else ``$XDG_STATE_HOME/oma-host``, else
@@ -29,9 +30,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from oma_host.core.messages import LLMMessage
+from oma_host.core.spans import Span
 
 DB_NAME = "oma-host.sqlite3"
 MEMORY = ":memory:"
@@ -63,6 +65,21 @@ CREATE TABLE IF NOT EXISTS runs (
     duration_ms REAL NOT NULL,
     session_id TEXT
 );
+CREATE INDEX IF NOT EXISTS runs_started ON runs(started);
+CREATE TABLE IF NOT EXISTS run_spans (
+    span_id TEXT PRIMARY KEY,
+    trace_id TEXT NOT NULL,
+    parent_id TEXT,
+    run_id TEXT,
+    operation TEXT NOT NULL,
+    name TEXT NOT NULL,
+    start_ns INTEGER NOT NULL,
+    end_ns INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    attributes TEXT NOT NULL,
+    local TEXT
+);
+CREATE INDEX IF NOT EXISTS run_spans_trace ON run_spans(trace_id);
 CREATE TABLE IF NOT EXISTS evaluation_records (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id TEXT NOT NULL,
@@ -89,12 +106,100 @@ CREATE TABLE IF NOT EXISTS session_info (
 """
 
 
+# Columns added to ``runs`` after its first version, with their types: a
+# database made before them gets them when a host opens it (ALTER TABLE).
+_ADDED_RUN_COLUMNS = (
+    ("turns", "INTEGER"),
+    ("cost_usd", "REAL"),
+    ("error_kind", "TEXT"),
+    ("error", "TEXT"),
+    ("model", "TEXT"),
+    ("trace_id", "TEXT"),
+    ("cache_read_tokens", "INTEGER"),
+    ("cache_creation_tokens", "INTEGER"),
+)
+
 # Applied to each message (as JSON data) before it is stored.
 Redact = Callable[[Any], Any]
-# One run's trace, a row of ``runs`` in its column order: run_id, agent,
-# method, status, input_tokens, output_tokens, started, finished,
-# duration_ms, session_id (a tuple: a burst of runs makes many).
-RunTrace = tuple[str, str, str, str, int, int, float, float, float, str | None]
+
+
+class RunTrace(NamedTuple):
+    """One run's trace, a row of ``runs`` in its column order (a tuple: a
+    burst of runs makes many). The fields after ``session_id`` came later
+    and may be left out."""
+
+    run_id: str
+    agent: str
+    method: str
+    status: str
+    input_tokens: int
+    output_tokens: int
+    started: float
+    finished: float
+    duration_ms: float
+    session_id: str | None
+    turns: int | None = None
+    cost_usd: float | None = None
+    error_kind: str | None = None
+    error: str | None = None  # the status message of a run that did not succeed
+    model: str | None = None
+    trace_id: str | None = None  # its spans' trace (run_spans)
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+
+
+RUN_COLUMNS = RunTrace._fields
+# A span as ``run_spans`` keeps it, in its column order.
+SpanRow = tuple[str, str, str | None, str | None, str, str, int, int, str, str, str | None]
+SPAN_COLUMNS = (
+    "span_id",
+    "trace_id",
+    "parent_id",
+    "run_id",
+    "operation",
+    "name",
+    "start_ns",
+    "end_ns",
+    "status",
+    "attributes",
+    "local",
+)
+
+
+def span_row(span: Span) -> SpanRow:
+    """The row of ``run_spans`` that keeps ``span`` (its attributes and
+    local part as JSON)."""
+    return (
+        span.span_id,
+        span.trace_id,
+        span.parent_id,
+        span.run_id,
+        span.operation,
+        span.name,
+        span.start_ns,
+        span.start_ns if span.end_ns is None else span.end_ns,
+        span.status,
+        json.dumps(span.attributes, ensure_ascii=False),
+        json.dumps(span.local, ensure_ascii=False) if span.local else None,
+    )
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Bring ``runs`` of a database made by an earlier version up to date."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    for column, kind in _ADDED_RUN_COLUMNS:
+        if column not in have:
+            db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+
+
+_INSERT_RUN = (
+    f"INSERT OR REPLACE INTO runs ({', '.join(RUN_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in RUN_COLUMNS)})"
+)
+_INSERT_SPAN = (
+    f"INSERT OR REPLACE INTO run_spans ({', '.join(SPAN_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in SPAN_COLUMNS)})"
+)
 
 
 def _unchanged(value: Any) -> Any:
@@ -156,6 +261,7 @@ class Store:
         with self._transaction() as db:
             for statement in filter(str.strip, _SCHEMA.split(";")):  # none holds a ";"
                 db.execute(statement)
+            _add_missing_columns(db)
 
     @contextmanager
     def _transaction(self, synced: bool = True) -> Iterator[sqlite3.Connection]:
@@ -331,18 +437,19 @@ class Store:
 
     # -- run traces -----------------------------------------------------------
 
-    def record_runs(self, traces: Sequence[RunTrace]) -> None:
-        """Several traces in one transaction, not synced to disk at once: a
-        trace records what happened, it is no promise to a client (a turn
-        is). It reaches the disk with the next synced commit or checkpoint
-        (closing the store checkpoints), or the system's own writeback."""
+    def record_runs(
+        self, traces: Sequence[RunTrace | tuple[Any, ...]], spans: Sequence[SpanRow] = ()
+    ) -> None:
+        """Several traces and their spans in one transaction, not synced to
+        disk at once: a trace records what happened, it is no promise to a
+        client (a turn is). It reaches the disk with the next synced commit
+        or checkpoint (closing the store checkpoints), or the system's own
+        writeback. A trace given as a plain tuple of the first ten columns
+        leaves the later ones empty."""
         with self._transaction(synced=False) as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO runs (run_id, agent, method, status, input_tokens, "
-                "output_tokens, started, finished, duration_ms, session_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                traces,
-            )
+            db.executemany(_INSERT_RUN, [RunTrace(*trace) for trace in traces])
+            if spans:
+                db.executemany(_INSERT_SPAN, spans)
 
     # -- evaluation records ---------------------------------------------------
 

@@ -5,9 +5,9 @@ that does it (a skipped task's span is an instant, saying why it did not run).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oma_host.core.spans import (
     OP_TASK,
@@ -25,9 +25,6 @@ from oma_host.core.spans import (
     string_list,
     usage_attributes,
 )
-
-if TYPE_CHECKING:
-    from oma_host.orchestration.teams import Task
 
 
 @contextmanager
@@ -51,12 +48,12 @@ def end_team_span(span: Span | None, result: Mapping[str, Any], cancelled: bool)
 
 
 @contextmanager
-def task_span(task: Task) -> Iterator[Span | None]:
+def task_span(task_id: str, assignee: str, depends_on: Sequence[str]) -> Iterator[Span | None]:
     """The span of one task; its agent's ``invoke_agent`` span goes under it."""
-    attributes: Attributes = {TASK_ID: task.id, TASK_ASSIGNEE: task.assignee}
-    if task.depends_on:
-        attributes[TASK_DEPENDS_ON] = string_list(task.depends_on)
-    with open_span(OP_TASK, f"{OP_TASK} {task.id}", attributes) as span:
+    attributes: Attributes = {TASK_ID: task_id, TASK_ASSIGNEE: assignee}
+    if depends_on:
+        attributes[TASK_DEPENDS_ON] = string_list(depends_on)
+    with open_span(OP_TASK, f"{OP_TASK} {task_id}", attributes) as span:
         yield span
 
 

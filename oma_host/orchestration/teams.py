@@ -292,7 +292,7 @@ class TaskGraphRun:
         }
 
     def _skip(self, outcome: TaskOutcome, reason: str) -> None:
-        with task_span(outcome.task) as span:
+        with task_span(outcome.task.id, outcome.task.assignee, outcome.task.depends_on) as span:
             end_task_span(span, "skipped")
         outcome.status = "skipped"
         outcome.reason = reason
@@ -347,7 +347,7 @@ class TaskGraphRun:
         self.report("task_start", task.assignee, {"taskId": task.id, "title": task.title})
         self.report_plan(task.assignee)
         self.report("agent_start", task.assignee, {"prompt": prompt})
-        with task_span(task) as span:
+        with task_span(task.id, task.assignee, task.depends_on) as span:
             try:
                 result = await agent.run(
                     prompt, run_id=f"{self.run_id}:{task.id}", abort=self.abort

@@ -8,20 +8,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.activity import watching
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import ErrorCode
 from oma_host.core.redact import config_secrets
+from oma_host.core.spans import CollectedSpans, recording
+from oma_host.orchestration.run_log import run_record
 from oma_host.server.context import RequestContext
 from oma_host.server.rpc import RpcError
 from oma_host.server.trace_batch import TraceBatch
-
-if TYPE_CHECKING:
-    from oma_host.orchestration.store import RunTrace
-
 
 R = TypeVar("R", bound=Mapping[str, Any])
 
@@ -58,14 +56,16 @@ async def tracked_run(
     started = time.time()
     code = "error"
     reporter = None if work_done_token is None else _Reporter(ctx, work_done_token, title)
+    spans = CollectedSpans()
     try:
-        if reporter is None:
-            result = await run(ctx.abort)
-        else:
-            with watching(reporter.report):
+        with recording(spans, conversation_id=session_id):
+            if reporter is None:
                 result = await run(ctx.abort)
+            else:
+                with watching(reporter.report):
+                    result = await run(ctx.abort)
         code = _status_code(result, ctx.abort)
-        _record_trace(ctx, title, result, started, session_id, code)
+        _record_trace(ctx, title, result, started, session_id, code, spans)
     finally:
         if reporter is not None:
             reporter.end(code)
@@ -115,25 +115,21 @@ def _record_trace(
     started: float,
     session_id: str | None,
     status: str,
+    spans: CollectedSpans,
 ) -> None:
-    """Write a run trace in the background: traces never delay a response.
-    ``result`` is an AgentRunResult or a team result."""
-    finished = time.time()
-    usage = result["tokenUsage"]
-    trace: RunTrace = (
-        result["identity"]["runId"],
-        agent,
-        str(ctx.method),
-        status,
-        usage["input_tokens"],
-        usage["output_tokens"],
-        started,
-        finished,
-        round((finished - started) * 1000, 3),
-        session_id,
+    """Write a run trace and its spans in the background: traces never
+    delay a response. ``result`` is an AgentRunResult or a team result."""
+    trace, rows = run_record(
+        result,
+        agent=agent,
+        method=str(ctx.method),
+        status=status,
+        started=started,
+        session_id=session_id,
+        spans=spans,
     )
     batch = ctx.state.run_traces
     if batch is None:
         state = ctx.state
         batch = state.run_traces = TraceBatch(state.supervisor, state.store)
-    batch.add(trace)
+    batch.add(trace, rows)

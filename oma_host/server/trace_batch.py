@@ -1,6 +1,6 @@
-"""The run traces waiting to be written for one host session, and the
-writer that puts them in the store in batches (off the event loop, never
-delaying an answer)."""
+"""The run traces (each with its spans) waiting to be written for one host
+session, and the writer that puts them in the store in batches (off the
+event loop, never delaying an answer)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from oma_host.orchestration.store import RunTrace, Store
+    from oma_host.orchestration.store import RunTrace, SpanRow, Store
     from oma_host.server.supervisor import Supervisor
 
 log = logging.getLogger("oma_host.server")
@@ -33,10 +33,13 @@ class TraceBatch:
         self._supervisor = supervisor
         self._store = store  # opened on first use: the state's store()
         self._waiting: list[RunTrace] = []
+        self._spans: list[SpanRow] = []
         self._writing = False
 
-    def add(self, trace: RunTrace) -> None:
+    def add(self, trace: RunTrace, spans: list[SpanRow] | None = None) -> None:
         self._waiting.append(trace)
+        if spans:
+            self._spans.extend(spans)
         if not self._writing:
             self._writing = True
             self._supervisor.spawn("the run traces", self._write())
@@ -50,8 +53,9 @@ class TraceBatch:
                 raise
             while self._waiting:
                 batch, self._waiting = self._waiting, []
+                spans, self._spans = self._spans, []
                 try:
-                    await asyncio.to_thread(self._store().record_runs, batch)
+                    await asyncio.to_thread(self._store().record_runs, batch, spans)
                 except Exception as error:
                     _not_recorded(batch, error)
         finally:
@@ -61,6 +65,7 @@ class TraceBatch:
         """Write what waits from a thread: the event loop is being torn down
         (Ctrl-C), and its teardown waits for the default executor's work."""
         batch, self._waiting = self._waiting, []
+        spans, self._spans = self._spans, []
         try:
             record = self._store().record_runs
         except Exception as error:
@@ -69,7 +74,7 @@ class TraceBatch:
 
         def write() -> None:
             try:
-                record(batch)
+                record(batch, spans)
             except Exception as error:
                 _not_recorded(batch, error)
 

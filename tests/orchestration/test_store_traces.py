@@ -26,7 +26,10 @@ def test_traces_are_recorded_and_the_connection_stays_fully_synced(tmp_path: Pat
         ]
     )
     assert store._db.execute("PRAGMA synchronous").fetchone()[0] == FULL
-    rows = sqlite3.connect(tmp_path / DB_NAME).execute("SELECT * FROM runs ORDER BY run_id")
+    rows = sqlite3.connect(tmp_path / DB_NAME).execute(
+        "SELECT run_id, agent, method, status, input_tokens, output_tokens, started, finished, "
+        "duration_ms, session_id FROM runs ORDER BY run_id"
+    )
     assert rows.fetchall() == [
         ("run_a", "a", "agent/run", "ok", 1, 2, 10.0, 11.0, 1000.0, None),
         ("run_b", "b", "agent/prompt", "error", 3, 4, 12.0, 13.5, 1500.0, "s1"),

@@ -1,0 +1,79 @@
+"""What a door writes to the store when a run ends: the run's row of
+``runs`` (:class:`~oma_host.orchestration.store.RunTrace`), built from its
+result, and the rows of the spans it recorded (:mod:`oma_host.core.spans`).
+Both doors build them here; each writes them off the request's path (the
+JSON-RPC door in batches, ``server/trace_batch.py``; the ACP door after the
+turn's answer, ``acp_server/sessions.py``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from oma_host.core.spans import COST_USD, OP_CHAT, CollectedSpans
+from oma_host.orchestration.store import RunTrace, SpanRow, span_row
+
+
+def _turns(result: Mapping[str, Any]) -> int:
+    """The provider replies of a run (an agent's assistant messages), or
+    of a team run's tasks."""
+    if "messages" in result:
+        return sum(1 for message in result["messages"] if message.get("role") == "assistant")
+    return sum(_turns(task["result"]) for task in result.get("tasks", []) if "result" in task)
+
+
+def _cost(result: Mapping[str, Any], spans: CollectedSpans | None) -> float | None:
+    """The run's cost: its result's, else (a team run) what its recorded
+    provider requests cost; None when nothing priced it."""
+    if "cost" in result:
+        return float(result["cost"]["amount"])
+    if spans is None:
+        return None
+    costs = [
+        cost
+        for span in spans.spans
+        if span.operation == OP_CHAT
+        and isinstance(cost := span.attributes.get(COST_USD), int | float)
+    ]
+    return round(sum(costs), 8) if costs else None
+
+
+def run_record(
+    result: Mapping[str, Any],
+    *,
+    agent: str,
+    method: str,
+    status: str,
+    started: float,
+    session_id: str | None,
+    spans: CollectedSpans | None,
+) -> tuple[RunTrace, list[SpanRow]]:
+    """The row of ``runs`` for a run that ended now with ``result`` (an
+    AgentRunResult or a team result), and its spans' rows."""
+    finished = time.time()
+    usage = result["tokenUsage"]
+    error_info = result.get("errorInfo")
+    message = result.get("status", {}).get("message") if status != "ok" else None
+    trace = RunTrace(
+        run_id=result["identity"]["runId"],
+        agent=agent,
+        method=method,
+        status=status,
+        input_tokens=usage["input_tokens"],
+        output_tokens=usage["output_tokens"],
+        started=started,
+        finished=finished,
+        duration_ms=round((finished - started) * 1000, 3),
+        session_id=session_id,
+        turns=_turns(result),
+        cost_usd=_cost(result, spans),
+        error_kind=None if error_info is None else str(error_info["kind"]),
+        error=message or (None if error_info is None else str(error_info["message"])),
+        model=result.get("model"),
+        trace_id=None if spans is None else spans.trace_id,
+        cache_read_tokens=usage.get("cache_read_input_tokens"),
+        cache_creation_tokens=usage.get("cache_creation_input_tokens"),
+    )
+    rows = [] if spans is None else [span_row(span) for span in spans.spans]
+    return trace, rows
