@@ -10,7 +10,8 @@ one string (the blocks joined by newlines) and anything else is answered
 -32602 ``InvalidMessageError`` before a process is spawned or an inner
 session opened. ``session/cancel`` aborts the turn in flight: it answers
 ``cancelled``, its partial reply is in the updates already sent, and the
-history does not keep it.
+history does not keep it. Each turn is recorded as a run, with its spans
+(``oma-host runs``; :mod:`.run_traces`).
 
 Of the editor, a turn may ask four things: ``session/request_permission``
 (:class:`EditorPermission`); when the editor advertised ``fs.readTextFile``,
@@ -32,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from typing import Any
 
 from acp import RequestError
@@ -78,7 +80,9 @@ from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import add_token_usage
+from oma_host.core.spans import CollectedSpans, recording
 from oma_host.core.tools import builtin_tool
+from oma_host.orchestration.run_log import run_record
 
 log = logging.getLogger(__name__)
 
@@ -288,8 +292,11 @@ class OmaAcpAgent:
         self._sessions.turn_started(session, abort)
         sender = UpdateSender(self.client, session_id, session.cwd)
         untitled = session.title is None
+        started = time.time()
+        spans = CollectedSpans()
         try:
-            result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
+            with recording(spans, conversation_id=session_id):
+                result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
             if untitled and session.title is not None:
                 sender.send(title_update(session.title))
             add_token_usage(session.tokens, result["tokenUsage"])
@@ -299,6 +306,17 @@ class OmaAcpAgent:
         finally:
             self._sessions.turn_ended(session, abort)
             await sender.close()
+        self._sessions.run_traces.record(
+            *run_record(
+                result,
+                agent=agent.name,
+                method="session/prompt",
+                status=result["status"]["code"],
+                started=started,
+                session_id=session_id,
+                spans=spans,
+            )
+        )
         if "cost" in result:
             await self._sessions.save_settings(session)
         return prompt_answer(stop_reason(result), result)

@@ -37,6 +37,7 @@ from acp import RequestError
 from acp.schema import SessionInfo
 
 from oma_host.acp_server.options import Choices, ModelLists, config_options, mode_state, switched
+from oma_host.acp_server.run_traces import RunTraces
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent
 from oma_host.core.backends import AgentCallbacks
@@ -168,6 +169,7 @@ class SessionBook:
         self._sessions: dict[str, DoorSession] = {}
         self._model_lists = ModelLists()
         self._resting: set[asyncio.Task[bool]] = set()
+        self.run_traces = RunTraces(self.store)
 
     async def store(self) -> Store:
         if self._store is None:
@@ -481,6 +483,7 @@ class SessionBook:
             *(agent.close() for session in self._sessions.values() for agent in session.agents)
         )
         self._sessions.clear()
+        await self.run_traces.drain()
         if self._store is not None:
             await asyncio.to_thread(self._store.close)
 
