@@ -1,0 +1,97 @@
+"""Spans (:mod:`oma_host.core.spans`) in the OpenTelemetry protocol's data
+model, as its JSON encoding writes it (OTLP/JSON: ids in hex, 64-bit
+integers as strings, enums as numbers, attributes as typed ``AnyValue``s).
+``oma-host runs export`` writes this; its dicts follow the protobuf
+messages field for field (``ExportTraceServiceRequest``), so a protobuf
+encoder can be filled from the same values.
+
+A span's ``local`` part is the host's own and never goes out; a
+cancelled span's status is UNSET (a cancellation is not an error) with
+``oma.status: "cancelled"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from oma_host.core.spans import CLIENT_OPERATIONS, STATUS, AttributeValue, Span
+from oma_host.core.version import __version__
+
+SERVICE_NAME = "oma-host"
+SCOPE_NAME = "oma-host"
+# Span.SpanKind and Status.StatusCode of the protocol.
+SPAN_KIND_INTERNAL = 1
+SPAN_KIND_CLIENT = 3
+STATUS_UNSET = 0
+STATUS_OK = 1
+STATUS_ERROR = 2
+_STATUS_CODES = {"ok": STATUS_OK, "error": STATUS_ERROR, "cancelled": STATUS_UNSET}
+
+
+def any_value(value: AttributeValue) -> dict[str, Any]:
+    """An attribute's value as an ``AnyValue`` (bool before int: a bool is one)."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [any_value(item) for item in value]}}
+    return {"stringValue": str(value)}
+
+
+def key_values(attributes: dict[str, AttributeValue]) -> list[dict[str, Any]]:
+    """Attributes as a list of ``KeyValue``."""
+    return [{"key": key, "value": any_value(value)} for key, value in attributes.items()]
+
+
+def span_kind(span: Span) -> int:
+    """A provider request is a CLIENT span; the rest run in the host (INTERNAL)."""
+    return SPAN_KIND_CLIENT if span.operation in CLIENT_OPERATIONS else SPAN_KIND_INTERNAL
+
+
+def otlp_span(span: Span) -> dict[str, Any]:
+    """One ``Span`` message."""
+    attributes = dict(span.attributes)
+    if span.status == "cancelled":
+        attributes[STATUS] = "cancelled"
+    status: dict[str, Any] = {"code": _STATUS_CODES[span.status]}
+    if span.status == "error":
+        status["message"] = str(span.attributes.get("error.type", "error"))
+    message: dict[str, Any] = {
+        "traceId": span.trace_id,
+        "spanId": span.span_id,
+        "name": span.name,
+        "kind": span_kind(span),
+        "startTimeUnixNano": str(span.start_ns),
+        "endTimeUnixNano": str(span.start_ns if span.end_ns is None else span.end_ns),
+        "attributes": key_values(attributes),
+        "status": status,
+    }
+    if span.parent_id is not None:
+        message["parentSpanId"] = span.parent_id
+    return message
+
+
+def resource_spans(
+    spans: Iterable[Span], resource: dict[str, AttributeValue] | None = None
+) -> dict[str, Any]:
+    """An ``ExportTraceServiceRequest`` holding ``spans``: one resource
+    (``service.name`` oma-host unless ``resource`` says otherwise) and one
+    instrumentation scope, the host's."""
+    attributes: dict[str, AttributeValue] = {"service.name": SERVICE_NAME, **(resource or {})}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": key_values(attributes)},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": SCOPE_NAME, "version": __version__},
+                        "spans": [otlp_span(span) for span in spans],
+                    }
+                ],
+            }
+        ]
+    }

@@ -1,0 +1,254 @@
+"""Reading what the store recorded of runs, for ``oma-host runs`` and the
+run viewer: the runs (filtered by agent, time, status and text), one run's
+spans as a tree, and a run's evaluation records.
+
+Pure reads on a read-only connection (``file:...?mode=ro``): a reader
+never writes, never migrates and never holds a lock a host would wait
+for, and a database made by an earlier version reads as it is (a column
+it lacks reads as empty, a table it lacks as no rows).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from oma_host.core.spans import Span
+from oma_host.orchestration.store import DB_NAME, MEMORY, RUN_COLUMNS, SPAN_COLUMNS
+
+
+class NoRunDatabase(FileNotFoundError):
+    """The state directory holds no database (no host has used it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One run as ``runs`` keeps it (the later columns None in an older database)."""
+
+    run_id: str
+    agent: str
+    method: str
+    status: str
+    input_tokens: int
+    output_tokens: int
+    started: float
+    finished: float
+    duration_ms: float
+    session_id: str | None
+    turns: int | None
+    cost_usd: float | None
+    error_kind: str | None
+    error: str | None
+    model: str | None
+    trace_id: str | None
+    cache_read_tokens: int | None
+    cache_creation_tokens: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as JSON (``runs list --json``, the viewer): camelCase keys."""
+        return {
+            "runId": self.run_id,
+            "agent": self.agent,
+            "method": self.method,
+            "status": self.status,
+            "started": self.started,
+            "finished": self.finished,
+            "durationMs": self.duration_ms,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheCreationTokens": self.cache_creation_tokens,
+            "turns": self.turns,
+            "costUsd": self.cost_usd,
+            "errorKind": self.error_kind,
+            "error": self.error,
+            "model": self.model,
+            "sessionId": self.session_id,
+            "traceId": self.trace_id,
+        }
+
+
+@dataclass(slots=True)
+class SpanNode:
+    """A span and the spans under it, in the order they started."""
+
+    span: Span
+    children: list[SpanNode] = field(default_factory=list)
+
+    def walk(self, depth: int = 0) -> Iterator[tuple[int, Span]]:
+        """Each span of the subtree with its depth, parents first."""
+        yield depth, self.span
+        for child in self.children:
+            yield from child.walk(depth + 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**span_json(self.span), "children": [c.to_json() for c in self.children]}
+
+
+def span_json(span: Span) -> dict[str, Any]:
+    """A stored span as JSON (camelCase keys, ``local`` as ``stored``)."""
+    return {
+        "traceId": span.trace_id,
+        "spanId": span.span_id,
+        "parentId": span.parent_id,
+        "runId": span.run_id,
+        "operation": span.operation,
+        "name": span.name,
+        "startNs": span.start_ns,
+        "endNs": span.end_ns,
+        "status": span.status,
+        "attributes": span.attributes,
+        "stored": span.local,
+    }
+
+
+def span_tree(spans: Sequence[Span]) -> list[SpanNode]:
+    """The spans as trees (a span whose parent is not among them is a
+    root), each level in the order its spans started."""
+    nodes = {span.span_id: SpanNode(span) for span in sorted(spans, key=lambda s: s.start_ns)}
+    roots: list[SpanNode] = []
+    for node in nodes.values():
+        parent = None if node.span.parent_id is None else nodes.get(node.span.parent_id)
+        (roots if parent is None else parent.children).append(node)
+    return roots
+
+
+def _like(text: str) -> str:
+    """``text`` as a LIKE pattern matching it anywhere, taken literally."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+class RunRecords:
+    """The runs a state directory's database recorded, read-only."""
+
+    def __init__(self, state_dir: str | Path) -> None:
+        if str(state_dir) == MEMORY:
+            raise NoRunDatabase("':memory:' keeps nothing to read once its host has ended")
+        path = Path(state_dir) / DB_NAME
+        if not path.is_file():
+            raise NoRunDatabase(f"no runs recorded in {state_dir}: {path} does not exist")
+        self.path = path
+        self._db = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
+        self._has_spans = "run_spans" in tables
+        self._has_evaluations = "evaluation_records" in tables
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+        # A column an older database lacks reads as NULL.
+        self._run_columns = ", ".join(c if c in have else f"NULL AS {c}" for c in RUN_COLUMNS)
+
+    def __enter__(self) -> RunRecords:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def list_runs(
+        self,
+        *,
+        agent: str | None = None,
+        since: float | None = None,
+        status: str | None = None,
+        text: str | None = None,
+        limit: int = 100,
+    ) -> list[RunRow]:
+        """The runs, newest first (at most ``limit``): of ``agent``, started
+        at or after ``since`` (epoch seconds), with ``status``, and holding
+        ``text`` (case-insensitive) in their run id, agent, model or error."""
+        where: list[str] = []
+        params: list[Any] = []
+        if agent is not None:
+            where.append("agent = ?")
+            params.append(agent)
+        if since is not None:
+            where.append("started >= ?")
+            params.append(since)
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if text:
+            fields = ("run_id", "agent", "model", "error", "session_id")
+            where.append("(" + " OR ".join(f"{f} LIKE ? ESCAPE '\\'" for f in fields) + ")")
+            params.extend([_like(text)] * len(fields))
+        query = f"SELECT {self._run_columns} FROM runs"
+        if where:
+            query += " WHERE " + " AND ".join(where)
+        query += " ORDER BY started DESC LIMIT ?"
+        return [RunRow(*row) for row in self._db.execute(query, (*params, limit))]
+
+    def run(self, run_id: str) -> RunRow | None:
+        """The run of that id, or None."""
+        row = self._db.execute(
+            f"SELECT {self._run_columns} FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return None if row is None else RunRow(*row)
+
+    def spans(self, run: RunRow) -> list[Span]:
+        """The spans of the run's trace (its delegates' and tasks' runs
+        included), in the order they started; none for a run recorded
+        before spans were."""
+        if not self._has_spans:
+            return []
+        columns = ", ".join(SPAN_COLUMNS)
+        if run.trace_id is not None:
+            query = f"SELECT {columns} FROM run_spans WHERE trace_id = ? ORDER BY start_ns"
+            rows = self._db.execute(query, (run.trace_id,)).fetchall()
+        else:
+            query = f"SELECT {columns} FROM run_spans WHERE run_id = ? ORDER BY start_ns"
+            rows = self._db.execute(query, (run.run_id,)).fetchall()
+        return [_span(row) for row in rows]
+
+    def span_tree(self, run: RunRow) -> list[SpanNode]:
+        """The run's spans as a tree (:func:`span_tree`)."""
+        return span_tree(self.spans(run))
+
+    def evaluations(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's evaluation records, oldest first: ``{scorer, score,
+        reason, createdAt, metadata}``."""
+        if not self._has_evaluations:
+            return []
+        rows = self._db.execute(
+            "SELECT scorer, score, reason, created, metadata FROM evaluation_records "
+            "WHERE run_id = ? ORDER BY id",
+            (run_id,),
+        ).fetchall()
+        return [
+            {
+                "scorer": row[0],
+                "score": row[1],
+                "reason": row[2],
+                "createdAt": row[3],
+                "metadata": json.loads(row[4]) if row[4] else {},
+            }
+            for row in rows
+        ]
+
+
+def _span(row: Sequence[Any]) -> Span:
+    (span_id, trace_id, parent_id, run_id, operation, name, start, end, status, attrs, local) = row
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent_id,
+        run_id=run_id,
+        operation=operation,
+        name=name,
+        start_ns=start,
+        end_ns=end,
+        status=status,
+        attributes=json.loads(attrs),
+        local=json.loads(local) if local else {},
+    )
