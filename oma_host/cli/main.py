@@ -1,4 +1,5 @@
-"""The ``oma-host`` command: serve over stdio (default) or TCP, or run the demo."""
+"""The ``oma-host`` command: serve over stdio (default) or TCP, or run one
+of its commands (``demo``, ``console``, ``call``, ``acp``, ``runs``...)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from oma_host.cli.runs_args import add_runs_parser
 from oma_host.core.cli_options import (
     DEFAULT_SESSION_IDLE_TIMEOUT_S,
     INTERRUPTED,
@@ -214,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
             name, help=f"{what} for both doors (read when its variable is not set)"
         )
         account.add_argument("--provider", help="the provider (default: ask; logout: all)")
+    add_runs_parser(commands)
     schema = commands.add_parser(
         "schema", help="print the JSON Schema of every method's params and result"
     )
@@ -301,6 +304,10 @@ def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
             early,
         )
         return acp_exit
+    if args.command == "runs":
+        from oma_host.cli.runs import run_runs
+
+        return run_runs(args)
     if args.command == "schema":
         from oma_host.cli.schema import write_schema
 
