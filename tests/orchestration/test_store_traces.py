@@ -1,6 +1,7 @@
 """Run traces (issue 13): rows of a batch go in as tuples in one transaction
 that skips the fsync, while the turns stay synced; a writer gathers the
-traces of runs one after another, and shutdown never waits out its pause."""
+traces of runs one after another, and shutdown never waits out its pause.
+A database made before spans were recorded still opens (migrated) and reads."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from oma_host.cli.client import HostClient, host_argv
-from oma_host.orchestration.store import DB_NAME, MEMORY, RunTrace, Store
+from oma_host.core.spans import Span
+from oma_host.orchestration.run_records import RunRecords
+from oma_host.orchestration.store import DB_NAME, MEMORY, RunTrace, Store, span_row
 from oma_host.server.supervisor import Supervisor
 
 FULL = 2  # PRAGMA synchronous
@@ -97,3 +100,59 @@ async def test_runs_one_after_another_are_all_traced_by_shutdown(tmp_path: Path)
     rows = database.execute("SELECT run_id, agent, method, status FROM runs").fetchall()
     database.close()
     assert sorted(rows) == sorted((run_id, "s", "agent/run", "ok") for run_id in run_ids)
+
+
+# The runs table as the first versions made it, before spans were recorded.
+_OLD_RUNS = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY, agent TEXT NOT NULL, method TEXT NOT NULL,
+    status TEXT NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+    started REAL NOT NULL, finished REAL NOT NULL, duration_ms REAL NOT NULL, session_id TEXT
+)
+"""
+
+
+def test_a_database_of_the_old_schema_reads_as_it_is_and_opens_migrated(tmp_path: Path) -> None:
+    old = sqlite3.connect(tmp_path / DB_NAME)
+    old.execute(_OLD_RUNS)
+    old.execute(
+        "INSERT INTO runs VALUES "
+        "('run_old', 'a', 'agent/run', 'ok', 1, 2, 10.0, 11.0, 1000.0, NULL)"
+    )
+    old.commit()
+    old.close()
+    # A reader sees the old database as it is: no column added, none written.
+    with RunRecords(tmp_path) as records:
+        (row,) = records.list_runs()
+        assert (row.run_id, row.turns, row.trace_id) == ("run_old", None, None)
+        assert records.spans(row) == [] and records.evaluations("run_old") == []
+    columns = {r[1] for r in sqlite3.connect(tmp_path / DB_NAME).execute("PRAGMA table_info(runs)")}
+    assert "turns" not in columns
+    # A host opening it adds what it lacks, and records a run with its spans.
+    store = Store(tmp_path)
+    span = Span("a" * 32, "b" * 16, None, "run_new", "invoke_agent", "invoke_agent a", 5, 9)
+    span.attributes["gen_ai.agent.name"] = "a"
+    trace = RunTrace("run_new", "a", "agent/run", "ok", 3, 4, 20.0, 21.0, 1000.0, None, turns=2)
+    store.record_runs([trace._replace(trace_id="a" * 32)], [span_row(span)])
+    store.close()
+    with RunRecords(tmp_path) as records:
+        new, old_row = records.list_runs()
+        assert (new.run_id, new.turns, old_row.run_id, old_row.turns) == (
+            "run_new",
+            2,
+            "run_old",
+            None,
+        )
+        (read,) = records.spans(new)
+        assert read == span
+
+
+def test_a_reader_never_writes(tmp_path: Path) -> None:
+    Store(tmp_path).close()
+    with RunRecords(tmp_path) as records:
+        try:
+            records._db.execute("DELETE FROM runs")
+        except sqlite3.OperationalError as error:
+            assert "readonly" in str(error)
+        else:
+            raise AssertionError("a reader's connection must be read-only")
