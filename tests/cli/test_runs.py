@@ -457,6 +457,8 @@ def test_an_unknown_run_or_a_missing_database_is_said_clearly(
     empty = oma_runs(tmp_path, "list")
     assert empty.returncode == 1
     assert f"no runs recorded in {tmp_path}" in empty.stderr
+    memory = oma_runs(Path(":memory:"), "list")
+    assert memory.returncode == 1 and "':memory:' keeps nothing" in memory.stderr
 
 
 def test_the_store_records_no_key_and_no_message_text_in_spans(
