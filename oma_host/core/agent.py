@@ -22,6 +22,7 @@ from typing import Any, Literal, cast
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.abortable import Aborted, acquire_unless_aborted, unless_aborted
+from oma_host.core.agent_span import agent_span, end_agent_span
 from oma_host.core.backends import (
     Backend,
     BackendContext,
@@ -32,7 +33,6 @@ from oma_host.core.backends import (
     PermissionHandler,
     SessionLink,
     backend_entry,
-    backend_kind,
     check_agent_config,
 )
 from oma_host.core.compaction import compacted_history
@@ -50,7 +50,6 @@ from oma_host.core.guard import (
 from oma_host.core.history import CompactOutcome, HistoryChange, TurnSink, compact_on_request
 from oma_host.core.hooks import AfterRunHook, BeforeRunHook, RunHooks, run_with_hooks
 from oma_host.core.messages import LLMMessage, latest_user_prompt
-from oma_host.core.provider_facts import span_provider
 from oma_host.core.redact import Redactor, remember_secrets
 from oma_host.core.results import (
     AgentRunResult,
@@ -63,27 +62,6 @@ from oma_host.core.results import (
     zero_usage,
 )
 from oma_host.core.run_ids import new_run_id
-from oma_host.core.spans import (
-    AGENT_NAME,
-    BACKEND,
-    CONVERSATION_ID,
-    COST_USD,
-    INPUT_MESSAGES,
-    OP_INVOKE_AGENT,
-    OUTPUT_MESSAGES,
-    PROVIDER,
-    REQUEST_MODEL,
-    RESPONSE_MODEL,
-    TURNS,
-    Attributes,
-    Span,
-    capturing_content,
-    conversation_id,
-    end_as,
-    open_span,
-    set_span_content,
-    usage_attributes,
-)
 
 log = logging.getLogger(__name__)
 
@@ -414,48 +392,10 @@ class Agent:
         recorder = RunRecorder(
             run_id or new_run_id(), self._redacting(emit), self._secrets, lineage=lineage
         )
-        name = f"{OP_INVOKE_AGENT} {self.name}"
-        with open_span(
-            OP_INVOKE_AGENT, name, self._span_attributes(lineage), run_id=recorder.run_id
-        ) as span:
+        with agent_span(self.config, recorder.run_id, delegated=lineage is not None) as span:
             result = await self._execute_recorded(messages, recorder, abort, emit)
-            self._end_span(span, messages, result)
+            end_agent_span(span, self.config, messages, result)
             return result, recorder
-
-    def _span_attributes(self, lineage: Lineage | None) -> Attributes:
-        """What a run's ``invoke_agent`` span says from its start: the agent,
-        its backend, and for an LLM agent its provider and model; a run a
-        client started in a session, the session."""
-        attributes: Attributes = {AGENT_NAME: self.name, BACKEND: backend_kind(self.config)}
-        if self.config.backend is None:
-            attributes[PROVIDER] = span_provider(self.config.provider)
-            if self.config.model:
-                attributes[REQUEST_MODEL] = self.config.model
-        session = conversation_id() if lineage is None else None
-        if session is not None:
-            attributes[CONVERSATION_ID] = session
-        return attributes
-
-    def _end_span(
-        self, span: Span | None, messages: list[LLMMessage], result: AgentRunResult
-    ) -> None:
-        """The run's outcome on its span: status, usage, cost, replies."""
-        if span is None:
-            return
-        status = result["status"]
-        error = result.get("errorInfo")
-        end_as(span, status["code"], None if error is None else error["kind"])
-        attributes = span.attributes
-        attributes.update(usage_attributes(result["tokenUsage"]))
-        attributes[TURNS] = sum(1 for m in result["messages"] if m["role"] == "assistant")
-        if "model" in result:
-            attributes[RESPONSE_MODEL] = result["model"]
-        if "cost" in result:
-            attributes[COST_USD] = result["cost"]["amount"]
-        if capturing_content():
-            redactor = Redactor.for_config(self.config)
-            set_span_content(span, INPUT_MESSAGES, messages, redactor)
-            set_span_content(span, OUTPUT_MESSAGES, result["output"], redactor)
 
     async def _execute_recorded(
         self,
