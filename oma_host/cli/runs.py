@@ -1,5 +1,6 @@
 """``oma-host runs list|show|export``: what the runs recorded in a state
-directory did, read from its database (:mod:`oma_host.orchestration.run_records`).
+directory did, read from its database (:mod:`oma_host.orchestration.run_records`);
+``runs serve`` hands over to the run viewer (:mod:`.viewer_server`).
 
 ``list`` shows one line per run (newest first: when it started, the agent,
 its status, turns, tokens, cost and duration), ``show RUN`` one run as an
@@ -54,6 +55,10 @@ def parse_since(value: str, now: float | None = None) -> float:
 def run_runs(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     """Carry out ``oma-host runs ACTION`` (parsed by :mod:`.runs_args`); the exit status."""
     state_dir = getattr(args, "state_dir", None) or str(default_state_dir())
+    if args.runs_action == "serve":
+        from oma_host.cli.viewer_server import ViewerOptions, serve_viewer
+
+        return serve_viewer(ViewerOptions(state_dir, args.port, getattr(args, "token_file", None)))
     since = None
     if args.runs_action == "list" and args.since is not None:
         try:

@@ -8,10 +8,20 @@ import argparse
 from typing import Any
 
 
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--port wants a number, got {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"--port: {port} is not between 0 and 65535")
+    return port
+
+
 def add_runs_parser(commands: Any) -> None:
     """The ``runs`` command and its actions, on ``oma-host``'s subparsers."""
     runs = commands.add_parser(
-        "runs", help="list, show and export the runs recorded in a state directory"
+        "runs", help="list, show, export and serve the runs recorded in a state directory"
     )
     runs.add_argument(
         "--state-dir",
@@ -38,3 +48,20 @@ def add_runs_parser(commands: Any) -> None:
     show.add_argument("--json", action="store_true", help="as JSON, the spans as a tree")
     export = actions.add_parser("export", help="one run's spans as OTLP JSON, for trace viewers")
     export.add_argument("run", metavar="RUN", help="the run id (runs list shows them)")
+    serve = actions.add_parser(
+        "serve",
+        help="the run viewer: a page on 127.0.0.1 listing the runs and showing each as a timeline",
+    )
+    serve.add_argument(
+        "--port",
+        type=_port,
+        default=0,
+        help="the port on 127.0.0.1 (default 0: any free port; the URL is printed)",
+    )
+    serve.add_argument(
+        "--token-file",
+        metavar="FILE",
+        default=argparse.SUPPRESS,  # given before ``runs``, that one stands
+        help="the token the page and the API want (at least 32 characters, in a file only "
+        "you can read); default: a random one",
+    )

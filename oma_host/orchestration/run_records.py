@@ -189,6 +189,14 @@ class RunRecords:
         query += " ORDER BY started DESC LIMIT ?"
         return [RunRow(*row) for row in self._db.execute(query, (*params, limit))]
 
+    def agents(self) -> list[str]:
+        """Every agent that has a run, sorted (the run viewer's filter choices)."""
+        return [row[0] for row in self._db.execute("SELECT DISTINCT agent FROM runs ORDER BY 1")]
+
+    def statuses(self) -> list[str]:
+        """Every status a run ended with, sorted."""
+        return [row[0] for row in self._db.execute("SELECT DISTINCT status FROM runs ORDER BY 1")]
+
     def run(self, run_id: str) -> RunRow | None:
         """The run of that id, or None."""
         row = self._db.execute(

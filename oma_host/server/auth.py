@@ -12,7 +12,9 @@ connection that opens like HTTP, which is closed before anything is read.
 
 Where the file lives: ``$XDG_RUNTIME_DIR/oma-host/tcp-PORT.token``, else
 ``oma-host-UID/`` in the temporary directory; either directory is made 0700
-and must belong to the user, and a token file is 0600 and must too.
+and must belong to the user, and a token file is 0600 and must too. The run
+viewer (``oma-host runs serve``) keeps its token by the same rule, as
+``runs-PORT.token``.
 """
 
 from __future__ import annotations
@@ -79,9 +81,10 @@ def token_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"oma-host-{os.getuid()}"
 
 
-def token_path(port: int) -> Path:
-    """Where the token of the host serving TCP on ``port`` is kept."""
-    return token_dir() / f"tcp-{port}.token"
+def token_path(port: int, kind: str = "tcp") -> Path:
+    """Where the token of the host serving TCP on ``port`` is kept (``kind``
+    ``runs``: of the run viewer serving there)."""
+    return token_dir() / f"{kind}-{port}.token"
 
 
 def _private_dir(directory: Path, *, create: bool) -> Path:
@@ -98,10 +101,12 @@ def _private_dir(directory: Path, *, create: bool) -> Path:
     return directory
 
 
-def write_token_file(port: int, token: str) -> Path:
-    """Keep ``token`` for ``port`` in a fresh 0600 file; returns its path. The
-    file appears whole (written aside, then renamed over any stale one)."""
-    path = _private_dir(token_dir(), create=True) / f"tcp-{port}.token"
+def write_token_file(port: int, token: str, kind: str = "tcp") -> Path:
+    """Keep ``token`` for ``port`` in a fresh 0600 file (:func:`token_path`);
+    returns its path. The file appears whole (written aside, then renamed
+    over any stale one)."""
+    _private_dir(token_dir(), create=True)
+    path = token_path(port, kind)
     aside = path.with_name(f".{path.name}.{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         aside.unlink()

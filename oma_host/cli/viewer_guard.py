@@ -1,0 +1,99 @@
+"""Who may read the run viewer (``oma-host runs serve``): the token rule of
+``--tcp`` (:mod:`oma_host.server.auth`), for a browser.
+
+The viewer listens on 127.0.0.1, which every local user and every web page
+the user visits can reach, and what it serves (agents' names, tool inputs,
+errors) is the user's. So every request must show the token, in one of
+three ways:
+
+- ``?token=T`` on the page's URL (the one the command prints): answered by a
+  redirect to the same path without it, setting a cookie, so the token
+  leaves the address bar and the history;
+- that cookie (``HttpOnly``, ``SameSite=Strict``: the page's script cannot
+  read it, and no other site's page can send it). Its value is a key made
+  for this viewer process, not the token: cookies are not kept apart by port,
+  so the cookie also reaches other servers on 127.0.0.1 the browser visits,
+  and the token may be a ``--tcp`` host's too (``--token-file``), which runs
+  agents;
+- ``Authorization: Bearer T``, for scripts reading the JSON API.
+
+A request without any of them is answered 401, one with a wrong one 403,
+both with no data. Before that, a request whose ``Host`` header does not
+name the loopback (``127.0.0.1``, ``localhost``, ``[::1]``) is answered 403:
+a page of another site whose name was made to resolve to 127.0.0.1 (DNS
+rebinding) sends its own name there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+
+from oma_host.server.auth import new_token, token_matches
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+TOKEN_PARAMETER = "token"
+COOKIE_PREFIX = "oma-runs-"
+_BEARER = "bearer "
+
+
+class Verdict(Enum):
+    """What a request showed."""
+
+    ALLOWED = "allowed"
+    MISSING = "missing"  # no token, no cookie, no Authorization header: 401
+    WRONG = "wrong"  # one of them, not matching: 403
+
+
+def host_name(header: str | None) -> str | None:
+    """The name in a ``Host`` header (``name``, ``name:port``, ``[v6]:port``),
+    lowercased; None when there is none."""
+    if not header:
+        return None
+    header = header.strip().lower()
+    if header.startswith("["):
+        end = header.find("]")
+        return None if end < 0 else header[: end + 1]
+    return header.partition(":")[0]
+
+
+def is_loopback_host(header: str | None) -> bool:
+    """Whether a ``Host`` header names the loopback (see the module docstring)."""
+    return host_name(header) in LOOPBACK_NAMES
+
+
+class ViewerGuard:
+    """The token of one viewer and the cookie key it hands out for it."""
+
+    def __init__(self, token: str, port: int) -> None:
+        self._token = token
+        self._cookie_key = new_token()
+        # One name per port: two viewers on 127.0.0.1 share the cookie jar.
+        self.cookie_name = f"{COOKIE_PREFIX}{port}"
+
+    @property
+    def cookie_value(self) -> str:
+        return self._cookie_key
+
+    def url_token(self, query: Mapping[str, str]) -> Verdict | None:
+        """The verdict on a URL's ``?token=``; None when it has none."""
+        if TOKEN_PARAMETER not in query:
+            return None
+        return (
+            Verdict.ALLOWED
+            if token_matches(self._token, query[TOKEN_PARAMETER])
+            else (Verdict.WRONG)
+        )
+
+    def credentials(self, headers: Mapping[str, str], cookies: Mapping[str, str]) -> Verdict:
+        """The verdict on a request's ``Authorization`` header and cookie."""
+        authorization = headers.get("Authorization")
+        if authorization is not None:
+            given = (
+                authorization[len(_BEARER) :] if authorization.lower().startswith(_BEARER) else None
+            )
+            return Verdict.ALLOWED if token_matches(self._token, given) else Verdict.WRONG
+        cookie = cookies.get(self.cookie_name)
+        if cookie is not None:
+            return Verdict.ALLOWED if token_matches(self._cookie_key, cookie) else Verdict.WRONG
+        return Verdict.MISSING
