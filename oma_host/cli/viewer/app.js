@@ -168,6 +168,7 @@ async function showRun(runId) {
   renderTimeline(timeline, spans, select);
   detail.hidden = true;
   pane.hidden = false;
+  pane.dataset.runId = run.runId; // the run shown, whole
 }
 
 function runFromHash() {

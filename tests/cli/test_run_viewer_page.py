@@ -1,0 +1,317 @@
+"""The run viewer's page in headless Chromium (Debian's, driven by
+Playwright; no browser download), served by a real ``oma-host runs serve``
+on a state directory made by real runs (``recorded``): the list and its
+filters, a run's timeline with a bar per span it recorded, a team run's
+tasks as their graph, a step's detail, markup in the data shown as text,
+and the page refused without its token. Leaves a screenshot of a run's
+timeline; with ``OMA_DOCS_IMAGES=1`` it is written to
+docs/images/run-viewer.png."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from oma_host.orchestration.run_records import RunRecords
+from tests.cli.recorded_runs import DIAMOND, MARKUP_AGENT, MARKUP_INPUT
+from tests.cli.viewer_helpers import Viewer, serve_viewer
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+CHROMIUM = "/usr/bin/chromium"
+# Generous: catches a hang; the page answers in milliseconds.
+UI_TIMEOUT_MS = 30_000
+DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "run-viewer.png"
+
+
+def _unavailable(reason: str) -> None:
+    """Skip outside CI; under CI a missing piece is a failure."""
+    message = f"the run viewer's page tests need {reason} (run: bash .ci/install-code-server)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        _unavailable(f"Debian's chromium at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright for Python (the dev extra)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox"], headless=True
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def viewer(
+    recorded: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Viewer]:
+    state, _runs = recorded
+    with serve_viewer(state, tmp_path_factory.mktemp("viewer-page") / "stderr") as running:
+        yield running
+
+
+@pytest.fixture
+def page(browser: Browser, viewer: Viewer) -> Iterator[Page]:
+    """The page opened at the URL the command printed, in a fresh context."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(UI_TIMEOUT_MS)
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.goto(viewer.url)
+    opened.wait_for_selector(".run-row")
+    yield opened
+    context.close()
+    assert errors == [], errors
+
+
+def _rows(page: Page) -> list[str]:
+    return [str(row.get_attribute("data-run-id")) for row in page.locator(".run-row").all()]
+
+
+def _wait_rows(page: Page, count: int) -> list[str]:
+    page.wait_for_function("n => document.querySelectorAll('.run-row').length === n", arg=count)
+    return _rows(page)
+
+
+def _open_run(page: Page, run_id: str) -> None:
+    page.locator(f'.run-row[data-run-id="{run_id}"]').click()
+    page.wait_for_function(
+        "id => { const pane = document.getElementById('run-pane');"
+        " return !pane.hidden && pane.dataset.runId === id; }",
+        arg=run_id,
+    )
+
+
+def _spans(state: Path, run_id: str) -> list[Any]:
+    with RunRecords(state) as records:
+        run = records.run(run_id)
+        assert run is not None
+        return [span for node in records.span_tree(run) for _, span in node.walk()]
+
+
+def _detail(page: Page, label: str, nth: int = 0) -> None:
+    page.locator(".span-row", has=page.locator(".label", has_text=label)).nth(nth).click()
+    page.wait_for_selector("#detail:not([hidden]) .detail-name")
+
+
+def _section(page: Page, title: str) -> str:
+    section = page.locator("#detail .detail-section", has=page.locator(f"h3:text-is('{title}')"))
+    return section.inner_text()
+
+
+def test_the_page_lists_every_run_with_its_columns_newest_first(
+    page: Page, recorded: tuple[Path, dict[str, str]]
+) -> None:
+    state, runs = recorded
+    with RunRecords(state) as records:
+        newest_first = [row.run_id for row in records.list_runs()]
+    assert _rows(page) == newest_first and set(newest_first) == set(runs.values())
+    cells = page.locator(f'.run-row[data-run-id="{runs["tools"]}"] td').all_inner_texts()
+    assert cells[1:7] == ["coder", "ok", "2", "30", "-", cells[6]]
+    assert cells[6].endswith("ms") or cells[6].endswith(" s")
+    assert cells[7] == runs["tools"]
+    assert page.locator(f'.run-row[data-run-id="{runs["failed"]}"] .badge').inner_text() == "error"
+    assert page.inner_text("#load-state") == f"{len(runs)} runs"
+
+
+def test_the_filters_narrow_the_list(page: Page, recorded: tuple[Path, dict[str, str]]) -> None:
+    _state, runs = recorded
+    page.select_option("#filter-agent", "coder")
+    assert _wait_rows(page, 1) == [runs["tools"]]
+    page.select_option("#filter-agent", "")
+    page.select_option("#filter-status", "cancelled")
+    assert _wait_rows(page, 1) == [runs["cancelled"]]
+    page.select_option("#filter-status", "")
+    page.fill("#filter-text", "x-api-key")  # the failed run's error, in any case
+    assert _wait_rows(page, 1) == [runs["failed"]]
+    page.fill("#filter-text", "team")
+    assert set(_wait_rows(page, 2)) == {runs["team"], runs["diamond"]}
+    page.select_option("#filter-status", "ok")
+    page.fill("#filter-text", "nothing-matches-this")
+    _wait_rows(page, 0)
+    assert page.locator("#runs-empty").is_visible()
+    page.fill("#filter-text", "")
+    page.select_option("#filter-status", "")
+    assert len(_wait_rows(page, len(runs))) == len(runs)
+
+
+def test_a_run_s_timeline_has_a_bar_per_span_nested_by_parent(
+    page: Page, recorded: tuple[Path, dict[str, str]]
+) -> None:
+    state, runs = recorded
+    for name in ("tools", "delegation", "compaction", "failed", "diamond"):
+        _open_run(page, runs[name])
+        spans = _spans(state, runs[name])
+        bars = page.locator("#timeline .bar")
+        assert bars.count() == len(spans), name
+        labels = page.locator("#timeline .span-row .label").all_inner_texts()
+        assert labels == [span.name for span in spans], name
+    # The delegate's run is indented under the delegation under its tool call.
+    _open_run(page, runs["delegation"])
+    indents = page.eval_on_selector_all(
+        "#timeline .span-row .label", "labels => labels.map(l => parseFloat(l.style.paddingLeft))"
+    )
+    assert indents[:5] == sorted(indents[:5]) and indents[5] == indents[1]
+    assert indents[0] < indents[1] < indents[3] < indents[4]
+    # Each bar lies within the axis, its parent's bar spanning it.
+    boxes = [box for box in (bar.bounding_box() for bar in page.locator("#timeline .bar").all())]
+    assert all(box is not None for box in boxes)
+    root = boxes[0]
+    assert root is not None
+    for box in boxes[1:]:
+        assert box is not None
+        assert (
+            root["x"] - 1 <= box["x"] and box["x"] + box["width"] <= root["x"] + root["width"] + 1
+        )
+    # An error bar says so.
+    _open_run(page, runs["failed"])
+    assert page.locator("#timeline .bar.status-error").count() == 2
+
+
+def test_a_team_run_shows_its_tasks_as_their_dependency_graph(
+    page: Page, recorded: tuple[Path, dict[str, str]]
+) -> None:
+    _state, runs = recorded
+    _open_run(page, runs["diamond"])
+    assert page.locator("#graph-box").is_visible()
+    nodes = page.locator("#graph .node")
+    assert sorted(str(n.get_attribute("data-task-id")) for n in nodes.all()) == sorted(DIAMOND)
+    edges = {
+        (str(edge.get_attribute("data-from")), str(edge.get_attribute("data-to")))
+        for edge in page.locator("#graph .edge").all()
+    }
+    assert edges == {(before, task) for task, deps in DIAMOND.items() for before in deps}
+    assert page.locator("#graph .edge").count() == len(edges)
+    x = {
+        str(node.get_attribute("data-task-id")): (node.bounding_box() or {"x": -1.0})["x"]
+        for node in nodes.all()
+    }
+    assert x["plan"] < x["left"] == x["right"] < x["join"]  # a column per depth
+    assert page.locator('#graph .node[data-task-id="join"] .task-meta').text_content() == (
+        "echoer · completed"
+    )
+    # A node's click shows its task's step.
+    page.locator('#graph .node[data-task-id="left"]').click()
+    page.wait_for_function(
+        "() => document.querySelector('#detail .detail-name')?.textContent === 'task left'"
+    )
+    assert "oma.task.depends_on" in _section(page, "Attributes")
+    assert page.locator("#timeline .span-row.selected .label").inner_text() == "task left"
+    # The chain: two tasks, one edge; a run that is not a team's has no graph.
+    _open_run(page, runs["team"])
+    assert page.locator("#graph .node").count() == 2
+    assert page.locator("#graph .edge").count() == 1
+    _open_run(page, runs["tools"])
+    assert page.locator("#graph-box").is_hidden()
+    assert page.locator("#graph .node").count() == 0
+
+
+def test_a_step_s_detail_shows_its_input_permission_error_and_scores(
+    page: Page, recorded: tuple[Path, dict[str, str]]
+) -> None:
+    _state, runs = recorded
+    _open_run(page, runs["tools"])
+    assert page.locator("#detail").is_hidden()
+    _detail(page, "execute_tool file_read", nth=1)
+    assert page.inner_text("#detail .detail-name") == "execute_tool file_read"
+    assert json.loads(page.inner_text("#detail .tool-input")) == {"path": "more.txt"}
+    assert page.inner_text("#detail .permission") == "allow by default"
+    attributes = _section(page, "Attributes")
+    assert "gen_ai.tool.call.id\tcall_2" in attributes
+    _detail(page, "chat sim-1")
+    assert "gen_ai.response.finish_reasons" in _section(page, "Attributes")
+    assert page.locator("#detail .tool-input").count() == 0
+    page.click("#detail .close")
+    assert page.locator("#detail").is_hidden()
+    # A failed run: the error on the step, and the run's message on its top step.
+    _open_run(page, runs["failed"])
+    _detail(page, "chat sim-1")
+    assert page.inner_text("#detail .error-type") == "auth"
+    assert "http.response.status_code\t401" in _section(page, "Attributes")
+    _detail(page, "invoke_agent failing")
+    assert "invalid x-api-key" in page.inner_text("#detail .error-text")
+    # An evaluated run: its scores in the summary and on its top step.
+    _open_run(page, runs["evaluated"])
+    assert "contains\t1" in page.inner_text("#run-summary .evaluations")
+    _detail(page, "invoke_agent pinger")
+    assert "contains\t1" in _section(page, "Evaluation scores")
+    # The address names the run: reloading it shows that run again.
+    assert page.evaluate("location.hash") == f"#run={runs['evaluated']}"
+    page.reload()
+    page.wait_for_selector("#timeline .span-row")
+    assert page.locator(".run-row.selected").get_attribute("data-run-id") == runs["evaluated"]
+
+
+def test_markup_in_an_agent_name_or_a_tool_input_shows_as_text(
+    page: Page, recorded: tuple[Path, dict[str, str]]
+) -> None:
+    _state, runs = recorded
+    row = page.locator(f'.run-row[data-run-id="{runs["markup"]}"]')
+    assert row.locator("td.agent").inner_text() == MARKUP_AGENT
+    assert MARKUP_AGENT in page.locator("#filter-agent option").all_inner_texts()
+    _open_run(page, runs["markup"])
+    assert page.inner_text("#run-summary h2 .agent") == MARKUP_AGENT
+    _detail(page, "execute_tool file_read")
+    assert json.loads(page.inner_text("#detail .tool-input")) == {"path": MARKUP_INPUT}
+    _detail(page, f"invoke_agent {MARKUP_AGENT}")
+    # Nothing of it became an element, and none of its scripts ran.
+    assert page.locator("img").count() == 0
+    assert page.eval_on_selector_all("script", "s => s.map(e => e.getAttribute('src'))") == [
+        "/static/app.js"
+    ]
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_the_page_is_refused_without_its_token(browser: Browser, viewer: Viewer) -> None:
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        for url, status in (
+            (viewer.base, 401),
+            (f"{viewer.base}?token=not-the-token", 403),
+            (f"{viewer.base}api/runs", 401),
+        ):
+            response = page.goto(url)
+            assert response is not None and response.status == status, url
+            assert page.locator("#runs").count() == 0
+            assert "coder" not in page.content()
+        assert context.cookies() == []
+        response = page.goto(viewer.url)
+        assert response is not None and response.status == 200
+        assert page.url == viewer.base  # the token left the address
+        page.wait_for_selector(".run-row")
+        (cookie,) = context.cookies()
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        assert cookie["value"] != viewer.token
+        assert page.evaluate("document.cookie") == ""  # out of the page's reach
+    finally:
+        context.close()
+
+
+def test_a_screenshot_of_a_run_s_timeline(
+    page: Page, recorded: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    _state, runs = recorded
+    _open_run(page, runs["delegation"])
+    _detail(page, "execute_tool delegate")
+    shot = tmp_path / "run-viewer.png"
+    page.screenshot(path=str(shot), full_page=True)
+    data = shot.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 20_000
+    if os.environ.get("OMA_DOCS_IMAGES") == "1":
+        DOCS_IMAGE.parent.mkdir(exist_ok=True)
+        DOCS_IMAGE.write_bytes(data)
