@@ -79,21 +79,20 @@ class ViewerGuard:
         """The verdict on a URL's ``?token=``; None when it has none."""
         if TOKEN_PARAMETER not in query:
             return None
-        return (
-            Verdict.ALLOWED
-            if token_matches(self._token, query[TOKEN_PARAMETER])
-            else (Verdict.WRONG)
-        )
+        return _verdict(token_matches(self._token, query[TOKEN_PARAMETER]))
 
     def credentials(self, headers: Mapping[str, str], cookies: Mapping[str, str]) -> Verdict:
         """The verdict on a request's ``Authorization`` header and cookie."""
         authorization = headers.get("Authorization")
         if authorization is not None:
-            given = (
-                authorization[len(_BEARER) :] if authorization.lower().startswith(_BEARER) else None
-            )
-            return Verdict.ALLOWED if token_matches(self._token, given) else Verdict.WRONG
+            scheme_ok = authorization.lower().startswith(_BEARER)
+            given = authorization[len(_BEARER) :] if scheme_ok else None
+            return _verdict(token_matches(self._token, given))
         cookie = cookies.get(self.cookie_name)
         if cookie is not None:
-            return Verdict.ALLOWED if token_matches(self._cookie_key, cookie) else Verdict.WRONG
+            return _verdict(token_matches(self._cookie_key, cookie))
         return Verdict.MISSING
+
+
+def _verdict(matches: bool) -> Verdict:
+    return Verdict.ALLOWED if matches else Verdict.WRONG

@@ -5,12 +5,13 @@
 // sends the viewer's cookie with each request.
 
 import { el, clear, formatTime, formatMs, formatCount, formatCost, statusBadge } from "./dom.js";
-import { renderTimeline, markSelected, flatten } from "./timeline.js";
+import { renderTimeline, markSelected, flatten, earliestStart } from "./timeline.js";
 import { renderGraph, tasksOf } from "./graph.js";
 import { renderDetail, evaluationTable } from "./detail.js";
 
 const byId = (id) => document.getElementById(id);
 const TEXT_DELAY_MS = 250;
+const LIMIT = 200; // the newest runs the list shows (the filters reach older ones)
 let listGeneration = 0;
 let runGeneration = 0;
 let shownRunId = null;
@@ -83,7 +84,7 @@ function runRow(run) {
 
 async function loadRuns() {
   const generation = ++listGeneration;
-  const query = new URLSearchParams();
+  const query = new URLSearchParams({ limit: String(LIMIT) });
   for (const [name, id] of [["agent", "filter-agent"], ["status", "filter-status"], ["text", "filter-text"]]) {
     const value = byId(id).value.trim();
     if (value) query.set(name, value);
@@ -103,7 +104,8 @@ async function loadRuns() {
   clear(body);
   for (const run of document_.runs) body.appendChild(runRow(run));
   byId("runs-empty").hidden = document_.runs.length > 0;
-  say(`${document_.runs.length} run${document_.runs.length === 1 ? "" : "s"}`);
+  const count = document_.runs.length;
+  say(count === LIMIT ? `the newest ${LIMIT} runs (filter for older ones)` : `${count} run${count === 1 ? "" : "s"}`);
 }
 
 function summary(run, evaluations) {
@@ -152,7 +154,7 @@ async function showRun(runId) {
   if (generation !== runGeneration) return;
   const { run, spans, evaluations } = document_;
   const all = flatten(spans).map(([, span]) => span);
-  const runStartNs = all.length ? Math.min(...all.map((span) => span.startNs)) : 0;
+  const runStartNs = all.length ? earliestStart(all) : 0;
   const timeline = byId("timeline");
   const select = (span) => {
     markSelected(timeline, span.spanId);

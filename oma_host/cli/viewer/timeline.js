@@ -28,6 +28,12 @@ export function operationClass(operation) {
   return OPERATIONS.has(operation) ? `op-${operation}` : "op-other";
 }
 
+/** The first start among ``spans`` (a loop: a run may have more spans than
+ * a spread's arguments may be). */
+export function earliestStart(spans) {
+  return spans.reduce((first, span) => Math.min(first, span.startNs), Infinity);
+}
+
 /** Nanoseconds as milliseconds (epoch nanoseconds exceed a double's exact
  * integers; the differences here are exact to well under a microsecond). */
 function msBetween(fromNs, toNs) {
@@ -62,8 +68,8 @@ export function renderTimeline(box, roots, onSelect) {
     box.appendChild(el("p", { cls: "empty", text: "This run recorded no spans." }));
     return;
   }
-  const start = Math.min(...rows.map(([, s]) => s.startNs));
-  const end = Math.max(...rows.map(([, s]) => s.endNs ?? s.startNs));
+  const start = earliestStart(rows.map(([, span]) => span));
+  const end = rows.reduce((last, [, s]) => Math.max(last, s.endNs ?? s.startNs), -Infinity);
   const totalMs = Math.max(msBetween(start, end), 0.001);
   box.appendChild(axis(totalMs));
   for (const [depth, span] of rows) {
