@@ -23,7 +23,7 @@ own, or a delegate's run, nests under the span that was current then.
 **Content** (the prompt, the model's text, a tool call's arguments and
 result) is message text, and goes into span attributes only when the
 recording was opened with ``capture_content=True`` (off by default), and
-then through the run's redactor (:func:`set_span_content`). A span also
+then through the run's redactor and bounded (:func:`set_span_content`). A span also
 has ``local``: what the host's own store keeps of it and no exporter sends.
 A tool call's input goes there, always redacted (``runs show`` shows what
 each call was asked, as the stored session shows its messages), and into
@@ -34,7 +34,6 @@ holds no more than its stored sessions already do.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Iterator, Sequence
@@ -42,6 +41,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from oma_host.core.bounded_text import bounded_text
 
 if TYPE_CHECKING:
     from oma_host.core.redact import Redactor
@@ -292,14 +293,12 @@ def set_span_attributes(attributes: Attributes) -> None:
 
 def set_span_content(span: Span | None, name: str, value: Any, redactor: Redactor) -> None:
     """Set a content attribute (``value``: a string, or JSON data written
-    as a JSON string) on ``span``, redacted, when the recording captures
-    content; otherwise nothing."""
+    as a JSON string) on ``span``, redacted and bounded as ``storePayloads:
+    "redacted"`` keeps a payload (:mod:`oma_host.core.bounded_text`), when
+    the recording captures content; otherwise nothing."""
     if span is None or not capturing_content():
         return
-    if isinstance(value, str):
-        span.attributes[name] = redactor.redact(value)
-    else:
-        span.attributes[name] = json.dumps(redactor.redact_tree(value), ensure_ascii=False)
+    span.attributes[name] = bounded_text(value, redactor.redact)
 
 
 def end_as(span: Span | None, code: str, error_type: str | None = None) -> None:

@@ -9,13 +9,8 @@ from typing import Any
 
 import pytest
 
-from oma_host.orchestration.evaluation.payloads import (
-    PAYLOAD_LIMIT,
-    TRUNCATED,
-    bound,
-    describe,
-    payload,
-)
+from oma_host.core.bounded_text import PAYLOAD_LIMIT, TRUNCATED, bound
+from oma_host.orchestration.evaluation.payloads import describe, payload
 from tests.builders import image, text, user
 
 KEY = "agent-own-key-0123456789"
