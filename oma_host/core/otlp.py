@@ -1,7 +1,9 @@
 """Spans (:mod:`oma_host.core.spans`) in the OpenTelemetry protocol's data
 model, as its JSON encoding writes it (OTLP/JSON: ids in hex, 64-bit
 integers as strings, enums as numbers, attributes as typed ``AnyValue``s).
-``oma-host runs export`` writes this; its dicts follow the protobuf
+``oma-host runs export`` writes this, and the live export
+(:mod:`oma_host.telemetry.otel_export`) sends the same kinds, statuses and
+attributes; its dicts follow the protobuf
 messages field for field (``ExportTraceServiceRequest``), so a protobuf
 encoder can be filled from the same values.
 
@@ -15,7 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from oma_host.core.spans import CLIENT_OPERATIONS, STATUS, AttributeValue, Span
+from oma_host.core.spans import (
+    CLIENT_OPERATIONS,
+    ERROR_TYPE,
+    OP_INVOKE_AGENT,
+    OP_TEAM,
+    RUN_ID,
+    STATUS,
+    AttributeValue,
+    Span,
+)
 from oma_host.core.version import __version__
 
 SERVICE_NAME = "oma-host"
@@ -26,6 +37,8 @@ SPAN_KIND_CLIENT = 3
 STATUS_UNSET = 0
 STATUS_OK = 1
 STATUS_ERROR = 2
+# The spans that stand for a run: they carry its id.
+_RUN_OPERATIONS = frozenset({OP_INVOKE_AGENT, OP_TEAM})
 _STATUS_CODES = {"ok": STATUS_OK, "error": STATUS_ERROR, "cancelled": STATUS_UNSET}
 
 
@@ -52,14 +65,31 @@ def span_kind(span: Span) -> int:
     return SPAN_KIND_CLIENT if span.operation in CLIENT_OPERATIONS else SPAN_KIND_INTERNAL
 
 
-def otlp_span(span: Span) -> dict[str, Any]:
-    """One ``Span`` message."""
+def exported_attributes(span: Span) -> dict[str, AttributeValue]:
+    """The attributes a span goes out with: its own, the run id of a run's
+    span (``oma.run.id``: what ``oma-host runs show`` takes), and a
+    cancelled span's ``oma.status`` (``local`` is the host's and never goes out)."""
     attributes = dict(span.attributes)
+    if span.run_id is not None and span.operation in _RUN_OPERATIONS:
+        attributes[RUN_ID] = span.run_id
     if span.status == "cancelled":
         attributes[STATUS] = "cancelled"
-    status: dict[str, Any] = {"code": _STATUS_CODES[span.status]}
+    return attributes
+
+
+def exported_status(span: Span) -> tuple[int, str | None]:
+    """A span's ``Status`` code, and an error's message (its ``error.type``)."""
     if span.status == "error":
-        status["message"] = str(span.attributes.get("error.type", "error"))
+        return STATUS_ERROR, str(span.attributes.get(ERROR_TYPE, "error"))
+    return _STATUS_CODES[span.status], None
+
+
+def otlp_span(span: Span) -> dict[str, Any]:
+    """One ``Span`` message."""
+    code, error = exported_status(span)
+    status: dict[str, Any] = {"code": code}
+    if error is not None:
+        status["message"] = error
     message: dict[str, Any] = {
         "traceId": span.trace_id,
         "spanId": span.span_id,
@@ -67,7 +97,7 @@ def otlp_span(span: Span) -> dict[str, Any]:
         "kind": span_kind(span),
         "startTimeUnixNano": str(span.start_ns),
         "endTimeUnixNano": str(span.start_ns if span.end_ns is None else span.end_ns),
-        "attributes": key_values(attributes),
+        "attributes": key_values(exported_attributes(span)),
         "status": status,
     }
     if span.parent_id is not None:
