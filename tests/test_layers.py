@@ -31,10 +31,22 @@ ALLOWED: dict[str, set[str]] = {
     # edits, editor_files, permissions, and file_write's declaration).
     "bridges": {"oma_host.core", "oma_host.llm"},
     "oma_host.orchestration": {"oma_host.core"},
+    # The live span export, used by both doors.
+    "oma_host.telemetry": {"oma_host.core"},
     "oma_host.testing": {"oma_host.core", "oma_host.providers"},
-    "oma_host.server": {"oma_host.core", "oma_host.orchestration", "oma_host.providers"},
+    "oma_host.server": {
+        "oma_host.core",
+        "oma_host.orchestration",
+        "oma_host.providers",
+        "oma_host.telemetry",
+    },
     # The ACP door: beside the JSON-RPC door, never on it.
-    "oma_host.acp_server": {"oma_host.core", "oma_host.orchestration", "oma_host.providers"},
+    "oma_host.acp_server": {
+        "oma_host.core",
+        "oma_host.orchestration",
+        "oma_host.providers",
+        "oma_host.telemetry",
+    },
     "oma_host.cli": {
         "oma_host.acp_server",
         "oma_host.core",

@@ -11,7 +11,8 @@ one string (the blocks joined by newlines) and anything else is answered
 session opened. ``session/cancel`` aborts the turn in flight: it answers
 ``cancelled``, its partial reply is in the updates already sent, and the
 history does not keep it. Each turn is recorded as a run, with its spans
-(``oma-host runs``; :mod:`.run_traces`).
+(``oma-host runs``; :mod:`.run_traces`), which are exported too when
+telemetry is on (:mod:`oma_host.telemetry`).
 
 Of the editor, a turn may ask four things: ``session/request_permission``
 (:class:`EditorPermission`); when the editor advertised ``fs.readTextFile``,
@@ -34,7 +35,7 @@ import asyncio
 import itertools
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
 from acp.schema import (
@@ -80,9 +81,12 @@ from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import add_token_usage
-from oma_host.core.spans import CollectedSpans, recording
+from oma_host.core.spans import CollectedSpans, SpanSink, recording
 from oma_host.core.tools import builtin_tool
 from oma_host.orchestration.run_log import run_record
+
+if TYPE_CHECKING:
+    from oma_host.telemetry.settings import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +108,15 @@ class OmaAcpAgent:
     ``acp.interfaces.Agent`` it serves, called by :mod:`.routes`)."""
 
     def __init__(
-        self, configs: list[AgentConfig], state_dir: str | None, idle_timeout_s: float
+        self,
+        configs: list[AgentConfig],
+        state_dir: str | None,
+        idle_timeout_s: float,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self._configs = configs
+        # The span export (--telemetry-*, else the OTEL_* variables); None: off.
+        self._telemetry = telemetry
         self._sessions = SessionBook(configs, state_dir, self._callbacks, idle_timeout_s)
         self._client: EditorClient | None = None
         self._client_capabilities = ClientCapabilities()
@@ -122,6 +132,22 @@ class OmaAcpAgent:
 
     async def close(self) -> None:
         await self._sessions.close()
+        if self._telemetry is not None and self._telemetry.config is not None:
+            from oma_host.telemetry.exporters import flush_telemetry
+
+            await flush_telemetry()
+
+    async def _span_export(self) -> tuple[SpanSink, bool] | None:
+        """Where a turn's spans are exported, and whether with message text."""
+        telemetry = self._telemetry
+        if telemetry is None or (telemetry.config is None and not telemetry.warnings):
+            return None
+        from oma_host.telemetry.exporters import telemetry_sink
+
+        sink = await telemetry_sink(telemetry)
+        if sink is None or telemetry.config is None:
+            return None
+        return sink, telemetry.config.capture_content
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -294,8 +320,11 @@ class OmaAcpAgent:
         untitled = session.title is None
         started = time.time()
         spans = CollectedSpans()
+        export = await self._span_export()
+        sinks: tuple[SpanSink, ...] = (spans,) if export is None else (spans, export[0])
+        capture = export is not None and export[1]
         try:
-            with recording(spans, conversation_id=session_id):
+            with recording(*sinks, capture_content=capture, conversation_id=session_id):
                 result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
             if untitled and session.title is not None:
                 sender.send(title_update(session.title))

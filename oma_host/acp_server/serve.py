@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from oma_host.acp_server.door import OmaAcpAgent
     from oma_host.acp_server.routes import DoorRoutes
     from oma_host.acp_server.wire import AcpWire, NotificationHandler, RequestHandler
+    from oma_host.telemetry.settings import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,10 @@ class AcpOptions:
     session_idle_timeout_s: float
     # A line longer than this is dropped (a request answered -32600).
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # --telemetry-endpoint, --telemetry-capture-content: export asked for on the
+    # command line (else the OTEL_* variables say; oma_host.telemetry.settings).
+    telemetry_endpoint: str | None = None
+    telemetry_capture_content: bool | None = None
 
 
 def serve_acp(options: AcpOptions, early: EarlyStart | None = None) -> int:
@@ -96,6 +101,24 @@ async def _serve_editor(configs: list[AgentConfig], options: AcpOptions, early: 
         await wire.serve(door.requests(), door.notifications())
     finally:
         await door.close()
+        from oma_host.telemetry import close_if_used
+
+        await close_if_used()
+
+
+def _telemetry(options: AcpOptions) -> Telemetry:
+    """The span export the command line asks for, else the OTEL_* variables'."""
+    from oma_host.telemetry.exporters import environment_telemetry
+    from oma_host.telemetry.settings import settle_telemetry
+
+    asked = options.telemetry_endpoint is not None or options.telemetry_capture_content is not None
+    if not asked:
+        return environment_telemetry()
+    return settle_telemetry(
+        endpoint=options.telemetry_endpoint,
+        capture_content=options.telemetry_capture_content,
+        explicit=options.telemetry_endpoint is not None,
+    )
 
 
 class LazyDoor:
@@ -124,7 +147,12 @@ class LazyDoor:
         from oma_host.acp_server.routes import door_routes
 
         options = self._options
-        agent = OmaAcpAgent(self._configs, options.state_dir, options.session_idle_timeout_s)
+        agent = OmaAcpAgent(
+            self._configs,
+            options.state_dir,
+            options.session_idle_timeout_s,
+            _telemetry(options),
+        )
         agent.on_connect(EditorClient(self._wire))
         if self._capabilities is not None:
             agent.accept_capabilities(self._capabilities)

@@ -14,8 +14,10 @@ from oma_host.core.cli_options import (
     DEFAULT_SESSION_IDLE_TIMEOUT_S,
     INTERRUPTED,
     LOG_LEVELS,
+    collector_url,
     positive_int,
     positive_seconds,
+    true_or_false,
 )
 from oma_host.core.collector import tune_for_serving
 from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
@@ -64,6 +66,8 @@ def _checked(check: Callable[[str], Any]) -> Callable[[str], Any]:
 
 _positive_seconds = _checked(positive_seconds)
 _positive_int = _checked(positive_int)
+_collector_url = _checked(collector_url)
+_true_or_false = _checked(true_or_false)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,6 +210,20 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {DEFAULT_SESSION_IDLE_TIMEOUT_S:g})",
     )
     acp.add_argument(
+        "--telemetry-endpoint",
+        metavar="URL",
+        type=_collector_url,
+        help="export the turns' spans to this OpenTelemetry collector (OTLP/HTTP base URL; "
+        "default: the OTEL_* variables say whether and where, docs/telemetry.md)",
+    )
+    acp.add_argument(
+        "--telemetry-capture-content",
+        metavar="true|false",
+        type=_true_or_false,
+        help="record message text in the exported spans, redacted and bounded "
+        "(default: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)",
+    )
+    acp.add_argument(
         "action",
         nargs="?",
         choices=["login", "logout"],
@@ -299,7 +317,12 @@ def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
         tune_for_serving()
         acp_exit: int = serve_acp(
             AcpOptions(
-                args.agents, args.state_dir, args.session_idle_timeout, args.max_message_bytes
+                args.agents,
+                args.state_dir,
+                args.session_idle_timeout,
+                args.max_message_bytes,
+                telemetry_endpoint=args.telemetry_endpoint,
+                telemetry_capture_content=args.telemetry_capture_content,
             ),
             early,
         )

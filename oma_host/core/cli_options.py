@@ -52,6 +52,25 @@ def any_text(value: str) -> str:
     return value
 
 
+def collector_url(value: str) -> str:
+    """An OpenTelemetry collector's OTLP/HTTP base URL (as
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` takes it); ``initializationOptions.telemetry``
+    checks its ``endpoint`` with this too."""
+    scheme, _, rest = value.partition("://")
+    if scheme not in ("http", "https") or not rest.split("/", 1)[0]:
+        raise ValueError(
+            "wants the collector's OTLP/HTTP base URL, http:// or https:// with a host "
+            f"(as OTEL_EXPORTER_OTLP_ENDPOINT: http://localhost:4318), got {value!r}"
+        )
+    return value
+
+
+def true_or_false(value: str) -> bool:
+    if value not in ("true", "false"):
+        raise ValueError(f"wants true or false, got {value!r}")
+    return value == "true"
+
+
 # ``oma-host acp``'s options, each taking one value, and the check of that
 # value: the parser declares these and no others after ``acp``.
 ACP_OPTIONS: dict[str, Callable[[str], object]] = {
@@ -60,4 +79,6 @@ ACP_OPTIONS: dict[str, Callable[[str], object]] = {
     "--log-level": log_level,
     "--max-message-bytes": positive_int,
     "--session-idle-timeout": positive_seconds,
+    "--telemetry-endpoint": collector_url,
+    "--telemetry-capture-content": true_or_false,
 }

@@ -41,6 +41,7 @@ async def _serve_stdio(options: SessionOptions) -> int:
         return termination.exit_code  # the session ended its runs on the way out
     finally:
         termination.remove()
+        await close_telemetry()
         await close_http_client()
 
 
@@ -48,6 +49,13 @@ def _current_task() -> asyncio.Task[object]:
     task = asyncio.current_task()
     assert task is not None, "called from a coroutine"
     return task
+
+
+async def close_telemetry() -> None:
+    """Send the spans still queued and stop the exporters, if a run ever built one."""
+    from oma_host.telemetry import close_if_used
+
+    await close_if_used()
 
 
 async def close_http_client() -> None:

@@ -86,7 +86,8 @@ class InitializeResult(TypedDict):
 
 @handles(Method.INITIALIZE)
 async def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResult:
-    """Settles the session's defaults, evaluation and state directory; answers the capabilities."""
+    """Settles the session's defaults, evaluation, state directory and
+    telemetry; answers the capabilities."""
     if ctx.session.initialized:
         raise RpcError(ErrorCode.INVALID_REQUEST, "initialize: the server is already initialized")
     ctx.session.start(_settings(params.options))
@@ -119,7 +120,19 @@ def _settings(options: InitializationOptions | None) -> Settings:
         check_judges(evaluation, options.defaults)
     if options.http is not None:
         configure_http(options.http.settings())
-    return Settings(options.defaults, evaluation, options.state_dir)
+    telemetry = None
+    if options.telemetry is not None:
+        from oma_host.telemetry.settings import settle_telemetry
+
+        asked = options.telemetry
+        telemetry = settle_telemetry(
+            endpoint=asked.endpoint,
+            headers=asked.headers,
+            service_name=asked.service_name,
+            capture_content=asked.capture_content,
+            explicit=True,
+        )
+    return Settings(options.defaults, evaluation, options.state_dir, telemetry)
 
 
 def _warm_up() -> None:

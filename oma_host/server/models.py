@@ -27,6 +27,7 @@ from pydantic import (
     WithJsonSchema,
 )
 
+from oma_host.core.cli_options import collector_url
 from oma_host.core.config import ModelDefaults
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.messages import schema_ref
@@ -145,9 +146,53 @@ class HttpOptions(Params):
         return HttpSettings(**self.model_dump(exclude_none=True))
 
 
+def _collector_url(value: str) -> str:
+    try:
+        return collector_url(value)
+    except ValueError as error:
+        raise predicate_error(str(error).replace("wants", "must be", 1)) from None
+
+
+def _header_names(value: dict[str, str]) -> dict[str, str]:
+    for name in value:
+        if not name or not all(c.isalnum() or c in "!#$%&'*+-.^_`|~" for c in name):
+            raise predicate_error(f"has {name!r}, which is not an HTTP header name")
+    return value
+
+
+class TelemetryOptions(Params):
+    """Export the session's spans over OTLP/HTTP (docs/telemetry.md). Given
+    (even empty), export is on unless ``OTEL_SDK_DISABLED=true``; a field
+    left out is read from the ``OTEL_*`` variables as the SDK reads them."""
+
+    endpoint: Annotated[str, AfterValidator(_collector_url)] | None = Field(
+        default=None,
+        description="the collector's OTLP/HTTP base URL; spans go to {endpoint}/v1/traces "
+        "(default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, "
+        "else http://localhost:4318)",
+    )
+    headers: Annotated[dict[str, str], AfterValidator(_header_names)] | None = Field(
+        default=None,
+        description="HTTP headers sent with every export, over those of "
+        "OTEL_EXPORTER_OTLP_HEADERS (an authorization token, say: never logged)",
+    )
+    service_name: str | None = Field(
+        default=None,
+        alias="serviceName",
+        description="the resource's service.name (default: OTEL_SERVICE_NAME, else oma-host)",
+    )
+    capture_content: bool | None = Field(
+        default=None,
+        alias="captureContent",
+        description="record message text in span attributes, redacted and bounded "
+        "(default: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
+    )
+
+
 class InitializationOptions(Params):
     defaults: ModelDefaults | None = None
     http: HttpOptions | None = None
+    telemetry: TelemetryOptions | None = None
     evaluation: EvaluationField | None = None
     state_dir: str | None = Field(default=None, alias="stateDir")
     # Checked, and taken out, by the connection before initialize runs

@@ -1,7 +1,8 @@
 """What every run method does around its run: the request's abort signal,
 LSP work-done progress (``begin``, a ``report`` for each step the run takes
-and every second while it waits, ``end``), a trace in the store, and the
--32800 answer that carries a cancelled run's partial result."""
+and every second while it waits, ``end``), a trace in the store, its spans
+exported when telemetry is on (``oma_host.telemetry``), and the -32800 answer
+that carries a cancelled run's partial result."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from oma_host.core.activity import watching
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import ErrorCode
 from oma_host.core.redact import config_secrets
-from oma_host.core.spans import CollectedSpans, recording
+from oma_host.core.spans import CollectedSpans, SpanSink, recording
 from oma_host.orchestration.run_log import run_record
 from oma_host.server.context import RequestContext
 from oma_host.server.rpc import RpcError
@@ -57,8 +58,11 @@ async def tracked_run(
     code = "error"
     reporter = None if work_done_token is None else _Reporter(ctx, work_done_token, title)
     spans = CollectedSpans()
+    export = await ctx.state.span_export()
+    sinks: tuple[SpanSink, ...] = (spans,) if export is None else (spans, export[0])
+    capture = export is not None and export[1]
     try:
-        with recording(spans, conversation_id=session_id):
+        with recording(*sinks, capture_content=capture, conversation_id=session_id):
             if reporter is None:
                 result = await run(ctx.abort)
             else:

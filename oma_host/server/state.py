@@ -4,7 +4,7 @@
 model defaults, evaluation config, state directory, parsed once), the agents
 (:class:`AgentRegistry`), the session's one :class:`Supervisor`, the client
 callbacks, and the services built on first use: the store (SQLite in the
-state directory) and the online evaluator. A host that only runs agents opens
+state directory), the online evaluator and the span export. A host that only runs agents opens
 its database on the first run; one without ``initializationOptions.evaluation``
 never builds an evaluator. Creating the state imports nothing heavy, since a
 session exists before ``initialize`` is answered.
@@ -13,7 +13,7 @@ session exists before ``initialize`` is answered.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from oma_host.core.errors import AgentNotFoundError, StoreError
@@ -22,12 +22,14 @@ from oma_host.server.supervisor import Supervisor
 if TYPE_CHECKING:
     from oma_host.core.agent import Agent
     from oma_host.core.config import AgentConfig, ModelDefaults
+    from oma_host.core.spans import SpanSink
     from oma_host.orchestration.evaluation import EvaluationConfig, OnlineEvaluator
     from oma_host.orchestration.store import Store
     from oma_host.server.callbacks import ClientCallbacks
     from oma_host.server.rpc import Connection
     from oma_host.server.trace import FrameTracer
     from oma_host.server.trace_batch import TraceBatch
+    from oma_host.telemetry.settings import Telemetry
 
 _FLUSH_ON_SHUTDOWN_S = 2.0
 
@@ -39,6 +41,8 @@ class Settings:
     defaults: ModelDefaults | None = None
     evaluation: EvaluationConfig | None = None
     state_dir: str | None = None  # --state-dir, unless stateDir overrides it
+    # initializationOptions.telemetry, settled; None: the OTEL_* variables say.
+    telemetry: Telemetry | None = None
 
 
 @dataclass
@@ -162,11 +166,12 @@ class SessionState:
         self._evaluator: OnlineEvaluator | None = None
         # The run traces waiting to be written (server/trace_batch.py), from the first run on.
         self.run_traces: TraceBatch | None = None
+        self._exporting = False  # a run's spans went to an OTLP exporter
 
     def configure(self, settings: Settings) -> None:
         """Apply what ``initialize`` settled; a stateDir it leaves out keeps --state-dir."""
         if settings.state_dir is None:
-            settings = Settings(settings.defaults, settings.evaluation, self.settings.state_dir)
+            settings = replace(settings, state_dir=self.settings.state_dir)
         self.settings = settings
 
     @property
@@ -207,6 +212,28 @@ class SessionState:
 
             self.supervisor.on_close("the store", close)
         return self._store
+
+    async def span_export(self) -> tuple[SpanSink, bool] | None:
+        """Where a run's spans are exported, and whether with message text:
+        ``initializationOptions.telemetry``, else the ``OTEL_*`` variables;
+        None when they are not exported. The first export a session makes
+        is flushed when the session shuts down."""
+        from oma_host.telemetry.exporters import (
+            environment_telemetry,
+            flush_telemetry,
+            telemetry_sink,
+        )
+
+        telemetry = self.settings.telemetry or environment_telemetry()
+        if telemetry.config is None and not telemetry.warnings:
+            return None
+        sink = await telemetry_sink(telemetry)
+        if sink is None or telemetry.config is None:
+            return None
+        if not self._exporting:
+            self._exporting = True
+            self.supervisor.on_close("the span export", flush_telemetry)
+        return sink, telemetry.config.capture_content
 
     def evaluator(self) -> OnlineEvaluator | None:
         """The online evaluator, built on first use; None when evaluation is off."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from oma_host.core.termination import ENDING_SIGNALS
-from oma_host.server import close_http_client
+from oma_host.server import close_http_client, close_telemetry
 from oma_host.server.app import HostSession, SessionOptions
 from oma_host.server.auth import new_token, read_token_file, remove_token_file, write_token_file
 from oma_host.server.limits import DEFAULT_HANDSHAKE_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
@@ -171,6 +171,7 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
             loop.remove_signal_handler(signum)
         for path in token_files:
             remove_token_file(path)
+        await close_telemetry()
         await close_http_client()
 
 
