@@ -72,7 +72,7 @@ class Receiver:
                     self.send_response(404)
                     self.end_headers()
                     return
-                receiver._take(body, dict(self.headers.items()))
+                receiver._take(body, {k.lower(): v for k, v in self.headers.items()})
                 answer = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")

@@ -1,0 +1,67 @@
+"""The ACP door exports each prompt turn's spans over OTLP/HTTP: ``oma-host
+acp`` driven by the TypeScript SDK's client, told by the standard variable
+or by its own options, and a receiver decoding what arrives with
+``opentelemetry-proto``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from oma_host.testing.simulator import Reply
+from tests.acp_server.helpers import Door, initialize, new_session, prompt, text
+from tests.telemetry.receiver import Receiver, by_operation, children
+
+PROMPT = "PROMPT-MARKER-acp read the notes"
+
+
+@pytest.fixture
+def collector() -> Iterator[Receiver]:
+    with Receiver() as receiver:
+        yield receiver
+
+
+def _turn(door: Door) -> str:
+    """One prompt turn with a tool call; the session's id."""
+    door.write_agents(first=door.llm(tools=["file_read"]))
+    (door.cwd / "notes.txt").write_text("forty-two")
+    call = {"type": "tool_use", "id": "call_1", "name": "file_read", "input": {"path": "notes.txt"}}
+    door.sim.script(Reply(content=[call]), Reply.text("It says forty-two."))
+    _, new, turn = door.run(initialize(), new_session(door.cwd), prompt(text(PROMPT)))
+    assert turn["result"]["stopReason"] == "end_turn"
+    session_id: str = new["result"]["sessionId"]
+    return session_id
+
+
+def test_a_prompt_turn_is_exported_as_a_trace_of_the_session(
+    door: Door, collector: Receiver
+) -> None:
+    door.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
+    session_id = _turn(door)
+    spans = collector.spans  # the door flushed them before it exited
+    (root,) = [span for span in spans if span.parent_id is None]
+    assert root.name == "invoke_agent claude"
+    assert root.attributes["gen_ai.conversation.id"] == session_id
+    assert root.attributes["gen_ai.provider.name"] == "anthropic"
+    assert [span.name for span in children(spans, root)] == [
+        "chat model-one",
+        "execute_tool file_read",
+        "chat model-one",
+    ]
+    assert root.resource["service.name"] == "oma-host"
+    assert b"PROMPT-MARKER" not in collector.raw and b"forty-two" not in collector.raw
+
+
+def test_the_command_line_options_turn_it_on_with_content(door: Door, collector: Receiver) -> None:
+    door.flags += [
+        "--telemetry-endpoint",
+        collector.endpoint,
+        "--telemetry-capture-content",
+        "true",
+    ]
+    _turn(door)
+    (root,) = by_operation(collector.spans, "invoke_agent")
+    assert "PROMPT-MARKER-acp" in root.attributes["gen_ai.input.messages"]
+    (tool,) = by_operation(collector.spans, "execute_tool")
+    assert tool.attributes["gen_ai.tool.call.result"] == "forty-two"
