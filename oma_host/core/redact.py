@@ -321,7 +321,7 @@ def scrub_credentials(value: Any) -> tuple[Any, set[str]]:
     of ``apiKey`` and ``authToken``, the variable an ``apiKeyEnv`` names, the
     secret-looking names of an ``env`` object and of ``env`` lists of
     ``{name, value}`` (MCP servers'), and every value of a ``headers`` list
-    (a header carries a token whatever its name). Iterative: messages nest as
+    or object (a header carries a token whatever its name). Iterative: messages nest as
     deep as JSON parses."""
     found: set[str] = set()
     root: list[Any] = [None]
@@ -344,6 +344,13 @@ def scrub_credentials(value: Any) -> tuple[Any, set[str]]:
                             found.add(pair["value"])
                             pair = {**pair, "value": REDACTED}
                         stack.append((pair, clean[key], index))
+                elif key == "headers" and isinstance(child, dict):
+                    # An object of headers (initializationOptions.telemetry's): every value.
+                    clean[key] = {}
+                    for name, val in child.items():
+                        if isinstance(val, str):
+                            found.add(val)
+                        clean[key][name] = REDACTED
                 elif key == "env" and isinstance(child, dict):
                     clean[key] = {}
                     for name, val in child.items():

@@ -3,8 +3,9 @@ JSON object per line, for bug reports.
 
 Keys never reach the file. Values of ``apiKey`` and ``authToken`` fields, of
 secret-looking names in ``env`` objects and in MCP servers' ``env`` lists of
-``{name, value}``, and every value of their ``headers`` lists (a header
-carries a token whatever its name) are replaced before writing; the
+``{name, value}``, and every value of their ``headers`` lists and of a
+``headers`` object (``initializationOptions.telemetry``'s; a header carries
+a token whatever its name) are replaced before writing; the
 values they hold, the variable an ``apiKeyEnv`` names, and every
 secret-looking variable of the host's environment (where the providers'
 standard keys and an external agent's inherited ones live) are secrets from

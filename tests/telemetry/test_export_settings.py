@@ -78,8 +78,11 @@ async def test_initialization_options_turn_the_export_on_with_their_endpoint_and
 ) -> None:
     """No OTEL_* variable: initializationOptions.telemetry alone turns the
     export on, its headers go with every request and are never logged (at
-    DEBUG either), its serviceName names the resource."""
-    host = await HostClient.spawn(host_argv("--log-level", "DEBUG"), env={"ANTHROPIC_API_KEY": KEY})
+    DEBUG either) nor traced, its serviceName names the resource."""
+    trace = tmp_path / "frames.jsonl"
+    host = await HostClient.spawn(
+        host_argv("--log-level", "DEBUG", "--trace", str(trace)), env={"ANTHROPIC_API_KEY": KEY}
+    )
     telemetry = {
         "endpoint": collector.endpoint + "/",
         "headers": {"Authorization": TOKEN},
@@ -97,7 +100,10 @@ async def test_initialization_options_turn_the_export_on_with_their_endpoint_and
     assert all(headers.get("authorization") == TOKEN for headers in collector.received.headers)
     assert TOKEN.encode() not in collector.raw
     log = await host.stderr_text()
-    assert "collector-token-SECRET" not in log and KEY not in log
+    frames = trace.read_text()
+    assert '"headers": {"Authorization": "[redacted]"}' in frames
+    for written in (log, frames):
+        assert "collector-token-SECRET" not in written and KEY not in written
 
 
 async def test_bad_telemetry_options_are_refused_naming_the_field() -> None:
