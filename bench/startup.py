@@ -87,8 +87,9 @@ class StartupSample:
     returncode: int | None
 
 
-async def spawn_and_initialize(argv: list[str]) -> StartupSample:
-    """Spawn ``argv``, time it to the ``initialize`` response, then tear it down."""
+async def spawn_and_initialize(argv: list[str], env: dict[str, str] | None = None) -> StartupSample:
+    """Spawn ``argv`` (with ``env`` over this process's environment), time it
+    to the ``initialize`` response, then tear it down."""
     start = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
         *argv,
@@ -96,6 +97,7 @@ async def spawn_and_initialize(argv: list[str]) -> StartupSample:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=REPO_ROOT,
+        env=None if env is None else {**os.environ, **env},
     )
     assert process.stdin is not None and process.stdout is not None
     assert process.stderr is not None
