@@ -1,6 +1,6 @@
 """core/spans.py: nothing is built when nobody records, spans nest through
 asyncio tasks, a block's end sets its status, and content goes into
-attributes only when the recording captures it, redacted."""
+attributes only when the recording captures it, redacted and bounded."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ import asyncio
 
 import pytest
 
+from oma_host.core.bounded_text import PAYLOAD_LIMIT, TRUNCATED
 from oma_host.core.redact import Redactor
 from oma_host.core.spans import (
     ERROR_TYPE,
+    INPUT_MESSAGES,
     OPERATION,
+    OUTPUT_MESSAGES,
     TOOL_CALL_ARGUMENTS,
     CollectedSpans,
     Span,
@@ -106,6 +109,24 @@ def test_content_is_set_only_when_captured_and_then_redacted() -> None:
         assert isinstance(value, str)
         assert "Zq81own0Key9Lm27" not in value and "abc123def456" not in value
         assert "[redacted]" in value
+
+
+def test_content_is_bounded_and_its_surrogates_escaped() -> None:
+    """As storePayloads' redacted payloads: at most PAYLOAD_LIMIT characters,
+    a cut marked, and no lone surrogate left (protobuf could not encode it)."""
+    long_messages = [{"role": "user", "content": "x" * 50_000}]
+    spans = CollectedSpans()
+    with (
+        recording(spans, capture_content=True),
+        open_span("invoke_agent", "invoke_agent a") as span,
+    ):
+        set_span_content(span, INPUT_MESSAGES, long_messages, Redactor([]))
+        set_span_content(span, OUTPUT_MESSAGES, "half a pair: \ud800", Redactor([]))
+    (recorded,) = spans.spans
+    bounded = recorded.attributes[INPUT_MESSAGES]
+    assert isinstance(bounded, str) and len(bounded) == PAYLOAD_LIMIT
+    assert bounded.startswith('[{"role":"user","content":"xxx') and bounded.endswith(TRUNCATED)
+    assert recorded.attributes[OUTPUT_MESSAGES] == "half a pair: \\ud800"
 
 
 def test_usage_counts_cached_input_in_the_input_tokens() -> None:

@@ -1,0 +1,67 @@
+"""The rules that settle whether and where spans are exported
+(``oma_host.telemetry.settings``), over environments given explicitly."""
+
+from __future__ import annotations
+
+from oma_host.telemetry.settings import TelemetryConfig, settle_telemetry
+
+ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
+
+
+def test_nothing_set_exports_nothing() -> None:
+    assert settle_telemetry(environ={}).config is None
+    assert settle_telemetry(environ={"OTEL_SERVICE_NAME": "x"}).config is None
+
+
+def test_an_endpoint_variable_or_the_otlp_exporter_turns_it_on() -> None:
+    assert settle_telemetry(environ=ENDPOINT).config == TelemetryConfig()
+    traces = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"}
+    assert settle_telemetry(environ=traces).config == TelemetryConfig()
+    assert settle_telemetry(environ={"OTEL_TRACES_EXPORTER": "otlp"}).config == TelemetryConfig()
+
+
+def test_the_off_switches() -> None:
+    assert settle_telemetry(environ={**ENDPOINT, "OTEL_TRACES_EXPORTER": "none"}).config is None
+    disabled = {**ENDPOINT, "OTEL_SDK_DISABLED": "TRUE"}
+    assert settle_telemetry(environ=disabled).config is None
+    # The kill switch wins over an explicit ask too; an exporter of "none" does not.
+    asked = settle_telemetry(endpoint="http://c:4318", explicit=True, environ=disabled)
+    assert asked.config is None
+    none = {"OTEL_TRACES_EXPORTER": "none"}
+    on = settle_telemetry(endpoint="http://c:4318", environ=none).config
+    assert on is not None and on.traces_endpoint == "http://c:4318/v1/traces"
+
+
+def test_what_the_exporter_cannot_do_is_a_warning_and_no_export() -> None:
+    grpc = settle_telemetry(environ={**ENDPOINT, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"})
+    assert grpc.config is None
+    (warning,) = grpc.warnings
+    assert "OTEL_EXPORTER_OTLP_PROTOCOL=grpc" in warning and "http/protobuf" in warning
+    console = settle_telemetry(environ={**ENDPOINT, "OTEL_TRACES_EXPORTER": "console"})
+    assert console.config is None and "otlp only" in console.warnings[0]
+    both = settle_telemetry(environ={**ENDPOINT, "OTEL_TRACES_EXPORTER": "console,otlp"})
+    assert both.config is not None and not both.warnings
+
+
+def test_explicit_settings_and_content_capture() -> None:
+    settled = settle_telemetry(
+        endpoint="https://c.example/otel/",
+        headers={"b": "2", "a": "1"},
+        service_name="svc",
+        capture_content=True,
+        environ={},
+    ).config
+    assert settled == TelemetryConfig(
+        traces_endpoint="https://c.example/otel/v1/traces",
+        headers=(("a", "1"), ("b", "2")),
+        service_name="svc",
+        capture_content=True,
+    )
+    assert "2" not in repr(settled)  # header values (tokens) stay out of reprs
+    capture = {**ENDPOINT, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+    from_env = settle_telemetry(environ=capture).config
+    assert from_env is not None and from_env.capture_content
+    overridden = settle_telemetry(capture_content=False, explicit=True, environ=capture).config
+    assert overridden is not None and not overridden.capture_content
+    # An empty ask (initializationOptions.telemetry: {}) is an ask: the variables say where.
+    assert settle_telemetry(explicit=True, environ={}).config == TelemetryConfig()
