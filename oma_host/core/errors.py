@@ -87,6 +87,7 @@ ErrorKind = Literal[
     "max_turn_requests",  # budget_exhausted: an ACP agent's own request limit
     "budget",  # budget_exhausted: the cost budget (maxCostBudget)
     "loop",  # the model kept making the same tool call (loopDetection)
+    "executor",  # a team's executor could not run the task (a Ray worker or node lost)
 ]
 
 

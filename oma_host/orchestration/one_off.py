@@ -1,5 +1,5 @@
 """OpenMultiAgent: one-off agents with tracing, progress and online evaluation
-(PROTOCOL.md section 7).
+(PROTOCOL.md section 7), and task graphs (``run_tasks``, as ``oma/runTasks``).
 
 ``run_agent`` validates config and input first (the guard, then the
 string-only boundary), and only then reports progress, runs, and hands a
@@ -10,13 +10,18 @@ what a callback does to them cannot reach the run.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent
 from oma_host.core.backends import PermissionHandler
-from oma_host.core.config import AgentConfig, ModelDefaults, parse_model_defaults
+from oma_host.core.config import (
+    AgentConfig,
+    ModelDefaults,
+    parse_agent_config,
+    parse_model_defaults,
+)
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.guard import clone, copy_plain
@@ -32,7 +37,17 @@ from oma_host.orchestration.evaluation import (
     check_judges,
     parse_evaluation_config,
 )
+from oma_host.orchestration.executors import LocalExecutor, RayExecutor, parse_executor
+from oma_host.orchestration.member_placement import open_executor
 from oma_host.orchestration.store import MEMORY, Store
+from oma_host.orchestration.teams import (
+    DEFAULT_MAX_CONCURRENCY,
+    TaskGraphRun,
+    Team,
+    check_members,
+    check_task_resources,
+    parse_tasks,
+)
 
 log = logging.getLogger(__name__)
 
@@ -171,3 +186,56 @@ class OpenMultiAgent:
             return result
 
         return run
+
+    async def run_tasks(
+        self,
+        agents: Sequence[AgentConfig | Mapping[str, Any]],
+        tasks: Sequence[Mapping[str, Any]],
+        *,
+        executor: LocalExecutor | RayExecutor | Mapping[str, Any] | None = None,
+        shared_memory: bool = False,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        max_token_budget: int | None = None,
+        run_id: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        abort: AbortSignal | None = None,
+    ) -> dict[str, Any]:
+        """Run a task DAG with a team of ``agents``, as ``oma/runTasks``: the
+        same tasks (``id``, ``title``, ``description``, ``assignee``,
+        ``dependsOn``, ``resources``), executor (``{"kind": "local"}``, the
+        default, or ``{"kind": "ray", ...}``) and result. Everything is
+        checked before any task starts (InvalidParamsError)."""
+        if not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise InvalidParamsError("max_concurrency must be an integer of at least 1")
+        if max_token_budget is not None and (
+            not isinstance(max_token_budget, int) or max_token_budget < 1
+        ):
+            raise InvalidParamsError("max_token_budget must be an integer of at least 1")
+        if not agents:
+            raise InvalidParamsError("agents must be a non-empty list of agent configs")
+        members = [
+            parse_agent_config(member, self.defaults, f"agents[{index}]")
+            for index, member in enumerate(agents)
+        ]
+        team = Team(
+            agents=check_members(members, "agents"),
+            shared_memory=shared_memory,
+            max_concurrency=max_concurrency,
+            max_token_budget=max_token_budget,
+        )
+        parsed = parse_tasks(
+            [dict(task) if isinstance(task, Mapping) else task for task in tasks],
+            team,
+            with_resources=True,
+        )
+        chosen = parse_executor(executor)
+        check_task_resources(parsed, chosen)
+        graph = TaskGraphRun(
+            team,
+            parsed,
+            run_id=run_id,
+            progress=on_progress or self.on_progress,
+            abort=abort,
+            executor=await open_executor(chosen, team, parsed),
+        )
+        return await graph.run()

@@ -10,6 +10,10 @@ the outputs of the tasks it depends on; ``maxTokenBudget`` caps the team's
 total usage (tasks not yet started when it is spent are skipped). Every task
 runs on a fresh agent, so external (process, ACP) agents can be members. A
 run takes at most ``MAX_TASKS`` (1,000) tasks.
+
+Members run in the host, unless the run has a :class:`MemberExecutor` that
+takes them (the Ray executor, :mod:`oma_host.orchestration.executors`): then
+the same task runs there, with the same prompt, reports and result.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent
@@ -31,6 +35,12 @@ from oma_host.core.events import PlanEntry
 from oma_host.core.guard import clone
 from oma_host.core.results import AgentRunResult, TokenUsage, add_token_usage, zero_usage
 from oma_host.core.run_ids import new_run_id
+from oma_host.orchestration.executors import (
+    LocalExecutor,
+    RayExecutor,
+    TaskResources,
+    parse_resources,
+)
 from oma_host.orchestration.team_spans import end_task_span, end_team_span, task_span, team_span
 
 log = logging.getLogger(__name__)
@@ -48,6 +58,29 @@ class Task:
     description: str
     assignee: str
     depends_on: tuple[str, ...] = ()
+    # What the task holds on a node (the Ray executor's; see executors.py).
+    resources: TaskResources | None = None
+
+
+class MemberExecutor(Protocol):
+    """Runs a team's members somewhere other than the host (a Ray cluster)."""
+
+    def takes(self, config: AgentConfig) -> bool:
+        """Whether a member with this config runs here (else in the host)."""
+        ...
+
+    async def run(
+        self,
+        task: Task,
+        config: AgentConfig,
+        prompt: str,
+        *,
+        run_id: str,
+        abort: AbortSignal | None,
+    ) -> AgentRunResult:
+        """Run ``task``'s member on ``prompt``: its result, in the shape a
+        run in the host has (a failure is a failed result, never raised)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -117,8 +150,15 @@ def check_coordinator(team: Team) -> AgentConfig:
     return config
 
 
-def parse_tasks(raw: Any, team: Team, where: str = "tasks") -> list[Task]:
-    """Tasks with ids, assignees and dependencies checked; cycles refused."""
+def parse_tasks(
+    raw: Any, team: Team, where: str = "tasks", *, with_resources: bool = False
+) -> list[Task]:
+    """Tasks with ids, assignees and dependencies checked; cycles refused.
+    ``with_resources``: a task may name its ``resources`` (a caller's tasks;
+    a coordinator's plan may not)."""
+    fields = {"id", "title", "description", "assignee", "dependsOn"}
+    if with_resources:
+        fields.add("resources")
     if not isinstance(raw, list) or not raw:
         raise InvalidParamsError(f"{where} must be a non-empty array of tasks")
     names = list(team.agents)
@@ -127,7 +167,7 @@ def parse_tasks(raw: Any, team: Team, where: str = "tasks") -> list[Task]:
         at = f"{where}[{index}]"
         if not isinstance(item, dict):
             raise InvalidParamsError(f"{at} must be an object")
-        unknown = set(item) - {"id", "title", "description", "assignee", "dependsOn"}
+        unknown = set(item) - fields
         if unknown:
             raise InvalidParamsError(f"{at}.{sorted(unknown)[0]}: is not a known field")
         task_id = item.get("id", f"task-{index + 1}")
@@ -146,6 +186,7 @@ def parse_tasks(raw: Any, team: Team, where: str = "tasks") -> list[Task]:
                 description=_text(item.get("description"), f"{at}.description"),
                 assignee=assignee,
                 depends_on=tuple(depends),
+                resources=parse_resources(item.get("resources"), f"{at}.resources"),
             )
         )
     check_tasks(tasks, team, where)
@@ -175,6 +216,20 @@ def check_tasks(tasks: list[Task], team: Team, where: str = "tasks") -> None:
                     f"{where}[{index}].dependsOn: {dependency!r} is not a task id"
                 )
     _refuse_cycles(tasks, where)
+
+
+def check_task_resources(
+    tasks: list[Task], executor: LocalExecutor | RayExecutor, where: str = "tasks"
+) -> None:
+    """A task's ``resources`` are for the Ray executor: refused under the local one."""
+    if executor.kind == "ray":
+        return
+    for index, task in enumerate(tasks):
+        if task.resources is not None:
+            raise InvalidParamsError(
+                f'{where}[{index}].resources: resources are for executor.kind "ray"; '
+                "the local executor runs every task in the host"
+            )
 
 
 def _refuse_cycles(tasks: list[Task], where: str) -> None:
@@ -233,8 +288,10 @@ class TaskGraphRun:
         run_id: str | None = None,
         progress: ProgressCallback | None = None,
         abort: AbortSignal | None = None,
+        executor: MemberExecutor | None = None,
     ) -> None:
         self.team = team
+        self.executor = executor
         self.run_id = run_id or new_run_id()
         self.progress = progress
         self.abort = abort
@@ -341,19 +398,24 @@ class TaskGraphRun:
 
     async def _execute(self, outcome: TaskOutcome) -> None:
         task = outcome.task
-        agent = Agent(self.team.agents[task.assignee])
+        config = self.team.agents[task.assignee]
+        executor = self.executor if self.executor and self.executor.takes(config) else None
+        agent = Agent(config) if executor is None else None
         prompt = self._prompt(task)
         outcome.status = "running"
         self.report("task_start", task.assignee, {"taskId": task.id, "title": task.title})
         self.report_plan(task.assignee)
         self.report("agent_start", task.assignee, {"prompt": prompt})
+        run_id = f"{self.run_id}:{task.id}"
         with task_span(task.id, task.assignee, task.depends_on) as span:
-            try:
-                result = await agent.run(
-                    prompt, run_id=f"{self.run_id}:{task.id}", abort=self.abort
-                )
-            finally:
-                await agent.close()
+            if executor is not None:
+                result = await executor.run(task, config, prompt, run_id=run_id, abort=self.abort)
+            else:
+                assert agent is not None
+                try:
+                    result = await agent.run(prompt, run_id=run_id, abort=self.abort)
+                finally:
+                    await agent.close()
             end_task_span(span, "completed" if result["success"] else "failed")
         _add_usage(self.usage, result["tokenUsage"])
         self.report("agent_complete", task.assignee, result)

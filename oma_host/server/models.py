@@ -15,7 +15,7 @@ schema reference for ``oma-host schema``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import (
     AfterValidator,
@@ -32,6 +32,7 @@ from oma_host.core.config import ModelDefaults
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.messages import schema_ref
 from oma_host.core.validation import describe_validation_error, predicate_error
+from oma_host.orchestration.executors import EXECUTOR_KINDS, ExecutorConfig, TaskResources
 from oma_host.orchestration.teams import DEFAULT_MAX_CONCURRENCY
 from oma_host.providers.http_settings import HttpSettings, Transport
 
@@ -85,6 +86,9 @@ class Params(BaseModel):
     """Base of every params model: strict, no unknown fields."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+    # The tags of the discriminated unions among the fields, which pydantic
+    # puts into error locations and an error's path leaves out.
+    union_tags: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def from_wire(cls, params: Any, method: str) -> Self:
@@ -93,7 +97,7 @@ class Params(BaseModel):
             return cls.model_validate(require_object(params, method))
         except ValidationError as error:
             raise InvalidParamsError(
-                describe_validation_error(error, f"{method}: params", model=cls)
+                describe_validation_error(error, f"{method}: params", cls.union_tags, cls)
             ) from None
 
     @classmethod
@@ -298,11 +302,21 @@ class TaskParams(Params):
     description: TeamText
     assignee: str | None = None
     depends_on: list[str] = Field(default_factory=list, alias="dependsOn")
+    resources: TaskResources | None = Field(
+        default=None, description='what the task holds on a node (executor.kind "ray")'
+    )
 
 
 class RunTasksParams(Params):
+    union_tags = EXECUTOR_KINDS
+
     team: TeamParams
     tasks: Annotated[list[TaskParams], AfterValidator(_non_empty("tasks"))]
+    executor: ExecutorConfig | None = Field(
+        default=None,
+        description='where the members run: {"kind": "local"} (default, in the host) '
+        'or {"kind": "ray", ...} (on a Ray cluster)',
+    )
     progress: bool = False
     run_id: str | None = Field(default=None, alias="runId")
     work_done_token: ProgressToken | None = Field(default=None, alias="workDoneToken")

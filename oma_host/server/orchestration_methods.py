@@ -13,6 +13,8 @@ from typing import Any, cast
 from oma_host.core.abort import AbortSignal
 from oma_host.core.config import parse_agent_config
 from oma_host.orchestration import teams
+from oma_host.orchestration.executors import LocalExecutor
+from oma_host.orchestration.member_placement import open_executor
 from oma_host.server.context import RequestContext
 from oma_host.server.models import (
     FlushParams,
@@ -65,6 +67,7 @@ def _tasks(ctx: RequestContext, specs: list[TaskParams], team: teams.Team) -> li
             description=spec.description,
             assignee=spec.assignee or names[index % len(names)],
             depends_on=tuple(spec.depends_on),
+            resources=spec.resources,
         )
         for index, spec in enumerate(specs)
     ]
@@ -78,9 +81,15 @@ def _progress(ctx: RequestContext, enabled: bool) -> teams.ProgressCallback | No
 
 @handles(Method.RUN_TASKS)
 async def run_tasks(ctx: RequestContext, params: RunTasksParams) -> TeamResult:
-    """Runs a task DAG: independent tasks in parallel, a failure skips its dependents."""
+    """Runs a task DAG: independent tasks in parallel, a failure skips its
+    dependents; `executor` says where the members run (the host, or a Ray cluster)."""
     team = _team(ctx, params.team)
     tasks = _tasks(ctx, params.tasks, team)
+    executor_config = params.executor or LocalExecutor(kind="local")
+    teams.check_task_resources(tasks, executor_config, ctx.where("tasks"))
+    executor = await open_executor(
+        executor_config, team, tasks, ctx.where("executor"), ctx.where("tasks")
+    )
 
     async def run(abort: AbortSignal) -> dict[str, Any]:
         graph = teams.TaskGraphRun(
@@ -89,6 +98,7 @@ async def run_tasks(ctx: RequestContext, params: RunTasksParams) -> TeamResult:
             run_id=params.run_id,
             progress=_progress(ctx, params.progress),
             abort=abort,
+            executor=executor,
         )
         return await graph.run()
 

@@ -1,0 +1,29 @@
+"""Where a task graph's members run: none away from the host (the local
+executor), or the executor opened for the run (the Ray executor, imported
+only when a run asks for it). Kept apart from :mod:`.teams` and
+:mod:`.executors`, which the Ray executor imports.
+"""
+
+from __future__ import annotations
+
+from oma_host.orchestration.executors import LocalExecutor, RayExecutor
+from oma_host.orchestration.teams import MemberExecutor, Task, Team
+
+
+async def open_executor(
+    executor: LocalExecutor | RayExecutor,
+    team: Team,
+    tasks: list[Task],
+    where: str = "executor",
+    tasks_where: str = "tasks",
+) -> MemberExecutor | None:
+    """The executor that runs members away from the host (None: the local
+    one, which runs them all in it), connected and its tasks checked against
+    the cluster. Raises InvalidParamsError naming ``where`` (or a task under
+    ``tasks_where``): Ray not installed, no cluster at the address, a task no
+    node can hold."""
+    if executor.kind == "local":
+        return None
+    from oma_host.orchestration import ray_executor
+
+    return await ray_executor.open_ray_executor(executor, team, tasks, where, tasks_where)

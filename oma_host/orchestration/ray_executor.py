@@ -1,0 +1,286 @@
+"""The Ray executor, host side: a task graph's members run as Ray tasks.
+
+Imported only when a run's executor is ``{"kind": "ray"}``
+(:func:`oma_host.orchestration.member_placement.open_executor`), and Ray itself only
+here, then: without it, the executor is InvalidParams naming the extra
+(``pip install 'oma-host[ray]'``).
+
+Opening the executor connects the host, as a Ray driver, to the cluster at
+``executor.address`` (or ``RAY_ADDRESS``): once per host process, since Ray
+holds one connection per process, so a later run naming another cluster is
+refused. An address where nothing answers is refused after a plain TCP check
+(``ray.init`` itself would wait for ever), and so is a task that no alive node
+has the resources for (Ray would hold it pending for ever). The connection
+is made in a thread: the host keeps serving, and Ray installs no signal
+handler over the host's own.
+
+A member that runs here (an external agent; an LLM agent with ``placement:
+"ray"``) is one Ray task (:func:`oma_host.orchestration.ray_member.run_member_task`)
+with the task's resources over the executor's (one CPU unless said), the
+executor's ``runtimeEnv``, and no retry (a member may have changed files).
+Its payload is the member's config as JSON (its keys and environment
+included: the worker needs them to run it) and the prompt, a string: team
+tasks are text, and the prompt is checked again before anything is sent.
+The result comes back in the shape of a run in the host (it is the same
+Agent's), redacted here too with the host's view of the member's secrets; a
+task Ray could not run (a worker or node lost, a runtime environment that
+failed, oma-host missing on the node) is a failed result with
+``errorInfo.kind`` ``"executor"``.
+
+Cancelled, a task is cancelled in Ray (KeyboardInterrupt in the task, which
+ends the member's process tree and answers ``cancelled``); one not ended
+within ``CANCEL_GRACE_S`` is cancelled with ``force`` (its worker is killed,
+and the member's runner ends the tree when it sees the worker gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from types import ModuleType
+from typing import Any, cast
+
+from oma_host.core.abort import AbortSignal
+from oma_host.core.abortable import Aborted, unless_aborted
+from oma_host.core.config import AgentConfig
+from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.redact import Redactor
+from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.orchestration.executors import RayExecutor, TaskResources
+from oma_host.orchestration.ray_member import EXECUTOR_ERROR, RUNNER_GRACE_S, run_member_task
+from oma_host.orchestration.teams import Task, Team
+
+log = logging.getLogger(__name__)
+
+RAY_EXTRA = "pip install 'oma-host[ray]'"
+CONNECT_CHECK_S = 5.0  # the TCP check of the address before ray.init
+# After ray.cancel, how long the task has to end its member before force.
+CANCEL_GRACE_S = RUNNER_GRACE_S + 5.0
+FORCED_WAIT_S = 10.0  # after a forced cancel, how long to wait for Ray to say so
+DEFAULT_CPUS = 1.0  # a member is a process of its own
+
+# The cluster this host process is connected to (Ray allows one).
+_connected: str | None = None
+_connecting = asyncio.Lock()
+# The Ray task that runs a member, made once per process.
+_member_task: Any = None
+
+
+def import_ray(where: str) -> ModuleType:
+    """Ray, or InvalidParamsError naming the extra that installs it."""
+    try:
+        import ray
+    except ImportError as error:
+        raise InvalidParamsError(
+            f'{where}.kind "ray" needs Ray, an optional extra of oma-host: {RAY_EXTRA} ({error})'
+        ) from None
+    return ray
+
+
+async def open_ray_executor(
+    config: RayExecutor, team: Team, tasks: list[Task], where: str, tasks_where: str
+) -> RayMembers:
+    """Connect to the cluster and check the tasks it is to run (see the module docstring)."""
+    ray = import_ray(where)
+    address = config.address or os.environ.get("RAY_ADDRESS")
+    if not address:
+        raise InvalidParamsError(
+            f"{where}.address is required: no address was given and RAY_ADDRESS is not set"
+        )
+    await _connect(ray, address, where)
+    if config.runtime_env is not None:
+        try:
+            ray.runtime_env.RuntimeEnv(**config.runtime_env)
+        except Exception as error:  # Ray's own checks, in Ray's words
+            raise InvalidParamsError(f"{where}.runtimeEnv: {error}") from None
+    members = RayMembers(ray, config)
+    nodes = await asyncio.to_thread(ray.nodes)
+    capacities = [node["Resources"] for node in nodes if node.get("Alive")]
+    for index, task in enumerate(tasks):
+        if not members.takes(team.agents[task.assignee]):
+            continue
+        demand = members.demand(task)
+        if not any(_fits(demand, capacity) for capacity in capacities):
+            raise InvalidParamsError(
+                f"{tasks_where}[{index}].resources: no alive node of the Ray cluster at "
+                f"{address} has the resources {_describe(demand)} (the nodes have: "
+                + "; ".join(_describe(capacity) for capacity in capacities)
+                + ")"
+            )
+    return members
+
+
+async def _connect(ray: ModuleType, address: str, where: str) -> None:
+    global _connected
+    async with _connecting:
+        if _connected is not None:
+            if _connected != address:
+                raise InvalidParamsError(
+                    f"{where}.address: this host is connected to the Ray cluster at "
+                    f"{_connected}; one host process uses one cluster"
+                )
+            return
+        await _check_reachable(address, where)
+        try:
+            await asyncio.to_thread(
+                ray.init,
+                address=address,
+                log_to_driver=False,  # workers' output must never reach the host's stdout
+                logging_level=logging.WARNING,
+                namespace="oma-host",
+            )
+        except Exception as error:
+            raise InvalidParamsError(
+                f"{where}.address: could not connect to the Ray cluster at {address}: {error}"
+            ) from None
+        _connected = address
+
+
+async def _check_reachable(address: str, where: str) -> None:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidParamsError(f"{where}.address must be host:port (the cluster's GCS address)")
+    try:
+        async with asyncio.timeout(CONNECT_CHECK_S):
+            _reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+    except (OSError, TimeoutError) as error:
+        raise InvalidParamsError(
+            f"{where}.address: no Ray cluster answers at {address} ({error or 'timed out'})"
+        ) from None
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+
+
+def _fits(demand: dict[str, float], capacity: dict[str, float]) -> bool:
+    return all(capacity.get(name, 0.0) >= amount for name, amount in demand.items() if amount)
+
+
+def _describe(resources: dict[str, float]) -> str:
+    shown = {
+        name: amount
+        for name, amount in resources.items()
+        if amount and not name.startswith("node:") and name != "object_store_memory"
+    }
+    return json.dumps(shown, sort_keys=True)
+
+
+class RayMembers:
+    """The members of one run that go to Ray, and how each is run there."""
+
+    def __init__(self, ray: ModuleType, config: RayExecutor) -> None:
+        self._ray = ray
+        self._config = config
+        global _member_task
+        if _member_task is None:
+            _member_task = ray.remote(run_member_task)
+        self._remote = _member_task
+
+    def takes(self, config: AgentConfig) -> bool:
+        return config.backend is not None or self._config.placement == "ray"
+
+    def resources(self, task: Task) -> TaskResources:
+        own = task.resources or TaskResources()
+        return own.over(self._config.resources)
+
+    def demand(self, task: Task) -> dict[str, float]:
+        """The task's resources, by Ray's names for them."""
+        resources = self.resources(task)
+        demand: dict[str, float] = {
+            "CPU": DEFAULT_CPUS if resources.num_cpus is None else resources.num_cpus,
+            "GPU": resources.num_gpus or 0.0,
+            "memory": float(resources.memory or 0),
+        }
+        demand.update(resources.custom or {})
+        return demand
+
+    def _options(self, task: Task) -> dict[str, Any]:
+        resources = self.resources(task)
+        options: dict[str, Any] = {
+            "num_cpus": DEFAULT_CPUS if resources.num_cpus is None else resources.num_cpus,
+            "max_retries": 0,
+            "name": f"oma-host:{task.id}",
+        }
+        if resources.num_gpus is not None:
+            options["num_gpus"] = resources.num_gpus
+        if resources.memory is not None:
+            options["memory"] = resources.memory
+        if resources.custom:
+            options["resources"] = dict(resources.custom)
+        if self._config.runtime_env is not None:
+            options["runtime_env"] = self._config.runtime_env
+        return options
+
+    async def run(
+        self,
+        task: Task,
+        config: AgentConfig,
+        prompt: str,
+        *,
+        run_id: str,
+        abort: AbortSignal | None,
+    ) -> AgentRunResult:
+        if not isinstance(prompt, str):  # the string-only boundary, before Ray sees anything
+            raise InvalidMessageError("a team task's prompt must be a string", "prompt")
+        if abort is not None and abort.aborted:
+            return RunRecorder(run_id).result("cancelled", "the run was cancelled")
+        payload = json.dumps(
+            {
+                "config": config.model_dump_json(by_alias=True, exclude_none=True),
+                "prompt": prompt,
+                "runId": run_id,
+            }
+        )
+        redactor = Redactor(config.secrets, patterns=False)
+        try:
+            ref = await asyncio.to_thread(
+                lambda: self._remote.options(**self._options(task)).remote(payload)
+            )
+        except Exception as error:  # Ray refused the task (its options, its runtime env)
+            return _failed(run_id, f"Ray refused the task: {error}", redactor)
+        answer = asyncio.wrap_future(ref.future())
+        try:
+            raw = await unless_aborted(asyncio.shield(answer), abort)
+        except Aborted:
+            raw = await self._cancel(ref, answer)
+            if raw is None:
+                return RunRecorder(run_id).result("cancelled", "the run was cancelled")
+        except self._ray.exceptions.RayError as error:
+            return _failed(run_id, f"the Ray task failed: {error}", redactor)
+        return _result(run_id, raw, redactor)
+
+    async def _cancel(self, ref: Any, answer: asyncio.Future[str]) -> str | None:
+        """Cancel the task, with force if it has not ended within the grace;
+        its answer if it gave one (the member's ``cancelled`` result)."""
+        ray = self._ray
+        await asyncio.to_thread(ray.cancel, ref)
+        for force, wait in ((False, CANCEL_GRACE_S), (True, FORCED_WAIT_S)):
+            if force:
+                log.warning("a Ray task did not end within %ss of its cancel: forcing", wait)
+                await asyncio.to_thread(ray.cancel, ref, force=True)
+            try:
+                async with asyncio.timeout(wait):
+                    return await asyncio.shield(answer)
+            except TimeoutError:
+                continue
+            except ray.exceptions.RayError:  # cancelled before it ran, or its worker killed
+                return None
+        return None
+
+
+def _result(run_id: str, raw: str, redactor: Redactor) -> AgentRunResult:
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        return _failed(run_id, "the Ray task answered something that is not JSON", redactor)
+    if EXECUTOR_ERROR in answer:
+        return _failed(run_id, str(answer[EXECUTOR_ERROR]), redactor)
+    return cast(AgentRunResult, redactor.redact_owned(answer))
+
+
+def _failed(run_id: str, message: str, redactor: Redactor) -> AgentRunResult:
+    message = redactor.redact(message)
+    return RunRecorder(run_id).result("error", message, output=message, error_kind="executor")
