@@ -57,16 +57,15 @@ class TaskResources(_Model):
     )
 
     def over(self, base: TaskResources | None) -> TaskResources:
-        """These resources over ``base``: a field set here wins, custom
-        resources are merged by name."""
+        """These resources over ``base``: each field set here replaces
+        ``base``'s (``custom`` as a whole)."""
         if base is None:
             return self
-        custom = {**(base.custom or {}), **(self.custom or {})}
         return TaskResources(
             num_cpus=self.num_cpus if self.num_cpus is not None else base.num_cpus,
             num_gpus=self.num_gpus if self.num_gpus is not None else base.num_gpus,
             memory=self.memory if self.memory is not None else base.memory,
-            custom=custom or None,
+            custom=self.custom if self.custom is not None else base.custom,
         )
 
 
