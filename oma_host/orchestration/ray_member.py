@@ -1,149 +1,164 @@
-"""One team member run on a Ray worker: the Ray task's body, and the runner
-process it starts (``python -m oma_host.orchestration.ray_member``).
+"""Team members run on a Ray worker: the Ray task's body, and the runner
+process it hands them to (``python -m oma_host.orchestration.ray_member``).
 
-The Ray task (:func:`run_member_task`, called in a Ray worker) starts a
-runner process in a session of its own and hands it the task's payload on
-stdin: the member's config (as JSON), the prompt (a string) and the run id.
-The runner is a small host: it makes itself a child subreaper, runs the
-member with the core :class:`~oma_host.core.agent.Agent` (a process or ACP
-agent through its bridge, in its process group and the config's ``cwd`` on
-this node; an LLM agent with ``placement: "ray"`` through the LLM backend)
-and writes the run's result, as JSON, on its stdout. What the member leaves
-behind comes back to the runner and is ended with it, and the runner's warden
-(:mod:`oma_host.core.warden`) ends the member's processes if the runner
-itself is killed.
+Each Ray worker keeps one runner, started with the worker's first member
+task, in a session of its own, and sends it one payload at a time as a line
+on its stdin: the member's config (as JSON), the prompt (a string) and the
+run id. The runner is a small host, warm between tasks (a new Python with
+oma-host imported costs more than most members): it is a child subreaper,
+runs the member with the core :class:`~oma_host.core.agent.Agent` (a
+process or ACP agent through its bridge, in its process group and the
+config's ``cwd`` on this node; an LLM agent with ``placement: "ray"``
+through the LLM backend) and answers with the run's result, one JSON line on
+its stdout. What a member leaves behind comes back to the runner and is
+ended with the member, and the runner's warden (:mod:`oma_host.core.warden`)
+ends the members' processes if the runner itself is killed.
 
 Cancelling ends the member's process tree on the worker:
 
 - ``ray.cancel(ref)`` raises KeyboardInterrupt in the task, which sends the
-  runner SIGTERM: the runner aborts the run (the bridge ends the member's
-  process group) and writes its ``cancelled`` result, which the task returns;
-  a runner still there after ``RUNNER_GRACE_S`` is killed with its group.
+  runner a cancel line: the runner aborts the run (the bridge ends the
+  member's process group) and answers with its ``cancelled`` result, which
+  the task returns. A runner that has not answered within ``RUNNER_GRACE_S``
+  is killed with its group (its warden ends the member) and the task ends as
+  cancelled.
 - ``ray.cancel(ref, force=True)`` kills the worker: the runner reads the end
-  of its stdin (the worker held the other end) and aborts the same way.
+  of its stdin (the worker held the other end), aborts the run the same way
+  and exits.
 
-The runner's own stdout carries nothing but the result: anything else written
-there (a library's print) goes to stderr, which the task keeps the end of for
-an error message. No ray import here: the host side is
+The runner's stdout carries nothing but answers: anything else written
+there (a library's print) goes to stderr, whose end the task keeps for an
+error message. No ray import here: the host side is
 :mod:`oma_host.orchestration.ray_executor`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
 import threading
 from typing import IO, Any
 
+from oma_host.core.abort import AbortSignal
+
 RUNNER_MODULE = "oma_host.orchestration.ray_member"
-# After SIGTERM, how long the runner has to end its member and answer.
+# After a cancel line, how long the runner has to end its member and answer.
 RUNNER_GRACE_S = 10.0
-_POLL_S = 0.05  # the task's wait for the runner, short: KeyboardInterrupt lands between polls
-_STDERR_KEPT = 4000  # characters of the runner's stderr an error message keeps
-# A payload's or a result's key that is no AgentRunResult field: the runner
-# could not run the member (the message says why).
+# How often the task's wait returns to Python, where KeyboardInterrupt lands.
+_INTERRUPT_CHECK_S = 0.05
+_STDERR_KEPT = 4000  # bytes of the runner's stderr an error message keeps
+# An answer's key that is no AgentRunResult field: the member could not be
+# run (the message says why).
 EXECUTOR_ERROR = "executorError"
+_CANCEL = b'{"cancel": true}\n'
 
 
 # -- the Ray task (in a Ray worker) -------------------------------------------------
 
 
 def run_member_task(payload: str) -> str:
-    """The Ray task: run the member in a runner process; its result as JSON
-    (or ``{"executorError": message}``). Cancelled (KeyboardInterrupt), it
-    ends the runner and returns the runner's ``cancelled`` result."""
-    runner: subprocess.Popen[bytes] | None = None
-    output: _Collected | None = None
+    """The Ray task: run the member in this worker's runner; its result as
+    JSON (or ``{"executorError": message}``). Cancelled (KeyboardInterrupt),
+    it has the runner end the member, and returns the ``cancelled`` result."""
     try:
-        runner = _start_runner()
-        output = _Collected(runner)
-        assert runner.stdin is not None
-        runner.stdin.write(payload.encode() + b"\n")
-        runner.stdin.flush()  # stdin stays open: its end tells the runner the worker is gone
+        runner = _Runner.for_this_worker()
+        runner.send(payload.encode() + b"\n")
+        return runner.answer()
+    except KeyboardInterrupt:  # ray.cancel: end the member, answer as cancelled
+        return runner.cancel()
+    except OSError as error:  # the runner could not start, or died before its payload
+        return _error(f"the member's runner failed on the worker: {error}")
+
+
+class _Runner:
+    """This worker's runner process, its answers read by a thread into a queue."""
+
+    _current: _Runner | None = None
+
+    @classmethod
+    def for_this_worker(cls) -> _Runner:
+        runner = cls._current
+        if runner is None or runner.process.poll() is not None:
+            runner = cls._current = cls()
+        return runner
+
+    def __init__(self) -> None:
+        # The runner imports the same oma_host as this worker (whose sys.path
+        # may have what its environment does not).
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", RUNNER_MODULE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+        assert self.process.stdout is not None and self.process.stderr is not None
+        self._answers: queue.Queue[bytes | None] = queue.Queue()
+        self._stderr: collections.deque[bytes] = collections.deque(maxlen=64)
+        _thread(_read_lines, self.process.stdout, self._answers)
+        _thread(_read_tail, self.process.stderr, self._stderr)
+
+    def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+
+    def answer(self, timeout: float | None = None) -> str:
+        """The runner's next answer (``queue.Empty`` after ``timeout``); an
+        error answer if the runner ended instead."""
+        waited = 0.0
         while True:
             try:
-                runner.wait(timeout=_POLL_S)
+                line = self._answers.get(timeout=_INTERRUPT_CHECK_S)
                 break
-            except subprocess.TimeoutExpired:
-                continue
-    except KeyboardInterrupt:  # ray.cancel: end the member, answer as cancelled
-        if runner is None:
-            raise
-        _end_runner(runner)
-    except OSError as error:  # the runner could not start, or died before its payload
-        if runner is None:
-            return _error(f"the member's runner could not start on the worker: {error}")
-        _end_runner(runner)
-    assert runner is not None and output is not None
-    return output.answer(runner.returncode)
-
-
-def _start_runner() -> subprocess.Popen[bytes]:
-    """The runner, importing the same oma_host as this worker (the worker's
-    own sys.path may have what its environment does not)."""
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
-    return subprocess.Popen(
-        [sys.executable, "-m", RUNNER_MODULE],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-    )
-
-
-def _end_runner(runner: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the runner (it ends its member and answers), then SIGKILL its
-    group if it has not ended within RUNNER_GRACE_S."""
-    with contextlib.suppress(ProcessLookupError):
-        runner.send_signal(signal.SIGTERM)
-    try:
-        runner.wait(timeout=RUNNER_GRACE_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(runner.pid, signal.SIGKILL)
-        runner.wait()
-
-
-class _Collected:
-    """The runner's stdout and stderr, read in threads while it runs (a
-    result larger than a pipe's buffer must not block it)."""
-
-    def __init__(self, runner: subprocess.Popen[bytes]) -> None:
-        assert runner.stdout is not None and runner.stderr is not None
-        self._stdout: list[bytes] = []
-        self._stderr: list[bytes] = []
-        self._readers = [
-            _reader(runner.stdout, self._stdout),
-            _reader(runner.stderr, self._stderr),
-        ]
-        self._runner = runner
-
-    def answer(self, code: int | None) -> str:
-        for reader in self._readers:
-            reader.join()
-        if self._runner.stdin is not None:
-            with contextlib.suppress(OSError):
-                self._runner.stdin.close()
-        out = b"".join(self._stdout).decode(errors="replace")
-        if code == 0 and out.startswith("{"):
-            return out
+            except queue.Empty:
+                waited += _INTERRUPT_CHECK_S
+                if timeout is not None and waited >= timeout:
+                    raise
+        if line is not None:
+            return line.decode()
+        code = self.process.wait()
         stderr = b"".join(self._stderr).decode(errors="replace").strip()[-_STDERR_KEPT:]
-        how = f"exited with code {code}" if code is None or code >= 0 else f"got signal {-code}"
+        how = f"exited with code {code}" if code >= 0 else f"was killed by signal {-code}"
         return _error(f"the member's runner {how}" + (f": {stderr}" if stderr else ""))
 
+    def cancel(self) -> str:
+        """Have the runner end the member; its ``cancelled`` answer, else
+        kill the runner and its group and end the task as cancelled."""
+        with contextlib.suppress(OSError):
+            self.send(_CANCEL)
+            with contextlib.suppress(queue.Empty):
+                return self.answer(RUNNER_GRACE_S)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        raise KeyboardInterrupt
 
-def _reader(stream: IO[bytes], into: list[bytes]) -> threading.Thread:
-    thread = threading.Thread(target=lambda: into.append(stream.read()), daemon=True)
-    thread.start()
-    return thread
+
+def _thread(target: Any, *args: Any) -> None:
+    threading.Thread(target=target, args=args, daemon=True).start()
+
+
+def _read_lines(stream: IO[bytes], into: queue.Queue[bytes | None]) -> None:
+    for line in stream:
+        into.put(line)
+    into.put(None)  # the runner has closed its stdout: it has ended
+
+
+def _read_tail(stream: IO[bytes], into: collections.deque[bytes]) -> None:
+    while chunk := os.read(stream.fileno(), 4096):
+        into.append(chunk)
 
 
 def _error(message: str) -> str:
@@ -154,43 +169,68 @@ def _error(message: str) -> str:
 
 
 def main() -> int:
-    """The runner: read the payload, run the member, write its result."""
+    """The runner: answer each payload line with its member's result, until
+    the end of stdin."""
     from oma_host.core.subreaper import enable_subreaper
 
-    enable_subreaper()  # before anything starts: what the member leaves comes back here
-    # The result goes out on the original stdout; anything else printed goes to stderr.
-    result_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    enable_subreaper()  # before anything starts: what a member leaves comes back here
+    # Answers go out on the original stdout; anything else printed goes to stderr.
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
-    line = sys.stdin.buffer.readline()
-    try:
-        payload = json.loads(line)
-    except ValueError:
-        print("the runner's payload is not JSON", file=sys.stderr)
-        return 2
-    result = asyncio.run(_run(payload))
-    result_out.write(json.dumps(result))
-    result_out.close()
+    asyncio.run(_serve(answers))
     return 0
 
 
-async def _run(payload: dict[str, Any]) -> Any:
-    from oma_host.core.abort import AbortSignal
+async def _serve(answers: IO[str]) -> None:
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    def read_stdin() -> None:  # a thread: stdin may be anything, and reads block
+        for line in sys.stdin.buffer:
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+        loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    threading.Thread(target=read_stdin, daemon=True).start()
+    current: AbortSignal | None = None
+    running: asyncio.Task[None] | None = None
+
+    def stop() -> None:
+        lines.put_nowait(None)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop)
+
+    async def run(payload: dict[str, Any], abort: AbortSignal) -> None:
+        result = await _run(payload, abort)
+        answers.write(json.dumps(result) + "\n")
+        answers.flush()
+
+    while (line := await lines.get()) is not None:
+        message = json.loads(line)
+        if "cancel" in message:
+            if current is not None:
+                current.abort()
+            continue
+        if running is not None:
+            await running  # one member at a time: the worker sends the next after the answer
+        current = AbortSignal()
+        running = asyncio.ensure_future(run(message, current))
+    # The worker is gone (or told us to stop): end the member, then exit.
+    if current is not None:
+        current.abort()
+    if running is not None:
+        with contextlib.suppress(Exception):
+            await running
+
+
+async def _run(payload: dict[str, Any], abort: AbortSignal) -> Any:
     from oma_host.core.agent import Agent
     from oma_host.core.config import AgentConfig
 
-    abort = AbortSignal()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        loop.add_signal_handler(sig, abort.abort)
-
-    def stdin_readable() -> None:
-        # Nothing more is sent: readable means the end, the worker is gone.
-        if not os.read(0, 4096):
-            loop.remove_reader(0)
-            abort.abort()
-
-    loop.add_reader(0, stdin_readable)
-    agent = Agent(AgentConfig.model_validate_json(payload["config"]))
+    try:
+        agent = Agent(AgentConfig.model_validate_json(payload["config"]))
+    except Exception as error:  # a config this oma-host refuses (another version's)
+        return {EXECUTOR_ERROR: f"the worker's oma-host refused the member's config: {error}"}
     try:
         return await agent.run(payload["prompt"], run_id=payload["runId"], abort=abort)
     finally:

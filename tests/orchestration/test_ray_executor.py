@@ -1,6 +1,6 @@
 """oma/runTasks with executor {kind: "ray"}, driven through the real
 ``oma-host`` over stdio against a real two-node Ray cluster on this machine
-(tests/orchestration/ray_cluster.py): the dependency order and results in
+(oma_host/testing/ray_cluster.py): the dependency order and results in
 the local executor's shapes, a failing member failing its dependents,
 resources that force tasks onto different nodes, an ACP member (the
 scripted TypeScript-SDK agent), an LLM member placed on Ray, cancellation
@@ -28,15 +28,15 @@ from typing import Any
 import pytest
 
 from oma_host.cli.client import HostClient, RpcError
-from oma_host.testing.simulator import Simulator
-from tests.npm_packages import ensure_npm_packages
-from tests.orchestration.ray_cluster import (
+from oma_host.testing.ray_cluster import (
     HEAD_IP,
     WORKER_IP,
     RayCluster,
     parents,
     processes_with,
 )
+from oma_host.testing.simulator import Simulator
+from tests.npm_packages import ensure_npm_packages
 from tests.providers.helpers import llm_config
 from tests.server.helpers import wait_dead_async
 
@@ -324,7 +324,6 @@ async def test_cancelling_mid_graph_ends_the_members_process_trees_on_every_node
     for pid in pids:
         assert await wait_dead_async(pid, 30), f"{pid} outlived the cancelled run"
     assert processes_with(tag) == []
-    assert _runners() == []
 
 
 async def test_a_killed_worker_is_a_failed_task_and_its_member_tree_ends(
@@ -368,6 +367,29 @@ async def test_a_killed_worker_is_a_failed_task_and_its_member_tree_ends(
     for pid in (member_pid, child_pid, runner):
         assert await wait_dead_async(pid, 30), f"{pid} outlived its killed worker"
     assert processes_with(tag) == []
+
+
+async def test_the_runners_a_host_started_end_when_it_goes(cluster: RayCluster) -> None:
+    before = set(_runners())
+    client = await HostClient.spawn()
+    try:
+        await client.initialize()
+        team = {"agents": [member("echo", "cat")]}
+        tasks = [
+            {"title": "one", "description": "x", "resources": {"custom": {"head": 1}}},
+            {"title": "two", "description": "y", "resources": {"custom": {"worker2": 1}}},
+        ]
+        done = await client.request(
+            "oma/runTasks", {"team": team, "tasks": tasks, "executor": ray(cluster)}, timeout=240
+        )
+        assert done["success"]
+        runners = set(_runners()) - before
+        assert len(runners) == 2  # one per worker, kept warm between tasks
+    finally:
+        await client.close()
+    # The host's job ends with it: Ray ends its workers, each runner its own.
+    for pid in runners:
+        assert await wait_dead_async(pid, 60), f"runner {pid} outlived the host"
 
 
 async def test_refusals_name_the_field_and_the_host_keeps_serving(

@@ -1,5 +1,6 @@
-"""A two-node Ray cluster on this machine, for the Ray executor's tests and
-benchmark: a head node and a second node, each its own raylet with one CPU
+"""A two-node Ray cluster on this machine, for the Ray executor's tests
+(``tests/orchestration/test_ray_executor.py``) and benchmark
+(``bench/ray_executor.py``): a head node and a second node, each its own raylet with one CPU
 and a custom resource naming it (``head``, ``worker2``), on loopback.
 
 Ray turns a node address of 127.0.0.1 into the machine's outward address,
@@ -24,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]  # the checkout whose oma_host the workers import
 HEAD_IP = "127.0.0.2"
 WORKER_IP = "127.0.0.3"
 _START_TIMEOUT_S = 180
