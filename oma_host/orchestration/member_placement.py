@@ -7,7 +7,8 @@ only when a run asks for it). Kept apart from :mod:`.teams` and
 from __future__ import annotations
 
 from oma_host.orchestration.executors import LocalExecutor, RayExecutor
-from oma_host.orchestration.teams import MemberExecutor, Task, Team
+from oma_host.orchestration.team_specs import Task, Team
+from oma_host.orchestration.teams import MemberExecutor
 
 
 async def open_executor(

@@ -40,14 +40,14 @@ from oma_host.orchestration.evaluation import (
 from oma_host.orchestration.executors import LocalExecutor, RayExecutor, parse_executor
 from oma_host.orchestration.member_placement import open_executor
 from oma_host.orchestration.store import MEMORY, Store
-from oma_host.orchestration.teams import (
+from oma_host.orchestration.team_specs import (
     DEFAULT_MAX_CONCURRENCY,
-    TaskGraphRun,
     Team,
     check_members,
     check_task_resources,
     parse_tasks,
 )
+from oma_host.orchestration.teams import TaskGraphRun
 
 log = logging.getLogger(__name__)
 

@@ -51,7 +51,7 @@ from oma_host.core.redact import Redactor
 from oma_host.core.results import AgentRunResult, RunRecorder
 from oma_host.orchestration.executors import RayExecutor, TaskResources
 from oma_host.orchestration.ray_member import EXECUTOR_ERROR, RUNNER_GRACE_S, run_member_task
-from oma_host.orchestration.teams import Task, Team
+from oma_host.orchestration.team_specs import Task, Team
 
 log = logging.getLogger(__name__)
 

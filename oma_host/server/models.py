@@ -33,7 +33,7 @@ from oma_host.core.errors import InvalidParamsError
 from oma_host.core.messages import schema_ref
 from oma_host.core.validation import describe_validation_error, predicate_error
 from oma_host.orchestration.executors import EXECUTOR_KINDS, ExecutorConfig, TaskResources
-from oma_host.orchestration.teams import DEFAULT_MAX_CONCURRENCY
+from oma_host.orchestration.team_specs import DEFAULT_MAX_CONCURRENCY
 from oma_host.providers.http_settings import HttpSettings, Transport
 
 ProgressToken = int | str

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.config import parse_agent_config
-from oma_host.orchestration import teams
+from oma_host.orchestration import team_specs, teams
 from oma_host.orchestration.executors import LocalExecutor
 from oma_host.orchestration.member_placement import open_executor
 from oma_host.server.context import RequestContext
@@ -36,7 +36,7 @@ from oma_host.server.registry import Method, handles
 from oma_host.server.runs import note_secrets, tracked_run
 
 
-def _team(ctx: RequestContext, params: TeamParams) -> teams.Team:
+def _team(ctx: RequestContext, params: TeamParams) -> team_specs.Team:
     defaults = ctx.state.defaults
     members = [
         parse_agent_config(member, defaults, ctx.where(f"team.agents[{index}]"))
@@ -49,8 +49,8 @@ def _team(ctx: RequestContext, params: TeamParams) -> teams.Team:
     )
     for config in members if coordinator is None else [*members, coordinator]:
         note_secrets(ctx, config)
-    return teams.Team(
-        agents=teams.check_members(members, ctx.where("team.agents")),
+    return team_specs.Team(
+        agents=team_specs.check_members(members, ctx.where("team.agents")),
         shared_memory=params.shared_memory,
         max_concurrency=params.max_concurrency,
         max_token_budget=params.max_token_budget,
@@ -58,10 +58,12 @@ def _team(ctx: RequestContext, params: TeamParams) -> teams.Team:
     )
 
 
-def _tasks(ctx: RequestContext, specs: list[TaskParams], team: teams.Team) -> list[teams.Task]:
+def _tasks(
+    ctx: RequestContext, specs: list[TaskParams], team: team_specs.Team
+) -> list[team_specs.Task]:
     names = list(team.agents)
     tasks = [
-        teams.Task(
+        team_specs.Task(
             id=spec.id or f"task-{index + 1}",
             title=spec.title,
             description=spec.description,
@@ -71,7 +73,7 @@ def _tasks(ctx: RequestContext, specs: list[TaskParams], team: teams.Team) -> li
         )
         for index, spec in enumerate(specs)
     ]
-    teams.check_tasks(tasks, team, ctx.where("tasks"))
+    team_specs.check_tasks(tasks, team, ctx.where("tasks"))
     return tasks
 
 
@@ -86,7 +88,7 @@ async def run_tasks(ctx: RequestContext, params: RunTasksParams) -> TeamResult:
     team = _team(ctx, params.team)
     tasks = _tasks(ctx, params.tasks, team)
     executor_config = params.executor or LocalExecutor(kind="local")
-    teams.check_task_resources(tasks, executor_config, ctx.where("tasks"))
+    team_specs.check_task_resources(tasks, executor_config, ctx.where("tasks"))
     executor = await open_executor(
         executor_config, team, tasks, ctx.where("executor"), ctx.where("tasks")
     )

@@ -12,7 +12,8 @@ import pytest
 from oma_host import AbortSignal, Agent
 from oma_host.core.config import parse_agent_config
 from oma_host.core.errors import InvalidParamsError
-from oma_host.orchestration.teams import Team, check_coordinator, check_members
+from oma_host.orchestration.team_specs import Team, check_members
+from oma_host.orchestration.teams import check_coordinator
 from tests.server.helpers import wait_dead_async
 
 SLOW = {"name": "slow", "provider": "test", "model": "slow-echo"}

@@ -11,7 +11,7 @@ import pytest
 from oma_host.cli.client import HostClient, RpcError
 from oma_host.core.config import parse_agent_config
 from oma_host.core.errors import InvalidParamsError
-from oma_host.orchestration.teams import MAX_TASKS, Team, parse_tasks
+from oma_host.orchestration.team_specs import MAX_TASKS, Team, parse_tasks
 
 ECHO_TEAM = {"agents": [{"name": "w", "provider": "test", "model": "echo"}], "maxConcurrency": 8}
 
