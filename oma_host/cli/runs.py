@@ -25,8 +25,8 @@ from typing import Any, TextIO
 from oma_host.core import spans as names
 from oma_host.core.otlp import resource_spans
 from oma_host.core.spans import Span
-from oma_host.orchestration.run_records import NoRunDatabase, RunRecords, RunRow
-from oma_host.orchestration.store import default_state_dir
+from oma_host.orchestration.run_records import NoRunDatabase, RunRecords
+from oma_host.orchestration.store import RunTrace, default_state_dir
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _RELATIVE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
@@ -137,7 +137,7 @@ def _score(score: float | None) -> str:
     return "-" if score is None else f"{score:g}"
 
 
-def _print_list(rows: list[RunRow], out: TextIO) -> None:
+def _print_list(rows: list[RunTrace], out: TextIO) -> None:
     if not rows:
         print("no runs", file=out)
         return
@@ -163,7 +163,7 @@ def _print_list(rows: list[RunRow], out: TextIO) -> None:
         )
 
 
-def _print_run(run: RunRow, out: TextIO) -> None:
+def _print_run(run: RunTrace, out: TextIO) -> None:
     print(f"run {run.run_id}  agent {run.agent}  {run.method}  {run.status}", file=out)
     turns = "-" if run.turns is None else run.turns
     print(

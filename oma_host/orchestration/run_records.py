@@ -19,58 +19,11 @@ from types import TracebackType
 from typing import Any
 
 from oma_host.core.spans import Span
-from oma_host.orchestration.store import DB_NAME, MEMORY, RUN_COLUMNS, SPAN_COLUMNS
+from oma_host.orchestration.store import DB_NAME, MEMORY, RUN_COLUMNS, SPAN_COLUMNS, RunTrace
 
 
 class NoRunDatabase(FileNotFoundError):
     """The state directory holds no database (no host has used it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunRow:
-    """One run as ``runs`` keeps it (the later columns None in an older database)."""
-
-    run_id: str
-    agent: str
-    method: str
-    status: str
-    input_tokens: int
-    output_tokens: int
-    started: float
-    finished: float
-    duration_ms: float
-    session_id: str | None
-    turns: int | None
-    cost_usd: float | None
-    error_kind: str | None
-    error: str | None
-    model: str | None
-    trace_id: str | None
-    cache_read_tokens: int | None
-    cache_creation_tokens: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        """The run as JSON (``runs list --json``, the viewer): camelCase keys."""
-        return {
-            "runId": self.run_id,
-            "agent": self.agent,
-            "method": self.method,
-            "status": self.status,
-            "started": self.started,
-            "finished": self.finished,
-            "durationMs": self.duration_ms,
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-            "cacheReadTokens": self.cache_read_tokens,
-            "cacheCreationTokens": self.cache_creation_tokens,
-            "turns": self.turns,
-            "costUsd": self.cost_usd,
-            "errorKind": self.error_kind,
-            "error": self.error,
-            "model": self.model,
-            "sessionId": self.session_id,
-            "traceId": self.trace_id,
-        }
 
 
 @dataclass(slots=True)
@@ -164,7 +117,7 @@ class RunRecords:
         status: str | None = None,
         text: str | None = None,
         limit: int = 100,
-    ) -> list[RunRow]:
+    ) -> list[RunTrace]:
         """The runs, newest first (at most ``limit``): of ``agent``, started
         at or after ``since`` (epoch seconds), with ``status``, and holding
         ``text`` (case-insensitive) in their run id, agent, model or error."""
@@ -187,7 +140,7 @@ class RunRecords:
         if where:
             query += " WHERE " + " AND ".join(where)
         query += " ORDER BY started DESC LIMIT ?"
-        return [RunRow(*row) for row in self._db.execute(query, (*params, limit))]
+        return [RunTrace(*row) for row in self._db.execute(query, (*params, limit))]
 
     def agents(self) -> list[str]:
         """Every agent that has a run, sorted (the run viewer's filter choices)."""
@@ -197,14 +150,14 @@ class RunRecords:
         """Every status a run ended with, sorted."""
         return [row[0] for row in self._db.execute("SELECT DISTINCT status FROM runs ORDER BY 1")]
 
-    def run(self, run_id: str) -> RunRow | None:
+    def run(self, run_id: str) -> RunTrace | None:
         """The run of that id, or None."""
         row = self._db.execute(
             f"SELECT {self._run_columns} FROM runs WHERE run_id = ?", (run_id,)
         ).fetchone()
-        return None if row is None else RunRow(*row)
+        return None if row is None else RunTrace(*row)
 
-    def spans(self, run: RunRow) -> list[Span]:
+    def spans(self, run: RunTrace) -> list[Span]:
         """The spans of the run's trace (its delegates' and tasks' runs
         included), in the order they started; none for a run recorded
         before spans were."""
@@ -219,7 +172,7 @@ class RunRecords:
             rows = self._db.execute(query, (run.run_id,)).fetchall()
         return [_span(row) for row in rows]
 
-    def span_tree(self, run: RunRow) -> list[SpanNode]:
+    def span_tree(self, run: RunTrace) -> list[SpanNode]:
         """The run's spans as a tree (:func:`span_tree`)."""
         return span_tree(self.spans(run))
 

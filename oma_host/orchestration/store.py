@@ -125,8 +125,9 @@ Redact = Callable[[Any], Any]
 
 class RunTrace(NamedTuple):
     """One run's trace, a row of ``runs`` in its column order (a tuple: a
-    burst of runs makes many). The fields after ``session_id`` came later
-    and may be left out."""
+    burst of runs makes many), as the doors write it and ``oma-host runs``
+    reads it back. The fields after ``session_id`` came later and may be
+    left out (and read back as None from an older database)."""
 
     run_id: str
     agent: str
@@ -146,6 +147,29 @@ class RunTrace(NamedTuple):
     trace_id: str | None = None  # its spans' trace (run_spans)
     cache_read_tokens: int | None = None
     cache_creation_tokens: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as JSON (``runs list --json``, the run viewer): camelCase keys."""
+        return {
+            "runId": self.run_id,
+            "agent": self.agent,
+            "method": self.method,
+            "status": self.status,
+            "started": self.started,
+            "finished": self.finished,
+            "durationMs": self.duration_ms,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheCreationTokens": self.cache_creation_tokens,
+            "turns": self.turns,
+            "costUsd": self.cost_usd,
+            "errorKind": self.error_kind,
+            "error": self.error,
+            "model": self.model,
+            "sessionId": self.session_id,
+            "traceId": self.trace_id,
+        }
 
 
 RUN_COLUMNS = RunTrace._fields
