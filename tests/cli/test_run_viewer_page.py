@@ -20,32 +20,21 @@ import pytest
 from oma_host.orchestration.run_records import RunRecords
 from tests.cli.recorded_runs import DIAMOND, MARKUP_AGENT, MARKUP_INPUT
 from tests.cli.viewer_helpers import Viewer, serve_viewer
+from tests.headless_chromium import CHROMIUM, require_chromium
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
-CHROMIUM = "/usr/bin/chromium"
 # Generous: catches a hang; the page answers in milliseconds.
 UI_TIMEOUT_MS = 30_000
 DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "run-viewer.png"
 
 
-def _unavailable(reason: str) -> None:
-    """Skip outside CI; under CI a missing piece is a failure."""
-    message = f"the run viewer's page tests need {reason} (run: bash .ci/install-code-server)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        _unavailable(f"Debian's chromium at {CHROMIUM}")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("Playwright for Python (the dev extra)")
+    require_chromium("the run viewer's page tests")
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=CHROMIUM, args=["--no-sandbox"], headless=True

@@ -25,26 +25,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
+from tests import headless_chromium
 from tests.editors.helpers import ROOT, VSCODE_DIR
+from tests.headless_chromium import require_chromium
 from tests.npm_packages import ensure_npm_packages, npm
 
 ARTIFACTS = ROOT / "tests" / "editors" / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
+_TESTS = "real-VS-Code tests"
 START_TIMEOUT_S = 90
 # Generous: catches a hang; code-server's workbench is up in seconds.
 UI_TIMEOUT_MS = 60_000
 
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str) -> NoReturn:
     """Skip outside CI; under CI a missing piece is a failure."""
-    message = f"real-VS-Code tests need {reason} (run: bash .ci/install-code-server)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    headless_chromium.unavailable(_TESTS, reason)
 
 
 def code_server_dir() -> Path:
@@ -69,12 +68,7 @@ def find_install() -> Install:
     entry = base / "node_modules" / "code-server" / "out" / "node" / "entry.js"
     if not (base / ".complete").exists() or not node.exists() or not entry.exists():
         unavailable(f"code-server installed in {base}")
-    if not Path(CHROMIUM).exists():
-        unavailable(f"Debian's chromium at {CHROMIUM}")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        unavailable("Playwright for Python (the dev extra)")
+    require_chromium(_TESTS)
     return Install(node=node, entry=entry)
 
 

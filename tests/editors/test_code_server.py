@@ -32,7 +32,6 @@ import pytest
 from oma_host.core.version import __version__
 from oma_host.testing.simulator import Fault, Reply, Simulator
 from tests.editors.code_server_harness import (
-    CHROMIUM,
     UI_TIMEOUT_MS,
     Workbench,
     code_server,
@@ -41,6 +40,7 @@ from tests.editors.code_server_harness import (
     text_of,
 )
 from tests.editors.helpers import ROOT
+from tests.headless_chromium import CHROMIUM
 
 pytestmark = pytest.mark.timeout(300)
 
