@@ -139,9 +139,7 @@ class Agent:
     async def configure(self, config_id: str, value: str | bool) -> dict[str, Any]:
         """Set one of the backend session's choices (``agent/configure``);
         the choices after. A backend without choices refuses."""
-        if self._closed:
-            raise InvalidParamsError(f"agent {self.name!r} has been disposed")
-        backend: object = self._ensure_backend()
+        backend = self._live_backend()
         if not isinstance(backend, Configurable):
             raise InvalidParamsError(
                 f"agent {self.name!r} has {self._entry.described}, which has no options to "
@@ -315,9 +313,7 @@ class Agent:
         (``agent/compact``, ``/compact``); stored as a turn's change is.
         InvalidParams for a backend whose history is not kept here;
         BackendRequestError when the summary request fails."""
-        if self._closed:
-            raise InvalidParamsError(f"agent {self.name!r} has been disposed")
-        backend: object = self._ensure_backend()
+        backend = self._live_backend()
         if not isinstance(backend, Compactable):
             raise InvalidParamsError(
                 f"agent {self.name!r} has {self._entry.described}, whose conversation is not "
@@ -478,6 +474,13 @@ class Agent:
             return lambda event: None
         sink = emit
         return lambda event: sink(self._secrets.redact_tree(event))
+
+    def _live_backend(self) -> object:
+        """The backend, for a request about it (its options, a compaction);
+        InvalidParams once the agent is disposed."""
+        if self._closed:
+            raise InvalidParamsError(f"agent {self.name!r} has been disposed")
+        return self._ensure_backend()
 
     def _ensure_backend(self) -> Backend:
         if self._backend is None:
