@@ -3,7 +3,7 @@
 result, and the rows of the spans it recorded (:mod:`oma_host.core.spans`).
 Both doors build them here; each writes them off the request's path (the
 JSON-RPC door in batches, ``server/trace_batch.py``; the ACP door after the
-turn's answer, ``acp_server/sessions.py``)."""
+turn's answer, ``acp_server/run_traces.py``)."""
 
 from __future__ import annotations
 
