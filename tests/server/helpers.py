@@ -50,11 +50,13 @@ def pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # A zombie still answers kill(0); read its state to tell.
+    # A zombie still answers kill(0); read its state to tell. The process may
+    # be reaped between the two: the open then fails with ENOENT, or the read
+    # with ESRCH, and either means it is gone.
     try:
         with open(f"/proc/{pid}/stat") as stat:
             return stat.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
 
 
