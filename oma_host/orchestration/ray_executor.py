@@ -65,6 +65,18 @@ DEFAULT_CPUS = 1.0  # a member is a process of its own
 # The cluster this host process is connected to (Ray allows one).
 _connected: str | None = None
 _connecting = asyncio.Lock()
+
+
+class _OffMainThreadNotice(logging.Filter):
+    """Drops Ray's warning that ``ray.init``, called off the main thread, set
+    no SIGTERM handler: the host calls it there so that its own handlers stay."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
+logging.getLogger("ray._private.worker").addFilter(_OffMainThreadNotice())
+
 # The Ray task that runs a member, made once per process.
 _member_task: Any = None
 
