@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oma_host.providers.anthropic import _StreamState, _text_delta
+from oma_host.providers.anthropic_reply import StreamState, quick_text_delta
 from oma_host.providers.base import MALFORMED
 
 
@@ -23,7 +23,7 @@ def _delta(index: int, delta: dict[str, Any]) -> dict[str, Any]:
     return {"type": "content_block_delta", "index": index, "delta": delta}
 
 
-def _finish(state: _StreamState) -> None:
+def _finish(state: StreamState) -> None:
     state.feed("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
     state.feed("message_stop", {"type": "message_stop"})
 
@@ -36,7 +36,7 @@ def _finish(state: _StreamState) -> None:
 def test_blocks_are_their_deltas_joined(
     texts: list[str], thoughts: list[str], stop_text: bool
 ) -> None:
-    state = _StreamState()
+    state = StreamState()
     state.feed("content_block_start", _start(0, {"type": "thinking", "thinking": ""}))
     for piece in thoughts:
         state.feed("content_block_delta", _delta(0, {"type": "thinking_delta", "thinking": piece}))
@@ -62,7 +62,7 @@ def test_blocks_are_their_deltas_joined(
 
 
 def test_a_block_started_again_starts_from_its_new_text() -> None:
-    state = _StreamState()
+    state = StreamState()
     state.feed("content_block_start", _start(0, {"type": "text", "text": ""}))
     for piece in ("a", "b", "c"):
         state.feed("content_block_delta", _delta(0, {"type": "text_delta", "text": piece}))
@@ -75,7 +75,7 @@ def test_a_block_started_again_starts_from_its_new_text() -> None:
 
 @pytest.mark.parametrize("position", [0, 1, 2])
 def test_a_delta_that_is_not_text_fails_as_adding_it_did(position: int) -> None:
-    state = _StreamState()
+    state = StreamState()
     state.feed("content_block_start", _start(0, {"type": "text", "text": ""}))
     pieces: list[Any] = ["a", "b", "c"]
     pieces[position] = 7
@@ -87,7 +87,7 @@ def test_a_delta_that_is_not_text_fails_as_adding_it_did(position: int) -> None:
         state.feed("content_block_delta", _delta(5, {"type": "text_delta", "text": "x"}))
 
 
-# -- the text delta read without json.loads (anthropic._text_delta) ----------------
+# -- the text delta read without json.loads (anthropic_reply.quick_text_delta) ----------------
 
 
 def _slow(data: str) -> tuple[int, str] | None:
@@ -159,7 +159,7 @@ def test_a_text_delta_is_read_as_json_loads_reads_it(
         data = data.replace('"text_delta"', '"text\\u005fdelta"')
     elif edit == "raw":  # control characters as they are: json.loads refuses them
         data = data[: data.rindex('"text"')] + '"text": "' + text + '"}}'
-    got = _text_delta(data)
+    got = quick_text_delta(data)
     assert got is None or got == _slow(data)
     if not edit:
         assert got == (index, text)
@@ -167,15 +167,15 @@ def test_a_text_delta_is_read_as_json_loads_reads_it(
 
 @given(texts=st.lists(_PIECE, max_size=12))
 def test_the_adapter_reads_text_deltas_as_the_events_path_does(texts: list[str]) -> None:
-    """Through _text_delta or through json.loads and feed, the same events
+    """Through quick_text_delta or through json.loads and feed, the same events
     and the same blocks."""
-    fast, slow = _StreamState(), _StreamState()
+    fast, slow = StreamState(), StreamState()
     for state in (fast, slow):
         state.feed("content_block_start", _start(0, {"type": "text", "text": ""}))
     fast_events, slow_events = [], []
     for piece in texts:
         data = json.dumps(_delta(0, {"type": "text_delta", "text": piece}))
-        read = _text_delta(data)
+        read = quick_text_delta(data)
         assert read is not None
         fast_events.append(fast.text_delta(*read))
         slow_events += slow.feed("content_block_delta", json.loads(data))

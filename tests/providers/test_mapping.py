@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oma_host.providers import anthropic, openai
+from oma_host.providers import anthropic, anthropic_reply, openai
 from oma_host.providers.base import ProviderError
 
 B64 = {"type": "base64", "media_type": "image/png", "data": "AAAA"}
@@ -59,12 +59,14 @@ def test_anthropic_maps_rich_tool_results_and_reasoning_unchanged() -> None:
 
 
 def test_anthropic_reply_blocks_come_back_as_library_blocks() -> None:
-    assert anthropic.from_wire_block({"type": "thinking", "thinking": "t", "signature": "s"}) == {
+    assert anthropic_reply.from_wire_block(
+        {"type": "thinking", "thinking": "t", "signature": "s"}
+    ) == {
         "type": "reasoning",
         "text": "t",
         "signature": "s",
     }
-    assert anthropic.from_wire_block({"type": "redacted_thinking", "data": "x"}) == {
+    assert anthropic_reply.from_wire_block({"type": "redacted_thinking", "data": "x"}) == {
         "type": "reasoning",
         "text": "",
         "redactedData": "x",
