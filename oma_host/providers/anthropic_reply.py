@@ -24,6 +24,7 @@ from oma_host.providers.base import LLMResponse, ProviderError, ProviderEvent
 from oma_host.providers.http import too_long_reader
 
 NAME = "anthropic"
+
 # json.loads's own string reader: a string's value from after its opening
 # quote, and where it ends (strict: no control character).
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from oma_host.core.config import AgentConfig
-from oma_host.providers import bedrock, gemini
+from oma_host.providers import bedrock, bedrock_reply, gemini
 from oma_host.providers.base import ProviderError
 from oma_host.providers.eventstream import EventStreamDecoder, encode_message
 
@@ -134,16 +134,16 @@ def test_bedrock_error_types_come_from_the_header_or_the_body() -> None:
     header = httpx.Response(
         403, headers={"x-amzn-errortype": "UnrecognizedClientException:http://internal.amazon.com/"}
     )
-    assert bedrock.read_error(header, b'{"message":"The security token is invalid."}') == (
+    assert bedrock_reply.read_error(header, b'{"message":"The security token is invalid."}') == (
         "UnrecognizedClientException: The security token is invalid.",
         "auth",
     )
     body = b'{"__type":"com.amazon.coral.availability#ThrottlingException","Message":"slow"}'
-    assert bedrock.read_error(httpx.Response(429), body) == (
+    assert bedrock_reply.read_error(httpx.Response(429), body) == (
         "ThrottlingException: slow",
         "provider",
     )
-    assert bedrock.read_error(httpx.Response(500), b"") == ("(empty body)", "provider")
+    assert bedrock_reply.read_error(httpx.Response(500), b"") == ("(empty body)", "provider")
 
 
 def frames(*events: tuple[dict[str, str], dict[str, Any]]) -> list[Any]:
@@ -152,7 +152,7 @@ def frames(*events: tuple[dict[str, str], dict[str, Any]]) -> list[Any]:
 
 
 def test_a_bedrock_stream_exception_fails_with_its_type_and_status() -> None:
-    state = bedrock._StreamState()
+    state = bedrock_reply.StreamState()
     start = {":message-type": "event", ":event-type": "messageStart"}
     throttled = {":message-type": "exception", ":exception-type": "throttlingException"}
     first, second = frames((start, {"role": "assistant"}), (throttled, {"message": "Too fast"}))
