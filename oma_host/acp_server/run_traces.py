@@ -11,7 +11,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from oma_host.orchestration.store import RunTrace, SpanRow, Store
+from oma_host.orchestration.store import Store
+from oma_host.orchestration.store_schema import RunTrace, SpanRow
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from oma_host.core import spans as names
 from oma_host.core.otlp import resource_spans
 from oma_host.core.spans import Span
 from oma_host.orchestration.run_records import NoRunDatabase, RunRecords
-from oma_host.orchestration.store import RunTrace, default_state_dir
+from oma_host.orchestration.store_schema import RunTrace, default_state_dir
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _RELATIVE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")

@@ -39,7 +39,8 @@ from oma_host.orchestration.evaluation import (
 )
 from oma_host.orchestration.executors import LocalExecutor, RayExecutor, parse_executor
 from oma_host.orchestration.member_placement import open_executor
-from oma_host.orchestration.store import MEMORY, Store
+from oma_host.orchestration.store import Store
+from oma_host.orchestration.store_schema import MEMORY
 from oma_host.orchestration.team_specs import (
     DEFAULT_MAX_CONCURRENCY,
     Team,

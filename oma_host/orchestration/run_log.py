@@ -1,5 +1,5 @@
 """What a door writes to the store when a run ends: the run's row of
-``runs`` (:class:`~oma_host.orchestration.store.RunTrace`), built from its
+``runs`` (:class:`~oma_host.orchestration.store_schema.RunTrace`), built from its
 result, and the rows of the spans it recorded (:mod:`oma_host.core.spans`).
 Both doors build them here; each writes them off the request's path (the
 JSON-RPC door in batches, ``server/trace_batch.py``; the ACP door after the
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from oma_host.core.spans import COST_USD, OP_CHAT, CollectedSpans
-from oma_host.orchestration.store import RunTrace, SpanRow, span_row
+from oma_host.orchestration.store_schema import RunTrace, SpanRow, span_row
 
 
 def _turns(result: Mapping[str, Any]) -> int:

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from oma_host.core.spans import Span
-from oma_host.orchestration.store import DB_NAME, MEMORY, RUN_COLUMNS, SPAN_COLUMNS, RunTrace
+from oma_host.orchestration.store_schema import DB_NAME, MEMORY, RUN_COLUMNS, SPAN_COLUMNS, RunTrace
 
 
 class NoRunDatabase(FileNotFoundError):

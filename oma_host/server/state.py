@@ -197,7 +197,8 @@ class SessionState:
         if self._store is None:
             import sqlite3
 
-            from oma_host.orchestration.store import Store, default_state_dir
+            from oma_host.orchestration.store import Store
+            from oma_host.orchestration.store_schema import default_state_dir
 
             state_dir = self.settings.state_dir
             try:

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from oma_host.orchestration.store import RunTrace, SpanRow, Store
+    from oma_host.orchestration.store import Store
+    from oma_host.orchestration.store_schema import RunTrace, SpanRow
     from oma_host.server.supervisor import Supervisor
 
 log = logging.getLogger("oma_host.server")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from oma_host.orchestration.store import DB_NAME
+from oma_host.orchestration.store_schema import DB_NAME
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import (
     IMAGE,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from oma_host.cli.client import HostClient, RpcError, host_argv
-from oma_host.orchestration.store import DB_NAME
+from oma_host.orchestration.store_schema import DB_NAME
 
 # Answers at once, unless the prompt says "slow": then it records its pid and sleeps.
 REPLIER = (

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from oma_host.cli.client import HostClient, host_argv
-from oma_host.orchestration.store import DB_NAME, RunTrace, Store
+from oma_host.orchestration.store import Store
+from oma_host.orchestration.store_schema import DB_NAME, RunTrace
 
 
 def trace(run_id: str) -> RunTrace:

@@ -14,7 +14,8 @@ from typing import Any
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.core.spans import Span
 from oma_host.orchestration.run_records import RunRecords
-from oma_host.orchestration.store import DB_NAME, MEMORY, RunTrace, Store, span_row
+from oma_host.orchestration.store import Store
+from oma_host.orchestration.store_schema import DB_NAME, MEMORY, RunTrace, span_row
 from oma_host.server.supervisor import Supervisor
 
 FULL = 2  # PRAGMA synchronous

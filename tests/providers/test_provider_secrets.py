@@ -15,7 +15,7 @@ from typing import Any
 
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.core.provider_facts import PROVIDERS
-from oma_host.orchestration.store import DB_NAME
+from oma_host.orchestration.store_schema import DB_NAME
 from oma_host.testing.simulator import Reply, Simulator
 
 # (provider, variable) for every secret of every descriptor.
