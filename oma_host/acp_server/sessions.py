@@ -1,13 +1,7 @@
-"""The ACP door's sessions: which agent and model each runs, in which
-``cwd``, and how they are stored.
-
-A session is stored like a JSON-RPC session (``Store.create_session``, each
-completed turn committed by ``append_turn`` before the prompt is answered,
-the whole history by ``replace_history`` when a compaction changed it),
-plus its ``cwd``, a title (the first prompt's text) and its settings (the
-chosen agent and model) in ``session_info``, so ``session/load`` in a new
-process restores it and ``session/list`` can show it. Switching the agent or
-the model builds a new core Agent on the same history. The editor's MCP
+"""The ACP door's live sessions: which agent and model each runs, in which
+``cwd``, the turns in flight, and the agent resting when idle; each is
+stored as :mod:`.session_store` says. Switching the agent or the model
+builds a new core Agent on the same history. The editor's MCP
 servers (``session/new`` / ``session/load``) are kept with the session, not
 stored, and join each agent it builds (see :meth:`SessionBook._agent`).
 
@@ -22,37 +16,32 @@ or rested when idle).
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import json
 import logging
 import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any
 
-from acp import RequestError
 from acp.schema import SessionInfo
 
 from oma_host.acp_server.options import Choices, ModelLists, config_options, mode_state, switched
 from oma_host.acp_server.run_traces import RunTraces
+from oma_host.acp_server.session_store import (
+    SessionStorage,
+    refuse,
+    stored_cost,
+    unknown_session,
+)
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent
 from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
-from oma_host.core.history import HistoryChange, TurnSink
 from oma_host.core.messages import LLMMessage
-from oma_host.core.redact import Redactor
 from oma_host.core.results import TokenUsage, zero_usage
-from oma_host.orchestration.store import Store
 
 log = logging.getLogger(__name__)
 
-TITLE_CHARS = 80
-# Sessions in one page of session/list.
-LIST_PAGE = 50
 # Builds the client callbacks of one session (they ask that session's editor).
 CallbacksFactory = Callable[[str], AgentCallbacks]
 
@@ -108,26 +97,6 @@ class DoorSession:
         return {**self.choices.settings(), "cost": self.cost}
 
 
-def _title(turn: LLMMessage) -> str | None:
-    text = " ".join(
-        block["text"] for block in turn["content"] if block.get("type") == "text"
-    ).split()
-    joined = " ".join(text)
-    if not joined:
-        return None
-    return joined if len(joined) <= TITLE_CHARS else joined[: TITLE_CHARS - 1] + "…"
-
-
-def unknown_session(session_id: str) -> RequestError:
-    return RequestError.invalid_params(
-        {
-            "type": "SessionNotFound",
-            "sessionId": session_id,
-            "message": f"no session {session_id!r} (session/list shows those stored)",
-        }
-    )
-
-
 def checked_cwd(cwd: str) -> str:
     """``cwd`` as a session takes it: an absolute path to a directory
     (-32602 otherwise, before anything is opened, rather than a first prompt
@@ -138,11 +107,7 @@ def checked_cwd(cwd: str) -> str:
         problem = f"cwd {cwd!r} is not a directory"
     else:
         return cwd
-    return _refuse(problem)
-
-
-def _refuse(message: str) -> NoReturn:
-    raise RequestError.invalid_params({"type": "InvalidParams", "message": message})
+    return refuse(problem)
 
 
 class SessionBook:
@@ -162,19 +127,13 @@ class SessionBook:
     ) -> None:
         self.configs = {config.name: config for config in configs}
         self.default = configs[0]
-        self._state_dir = state_dir
+        self._storage = SessionStorage(state_dir)
         self._callbacks = callbacks
         self._idle_timeout_s = idle_timeout_s
-        self._store: Store | None = None
         self._sessions: dict[str, DoorSession] = {}
         self._model_lists = ModelLists()
         self._resting: set[asyncio.Task[bool]] = set()
-        self.run_traces = RunTraces(self.store)
-
-    async def store(self) -> Store:
-        if self._store is None:
-            self._store = await asyncio.to_thread(Store, self._state_dir)
-        return self._store
+        self.run_traces = RunTraces(self._storage.store)
 
     def get(self, session_id: str) -> DoorSession:
         session = self._sessions.get(session_id)
@@ -219,21 +178,9 @@ class SessionBook:
         config = self.default
         choices = Choices.of(config)
         session = await self._build(session_id, cwd, config, choices, [], mcp_servers, None)
-        store = await self.store()
-        redact = Redactor.for_config(config).redact_tree
-        await asyncio.to_thread(store.create_session, session_id, config.name, [], redact)
-        await self.save_settings(session)
+        await self._storage.create(session, [])
         self._opened(session)
         return session
-
-    async def _stored(self, session_id: str) -> tuple[list[LLMMessage], dict[str, Any]]:
-        """A stored session's history and info (SessionNotFound without)."""
-        store = await self.store()
-        history = await asyncio.to_thread(store.load_session, session_id)
-        infos = await asyncio.to_thread(store.session_infos, session_id)
-        if history is None or not infos:
-            raise unknown_session(session_id)
-        return history, infos[0]
 
     def _chosen(self, settings: dict[str, Any]) -> tuple[AgentConfig, Choices]:
         """The agent and choices stored settings name. An agent no longer in
@@ -247,19 +194,19 @@ class SessionBook:
     ) -> tuple[DoorSession, list[LLMMessage]]:
         """The stored session, in ``cwd``, and its history (to replay;
         ``session/resume`` does not)."""
-        history, info = await self._stored(session_id)
+        history, info = await self._storage.stored(session_id)
         config, choices = self._chosen(info["settings"])
         previous = self._sessions.get(session_id)
         if previous is not None and previous.busy:
             # The live agent would go on appending to a history the loaded
             # one no longer holds, and the two would disagree.
-            _refuse("a turn is running; load after it ends")
+            refuse("a turn is running; load after it ends")
         if previous is not None:
             await self._end(previous)
         session = await self._build(
             session_id, cwd, config, choices, history, mcp_servers, info["title"]
         )
-        session.cost = _stored_cost(info["settings"])
+        session.cost = stored_cost(info["settings"])
         await self.save_settings(session)
         self._opened(session)
         return session, history
@@ -269,18 +216,13 @@ class SessionBook:
         completed turns: a turn still running is not part of it), with the
         same agent, model and title; the source goes on unchanged. A wrapped
         ACP agent's own session is not copied: the fork's opens afresh."""
-        history, info = await self._stored(source_id)
+        history, info = await self._storage.stored(source_id)
         config, choices = self._chosen(info["settings"])
         session_id = _new_id()
         session = await self._build(
             session_id, cwd, config, choices, history, mcp_servers, info["title"]
         )
-        store = await self.store()
-        redact = Redactor.for_config(config).redact_tree
-        await asyncio.to_thread(store.create_session, session_id, config.name, history, redact)
-        await asyncio.to_thread(
-            store.put_session_info, session_id, cwd, session.settings, info["title"]
-        )
+        await self._storage.create(session, history)
         self._opened(session)
         return session
 
@@ -295,8 +237,7 @@ class SessionBook:
         live = self._sessions.get(session_id)
         if live is not None:
             await self._end(live)
-        store = await self.store()
-        if not await asyncio.to_thread(store.delete_session, session_id) and live is None:
+        if not await self._storage.delete(session_id) and live is None:
             raise unknown_session(session_id)
 
     async def _end(self, session: DoorSession) -> None:
@@ -335,7 +276,7 @@ class SessionBook:
         config = session.config.model_copy(update=update)
         return Agent(
             config,
-            on_turn=self._turn_sink(session, config),
+            on_turn=self._storage.turn_sink(session, config),
             delegates=self._delegate_lookup(session, config),
             **self._callbacks(session.session_id),
         )
@@ -387,44 +328,17 @@ class SessionBook:
         session.delegates[name] = agent
         return agent
 
-    def _turn_sink(self, session: DoorSession, config: AgentConfig) -> TurnSink:
-        redactor = Redactor.for_config(config)
-        redact = redactor.redact_tree
-
-        async def commit(change: HistoryChange) -> None:
-            store = await self.store()
-            if change.history is not None:
-                history = change.history
-                await asyncio.to_thread(store.replace_history, session.session_id, history, redact)
-            else:
-                appended = change.appended
-                await asyncio.to_thread(store.append_turn, session.session_id, appended, redact)
-            if session.title is None and change.turn is not None:
-                title = _title(change.turn)
-                # A key pasted into the first prompt stays out of session/list.
-                title = None if title is None else redactor.redact(title)
-                await asyncio.to_thread(
-                    store.put_session_info, session.session_id, session.cwd, session.settings, title
-                )
-                session.title = title
-
-        return commit
-
     async def save_settings(self, session: DoorSession) -> None:
-        store = await self.store()
-        await asyncio.to_thread(
-            store.put_session_info, session.session_id, session.cwd, session.settings
-        )
+        await self._storage.save_settings(session)
 
     # -- config options -------------------------------------------------------------
 
     async def clear(self, session: DoorSession) -> None:
         """``/clear``: the session's history is emptied, here and in the store."""
         if session.busy:
-            _refuse("a turn is running; clear after it ends")
+            refuse("a turn is running; clear after it ends")
         session.agent.reset()
-        store = await self.store()
-        await asyncio.to_thread(store.clear_session, session.session_id)
+        await self._storage.clear(session.session_id)
 
     def config_options(self, session: DoorSession) -> list[dict[str, Any]]:
         return config_options(session.choices, self.configs, session.models)
@@ -436,7 +350,7 @@ class SessionBook:
         """Switch one choice for the next turn (a new agent brings its own
         choices); the history stays. Refused while a turn runs or waits."""
         if session.busy:
-            _refuse("a turn is running; switch after it ends")
+            refuse("a turn is running; switch after it ends")
         choices = switched(session.choices, config_id, value, self.configs, session.models)
         if choices.agent != session.choices.agent:
             session.config = self.configs[choices.agent]
@@ -452,28 +366,8 @@ class SessionBook:
     async def list(
         self, cwd: str | None, cursor: str | None
     ) -> tuple[list[SessionInfo], str | None]:
-        """One page of the stored sessions (in ``cwd`` when given), the most
-        recently updated first, and the cursor of the next page (None after
-        the last). A cursor names the last session of its page, so a session
-        created or updated meanwhile moves to the front and shifts nothing."""
-        store = await self.store()
-        rows = await asyncio.to_thread(store.session_infos, None, cwd)
-        rows.sort(key=lambda row: (-row["updated"], row["sessionId"]))
-        if cursor is not None:
-            after = _cursor_position(cursor)
-            rows = [row for row in rows if (-row["updated"], row["sessionId"]) > after]
-        page, rest = rows[:LIST_PAGE], rows[LIST_PAGE:]
-        infos = [
-            SessionInfo(
-                session_id=row["sessionId"],
-                cwd=row["cwd"],
-                title=row["title"],
-                updated_at=_timestamp(row["updated"]),
-            )
-            for row in page
-        ]
-        next_cursor = _cursor(page[-1]) if rest else None
-        return infos, next_cursor
+        """One page of ``session/list`` (:meth:`SessionStorage.page`)."""
+        return await self._storage.page(cwd, cursor)
 
     async def close(self) -> None:
         for session in self._sessions.values():
@@ -484,31 +378,7 @@ class SessionBook:
         )
         self._sessions.clear()
         await self.run_traces.drain()
-        if self._store is not None:
-            await asyncio.to_thread(self._store.close)
-
-
-def _timestamp(updated: float) -> str:
-    return datetime.fromtimestamp(updated, UTC).isoformat()
-
-
-def _cursor(row: dict[str, Any]) -> str:
-    """An opaque cursor naming ``row``'s place in the listing."""
-    place = json.dumps([-row["updated"], row["sessionId"]])
-    return base64.urlsafe_b64encode(place.encode()).decode()
-
-
-def _cursor_position(cursor: str) -> tuple[float, str]:
-    try:
-        key, session_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return float(key), str(session_id)
-    except (ValueError, TypeError, binascii.Error):
-        _refuse(f"cursor {cursor!r} is not one that session/list gave")
-
-
-def _stored_cost(settings: dict[str, Any]) -> float:
-    cost = settings.get("cost")
-    return float(cost) if isinstance(cost, int | float) else 0.0
+        await self._storage.close()
 
 
 def _new_id() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oma_host.acp_server.sessions import LIST_PAGE
+from oma_host.acp_server.session_store import LIST_PAGE
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, step, text
 
