@@ -5,24 +5,25 @@ then the string-only boundary for external backends) when the method is
 called, and only then touch state, hooks or the backend. ``run`` and
 ``stream`` are fresh; ``prompt`` appends the caller's turn and the reply to the
 persistent history when, and only when, the turn completes: only its new
-messages are copied, appended and stored (:mod:`oma_host.core.history`). A
-compaction of the conversation by the LLM backend during the turn
+messages are copied, appended and stored (:class:`~oma_host.core.history.Conversation`).
+A compaction of the conversation by the LLM backend during the turn
 (``oma_host/llm/context.py``) is made to the history too, which the store
-then keeps in place of its own (:meth:`Agent.compact`: on request).
+then keeps in place of its own (:meth:`Agent.compact`: on request). What the
+runs add up to (status, usage, cost) is :mod:`oma_host.core.agent_tally`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import AsyncIterator, Coroutine, Mapping
 from contextlib import suppress
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.abortable import Aborted, acquire_unless_aborted, unless_aborted
 from oma_host.core.agent_span import agent_span, end_agent_span
+from oma_host.core.agent_tally import AgentTally
 from oma_host.core.backends import (
     Backend,
     BackendContext,
@@ -35,38 +36,21 @@ from oma_host.core.backends import (
     backend_entry,
     check_agent_config,
 )
-from oma_host.core.compaction import compacted_history
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.core.cost import prices_of
 from oma_host.core.delegation import Lineage
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.events import EmitFn
-from oma_host.core.guard import (
-    clone_messages,
-    guard_prompt_input,
-    guard_run_input,
-)
-from oma_host.core.history import CompactOutcome, HistoryChange, TurnSink, compact_on_request
+from oma_host.core.guard import guard_prompt_input, guard_run_input
+from oma_host.core.history import CompactOutcome, Conversation, TurnSink
 from oma_host.core.hooks import AfterRunHook, BeforeRunHook, RunHooks, run_with_hooks
 from oma_host.core.messages import LLMMessage, latest_user_prompt
 from oma_host.core.redact import Redactor, remember_secrets
-from oma_host.core.results import (
-    AgentRunResult,
-    RunRecorder,
-    StreamEvent,
-    TokenUsage,
-    add_token_usage,
-    failed_result,
-    usd,
-    zero_usage,
-)
+from oma_host.core.results import AgentRunResult, RunRecorder, StreamEvent, failed_result
 from oma_host.core.run_ids import new_run_id
 
 log = logging.getLogger(__name__)
-
-AgentStatus = Literal["idle", "running", "completed", "error"]
-
 
 # Backends being closed after a reset, kept referenced until they finish.
 _closing: set[asyncio.Task[None]] = set()
@@ -89,7 +73,7 @@ class Agent:
         delegates: DelegateLookup | None = None,
     ) -> None:
         self.config = parse_agent_config(config, defaults)
-        self._history: list[LLMMessage] = check_agent_config(self.config)
+        self._conversation = Conversation(check_agent_config(self.config), on_turn)
         self._entry: BackendEntry = backend_entry(self.config)
         if self.config.delegates and delegates is None:
             raise InvalidParamsError(
@@ -102,17 +86,9 @@ class Agent:
         self._permission_handler = permission_handler
         self._editor = editor
         self._delegates = delegates
-        self._on_turn = on_turn
         self._session_link = session_link  # the backend's own session id, persisted
         self._backend: Backend | None = None
-        self._status: AgentStatus = "idle"
-        self._usage: TokenUsage = zero_usage()
-        self._prices = prices_of(self.config)
-        self._cost = 0.0  # every run's, in USD, while the prices are known
-        self._cost_known = True  # False once a run's cost was not known
-        self._active_runs = 0
-        self._turn_lock: asyncio.Lock | None = None
-        self._generation = 0  # bumped by reset()
+        self._tally = AgentTally(prices_of(self.config))
         self._closed = False
         # The agent's own secret values, kept out of results and events, and
         # out of the log whichever agent a logged line is about.
@@ -128,9 +104,7 @@ class Agent:
 
     @property
     def state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"status": self._status, "tokenUsage": dict(self._usage)}
-        if self._prices is not None and self._cost_known:
-            state["cost"] = usd(self._cost)
+        state = self._tally.state()
         backend: object = self._backend
         if isinstance(backend, Configurable) and (choices := backend.choices()) is not None:
             state.update(choices)  # an ACP agent's configOptions, modes, models
@@ -150,18 +124,14 @@ class Agent:
     def get_history(self) -> list[LLMMessage]:
         """A copy of the persistent history; changing it changes nothing here.
         The agent's own secret values are taken out, as from its results."""
-        return cast(list[LLMMessage], self._secrets.redact_tree(self._history))
+        return cast(list[LLMMessage], self._secrets.redact_tree(self._conversation.messages))
 
     def reset(self) -> None:
         """Clear the history and return to ``idle``. A backend that keeps a
         session of its own (an ACP agent's memory of the conversation) loses
         it too: the next run opens a fresh one."""
-        self._history = []
-        self._generation += 1  # a turn still running will not be kept
-        self._status = "idle"
-        self._usage = zero_usage()
-        self._cost = 0.0
-        self._cost_known = True
+        self._conversation.reset()  # a turn still running will not be kept
+        self._tally.reset()
         if self._session_link is not None:
             self._session_link.known = None  # the store forgets it with the history
         if self._backend is not None and self._entry.keeps_session:
@@ -179,7 +149,7 @@ class Agent:
         the next run starts them again; the history, and the link to an ACP
         agent's own session (which that run resumes), stay. False when a run
         is in flight or there is nothing to release."""
-        if self._active_runs or self._backend is None or self._closed:
+        if self._tally.active_runs or self._backend is None or self._closed:
             return False
         backend, self._backend = self._backend, None
         await backend.close()
@@ -267,46 +237,22 @@ class Agent:
         """``prompt`` for a turn that :meth:`validate_prompt_input` returned;
         with ``emit``, the turn streams its events to it as it runs."""
         run_id = run_id or new_run_id()
-        if self._turn_lock is None:
-            self._turn_lock = asyncio.Lock()
-        lock = self._turn_lock
+        conversation = self._conversation
+        lock = conversation.lock
         if not await acquire_unless_aborted(lock, abort):
             return RunRecorder(run_id).result("cancelled", "the prompt was cancelled while queued")
         try:
             if self._closed:
                 message = f"agent {self.name!r} was disposed while this prompt waited"
                 return failed_result(run_id, "disposed", message)
-            generation = self._generation
+            generation = conversation.generation
             # Every backend is given the whole conversation, so a beforeRun hook
             # sees the same for any agent; a string-only one reads the turn alone.
-            context = [*self._history, turn]
+            context = [*conversation.messages, turn]
             result, recorder = await self._execute(context, run_id, abort, emit)
-            if result["success"] and generation == self._generation:
-                # The caller's turn as sent, not as a beforeRun hook rewrote it.
-                completed = [turn, *clone_messages(result["messages"])]
-                history = None
-                if recorder.compaction is not None:
-                    whole = [*self._history, *completed]
-                    history = compacted_history(whole, recorder.compaction, len(recorder.messages))
-                try:
-                    await self._save(HistoryChange(turn, completed, history))
-                except Exception as error:  # not kept anywhere, so not kept at all
-                    message = f"the turn could not be saved: {error}"
-                    return failed_result(result["identity"]["runId"], "store", message)
-                if history is None:
-                    self._history.extend(completed)
-                else:
-                    self._history = history
-            # A reset while the turn ran: the turn belonged to the old conversation.
-            return result
+            return await conversation.keep(turn, result, recorder, generation)
         finally:
             lock.release()
-
-    async def _save(self, change: HistoryChange) -> None:
-        if self._on_turn is not None:
-            saved = self._on_turn(change)
-            if inspect.isawaitable(saved):
-                await saved
 
     async def compact(self) -> CompactOutcome:
         """Compact the history now, after the prompts in flight or queued
@@ -319,23 +265,11 @@ class Agent:
                 f"agent {self.name!r} has {self._entry.described}, whose conversation is not "
                 "kept here; only an LLM agent's history can be compacted"
             )
-        if self._turn_lock is None:
-            self._turn_lock = asyncio.Lock()
-        async with self._turn_lock:
-            generation = self._generation
-            outcome, history = await compact_on_request(
-                backend,
-                self._history,
-                secrets=self._secrets,
-                prices=self._prices,
-                save=self._save,
-                current=lambda: generation == self._generation,
-            )
-            add_token_usage(self._usage, outcome.usage)
-            self._cost += outcome.cost or 0.0
-            if history is not None:
-                self._history = history
-            return outcome
+        outcome = await self._conversation.compact(
+            backend, secrets=self._secrets, prices=self._tally.prices
+        )
+        self._tally.compacted(outcome)
+        return outcome
 
     async def _stream(
         self, messages: list[LLMMessage], run_id: str | None, abort: AbortSignal | None
@@ -402,9 +336,7 @@ class Agent:
     ) -> AgentRunResult:
         """:meth:`_execute`'s run, inside its span."""
         streaming = emit is not None
-        previous_status = self._status
-        self._active_runs += 1
-        self._status = "running"
+        previous_status = self._tally.run_started()
         result: AgentRunResult | None = None
         try:
             try:
@@ -421,33 +353,13 @@ class Agent:
                 finished = recorder.result("error", message, output=message, error_kind="internal")
             if self._has_secrets:  # else nothing to take out
                 finished = cast(AgentRunResult, self._secrets.redact_owned(finished))
-            cost = self._run_cost(recorder, finished)
-            if cost is not None:
-                finished["cost"] = usd(cost)
-                self._cost += cost
-            elif self._prices is not None:
-                self._cost_known = False  # an unpriced fallback model's reply or delegate
+            self._tally.price(recorder, finished)
             result = finished
             if streaming:
                 recorder.emit_failure(finished)
             return finished
         finally:
-            self._active_runs -= 1
-            if result is None:  # raised: the run never happened as far as state goes
-                self._status = previous_status if self._active_runs == 0 else "running"
-            else:
-                add_token_usage(self._usage, result["tokenUsage"])  # cache counts too
-                if self._active_runs == 0:
-                    self._status = _status_after(result)
-
-    def _run_cost(self, recorder: RunRecorder, result: AgentRunResult) -> float | None:
-        """What the run cost: as its backend priced each reply (an LLM
-        agent's replies may come from fallback models at other prices) and
-        added its delegates' costs, else its usage at the agent's prices;
-        None when a price is not known."""
-        if recorder.cost is not None:
-            return recorder.cost if recorder.cost_known else None
-        return None if self._prices is None else self._prices.cost(result["tokenUsage"])
+            self._tally.run_ended(result, previous_status)
 
     async def _pipeline(
         self, messages: list[LLMMessage], recorder: RunRecorder, streaming: bool
@@ -508,11 +420,3 @@ class Agent:
             return recorder.result(
                 "timeout", f"the run did not finish within timeoutMs={timeout_ms}"
             )
-
-
-def _status_after(result: AgentRunResult) -> AgentStatus:
-    """The agent's status once its last run ended: a cancelled run was
-    stopped by request, not a fault, so the agent is ``idle`` again."""
-    if result["success"]:
-        return "completed"
-    return "idle" if result["status"]["code"] == "cancelled" else "error"
