@@ -66,13 +66,14 @@ def record_reply(
     prices: Prices | None,
     redactor: Redactor,
 ) -> None:
-    """The reply on its span: the model that answered, the usage, why it
-    stopped, what it cost (at ``model``'s prices, as the run's cost is
-    counted); its content only with content capture on."""
+    """The reply on its span: the model that answered (as the provider
+    named it, else ``model``, the one asked), the usage, why it stopped,
+    what it cost (at ``model``'s prices, as the run's cost is counted); its
+    content only with content capture on."""
     if span is None:
         return
     attributes = span.attributes
-    attributes[RESPONSE_MODEL] = model
+    attributes[RESPONSE_MODEL] = response.model or model
     attributes.update(usage_attributes(response.usage))
     attributes[FINISH_REASONS] = [response.stop_reason]
     if prices is not None:

@@ -38,6 +38,7 @@ from oma_host.providers.base import (
     LLMResponse,
     ProviderError,
     ProviderEvent,
+    answered_model,
     checked_messages,
     malformed_error,
     malformed_reply,
@@ -271,6 +272,7 @@ class AnthropicAdapter:
                 content=[from_wire_block(block) for block in data["content"]],
                 usage=usage_of(data.get("usage")),
                 stop_reason=str(data.get("stop_reason") or "end_turn"),
+                model=answered_model(data.get("model")),
             )
         except MALFORMED as error:
             raise malformed_error(NAME, error) from None

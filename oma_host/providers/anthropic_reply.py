@@ -20,7 +20,7 @@ from typing import Any
 
 from oma_host.core.messages import ContentBlock
 from oma_host.core.results import TokenUsage
-from oma_host.providers.base import LLMResponse, ProviderError, ProviderEvent
+from oma_host.providers.base import LLMResponse, ProviderError, ProviderEvent, answered_model
 from oma_host.providers.http import too_long_reader
 
 NAME = "anthropic"
@@ -132,6 +132,7 @@ class StreamState:
         self.parts: dict[tuple[int, str], list[str]] = {}
         self.usage: TokenUsage = {"input_tokens": 0, "output_tokens": 0}
         self.stop_reason = "end_turn"
+        self.model: str | None = None  # message_start's
         self.finished = False
 
     def feed(self, name: str, data: Any) -> list[ProviderEvent]:
@@ -139,7 +140,9 @@ class StreamState:
             raise ProviderError(f"{NAME}: a stream event is not an object", kind="malformed")
         kind = data.get("type", name)
         if kind == "message_start":
-            self.usage = usage_of(data.get("message", {}).get("usage"))
+            message = data.get("message", {})
+            self.usage = usage_of(message.get("usage"))
+            self.model = answered_model(message.get("model"))
         elif kind == "content_block_start":
             index = data["index"]
             self.blocks[index] = dict(data["content_block"])
@@ -233,4 +236,6 @@ class StreamState:
 
     def response(self) -> LLMResponse:
         content = [from_wire_block(self._settled(i)) for i in sorted(self.blocks)]
-        return LLMResponse(content=content, usage=self.usage, stop_reason=self.stop_reason)
+        return LLMResponse(
+            content=content, usage=self.usage, stop_reason=self.stop_reason, model=self.model
+        )

@@ -93,6 +93,17 @@ class LLMResponse:
     content: list[ContentBlock]
     usage: TokenUsage
     stop_reason: str = "end_turn"
+    # The model the provider says answered, which may differ from the one
+    # asked (an alias answers with its dated version); None when the reply
+    # names none (Bedrock's Converse never does). See :func:`answered_model`.
+    model: str | None = None
+
+
+def answered_model(value: object) -> str | None:
+    """The model a reply names (its ``model``, Gemini's ``modelVersion``):
+    a non-empty string, else None (a compatible server that leaves it out
+    or empty, or sends something else there)."""
+    return value if isinstance(value, str) and value else None
 
 
 class ProviderText(TypedDict):

@@ -35,6 +35,7 @@ from oma_host.providers.base import (
     LLMResponse,
     ProviderError,
     ProviderEvent,
+    answered_model,
     checked_messages,
     malformed_error,
     malformed_reply,
@@ -330,6 +331,7 @@ class GeminiAdapter:
                 content=content,
                 usage=usage_of(data.get("usageMetadata")),
                 stop_reason=_stop_reason(candidate.get("finishReason"), content),
+                model=answered_model(data.get("modelVersion")),
             )
 
     async def stream(
@@ -357,7 +359,9 @@ class GeminiAdapter:
         stop = _stop_reason(state.finish, content)
         yield {
             "type": "done",
-            "data": LLMResponse(content=content, usage=state.usage, stop_reason=stop),
+            "data": LLMResponse(
+                content=content, usage=state.usage, stop_reason=stop, model=state.model
+            ),
         }
 
 
@@ -370,6 +374,7 @@ class _StreamState:
         self.content: list[ContentBlock] = []
         self.usage: TokenUsage = {"input_tokens": 0, "output_tokens": 0}
         self.finish: str | None = None
+        self.model: str | None = None  # the first chunk's modelVersion
 
     def feed(self, data: Any) -> list[ProviderEvent]:
         if not isinstance(data, dict):
@@ -383,6 +388,8 @@ class _StreamState:
             raise blocked
         if data.get("usageMetadata"):
             self.usage = usage_of(data["usageMetadata"])
+        if self.model is None:
+            self.model = answered_model(data.get("modelVersion"))
         events: list[ProviderEvent] = []
         for candidate in data.get("candidates") or []:
             for part in (candidate.get("content") or {}).get("parts") or []:

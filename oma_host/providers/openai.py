@@ -31,6 +31,7 @@ from oma_host.providers.base import (
     LLMResponse,
     ProviderError,
     ProviderEvent,
+    answered_model,
     checked_messages,
     malformed_reply,
 )
@@ -258,6 +259,7 @@ class OpenAIAdapter:
                 content=content,
                 usage=_usage(data.get("usage")),
                 stop_reason=_STOP_REASONS.get(choice.get("finish_reason") or "stop", "end_turn"),
+                model=answered_model(data.get("model")),
             )
 
     async def stream(
@@ -268,6 +270,9 @@ class OpenAIAdapter:
         calls: dict[int, dict[str, Any]] = {}
         usage: TokenUsage = {"input_tokens": 0, "output_tokens": 0}
         finish: str | None = None
+        # Every chunk names the model; read until one does (Azure's first,
+        # its prompt filter results, names none).
+        model: str | None = None
         done = False
         async with open_response(
             self._url, self._headers(), body, provider=self.name, read_error=read_error
@@ -285,6 +290,8 @@ class OpenAIAdapter:
                             raise ProviderError(
                                 f"{self.name}: {chunk['error'].get('message', 'error')}"
                             )
+                        if model is None:
+                            model = answered_model(chunk.get("model"))
                         if chunk.get("usage"):
                             usage = _usage(chunk["usage"])
                         for choice in chunk.get("choices") or []:
@@ -318,4 +325,5 @@ class OpenAIAdapter:
             content.append(block)
             yield {"type": "tool_use", "data": block}
         stop = _STOP_REASONS.get(finish or "stop", "end_turn")
-        yield {"type": "done", "data": LLMResponse(content=content, usage=usage, stop_reason=stop)}
+        final = LLMResponse(content=content, usage=usage, stop_reason=stop, model=model)
+        yield {"type": "done", "data": final}

@@ -40,6 +40,7 @@ from oma_host.providers.base import (
     LLMResponse,
     ProviderError,
     ProviderEvent,
+    answered_model,
     checked_messages,
     malformed_error,
     malformed_reply,
@@ -334,6 +335,7 @@ class ResponsesAdapter:
                 content=content,
                 usage=_usage(data.get("usage")),
                 stop_reason=_stop_reason(data, content),
+                model=answered_model(data.get("model")),
             )
 
     def _raise_failed(self, response: dict[str, Any]) -> None:
@@ -438,4 +440,5 @@ class _StreamState:
             content=content,
             usage=_usage(final.get("usage")),
             stop_reason=_stop_reason(final, content),
+            model=answered_model(final.get("model")),
         )

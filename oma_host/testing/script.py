@@ -35,6 +35,9 @@ class Reply:
     stream_error: Fault | None = None
     stream_error_after: int = 1
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers
+    # The model the answer names (default: the one asked), as a vendor names
+    # an alias's dated version; Bedrock's Converse names none either way.
+    model: str | None = None
 
     @classmethod
     def text(cls, text: str, **options: Any) -> Reply:

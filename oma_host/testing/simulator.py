@@ -2,7 +2,7 @@
 provider's wire format, streaming and not.
 
 Tests and ``oma-host demo`` script it per call: a queue of :class:`Reply`
-(content blocks, usage, pacing, a cut or malformed stream) and
+(content blocks, usage, the model it names, pacing, a cut or malformed stream) and
 :class:`Fault` (an HTTP error such as 429 with ``retry-after``; each wire's
 "prompt is too long" from :func:`too_long_fault`). Every request is recorded
 with its headers and parsed body. With the queue empty it answers with a
@@ -258,7 +258,7 @@ class _SimulatorHandler(BaseHTTPRequestHandler):
             item = dataclasses.replace(item, usage={**item.usage, "input_tokens": counted})
         if item.first_byte_delay_s:
             time.sleep(item.first_byte_delay_s)
-        model = wire.model(self.path, body)
+        model = item.model or wire.model(self.path, body)
         streaming = wire.streams(self.path, body)
         if item.malformed and not streaming:
             self._send(200, b'{"id": "broken", "content": [', "application/json")

@@ -72,7 +72,8 @@ def test_anthropic_sdk_parses_a_message(
 def test_anthropic_sdk_streams_a_message(
     sim: Simulator, anthropic_client: anthropic.Anthropic
 ) -> None:
-    sim.script(_reply(usage=USAGE_PLAIN))
+    # Told to, it names another model than the one asked, as an alias's answer does.
+    sim.script(_reply(usage=USAGE_PLAIN, model="claude-sim-20250514"))
     with anthropic_client.messages.stream(**_ANTHROPIC_ASK) as stream:
         deltas = []
         for event in stream:
@@ -86,6 +87,7 @@ def test_anthropic_sdk_streams_a_message(
     assert said.type == "text" and said.text == "Pipes carry water."
     assert call.type == "tool_use" and call.input == TOOL["input"]
     assert final.stop_reason == "tool_use" and final.usage.output_tokens == 13
+    assert final.model == "claude-sim-20250514"
 
 
 def test_anthropic_sdk_lists_the_models(
@@ -199,12 +201,14 @@ def test_openai_sdk_parses_a_chat_completion(sim: Simulator, openai_client: open
 
 
 def test_openai_sdk_streams_a_chat_completion(sim: Simulator, openai_client: openai.OpenAI) -> None:
-    sim.script(_chat_reply(usage=USAGE_PLAIN))
+    sim.script(_chat_reply(usage=USAGE_PLAIN, model="gpt-sim-2024-08-06"))
     with openai_client.chat.completions.stream(
         **_CHAT_ASK, stream_options={"include_usage": True}
     ) as stream:
         deltas = []
         for event in stream:
+            if event.type == "chunk":
+                assert event.chunk.model == "gpt-sim-2024-08-06"
             if event.type == "content.delta":
                 deltas.append(event.delta)
         final = stream.get_final_completion()
@@ -214,6 +218,7 @@ def test_openai_sdk_streams_a_chat_completion(sim: Simulator, openai_client: ope
     [call] = message.tool_calls or []
     assert call.id == "call_9" and call.function.arguments == '{"q": "pipes", "n": 2}'
     assert final.usage is not None and final.usage.total_tokens == 34
+    assert final.model == "gpt-sim-2024-08-06"
 
 
 @pytest.mark.parametrize(
@@ -298,7 +303,7 @@ def test_openai_sdk_parses_a_response(sim: Simulator, base: str) -> None:
 
 
 def test_openai_sdk_streams_a_response(sim: Simulator, openai_client: openai.OpenAI) -> None:
-    sim.script(_reply(usage={**USAGE, "reasoning_tokens": 8}))
+    sim.script(_reply(usage={**USAGE, "reasoning_tokens": 8}, model="gpt-sim-2025-04-14"))
     kinds: list[str] = []
     text: list[str] = []
     summary: list[str] = []
@@ -320,6 +325,7 @@ def test_openai_sdk_streams_a_response(sim: Simulator, openai_client: openai.Ope
     assert final.output_text == "Pipes carry water."
     assert [item.type for item in final.output] == ["reasoning", "message", "function_call"]
     assert final.usage is not None and final.usage.input_tokens_details.cached_tokens == 100
+    assert final.model == "gpt-sim-2025-04-14"
 
 
 def test_openai_sdk_reads_an_incomplete_response(

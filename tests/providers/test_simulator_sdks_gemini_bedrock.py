@@ -96,6 +96,7 @@ def test_google_genai_reads_text_thoughts_function_calls_and_usage(sim: Simulato
     assert parts[2].function_call.args == {"q": "weather", "days": 2}
     assert parts[2].thought_signature == b"opaque-thought-signature"
     assert response.candidates[0].finish_reason == types.FinishReason.STOP
+    assert response.model_version == "gemini-3-pro-preview"  # the model asked, unless told
     usage = response.usage_metadata
     assert usage.prompt_token_count == 450 and usage.cached_content_token_count == 400
     assert usage.candidates_token_count == 18 and usage.thoughts_token_count == 12
@@ -120,7 +121,7 @@ def test_google_genai_streams_and_sends_function_responses_as_the_adapter_does(
     sim: Simulator,
 ) -> None:
     client = gemini(sim)
-    sim.script(Reply(content=REPLY, usage=USAGE, chunk_size=4))
+    sim.script(Reply(content=REPLY, usage=USAGE, chunk_size=4, model="gemini-2.5-flash-001"))
     chunks = list(client.models.generate_content_stream(model="gemini-2.5-flash", contents="hi"))
     assert sim.requests[-1].path == "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     parts = [
@@ -136,6 +137,7 @@ def test_google_genai_streams_and_sends_function_responses_as_the_adapter_does(
     assert len(calls) == 1 and calls[0].thought_signature == b"opaque-thought-signature"
     assert chunks[-1].usage_metadata.thoughts_token_count == 12
     assert chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP
+    assert {chunk.model_version for chunk in chunks} == {"gemini-2.5-flash-001"}
     # The next turn, as the SDK writes it: the signature goes back on its part.
     sim.script(Reply.text("Sunny."))
     response = client.models.generate_content(
