@@ -18,11 +18,11 @@ serves the rest of stdin.
 
 It answers only what it reads exactly as the door would: a command line of
 ``acp`` and its own options (:data:`oma_host.core.cli_options.ACP_OPTIONS`, each
-value checked as the parser checks it), agents whose provider and key fields
-have the types a config takes and name an offered provider, and a first line
-that is a plain ``initialize``. For anything else it declines, and the door
-does what it did before there was an early answer (check, then serve),
-from the bytes read so far.
+value checked as the parser checks it, and the flags of ``ACP_FLAGS``), agents
+whose provider and key fields have the types a config takes and name an
+offered provider, and a first line that is a plain ``initialize``. For
+anything else it declines, and the door does what it did before there was
+an early answer (check, then serve), from the bytes read so far.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import os
 
 from oma_host.acp_server.handshake import env_var_method, initialize_result, plain_initialize
 from oma_host.core import quickjson
-from oma_host.core.cli_options import ACP_OPTIONS
+from oma_host.core.cli_options import ACP_FLAGS, ACP_OPTIONS
 from oma_host.core.credentials import stored_key, stored_variables
 from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.places import config_dir
@@ -92,12 +92,16 @@ def answer_early(argv: list[str]) -> EarlyStart | None:
 
 def _acp_options(argv: list[str]) -> dict[str, str]:
     """``acp``'s options as given (``--name VALUE`` or ``--name=VALUE``, each
-    value one the parser accepts); any other command line is not read."""
+    value one the parser accepts; a flag maps to ""); any other command
+    line is not read."""
     if argv[:1] != ["acp"]:
         raise _NotExact
     options: dict[str, str] = {}
     words = iter(argv[1:])
     for word in words:
+        if word in ACP_FLAGS:
+            options[word] = ""
+            continue
         name, equals, value = word.partition("=")
         check = ACP_OPTIONS.get(name)
         if check is None:

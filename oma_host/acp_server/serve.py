@@ -46,9 +46,11 @@ class AcpOptions:
     # A line longer than this is dropped (a request answered -32600).
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     # --telemetry-endpoint, --telemetry-capture-content: export asked for on the
-    # command line (else the OTEL_* variables say; oma_host.telemetry.settings).
+    # command line (else the OTEL_* variables say; oma_host.telemetry.settings);
+    # --no-telemetry: no export, over the variables and those two.
     telemetry_endpoint: str | None = None
     telemetry_capture_content: bool | None = None
+    no_telemetry: bool = False
 
 
 def serve_acp(options: AcpOptions, early: EarlyStart | None = None) -> int:
@@ -107,17 +109,23 @@ async def _serve_editor(configs: list[AgentConfig], options: AcpOptions, early: 
 
 
 def _telemetry(options: AcpOptions) -> Telemetry:
-    """The span export the command line asks for, else the OTEL_* variables'."""
+    """The span export the command line asks for (none with
+    ``--no-telemetry``), else the OTEL_* variables'."""
     from oma_host.telemetry.exporters import environment_telemetry
     from oma_host.telemetry.settings import settle_telemetry
 
-    asked = options.telemetry_endpoint is not None or options.telemetry_capture_content is not None
+    asked = (
+        options.telemetry_endpoint is not None
+        or options.telemetry_capture_content is not None
+        or options.no_telemetry
+    )
     if not asked:
         return environment_telemetry()
     return settle_telemetry(
         endpoint=options.telemetry_endpoint,
         capture_content=options.telemetry_capture_content,
         explicit=options.telemetry_endpoint is not None,
+        export=False if options.no_telemetry else None,
     )
 
 

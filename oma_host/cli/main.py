@@ -224,6 +224,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)",
     )
     acp.add_argument(
+        "--no-telemetry",
+        action="store_true",
+        help="export no spans, whatever the OTEL_* variables and the two options above say "
+        "(the turns are still recorded in the state directory)",
+    )
+    acp.add_argument(
         "action",
         nargs="?",
         choices=["login", "logout"],
@@ -323,6 +329,7 @@ def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
                 args.max_message_bytes,
                 telemetry_endpoint=args.telemetry_endpoint,
                 telemetry_capture_content=args.telemetry_capture_content,
+                no_telemetry=args.no_telemetry,
             ),
             early,
         )

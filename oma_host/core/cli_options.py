@@ -82,3 +82,5 @@ ACP_OPTIONS: dict[str, Callable[[str], object]] = {
     "--telemetry-endpoint": collector_url,
     "--telemetry-capture-content": true_or_false,
 }
+# ``oma-host acp``'s options that take no value.
+ACP_FLAGS = frozenset({"--no-telemetry"})

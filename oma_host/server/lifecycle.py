@@ -131,6 +131,7 @@ def _settings(options: InitializationOptions | None) -> Settings:
             service_name=asked.service_name,
             capture_content=asked.capture_content,
             explicit=True,
+            export=asked.export,
         )
     return Settings(options.defaults, evaluation, options.state_dir, telemetry)
 

@@ -166,9 +166,16 @@ def _header_names(value: dict[str, str]) -> dict[str, str]:
 
 class TelemetryOptions(Params):
     """Export the session's spans over OTLP/HTTP (docs/telemetry.md). Given
-    (even empty), export is on unless ``OTEL_SDK_DISABLED=true``; a field
-    left out is read from the ``OTEL_*`` variables as the SDK reads them."""
+    (even empty), export is on unless ``export`` is false or
+    ``OTEL_SDK_DISABLED=true``; a field left out is read from the ``OTEL_*``
+    variables as the SDK reads them."""
 
+    export: bool | None = Field(
+        default=None,
+        description="false: no export for this session, whatever the OTEL_* variables say "
+        "(the runs are still recorded in the state directory; the other fields are not "
+        "used); true or left out: export (OTEL_SDK_DISABLED=true still turns it off)",
+    )
     endpoint: Annotated[str, AfterValidator(_collector_url)] | None = Field(
         default=None,
         description="the collector's OTLP/HTTP base URL; spans go to {endpoint}/v1/traces "

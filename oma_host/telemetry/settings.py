@@ -1,18 +1,22 @@
 """Whether a door exports its spans over OTLP, and where: the standard
 ``OTEL_*`` variables, and what a client or the command line asked for
 (``initializationOptions.telemetry`` on the JSON-RPC door,
-``--telemetry-endpoint`` and ``--telemetry-capture-content`` on the ACP
-door), settled into one :class:`TelemetryConfig` or None (no export).
+``--telemetry-endpoint``, ``--telemetry-capture-content`` and
+``--no-telemetry`` on the ACP door), settled into one
+:class:`TelemetryConfig` or None (no export).
 
 The rules, in order:
 
 1. ``OTEL_SDK_DISABLED=true`` turns export off, whatever else is set.
-2. An explicit ask (an endpoint or any option given) turns it on.
-3. Else the environment does: ``OTEL_TRACES_EXPORTER=none`` keeps it off,
+2. An explicit off (``telemetry.export: false``, ``--no-telemetry``) turns
+   it off, whatever the variables say (the runs are still recorded in the
+   state directory: only the export is off).
+3. An explicit ask (an endpoint or any option given) turns it on.
+4. Else the environment does: ``OTEL_TRACES_EXPORTER=none`` keeps it off,
    ``OTEL_TRACES_EXPORTER=otlp`` or an endpoint variable
    (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``)
    turns it on.
-4. The exporter speaks OTLP over HTTP with protobuf: an
+5. The exporter speaks OTLP over HTTP with protobuf: an
    ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`` other than ``http/protobuf``, or
    an ``OTEL_TRACES_EXPORTER`` naming no ``otlp``, turns it off with a
    warning saying why.
@@ -83,20 +87,23 @@ def settle_telemetry(
     service_name: str | None = None,
     capture_content: bool | None = None,
     explicit: bool = False,
+    export: bool | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Telemetry:
     """The export a door does, by the rules of the module docstring.
     ``explicit``: the client or the command line asked for telemetry (with
-    the other arguments, or none: the variables then say where)."""
+    the other arguments, or none: the variables then say where).
+    ``export``: the client's or command line's explicit on (True, as
+    ``explicit``) or off (False, over the variables); None: not said."""
     env = os.environ if environ is None else environ
-    if _true(env.get("OTEL_SDK_DISABLED")):
+    if _true(env.get("OTEL_SDK_DISABLED")) or export is False:
         return Telemetry(None)
     exporters = [
         name.strip().lower()
         for name in env.get("OTEL_TRACES_EXPORTER", "").split(",")
         if name.strip()
     ]
-    explicit = explicit or endpoint is not None
+    explicit = explicit or export is True or endpoint is not None
     if not explicit:
         if "none" in exporters:
             return Telemetry(None)

@@ -18,7 +18,7 @@ from oma_host.acp_server.agents import load_agents
 from oma_host.acp_server.auth import initialize_answer
 from oma_host.cli import provider_auth_table
 from oma_host.cli.main import build_parser
-from oma_host.core.cli_options import ACP_OPTIONS
+from oma_host.core.cli_options import ACP_FLAGS, ACP_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60
@@ -236,7 +236,21 @@ def test_it_reads_the_acp_options_the_parser_declares() -> None:
     commands = next(a for a in parser._actions if a.dest == "command")
     acp = commands.choices["acp"]  # type: ignore[index]
     declared = {s for action in acp._actions for s in action.option_strings}
-    assert declared - {"-h", "--help"} == set(ACP_OPTIONS)
+    assert declared - {"-h", "--help"} == set(ACP_OPTIONS) | ACP_FLAGS
+
+
+def test_a_flag_is_read_and_a_flag_given_a_value_is_left_to_the_parser(tmp_path: Path) -> None:
+    path = _agents(tmp_path, AGENT_FILES["each provider"])
+    flagged = ["acp", "--no-telemetry", "--agents", path]
+    written, report = _probe(flagged, _initialize(3), _env(tmp_path))
+    assert report["answered"], report
+    assert written == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "result": initialize_answer(load_agents(path), {}),
+    }
+    written, report = _probe(["acp", "--no-telemetry=yes"], _initialize(), _env(tmp_path))
+    assert written is None and report["pending"] is None
 
 
 @pytest.mark.parametrize(

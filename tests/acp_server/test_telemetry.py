@@ -5,12 +5,14 @@ or by its own options, and a receiver decoding what arrives with
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, text
+from tests.cli.recorded_runs import oma_runs
 from tests.telemetry.receiver import Receiver, by_operation, children
 
 PROMPT = "PROMPT-MARKER-acp read the notes"
@@ -65,3 +67,19 @@ def test_the_command_line_options_turn_it_on_with_content(door: Door, collector:
     assert "PROMPT-MARKER-acp" in root.attributes["gen_ai.input.messages"]
     (tool,) = by_operation(collector.spans, "execute_tool")
     assert tool.attributes["gen_ai.tool.call.result"] == "forty-two"
+
+
+def test_no_telemetry_turns_off_the_export_the_environment_and_options_ask_for(
+    door: Door, collector: Receiver
+) -> None:
+    """``--no-telemetry`` wins over ``OTEL_EXPORTER_OTLP_ENDPOINT`` and over
+    ``--telemetry-endpoint``: the collector receives nothing, and the turn
+    is recorded in the state directory all the same."""
+    door.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
+    door.flags += ["--telemetry-endpoint", collector.endpoint, "--no-telemetry"]
+    session_id = _turn(door)
+    assert collector.received.bodies == []  # the door has exited: nothing is on its way
+    listed = oma_runs(door.state, "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert (row["sessionId"], row["status"], row["turns"]) == (session_id, "ok", 2)

@@ -17,6 +17,7 @@ import pytest
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.testing.script import Reply
 from oma_host.testing.simulator import Simulator
+from tests.cli.recorded_runs import show_json
 from tests.providers.helpers import llm_config
 from tests.telemetry.receiver import Receiver, by_operation
 
@@ -106,6 +107,39 @@ async def test_initialization_options_turn_the_export_on_with_their_endpoint_and
         assert "collector-token-SECRET" not in written and KEY not in written
 
 
+async def test_a_client_turns_off_the_export_the_environment_turns_on(
+    sim: Simulator, collector: Receiver, tmp_path: Path
+) -> None:
+    """``OTEL_EXPORTER_OTLP_ENDPOINT`` set in the host's environment and the
+    client's ``telemetry.export: false``: the collector receives nothing,
+    and the run is recorded in the state directory all the same. The same
+    environment with ``export: true`` exports: what the first host did not
+    send, it was told not to."""
+    state = tmp_path / "state"
+    env = {"ANTHROPIC_API_KEY": KEY, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint}
+    run_ids = []
+    for export in (False, True):
+        host = await HostClient.spawn(host_argv("--state-dir", str(state)), env=env)
+        await host.initialize({"telemetry": {"export": export}})
+        run_ids.append(await one_tool_run(host, sim, tmp_path))
+        assert await host.close() == 0  # a session that exports flushes here
+        if not export:
+            assert collector.received.bodies == []
+    kept, exported = run_ids
+    shown = show_json(state, kept)
+    (root,) = shown["spans"]
+    assert root["name"] == "invoke_agent reader"
+    assert [child["name"] for child in root["children"]] == [
+        "chat sim-1",
+        "execute_tool file_read",
+        "chat sim-1",
+    ]
+    runs = {
+        span.attributes.get("oma.run.id") for span in by_operation(collector.spans, "invoke_agent")
+    }
+    assert runs == {exported}
+
+
 async def test_bad_telemetry_options_are_refused_naming_the_field() -> None:
     host = await HostClient.spawn()
     try:
@@ -113,6 +147,8 @@ async def test_bad_telemetry_options_are_refused_naming_the_field() -> None:
             ({"endpoint": "localhost:4318"}, "telemetry.endpoint", "OTLP/HTTP base URL"),
             ({"headers": {"bad name": "x"}}, "telemetry.headers", "not an HTTP header name"),
             ({"captureContent": "yes"}, "telemetry.captureContent", "boolean"),
+            ({"export": "false"}, "telemetry.export", "boolean"),
+            ({"export": 0}, "telemetry.export", "boolean"),
             ({"endpoints": "http://x"}, "telemetry", "endpoints"),
         ):
             params = {"capabilities": {}, "initializationOptions": {"telemetry": telemetry}}

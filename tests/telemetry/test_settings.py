@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from oma_host.telemetry.settings import TelemetryConfig, settle_telemetry
+from oma_host.telemetry.settings import Telemetry, TelemetryConfig, settle_telemetry
 
 ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
 
@@ -65,3 +65,26 @@ def test_explicit_settings_and_content_capture() -> None:
     assert overridden is not None and not overridden.capture_content
     # An empty ask (initializationOptions.telemetry: {}) is an ask: the variables say where.
     assert settle_telemetry(explicit=True, environ={}).config == TelemetryConfig()
+
+
+def test_an_explicit_off_wins_over_the_variables_and_the_other_options() -> None:
+    otlp = {**ENDPOINT, "OTEL_TRACES_EXPORTER": "otlp"}
+    assert settle_telemetry(export=False, environ=otlp) == Telemetry(None)
+    # Nor is a warning given about an export that is not made.
+    grpc = {**ENDPOINT, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    assert settle_telemetry(export=False, environ=grpc) == Telemetry(None)
+    asked = settle_telemetry(
+        endpoint="http://c:4318", capture_content=True, explicit=True, export=False, environ={}
+    )
+    assert asked == Telemetry(None)
+
+
+def test_an_explicit_on_turns_it_on_unless_the_sdk_is_disabled() -> None:
+    assert settle_telemetry(export=True, environ={}).config == TelemetryConfig()
+    on = settle_telemetry(export=True, environ={"OTEL_TRACES_EXPORTER": "none"}).config
+    assert on == TelemetryConfig()
+    disabled = {"OTEL_SDK_DISABLED": "true"}
+    assert settle_telemetry(export=True, explicit=True, environ=disabled).config is None
+    # Not said: the variables decide, as before.
+    assert settle_telemetry(export=None, environ={}).config is None
+    assert settle_telemetry(export=None, environ=ENDPOINT).config == TelemetryConfig()
