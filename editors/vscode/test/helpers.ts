@@ -168,13 +168,13 @@ export interface Simulator {
 /**
  * The provider simulator on a free port (`python3 -m oma_host.testing.simulator
  * --port 0`), or a scripted one from tests/editors/fixtures (`fixture`: its
- * file name there), which prints its URL the same way.
+ * file name there, given `fixtureArgs`), which prints its URL the same way.
  */
-export async function startSimulator(fixture?: string): Promise<Simulator> {
+export async function startSimulator(fixture?: string, fixtureArgs: string[] = []): Promise<Simulator> {
   const args =
     fixture === undefined
       ? ['-m', 'oma_host.testing.simulator', '--port', '0']
-      : [resolve(REPO_ROOT, 'tests', 'editors', 'fixtures', fixture)];
+      : [resolve(REPO_ROOT, 'tests', 'editors', 'fixtures', fixture), ...fixtureArgs];
   const child = spawn(PYTHON, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, PYTHONPATH: REPO_ROOT },

@@ -4,6 +4,8 @@
  */
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { test } from 'node:test';
 
 import { cancelledPartial, describeError, describeFailure, refusesField } from '../src/core/errors';
@@ -16,10 +18,11 @@ import {
   runInput,
   selectionText,
 } from '../src/core/input';
-import type { AgentRunResult } from '../src/core/protocol';
+import type { AgentRunResult, StreamEvent } from '../src/core/protocol';
 import { askHeading } from '../src/core/render';
 import { chatAgent, chooseAgent, initializationOptions, readSettings, RestartPolicy } from '../src/core/settings';
 import { ReplyAssembler } from '../src/core/stream';
+import { REPO_ROOT } from './helpers';
 
 function result(fields: Partial<AgentRunResult> = {}): AgentRunResult {
   return {
@@ -99,8 +102,51 @@ test('a reply that was not streamed is written when the result arrives; failures
 test('long tool input is cut to a one-line preview', () => {
   const a = new ReplyAssembler();
   const delta = a.push({ type: 'tool_use', data: { name: 'file_read', input: { path: 'x'.repeat(500) } } });
-  assert.ok(delta.length < 260, delta);
-  assert.ok(delta.endsWith('…\n'));
+  assert.equal(delta.length, '[tool file_read] '.length + 200 + 1, delta);
+  assert.ok(delta.endsWith('xx...\n'));
+});
+
+interface ReplyCase {
+  name: string;
+  events: StreamEvent[];
+  text: string;
+  rendered: string;
+}
+
+// The same cases and renderings the Neovim plugin's tests check (editors/nvim/tests/run.lua).
+const replyCases = (
+  JSON.parse(readFileSync(resolve(REPO_ROOT, 'tests', 'editors', 'fixtures', 'reply_events.json'), 'utf8')) as {
+    cases: ReplyCase[];
+  }
+).cases;
+
+for (const { name, events, text, rendered } of replyCases) {
+  test(`the reply: ${name}`, () => {
+    const a = new ReplyAssembler();
+    const deltas = events.map((event) => a.push(event));
+    assert.equal(a.rendered, rendered);
+    assert.equal(deltas.join(''), rendered, 'each event appends to what is there');
+    assert.equal(a.text, text, 'the reply text holds the run\'s own text events only');
+  });
+}
+
+test('a shell output is written as it arrives, its marker once, before the first piece', () => {
+  const a = new ReplyAssembler();
+  a.push({ type: 'tool_use', data: { id: 's', name: 'shell', input: { command: 'make' } } });
+  assert.equal(a.push({ type: 'tool_output', data: { toolUseId: 's', text: 'one\ntw' } }), '[shell output]\none\ntw');
+  assert.equal(a.push({ type: 'tool_output', data: { toolUseId: 's', text: 'o\n' } }), 'o\n');
+  assert.equal(
+    a.push({ type: 'tool_result', data: { tool_use_id: 's', content: 'one\ntwo\n[ended by SIGTERM]' } }),
+    '[tool result] [ended by SIGTERM]\n',
+  );
+});
+
+test("a run whose only streamed text was a delegate's shows its own output when it ends", () => {
+  const a = new ReplyAssembler();
+  a.push({ type: 'delegate', data: { toolUseId: 'd', agent: 'helper', event: { type: 'text', data: 'partial' } } });
+  assert.equal(a.finish(result({ output: 'the answer' })), '\nthe answer\n');
+  assert.equal(a.text, 'the answer');
+  assert.equal(a.rendered, '[helper] partial\nthe answer\n');
 });
 
 test('an ask becomes blocks in order: question, selection, image', () => {

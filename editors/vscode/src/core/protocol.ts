@@ -61,7 +61,23 @@ export type StreamEvent =
   | { type: 'tool_result'; data: { tool_use_id?: string; content?: unknown; is_error?: boolean } }
   | { type: 'error'; data: { message: string; kind?: string } }
   | { type: 'permission'; data: { title?: string; kind?: string; decision?: string } }
+  | { type: 'tool_output'; data: { toolUseId: string; text: string } | { toolUseId: string; terminalId: string } }
+  | { type: 'delegate'; data: { toolUseId: string; agent: string; event: StreamEvent } }
+  | { type: 'model_fallback'; data: { failed: string; model: string; status: number; message: string } }
+  | { type: 'compaction'; data: Compaction }
   | { type: string; data?: unknown };
+
+/** A `compaction` event's data: the conversation before and after, and the media the compacted turns held. */
+export interface Compaction {
+  strategy: 'summarize' | 'sliding-window';
+  trigger: 'threshold' | 'too_long' | 'request';
+  before: number;
+  after: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  images: { kind: 'image' | 'file'; message: number; block: number; mediaType: string }[];
+  dropped?: { message: number; text: string }[];
+}
 
 /** An AgentConfig as the user wrote it in the settings; the host validates it. */
 export interface AgentConfig {

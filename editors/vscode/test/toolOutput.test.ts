@@ -1,0 +1,82 @@
+/**
+ * A running `shell` call's output in the reply, against the real host and
+ * the provider simulator (tests/editors/fixtures/events_simulator.py shell):
+ * the model runs a command a permission rule allows, its output arrives as
+ * `tool_output` events while it runs, and the reply shows it under the
+ * call's marker, before the call's result, which then says only how the
+ * command ended.
+ */
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import type { StreamEvent } from '../src/core/protocol';
+import { OmaSession } from '../src/core/session';
+import { type Host, type Simulator, startHost, startSimulator } from './helpers';
+
+// What the fixture's model runs (events_simulator.py SHELL_COMMAND).
+const COMMAND = "printf 'first\\n'; sleep 0.3; printf 'second\\n'";
+
+let host: Host;
+let session: OmaSession;
+let simulator: Simulator;
+
+before(async () => {
+  simulator = await startSimulator('events_simulator.py', ['shell']);
+  host = await startHost();
+  session = new OmaSession(host.connection, { clientName: 'test' });
+});
+
+after(async () => {
+  session?.dispose();
+  simulator?.close();
+  if (host !== undefined) {
+    assert.equal(await host.close(), 0, host.stderr());
+  }
+});
+
+test("a shell command's output streams into the reply before its short result", async () => {
+  const agent = {
+    name: 'runner',
+    provider: 'anthropic',
+    model: 'sim-1',
+    baseURL: simulator.baseURL,
+    apiKey: 'sk-test-key',
+    tools: ['shell'],
+    permissions: [{ tool: 'shell', action: 'allow' }],
+  };
+  const events: StreamEvent[] = [];
+  let document = '';
+  // The document as it was when each event arrived (before it was rendered).
+  const before: string[] = [];
+  const run = session.ask(
+    agent,
+    { question: 'run the command' },
+    {
+      onEvent: (event) => {
+        events.push(event);
+        before.push(document);
+      },
+      onText: (delta) => (document += delta),
+    },
+  );
+  const outcome = await run.outcome;
+  assert.ok(outcome.kind === 'done' && outcome.result.success, JSON.stringify(outcome));
+  const kinds = events.map((event) => event.type);
+  const outputs = kinds.flatMap((kind, index) => (kind === 'tool_output' ? [index] : []));
+  assert.ok(outputs.length >= 2, `the output came in pieces as it was printed: ${JSON.stringify(events)}`);
+  const result = kinds.indexOf('tool_result');
+  assert.ok(outputs[outputs.length - 1] < result, kinds.join(' '));
+  // When the last piece arrived, the first was in the reply already, and no result yet.
+  const atLastPiece = before[outputs[outputs.length - 1]];
+  assert.ok(atLastPiece.endsWith('[shell output]\nfirst\n'), atLastPiece);
+  assert.equal(
+    document,
+    `[tool shell] ${JSON.stringify({ command: COMMAND })}\n` +
+      `[permission] shell ${COMMAND}: allow\n` +
+      '[shell output]\nfirst\nsecond\n' +
+      '[tool result] [exit code 0]\n' +
+      'ran it\n',
+  );
+  assert.equal(outcome.text, 'ran it', 'the output is not the reply text');
+});
