@@ -660,6 +660,142 @@ tests[#tests + 1] = { ":OmaModels lists the provider's models and switches the a
   end
 end }
 
+-- -- the events shown as lines of their own ----------------------------------------
+
+tests[#tests + 1] = { 'the reply renders each event kind as the VS Code extension does', function()
+  -- The cases and renderings editors/vscode/test/units.test.ts checks too.
+  local fixture = table.concat(vim.fn.readfile(root .. '/tests/editors/fixtures/reply_events.json'), '\n')
+  for _, case in ipairs(vim.json.decode(fixture).cases) do
+    vim.api.nvim_buf_set_lines(reply.buffer(), 0, -1, false, {})
+    local run = { text = '', errors_shown = {} }
+    run.place = reply.section(reply.buffer(), 'ask', 'fixture', 'q')
+    for _, event in ipairs(case.events) do
+      reply.event(run, event)
+    end
+    local rendered = table.concat(vim.list_slice(lines(), 5), '\n')
+    equal(rendered, case.rendered, case.name)
+    equal(run.text, case.text, case.name .. ': the reply text')
+  end
+end }
+
+--- Run `body(url)` with tests/editors/fixtures/events_simulator.py serving `args`; stopped after it.
+local function with_events_simulator(args, body)
+  local url = nil
+  local script = root .. '/tests/editors/fixtures/events_simulator.py'
+  local job = vim.fn.jobstart(vim.list_extend({ python, script }, args), {
+    cwd = root,
+    on_stdout = function(_, data)
+      for _, line in ipairs(data) do
+        url = url or line:match('listening on (http://%S+)')
+      end
+    end,
+  })
+  check(job > 0, 'simulator started')
+  local ok, err = pcall(function()
+    wait_for('the simulator', function()
+      return url ~= nil
+    end)
+    body(url)
+  end)
+  vim.fn.jobstop(job)
+  if not ok then
+    error(err, 0)
+  end
+end
+
+local function simulated(name, url, extra)
+  local agent = { name = name, provider = 'anthropic', model = 'sim-1', baseURL = url, apiKey = 'sk-test' }
+  return vim.tbl_extend('error', agent, extra or {})
+end
+
+--- The reply's lines from the first one equal to `first` on (nil: not there).
+local function lines_from(first)
+  local all = lines()
+  for index, line in ipairs(all) do
+    if line == first then
+      return vim.list_slice(all, index)
+    end
+  end
+  return nil
+end
+
+tests[#tests + 1] = { "a shell command's output shows as it ran, before the call's short result", function()
+  with_events_simulator({ 'shell' }, function(url)
+    local permissions = { { tool = 'shell', action = 'allow' } }
+    use(simulated('runner', url, { tools = { 'shell' }, permissions = permissions }))
+    vim.cmd('OmaAsk run the command')
+    equal(finished().outcome, 'done', 'outcome')
+    local command = "printf 'first\\n'; sleep 0.3; printf 'second\\n'"
+    equal(lines_from('[permission] shell ' .. command .. ': allow'), {
+      '[permission] shell ' .. command .. ': allow',
+      '[shell output]', 'first', 'second',
+      '[tool result] [exit code 0]',
+      'ran it', '',
+    }, 'reply buffer')
+    equal(oma.status().last.text, 'ran it', 'the output is not the reply text')
+  end)
+end }
+
+tests[#tests + 1] = { "a delegate's events show under its name, between the call and its result", function()
+  with_events_simulator({ 'delegate' }, function(url)
+    local reviewer = process_agent('reviewer', 'echo looks fine')
+    local lead = simulated('lead', url, {
+      delegates = { 'reviewer' },
+      permissions = { { tool = 'delegate', action = 'allow' } },
+    })
+    use(nil, { agents = { reviewer, lead }, agent = 'reviewer' })
+    -- The host delegates to agents the connection has created: ask the reviewer first.
+    vim.cmd('OmaAsk are you there?')
+    equal(finished().outcome, 'done', 'the reviewer answers')
+    vim.cmd('OmaAgent lead')
+    vim.cmd('OmaAsk have it reviewed')
+    local run = finished()
+    equal({ run.agent, run.outcome }, { 'lead', 'done' }, 'the lead run')
+    equal(lines_from('[permission] delegate reviewer: allow'), {
+      '[permission] delegate reviewer: allow',
+      '[reviewer] looks fine',
+      '[tool result] looks fine',
+      'the reviewer agrees', '',
+    }, 'reply buffer')
+    equal(run.text, 'the reviewer agrees', "the delegate's text is not the lead's reply")
+  end)
+end }
+
+tests[#tests + 1] = { 'a model fallback is one line saying which model failed, why, and which goes on', function()
+  with_events_simulator({ 'fallback' }, function(url)
+    use(simulated('busy', url, { fallbackModels = { 'sim-2' } }))
+    vim.cmd('OmaAsk hello')
+    equal(finished().outcome, 'done', 'outcome')
+    equal(vim.list_slice(lines(), 5), {
+      '[model fallback] sim-1 failed with HTTP 529 (anthropic: Overloaded (overloaded_error)); going on with sim-2',
+      'from the fallback', '',
+    }, 'reply buffer')
+  end)
+end }
+
+tests[#tests + 1] = { 'a compaction is one line: strategy, trigger, messages and tokens before and after', function()
+  local notes = tmp .. '/notes'
+  vim.fn.mkdir(notes, 'p')
+  with_events_simulator({ 'compaction', notes }, function(url)
+    use(simulated('reader', url, { tools = { 'file_read' }, cwd = notes, contextWindow = 2500, maxTokens = 200 }))
+    vim.cmd('OmaAsk read the notes')
+    equal(finished().outcome, 'done', 'outcome')
+    local shown = vim.tbl_filter(function(line)
+      return vim.startswith(line, '[compaction]')
+    end, lines())
+    check(#shown >= 1, 'a compaction line in\n' .. text())
+    for _, line in ipairs(shown) do
+      local before, after, tokens_before, tokens_after =
+        line:match('^%[compaction%] summarize %(threshold%): (%d+) %-> (%d+) messages, (%d+) %-> (%d+) tokens$')
+      check(before ~= nil, 'the compaction line: ' .. line)
+      check(tonumber(after) < tonumber(before), line)
+      check(tonumber(tokens_after) < tonumber(tokens_before), line)
+    end
+    local all = lines()
+    equal(all[#all - 1], 'read them all', 'the reply goes on after it')
+  end)
+end }
+
 tests[#tests + 1] = { ':help oma covers the setup, every command, option and Lua function', function()
   local runtime = tmp .. '/runtime'
   vim.fn.mkdir(runtime .. '/doc', 'p')

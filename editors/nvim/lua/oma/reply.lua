@@ -6,14 +6,19 @@
 -- extmark just after the text it has written so far. Its reply is written
 -- there, not at the end of the buffer, so runs that stream at the same time
 -- (an :OmaAsk on a slow agent, then an :OmaChat with another) each keep their
--- text under their own heading. Text deltas are written as they arrive;
--- reasoning, tool calls, tool results, permission decisions and errors become
--- short bracketed lines.
+-- text under their own heading. Text deltas are written as they arrive, and
+-- so is a running tool call's output (under one marker line per call);
+-- reasoning, tool calls, tool results, permission decisions, model fallbacks,
+-- compactions and errors become short bracketed lines (worded in
+-- oma.event_lines). A delegate's events are rendered the same way, each of
+-- its lines starting with its name (`[reviewer] `, `[reviewer > linter] ` for
+-- its own delegate).
+
+local wording = require('oma.event_lines')
 
 local M = {}
 
 local NAME = 'oma://reply'
-local PREVIEW = 200
 local NAMESPACE = vim.api.nvim_create_namespace('oma-reply')
 
 local function scratch(name, filetype)
@@ -118,9 +123,46 @@ local function write(run, text)
   mark(buf, end_row, end_col, run.place.mark)
 end
 
+--- Write `chunk` at `run`'s place as `voice`'s `kind` of text (`voice`: a
+--- delegate's prefix, '' for the run's own). It goes on the open line only
+--- when that line is the same voice's same kind; otherwise it starts a line.
+--- Every line a delegate's voice starts begins with its prefix.
+local function put(run, voice, kind, chunk)
+  if chunk == nil or chunk == '' then
+    return
+  end
+  run.output_shown = nil
+  local at_start = line_before(run) == ''
+  local open = run.open
+  local out = {}
+  if not at_start and not (open and open.voice == voice and open.kind == kind) then
+    out[1] = '\n'
+    at_start = true
+  end
+  for index, part in ipairs(vim.split(chunk, '\n', { plain = true })) do
+    if index > 1 then
+      out[#out + 1] = '\n'
+    end
+    if part ~= '' and (at_start or index > 1) then
+      out[#out + 1] = voice
+    end
+    out[#out + 1] = part
+  end
+  run.open = chunk:sub(-1) ~= '\n' and { voice = voice, kind = kind } or nil
+  write(run, table.concat(out))
+end
+
 --- `line` on a line of its own at `run`'s place.
-local function write_line(run, line)
-  write(run, (line_before(run) == '' and '' or '\n') .. line .. '\n')
+local function write_line(run, line, voice)
+  put(run, voice or '', 'line', line .. '\n')
+end
+
+--- End `run`'s open line, if it has one.
+local function end_line(run)
+  if line_before(run) ~= '' then
+    write(run, '\n')
+  end
+  run.open = nil
 end
 
 --- The run is over: its place is no longer needed.
@@ -130,15 +172,6 @@ local function release(run)
     vim.api.nvim_buf_del_extmark(place.buf, NAMESPACE, place.mark)
   end
   run.place = nil
-end
-
-local function preview(value)
-  local text = type(value) == 'string' and value or vim.json.encode(value)
-  text = text:gsub('%s+', ' ')
-  if #text > PREVIEW then
-    text = text:sub(1, PREVIEW - 3) .. '...'
-  end
-  return text
 end
 
 local function describe_block(block)
@@ -172,64 +205,95 @@ function M.section(buf, kind, agent_name, blocks)
   return { buf = buf, mark = mark(buf, row, col) }
 end
 
+local function add_streamed(run, call, text)
+  run.streamed[call] = (run.streamed[call] or '') .. text
+end
+
+--- A running call's output: its text as it comes under the call's marker, or the terminal showing it.
+local function output(run, voice, data)
+  local call = voice .. tostring(data.toolUseId)
+  local tool = run.tools[call] or 'tool'
+  if type(data.text) == 'string' then
+    if run.output_shown ~= call then
+      write_line(run, wording.output_marker(tool), voice)
+    end
+    put(run, voice, 'output ' .. call, data.text)
+    add_streamed(run, call, data.text)
+    run.output_shown = call
+  elseif data.terminalId ~= nil then
+    write_line(run, wording.terminal(tool, data.terminalId), voice)
+  end
+end
+
+--- Render `event` of the run (`agents` empty) or of the delegate that chain of delegations reached.
+local function render(run, agents, event)
+  local voice = wording.voice_prefix(agents)
+  local data = type(event.data) == 'table' and event.data or {}
+  local kind = event.type
+  if kind == 'text' and type(event.data) == 'string' then
+    if #agents == 0 then
+      run.text = run.text .. event.data
+    end
+    put(run, voice, 'text', event.data)
+  elseif kind == 'reasoning' and type(event.data) == 'string' then
+    local going = run.open and run.open.voice == voice and run.open.kind == 'reasoning'
+    put(run, voice, 'reasoning', (going and '' or '[reasoning] ') .. event.data)
+  elseif kind == 'tool_use' then
+    run.tools[voice .. tostring(data.id)] = tostring(data.name)
+    write_line(run, wording.tool_use(data), voice)
+  elseif kind == 'tool_output' then
+    output(run, voice, data)
+  elseif kind == 'tool_result' then
+    write_line(run, wording.tool_result(data, run.streamed[voice .. tostring(data.tool_use_id)]), voice)
+  elseif kind == 'permission' then
+    write_line(run, wording.permission(data), voice)
+  elseif kind == 'delegate' and type(data.agent) == 'string' and type(data.event) == 'table' then
+    local nested = data.event
+    if nested.type == 'text' and type(nested.data) == 'string' then
+      -- The delegate's text is the call's output: its result need not repeat it.
+      add_streamed(run, voice .. tostring(data.toolUseId), nested.data)
+    end
+    local chain = vim.list_extend(vim.deepcopy(agents), { data.agent })
+    render(run, chain, nested)
+  elseif kind == 'model_fallback' then
+    write_line(run, wording.model_fallback(data), voice)
+  elseif kind == 'compaction' then
+    write_line(run, wording.compaction(data), voice)
+  elseif kind == 'error' then
+    local message = tostring(data.message)
+    if #agents == 0 then
+      run.errors_shown[message] = true
+    end
+    write_line(run, wording.error(message), voice)
+  end
+  -- acp_update, plan and unknown kinds are not shown.
+end
+
 --- Render one StreamEvent at `run`'s place.
 function M.event(run, event)
-  local data = event.data
-  if event.type == 'reasoning' and type(data) == 'string' then
-    if not run.in_reasoning then
-      data = (line_before(run) == '' and '' or '\n') .. '[reasoning] ' .. data
-    end
-    run.in_reasoning = true
-    write(run, data)
-    return
-  end
-  if run.in_reasoning then
-    run.in_reasoning = false
-    write(run, '\n')
-  end
-  local field = function(name)
-    return type(data) == 'table' and data[name] or nil
-  end
-  if event.type == 'text' and type(data) == 'string' then
-    run.text = run.text .. data
-    write(run, data)
-  elseif event.type == 'tool_use' then
-    write_line(run, string.format('[tool %s] %s', tostring(field('name')), preview(field('input'))))
-  elseif event.type == 'tool_result' then
-    local label = field('is_error') == true and 'tool error' or 'tool result'
-    write_line(run, string.format('[%s] %s', label, preview(field('content'))))
-  elseif event.type == 'permission' then
-    write_line(run, string.format('[permission] %s: %s', tostring(field('title')), tostring(field('decision'))))
-  elseif event.type == 'error' then
-    local message = tostring(field('message'))
-    run.errors_shown[message] = true
-    write_line(run, '[error] ' .. message)
-  end
-  -- acp_update and unknown kinds are not shown.
+  run.streamed = run.streamed or {} -- the output each call streamed, by voice prefix .. call id
+  run.tools = run.tools or {} -- each call's tool name, by voice prefix .. call id
+  render(run, {}, event)
 end
 
 --- The run's result arrived: the output if nothing streamed, then the status if not ok.
 --- A failed run's output and status often repeat an error already streamed
 --- (a missing API key says so in all three): each error is shown once.
 function M.finish(run, result)
-  if run.in_reasoning then
-    run.in_reasoning = false
-    write(run, '\n')
-  end
   local status = result.status or {}
   local failed = status.code ~= 'ok'
   local shown = run.errors_shown
-  local output = result.output
-  local repeats = failed and (output == status.message or shown[output])
-  if run.text == '' and type(output) == 'string' and output ~= '' and not repeats then
-    run.text = output
-    write(run, output)
+  local output_text = result.output
+  local repeats = failed and (output_text == status.message or shown[output_text])
+  if run.text == '' and type(output_text) == 'string' and output_text ~= '' and not repeats then
+    run.text = output_text
+    put(run, '', 'text', output_text)
   end
   if failed and not (status.message and shown[status.message]) then
     local message = status.message and (': ' .. status.message) or ''
     write_line(run, '[' .. tostring(status.code) .. message .. ']')
-  elseif line_before(run) ~= '' then
-    write(run, '\n')
+  else
+    end_line(run)
   end
   release(run)
 end
@@ -238,7 +302,7 @@ end
 function M.cancelled(run, partial)
   if run.text == '' and partial and type(partial.output) == 'string' then
     run.text = partial.output
-    write(run, partial.output)
+    put(run, '', 'text', partial.output)
   end
   write_line(run, '[cancelled]')
   release(run)
