@@ -834,8 +834,9 @@ tests[#tests + 1] = { ':help oma names only commands and tools that exist', func
   for name in doc:gmatch(':(Oma%w+)') do
     check(commands[name] ~= nil, ':help oma names :' .. name .. ', which is not a command')
   end
-  -- The tools: the `[tool NAME]` examples and every `snake_case` word that is
-  -- not an option, a Lua function or the selection's `file_name`.
+  -- The tools: the `[tool NAME] {input}` examples (not the `[tool result]`
+  -- lines) and every `snake_case` word that is not an option, a Lua function
+  -- or the selection's `file_name`.
   local not_tools = { file_name = true }
   for option in pairs(require('oma.options').types) do
     not_tools[option] = true
@@ -846,7 +847,7 @@ tests[#tests + 1] = { ':help oma names only commands and tools that exist', func
     end
   end
   local named = {}
-  for name in doc:gmatch('%[tool ([%w_]+)%]') do
+  for name in doc:gmatch('%[tool ([%w_]+)%] {') do
     named[name] = true
   end
   for name in doc:gmatch('`([%l]+_[%l_]+)`') do
