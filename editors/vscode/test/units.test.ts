@@ -114,11 +114,8 @@ interface ReplyCase {
 }
 
 // The same cases and renderings the Neovim plugin's tests check (editors/nvim/tests/run.lua).
-const replyCases = (
-  JSON.parse(readFileSync(resolve(REPO_ROOT, 'tests', 'editors', 'fixtures', 'reply_events.json'), 'utf8')) as {
-    cases: ReplyCase[];
-  }
-).cases;
+const REPLY_EVENTS = resolve(REPO_ROOT, 'tests', 'editors', 'fixtures', 'reply_events.json');
+const replyCases = (JSON.parse(readFileSync(REPLY_EVENTS, 'utf8')) as { cases: ReplyCase[] }).cases;
 
 for (const { name, events, text, rendered } of replyCases) {
   test(`the reply: ${name}`, () => {
@@ -133,7 +130,10 @@ for (const { name, events, text, rendered } of replyCases) {
 test('a shell output is written as it arrives, its marker once, before the first piece', () => {
   const a = new ReplyAssembler();
   a.push({ type: 'tool_use', data: { id: 's', name: 'shell', input: { command: 'make' } } });
-  assert.equal(a.push({ type: 'tool_output', data: { toolUseId: 's', text: 'one\ntw' } }), '[shell output]\none\ntw');
+  assert.equal(
+    a.push({ type: 'tool_output', data: { toolUseId: 's', text: 'one\ntw' } }),
+    '[shell output]\none\ntw',
+  );
   assert.equal(a.push({ type: 'tool_output', data: { toolUseId: 's', text: 'o\n' } }), 'o\n');
   assert.equal(
     a.push({ type: 'tool_result', data: { tool_use_id: 's', content: 'one\ntwo\n[ended by SIGTERM]' } }),
@@ -143,7 +143,8 @@ test('a shell output is written as it arrives, its marker once, before the first
 
 test("a run whose only streamed text was a delegate's shows its own output when it ends", () => {
   const a = new ReplyAssembler();
-  a.push({ type: 'delegate', data: { toolUseId: 'd', agent: 'helper', event: { type: 'text', data: 'partial' } } });
+  const partial = { type: 'text', data: 'partial' };
+  a.push({ type: 'delegate', data: { toolUseId: 'd', agent: 'helper', event: partial } });
   assert.equal(a.finish(result({ output: 'the answer' })), '\nthe answer\n');
   assert.equal(a.text, 'the answer');
   assert.equal(a.rendered, '[helper] partial\nthe answer\n');

@@ -20,7 +20,10 @@ export function preview(value: unknown): string {
   return flat.length <= PREVIEW_CHARS ? flat : `${flat.slice(0, PREVIEW_CHARS - 3)}...`;
 }
 
-/** What starts each line of a delegate (`agents`: the delegation chain, outermost first); '' for the run's own. */
+/**
+ * What starts each line of a delegate (`agents`: the delegation chain,
+ * outermost first); '' for the run's own.
+ */
 export function voicePrefix(agents: readonly string[]): string {
   return agents.length === 0 ? '' : `[${agents.join(' > ')}] `;
 }

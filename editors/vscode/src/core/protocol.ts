@@ -61,7 +61,10 @@ export type StreamEvent =
   | { type: 'tool_result'; data: { tool_use_id?: string; content?: unknown; is_error?: boolean } }
   | { type: 'error'; data: { message: string; kind?: string } }
   | { type: 'permission'; data: { title?: string; kind?: string; decision?: string } }
-  | { type: 'tool_output'; data: { toolUseId: string; text: string } | { toolUseId: string; terminalId: string } }
+  | {
+      type: 'tool_output';
+      data: { toolUseId: string; text: string } | { toolUseId: string; terminalId: string };
+    }
   | { type: 'delegate'; data: { toolUseId: string; agent: string; event: StreamEvent } }
   | { type: 'model_fallback'; data: { failed: string; model: string; status: number; message: string } }
   | { type: 'compaction'; data: Compaction }
