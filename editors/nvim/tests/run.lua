@@ -279,9 +279,11 @@ tests[#tests + 1] = { ':OmaImage sends the PNG as a base64 image block', functio
   }, 'what the provider received')
 end }
 
-tests[#tests + 1] = { 'a question about a PNG over HTTP (the provider simulator)', function()
+--- Run `body(url)` with the provider simulator `argv` starts (it prints
+--- `listening on URL`); stopped after it.
+local function with_simulator(argv, body)
   local url = nil
-  local job = vim.fn.jobstart({ python, '-m', 'oma_host.testing.simulator', '--port', '0' }, {
+  local job = vim.fn.jobstart(argv, {
     cwd = root,
     on_stdout = function(_, data)
       for _, line in ipairs(data) do
@@ -294,6 +296,16 @@ tests[#tests + 1] = { 'a question about a PNG over HTTP (the provider simulator)
     wait_for('the simulator', function()
       return url ~= nil
     end)
+    body(url)
+  end)
+  vim.fn.jobstop(job)
+  if not ok then
+    error(err, 0)
+  end
+end
+
+tests[#tests + 1] = { 'a question about a PNG over HTTP (the provider simulator)', function()
+  with_simulator({ python, '-m', 'oma_host.testing.simulator', '--port', '0' }, function(url)
     use({ name = 'claude', provider = 'anthropic', model = 'm', baseURL = url, apiKey = 'sk-test' })
     vim.cmd('OmaImage ' .. png .. ' What is in this picture?')
     local run = finished()
@@ -304,10 +316,6 @@ tests[#tests + 1] = { 'a question about a PNG over HTTP (the provider simulator)
     equal(run.result.output, expected, 'reply')
     contains(text(), expected, 'reply buffer')
   end)
-  vim.fn.jobstop(job)
-  if not ok then
-    error(err, 0)
-  end
 end }
 
 tests[#tests + 1] = { ':OmaChat builds the history; :OmaHistory shows it; :OmaReset clears it', function()
@@ -680,27 +688,8 @@ end }
 
 --- Run `body(url)` with tests/editors/fixtures/events_simulator.py serving `args`; stopped after it.
 local function with_events_simulator(args, body)
-  local url = nil
   local script = root .. '/tests/editors/fixtures/events_simulator.py'
-  local job = vim.fn.jobstart(vim.list_extend({ python, script }, args), {
-    cwd = root,
-    on_stdout = function(_, data)
-      for _, line in ipairs(data) do
-        url = url or line:match('listening on (http://%S+)')
-      end
-    end,
-  })
-  check(job > 0, 'simulator started')
-  local ok, err = pcall(function()
-    wait_for('the simulator', function()
-      return url ~= nil
-    end)
-    body(url)
-  end)
-  vim.fn.jobstop(job)
-  if not ok then
-    error(err, 0)
-  end
+  with_simulator(vim.list_extend({ python, script }, args), body)
 end
 
 local function simulated(name, url, extra)

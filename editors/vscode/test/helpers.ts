@@ -227,18 +227,28 @@ export function echoAgent(name = 'echo', model = 'echo') {
 }
 
 /**
- * A host and a session for one test file: started before its tests, disposed
- * after them (the host must then exit with 0). Read them from the returned
- * object inside tests.
+ * A host and a session for one test file, and with `simulator` the provider
+ * simulator (startSimulator's `fixture` and `args`) started before them: all
+ * started before its tests, stopped after them (the host must then exit with
+ * 0). Read them from the returned object inside tests.
  */
-export function useHostSession(): { host: Host; session: OmaSession } {
-  const context = {} as { host: Host; session: OmaSession };
+export function useHostSession(simulator?: { fixture?: string; args?: string[] }): {
+  host: Host;
+  session: OmaSession;
+  simulator: Simulator;
+} {
+  const context = {} as { host: Host; session: OmaSession; simulator: Simulator };
   before(async () => {
+    // One after the other, so that `after` can stop whichever started.
+    if (simulator !== undefined) {
+      context.simulator = await startSimulator(simulator.fixture, simulator.args);
+    }
     context.host = await startHost();
     context.session = new OmaSession(context.host.connection, { clientName: 'test' });
   });
   after(async () => {
     context.session?.dispose();
+    context.simulator?.close();
     if (context.host !== undefined) {
       assert.equal(await context.host.close(), 0, context.host.stderr());
     }

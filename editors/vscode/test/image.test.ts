@@ -7,36 +7,18 @@
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import { readImageBlock } from '../src/core/input';
-import { OmaSession } from '../src/core/session';
-import { echoAgent, type Host, PNG_FIXTURE, type Simulator, startHost, startSimulator } from './helpers';
+import { echoAgent, PNG_FIXTURE, useHostSession } from './helpers';
 
-let host: Host;
-let session: OmaSession;
-let simulator: Simulator;
-
-before(async () => {
-  // One after the other, so that `after` can stop whichever started.
-  simulator = await startSimulator();
-  host = await startHost();
-  session = new OmaSession(host.connection, { clientName: 'test' });
-});
-
-after(async () => {
-  session?.dispose();
-  simulator?.close();
-  if (host !== undefined) {
-    assert.equal(await host.close(), 0, host.stderr());
-  }
-});
+const ctx = useHostSession({});
 
 const PNG_BASE64 = readFileSync(PNG_FIXTURE).toString('base64');
 
 test('Ask about image: the provider receives the question and the image as content blocks', async () => {
   const image = await readImageBlock(PNG_FIXTURE);
-  const run = session.ask(echoAgent(), { question: 'What colour is this square?', image });
+  const run = ctx.session.ask(echoAgent(), { question: 'What colour is this square?', image });
   const outcome = await run.outcome;
   assert.ok(outcome.kind === 'done' && outcome.result.success, JSON.stringify(outcome));
   // The echo model replies with the JSON of exactly what the provider adapter was given.
@@ -55,9 +37,9 @@ test('Ask about image: the provider receives the question and the image as conte
 test('a conversation turn with an image keeps the image block in the history', async () => {
   const agent = echoAgent('eye');
   const image = await readImageBlock(PNG_FIXTURE);
-  const outcome = await session.chat(agent, { question: 'Describe it', image }).outcome;
+  const outcome = await ctx.session.chat(agent, { question: 'Describe it', image }).outcome;
   assert.ok(outcome.kind === 'done' && outcome.result.success, JSON.stringify(outcome));
-  const history = await session.history(agent);
+  const history = await ctx.session.history(agent);
   assert.equal(history.length, 2);
   assert.deepEqual(history[0], {
     role: 'user',
@@ -74,12 +56,12 @@ test('an image question over HTTP to an Anthropic-format provider (the simulator
     name: 'claude',
     provider: 'anthropic',
     model: 'm',
-    baseURL: simulator.baseURL,
+    baseURL: ctx.simulator.baseURL,
     apiKey: 'sk-test-key',
   };
   let streamed = '';
   const image = await readImageBlock(PNG_FIXTURE);
-  const run = session.ask(
+  const run = ctx.session.ask(
     agent,
     { question: 'What is in this picture?', image },
     { onText: (d) => (streamed += d) },

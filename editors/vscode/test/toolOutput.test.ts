@@ -8,39 +8,22 @@
  */
 
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 
 import type { StreamEvent } from '../src/core/protocol';
-import { OmaSession } from '../src/core/session';
-import { type Host, type Simulator, startHost, startSimulator } from './helpers';
+import { useHostSession } from './helpers';
 
 // What the fixture's model runs (events_simulator.py SHELL_COMMAND).
 const COMMAND = "printf 'first\\n'; sleep 0.3; printf 'second\\n'";
 
-let host: Host;
-let session: OmaSession;
-let simulator: Simulator;
-
-before(async () => {
-  simulator = await startSimulator('events_simulator.py', ['shell']);
-  host = await startHost();
-  session = new OmaSession(host.connection, { clientName: 'test' });
-});
-
-after(async () => {
-  session?.dispose();
-  simulator?.close();
-  if (host !== undefined) {
-    assert.equal(await host.close(), 0, host.stderr());
-  }
-});
+const ctx = useHostSession({ fixture: 'events_simulator.py', args: ['shell'] });
 
 test("a shell command's output streams into the reply before its short result", async () => {
   const agent = {
     name: 'runner',
     provider: 'anthropic',
     model: 'sim-1',
-    baseURL: simulator.baseURL,
+    baseURL: ctx.simulator.baseURL,
     apiKey: 'sk-test-key',
     tools: ['shell'],
     permissions: [{ tool: 'shell', action: 'allow' }],
@@ -49,7 +32,7 @@ test("a shell command's output streams into the reply before its short result", 
   let document = '';
   // The document as it was when each event arrived (before it was rendered).
   const before: string[] = [];
-  const run = session.ask(
+  const run = ctx.session.ask(
     agent,
     { question: 'run the command' },
     {
