@@ -195,7 +195,12 @@ class Host {
       },
     };
     const client = new LanguageClient('oma-host', 'oma-host', serverOptions, clientOptions);
-    const session = new OmaSession(client, { permission: askPermission, clientName: 'vscode' });
+    const session = new OmaSession(client, {
+      permission: askPermission,
+      clientName: 'vscode',
+      // Read when an agent is created, so delegates are created as configured now.
+      agentNamed: (name) => settings().agents.find((agent) => agent.name === name),
+    });
     client.onDidChangeState((event) => {
       if (event.newState === State.Running) {
         session.forgetAgents(); // a (re)started host knows none of our agentIds

@@ -22,7 +22,7 @@ import {
 } from 'vscode-jsonrpc/node';
 
 import type { InitializeResult, InitializationOptions } from '../src/core/protocol';
-import { OmaSession } from '../src/core/session';
+import { OmaSession, type SessionOptions } from '../src/core/session';
 
 /** editors/vscode/out/test → the repository root. */
 export const REPO_ROOT = resolve(__dirname, '..', '..', '..', '..');
@@ -230,9 +230,13 @@ export function echoAgent(name = 'echo', model = 'echo') {
  * A host and a session for one test file, and with `simulator` the provider
  * simulator (startSimulator's `fixture` and `args`) started before them: all
  * started before its tests, stopped after them (the host must then exit with
- * 0). Read them from the returned object inside tests.
+ * 0). `agentNamed` is the session's lookup of configured agents (the
+ * extension's reads the settings). Read them from the returned object inside tests.
  */
-export function useHostSession(simulator?: { fixture?: string; args?: string[] }): {
+export function useHostSession(
+  simulator?: { fixture?: string; args?: string[] },
+  agentNamed?: SessionOptions['agentNamed'],
+): {
   host: Host;
   session: OmaSession;
   simulator: Simulator;
@@ -244,7 +248,7 @@ export function useHostSession(simulator?: { fixture?: string; args?: string[] }
       context.simulator = await startSimulator(simulator.fixture, simulator.args);
     }
     context.host = await startHost();
-    context.session = new OmaSession(context.host.connection, { clientName: 'test' });
+    context.session = new OmaSession(context.host.connection, { clientName: 'test', agentNamed });
   });
   after(async () => {
     context.session?.dispose();

@@ -89,6 +89,8 @@ export interface AgentConfig {
   provider?: string;
   baseURL?: string;
   backend?: { kind: string; [field: string]: unknown };
+  /** Names of agents it may hand tasks to: each the agent of that name created before it. */
+  delegates?: unknown;
   [field: string]: unknown;
 }
 

@@ -21,6 +21,9 @@
  *
  * Agents are created on first use, one per configured name, and recreated when
  * their config changes or the host no longer knows them (it was restarted).
+ * The host binds each name in `config.delegates` to the agent of that name
+ * created before, so an agent's configured delegates (`agentNamed`; their own
+ * delegates too) are created first when this session does not know them yet.
  * `models` lists the agent's provider's models (models/list); `switchModel`
  * moves an agent to another model with its conversation (agent/history into
  * the new agent's `config.history`).
@@ -84,6 +87,8 @@ export interface SessionOptions {
   permission?: PermissionAsker;
   /** Prefix of progress tokens and runIds, to tell this client's runs apart in traces. */
   clientName?: string;
+  /** The configured agent of that name: an agent's delegates are created from it before the agent. */
+  agentNamed?: (name: string) => AgentConfig | undefined;
 }
 
 interface KnownAgent {
@@ -109,6 +114,7 @@ export class OmaSession {
   private readonly runProgress = new Map<string, RunObserver>();
   private readonly disposables: Disposable[] = [];
   private readonly clientName: string;
+  private readonly agentNamed: (name: string) => AgentConfig | undefined;
   private permission: PermissionAsker | undefined;
   private counter = 0;
   /** Whether the host's agent/prompt takes a partialResultToken; undefined until a prompt tells. */
@@ -120,6 +126,7 @@ export class OmaSession {
   ) {
     this.permission = options.permission;
     this.clientName = options.clientName ?? 'oma-client';
+    this.agentNamed = options.agentNamed ?? (() => undefined);
     this.disposables.push(
       peer.onRequest('agent/requestPermission', (params: unknown) => this.onPermission(params)),
       peer.onNotification('oma/progress', (params: unknown) => this.onRunProgress(params)),
@@ -132,8 +139,45 @@ export class OmaSession {
 
   // -- agents -----------------------------------------------------------------
 
-  /** The host's agentId for `config`, creating (or recreating) the agent as needed. */
+  /**
+   * The host's agentId for `config`, creating (or recreating) the agent as
+   * needed, after its configured delegates. Every agent/create is sent at
+   * once, delegates first: the host finishes the creates it read before one
+   * that names delegates, so nothing here waits on another agent.
+   */
   agentId(config: AgentConfig): Promise<string> {
+    const delegates = this.createDelegates(config, new Set([config.name]));
+    const id = this.createAgent(config);
+    // A delegate the host refused is why the agent naming it is refused too: say so.
+    return id.catch(async (error: unknown) => {
+      for (const delegate of delegates) {
+        await delegate;
+      }
+      throw error;
+    });
+  }
+
+  /**
+   * Sends agent/create for each configured delegate of `config` the session
+   * does not know with that config, depth first. `chain` holds the names on
+   * the way here: a cycle, like a name not configured, is left to the host,
+   * which refuses the agent naming it.
+   */
+  private createDelegates(config: AgentConfig, chain: ReadonlySet<string>): Promise<string>[] {
+    const names = Array.isArray(config.delegates) ? config.delegates : [];
+    const created: Promise<string>[] = [];
+    for (const name of names) {
+      const delegate = typeof name === 'string' && !chain.has(name) ? this.agentNamed(name) : undefined;
+      if (delegate !== undefined) {
+        created.push(...this.createDelegates(delegate, new Set([...chain, name])));
+        created.push(this.createAgent(delegate));
+      }
+    }
+    return created;
+  }
+
+  /** The agentId for `config` without looking at its delegates: known, or created now. */
+  private createAgent(config: AgentConfig): Promise<string> {
     const key = JSON.stringify(config);
     const known = this.agents.get(config.name);
     if (known !== undefined && known.key === key) {
