@@ -93,6 +93,30 @@ local function use(agent, extra)
   notes = {}
 end
 
+--- The names of the host's agents (agent/list) this test made, oldest first:
+--- those of the configured agents (earlier tests' agents may be still being disposed).
+local function agent_names()
+  local ours = {}
+  for _, name in ipairs(require('oma.agents').names(oma.config)) do
+    ours[name] = true
+  end
+  local answer
+  require('oma.client').request(oma.config, 'agent/list', vim.empty_dict(), function(err, result)
+    answer = { err = err, result = result }
+  end)
+  wait_for('agent/list', function()
+    return answer ~= nil
+  end)
+  assert(answer.err == nil, vim.inspect(answer.err))
+  local names = {}
+  for _, agent in ipairs(answer.result.agents) do
+    if ours[agent.name] then
+      names[#names + 1] = agent.name
+    end
+  end
+  return names
+end
+
 local function process_agent(name, script)
   return { name = name, backend = { kind = 'process', command = 'sh', args = { '-c', script } } }
 end
@@ -732,11 +756,8 @@ tests[#tests + 1] = { "a delegate's events show under its name, between the call
       delegates = { 'reviewer' },
       permissions = { { tool = 'delegate', action = 'allow' } },
     })
-    use(nil, { agents = { reviewer, lead }, agent = 'reviewer' })
-    -- The host delegates to agents the connection has created: ask the reviewer first.
-    vim.cmd('OmaAsk are you there?')
-    equal(finished().outcome, 'done', 'the reviewer answers')
-    vim.cmd('OmaAgent lead')
+    -- The lead is asked first: the reviewer, never used, is created before it.
+    use(nil, { agents = { reviewer, lead }, agent = 'lead' })
     vim.cmd('OmaAsk have it reviewed')
     local run = finished()
     equal({ run.agent, run.outcome }, { 'lead', 'done' }, 'the lead run')
@@ -747,7 +768,40 @@ tests[#tests + 1] = { "a delegate's events show under its name, between the call
       'the reviewer agrees', '',
     }, 'reply buffer')
     equal(run.text, 'the reviewer agrees', "the delegate's text is not the lead's reply")
+    equal(agent_names(), { 'reviewer', 'lead' }, 'the reviewer was created first')
+    -- Both known with the same config: asking for the lead again creates neither.
+    local ensured
+    require('oma.agents').ensure(oma.config, lead, function(err, agent_id)
+      ensured = { err = err, id = agent_id }
+    end)
+    equal(ensured, { id = require('oma.agents').id(lead) }, 'the known agentId, answered at once')
+    equal(agent_names(), { 'reviewer', 'lead' }, 'nothing created again')
   end)
+end }
+
+tests[#tests + 1] = { "delegates' own delegates come first; a cycle or an unknown name is the host's to refuse", function()
+  local bottom = echo_agent('bottom')
+  local middle = vim.tbl_extend('force', echo_agent('middle'), { delegates = { 'bottom' } })
+  local top = vim.tbl_extend('force', echo_agent('top'), { delegates = { 'middle', 'bottom' } })
+  local ping = vim.tbl_extend('force', echo_agent('ping'), { delegates = { 'pong' } })
+  local pong = vim.tbl_extend('force', echo_agent('pong'), { delegates = { 'ping' } })
+  local loner = vim.tbl_extend('force', echo_agent('loner'), { delegates = { 'nobody' } })
+  use(nil, { agents = { bottom, middle, top, ping, pong, loner }, agent = 'top' })
+  vim.cmd('OmaAsk hello')
+  equal(finished().outcome, 'done', 'top answers')
+  equal(agent_names(), { 'bottom', 'middle', 'top' }, 'created deepest first')
+  -- ping creates pong first, which names ping, not created yet: pong's refusal is ping's answer.
+  vim.cmd('OmaAgent ping')
+  vim.cmd('OmaAsk hello')
+  local run = finished()
+  equal(run.outcome, 'error', 'the cycle')
+  contains(run.error, "delegates[0]: no agent named 'ping' on this connection", 'the error')
+  vim.cmd('OmaAgent loner')
+  vim.cmd('OmaAsk hello')
+  run = finished()
+  equal(run.outcome, 'error', 'the unknown name')
+  contains(run.error, "delegates[0]: no agent named 'nobody' on this connection", 'the error')
+  equal(agent_names(), { 'bottom', 'middle', 'top' }, 'none of those exists')
 end }
 
 tests[#tests + 1] = { 'a model fallback is one line saying which model failed, why, and which goes on', function()

@@ -2,9 +2,9 @@
 -- `agent`), and the agentId the host gave each.
 --
 -- An agent is created on the host (agent/create) the first time a command
--- needs it, and its agentId is kept per agent, so switching agents with
--- :OmaAgent and back returns to the same conversation. setup() and a host
--- exit forget them all.
+-- needs it, after the configured agents its `delegates` names, and its
+-- agentId is kept per agent, so switching agents with :OmaAgent and back
+-- returns to the same conversation. setup() and a host exit forget them all.
 
 local client = require('oma.client')
 
@@ -62,22 +62,30 @@ function M.id(agent)
   return state and state.id
 end
 
---- The agentId of `agent`, created on first use; `done(err, agent_id)`.
-function M.ensure(config, agent, done)
+-- Sends agent/create for `agent` unless it has an agentId or one is coming;
+-- `done(err, agent_id)`, if given, gets the answer (at once when known).
+-- Answers the agent's state, whose `err` is its last create's refusal.
+local function create(config, agent, done)
   local state = known[agent]
   if state == nil then
     state = {}
     known[agent] = state
   end
   if state.id then
-    done(nil, state.id)
-    return
+    if done then
+      done(nil, state.id)
+    end
+    return state
   end
   if state.waiting then
-    table.insert(state.waiting, done)
-    return
+    if done then
+      table.insert(state.waiting, done)
+    end
+    return state
   end
+  -- Set before the request: a host that is not running answers at once.
   state.waiting = { done }
+  state.err = nil
   client.request(config, 'agent/create', { config = agent }, function(err, result)
     -- Forgotten meanwhile (setup(), the host exited), `state` is detached: the
     -- runs waiting still get their answer, later ones create the agent anew.
@@ -86,9 +94,49 @@ function M.ensure(config, agent, done)
     if not err then
       state.id = result.agentId
     end
+    state.err = err
     for _, callback in ipairs(waiting) do
       callback(err, result and result.agentId)
     end
+  end)
+  return state
+end
+
+-- Sends agent/create for each configured delegate of `agent` (depth first,
+-- their own delegates before them) not created yet, and appends their
+-- states to `states`. `chain` holds the names on the way here: a cycle, like
+-- a name not configured, is left to the host, which refuses the agent naming it.
+local function create_delegates(config, agent, chain, states)
+  local names = type(agent.delegates) == 'table' and agent.delegates or {}
+  for _, name in ipairs(names) do
+    local delegate = type(name) == 'string' and not chain[name] and M.find(config, name) or nil
+    if delegate then
+      local deeper = vim.tbl_extend('force', {}, chain, { [name] = true })
+      create_delegates(config, delegate, deeper, states)
+      states[#states + 1] = create(config, delegate)
+    end
+  end
+end
+
+--- The agentId of `agent`, created on first use after its configured
+--- delegates (the host binds each name in `delegates` to the agent of that
+--- name created before); `done(err, agent_id)`. Every agent/create is sent
+--- at once, delegates first: the host finishes the creates it read before one
+--- that names delegates.
+function M.ensure(config, agent, done)
+  local delegates = {}
+  create_delegates(config, agent, { [agent.name] = true }, delegates)
+  create(config, agent, function(err, agent_id)
+    if err then
+      -- A delegate the host refused is why the agent naming it is refused too: say so.
+      for _, delegate in ipairs(delegates) do
+        if delegate.err then
+          err = delegate.err
+          break
+        end
+      end
+    end
+    done(err, agent_id)
   end)
 end
 
