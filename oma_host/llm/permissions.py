@@ -28,10 +28,15 @@ at a time (:func:`oma_host.llm.command_line.split_command`): each part gets
 the action of the first rule that applies to it, and the line the strictest
 of its parts' (``deny`` over ``ask`` over ``allow``), so ``git status &&
 touch pwned`` is allowed only if both commands are. An ``allow`` rule with a
-pattern applies to a part when the part matches and the split is certain
-(no redirect to a file, no command substitution, nothing unbalanced: then no
-such rule applies to any part); a ``deny`` or ``ask`` rule when the part,
-or the whole line, matches.
+pattern applies to a part when the part matches as written and the split is
+certain (no redirect to a file, no command substitution, nothing sh would
+refuse: then no such rule applies to any part); a ``deny`` or ``ask`` rule
+when the part, one of its normalised forms (quotes removed, a path's
+basename, wrappers such as ``env`` or ``xargs`` unwrapped, ``sh -c`` and
+``eval`` strings read: :attr:`oma_host.llm.command_line.Command.forms`), or
+the whole line matches. A part whose command cannot be known (``eval "$x"``,
+a command word ``$x``) possibly matches every ``deny`` or ``ask`` rule with
+a pattern: the first such rule makes it ask.
 
 ``ask`` goes to the client (``agent/requestPermission`` with ``source:
 "tool"``) through the agent's permission handler, for at most
@@ -95,6 +100,9 @@ class Target:
     resolved: str | None = None
     # A command line's simple commands, each decided as a target of its own.
     parts: tuple[Target, ...] | None = None
+    # A command line's part whose command cannot be known: it possibly
+    # matches every deny or ask rule with a pattern.
+    unknown: bool = False
 
 
 def _folded(path: str, root: str) -> str:
@@ -163,8 +171,13 @@ def command_target(line: str | None) -> Target:
         return Target(None, None, ())
     split = split_command(line)
     parts = tuple(
-        Target(part, (part,) if split.certain else None, tuple(dict.fromkeys((part, line))))
-        for part in split.parts
+        Target(
+            command.text,
+            (command.text,) if split.certain else None,
+            tuple(dict.fromkeys((command.text, *command.forms, line))),
+            unknown=command.unknown is not None,
+        )
+        for command in split.commands
     )
     return Target(line, None, (line,), parts=parts)
 
@@ -213,8 +226,12 @@ def evaluate(
         verdicts = [evaluate(rules, tool, part, mode) for part in target.parts]
         return max(verdicts, key=lambda verdict: _STRICTNESS[verdict.action])
     for index, rule in enumerate(rules):
-        if fnmatch.fnmatchcase(tool.name, rule.tool) and _applies(rule, target):
+        if not fnmatch.fnmatchcase(tool.name, rule.tool):
+            continue
+        if _applies(rule, target):
             return Verdict(rule.action, index)
+        if target.unknown and rule.pattern is not None and rule.action != "allow":
+            return Verdict("ask", index)  # it may be what the rule keeps out
     if mode == "accept-edits" and tool.effect == "write":
         return Verdict("allow", None, "mode")
     return Verdict(default_action(tool), None, "default")
