@@ -660,13 +660,11 @@ class _Parser:
         pieces: list[str] = []
         run: tuple[int, int] | None = None
         spans = reading.spans
-        first_word = next((i for i, span in enumerate(spans) if not span[2]), None)
-        if first_word and reading.words and reading.words[0].plain() in _KEYWORDS:
+        first = next((i for i, span in enumerate(spans) if not span[2]), None)
+        if first and text[spans[first][0] : spans[first][1]] in _KEYWORDS:
             # Cut, the redirects before it would leave a reserved word first:
             # alone, the text would read otherwise.
-            spans = [(start, end, False) for start, end, _ in spans[: first_word + 1]] + spans[
-                first_word + 1 :
-            ]
+            spans = [(start, end, False) for start, end, _ in spans[:first]] + spans[first:]
         for start, end, harmless in spans:
             if harmless:
                 if run is not None:
@@ -1048,7 +1046,7 @@ class _Parser:
             if subtype == _VSLENGTH and c != "}":
                 subtype = 0
             src.ungetc()
-        if braced and (bad or subtype in (0, _VSNUL)):
+        if braced and (bad or subtype in (0, _VSNUL, _VSNUL | _VSNORMAL)):
             self.found.doubt("a ${...} sh cannot expand")  # readers disagree on where it ends
         if newsyn == "ari":
             newsyn = "dq"
