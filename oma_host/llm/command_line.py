@@ -105,6 +105,9 @@ def split_command(line: str) -> CommandSplit:
 UNCLOSED = "an unclosed quote, parenthesis or substitution"
 UNBALANCED = "an unbalanced parenthesis"
 SYNTAX_ERROR = "a syntax error (sh would refuse the line)"
+TOO_DEEP = "a line nested too deeply to read"
+# How deep lists may nest in one line (subshells, groups, substitutions).
+_MAX_NESTING = 40
 # Doubts about how the line reads, which make a command string run by a
 # shell (``sh -c``, ``eval``) unknowable; the others (a redirect, a
 # substitution) are about what the commands do.
@@ -120,6 +123,7 @@ _READING_DOUBTS = frozenset(
         "a backquoted command sh reads only in part",
         "a ${...} sh cannot expand",
         "a NUL character",
+        TOO_DEEP,
     }
 )
 # How deep command strings in command strings are followed.
@@ -128,7 +132,12 @@ _MAX_DEPTH = 6
 
 def _split(line: str, depth: int) -> CommandSplit:
     found = _Found()
-    _Parser(found, _Source(line), (), depth).parse_line()
+    try:
+        _Parser(found, _Source(line), (), depth).parse_line()
+    except (_TooDeep, RecursionError):
+        # What it holds cannot be known: the whole line is a part, for deny rules.
+        found.doubt(TOO_DEEP)
+        found.records.append(_Record((len(line),), line.strip(), unknown=TOO_DEEP))
     records = sorted(found.records, key=lambda record: record.key)
     index = {id(record): position for position, record in enumerate(records)}
     commands = tuple(
@@ -215,6 +224,10 @@ class _SyntaxError(Exception):
     def __init__(self, reason: str, at: int, resume: int) -> None:
         super().__init__(reason)
         self.reason, self.at, self.resume = reason, at, resume
+
+
+class _TooDeep(Exception):
+    """The line nests deeper than :data:`_MAX_NESTING`: it is not read on."""
 
 
 class _Source:
@@ -304,11 +317,13 @@ class _Word:
 
     @cached_property
     def glob(self) -> bool:
-        """Whether pathname expansion may turn it into other words."""
+        """Whether pathname (or bash's brace) expansion may make other words of it."""
         unquoted = "".join(
             c if kind == "c" and not quoted else " " for kind, c, quoted in self.items
         )
-        return "*" in unquoted or "?" in unquoted or re.search(r"\[.*\]", unquoted) is not None
+        if "*" in unquoted or "?" in unquoted or re.search(r"\[.*\]", unquoted):
+            return True
+        return re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", unquoted) is not None  # {rm,-rf,x}
 
     def _tilde(self) -> bool:
         return bool(self.items) and self.items[0] == ("c", "~", False)
@@ -399,6 +414,7 @@ class _Found:
         self.records: list[_Record] = []
         self.doubts: dict[str, None] = {}
         self.collectors: list[list[_Record]] = [[]]
+        self.nesting = 0  # lists being read inside one another
 
     def doubt(self, why: str) -> None:
         self.doubts.setdefault(why, None)
@@ -466,6 +482,15 @@ class _Parser:
     # -- the grammar (parser.c: list as parse_list, andor, pipeline, command, simplecmd) ---
 
     def parse_list(self, nlflag: int) -> None:
+        self.found.nesting += 1
+        try:
+            if self.found.nesting > _MAX_NESTING:
+                raise _TooDeep
+            self.read_list(nlflag)
+        finally:
+            self.found.nesting -= 1
+
+    def read_list(self, nlflag: int) -> None:
         chknl = 0 if nlflag & 1 else _CHKNL
         while True:
             self.checkkwd = chknl | _CHKKWD
@@ -1234,6 +1259,8 @@ def _special_forms(name: str, args: list[_Word], depth: int, forms: list[str]) -
     """Forms of commands run by ``eval``, a shell, ``find -exec``, ``trap``,
     ``watch`` or ``su -c``: None when ``name`` is none of them, else why
     they cannot be known ("" when they can)."""
+    if name == "command" and any(word.value in ("-v", "-V") for word in args[:2]):
+        return ""  # it says what the name is, and runs nothing
     if name == "eval":
         values = [word.value for word in args]
         if any(value is None for value in values):

@@ -44,7 +44,7 @@ async def test_lines_that_hide_a_command_from_the_reader_are_asked_not_run(
     agent = await create(host, sim, tmp_path, permissions=rules)
     probes = [
         # Inside a double-quoted ${...}, sh takes ' as a plain character.
-        "git status \"${x-'}\"; touch M; echo \"'}\"",
+        'git status "${x-\'}"; touch M; echo "\'}"',
         # $$ is the process id; the { after it is plain, so ; ends the command.
         "ls $${x-; touch M; echo }",
         "ls $#{x-; touch M; echo }",
