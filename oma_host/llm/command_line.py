@@ -11,8 +11,8 @@ and its grammar (``list``, ``andor``, ``pipeline``, ``command``,
 operators (a ``'`` inside a double-quoted ``${x-'}`` is a plain character),
 backslashes, comments, reserved words (``if``, ``while``, ``{``, ``!``
 ...), subshells, functions, here documents and substitutions are read as sh
-reads them. ``tests/llm/test_command_line.py`` checks this against ``dash``
-itself on generated lines.
+reads them. ``tests/llm/test_command_line_dash.py`` checks this against
+``dash`` itself on 10,000 generated lines.
 
 Each part is the command's text as written (trimmed), so a pattern is
 written as the command is typed; two harmless redirects are left out of it:
@@ -25,9 +25,12 @@ Uncertain are: a command substitution (its output becomes the outer
 command's words) or an arithmetic expansion, a redirect to or from a file
 (``>``, ``>>``, ``<``, ``<>``, ``>&word``), a here document, ``$'...'``
 quoting and quotes inside a double-quoted ``${...}`` (which ``dash`` and
-``bash`` read differently), ``alias`` (which changes how the rest is read),
-a trailing backslash, and anything sh would refuse (an unclosed quote or
-substitution, an unbalanced parenthesis, any syntax error). Everything found
+``bash`` read differently), a ``${...}`` sh cannot expand (``${x:}``: the
+shells disagree on where it ends), ``alias`` (which changes how the rest is
+read), a trailing backslash, anything sh would refuse (an unclosed quote or
+substitution, an unbalanced parenthesis, any syntax error: reading goes on
+past it, for the parts), and a line nesting lists more than 40 deep (not
+read further: the whole line is one part). Everything found
 inside the line, also what an uncertain split holds, is a part, so a
 ``deny`` rule still sees every command (``echo $(rm -rf x)`` has the part
 ``rm -rf x``, and so has ``echo `echo \\`rm -rf x\\```).
@@ -42,7 +45,8 @@ as a string (``eval``, ``sh -c``, ``bash -c``, ``trap``, ``su -c``,
 ``watch``). So ``\\rm``, ``'rm'``, ``/bin/rm``, ``env -i rm`` and ``eval 'rm
 x'`` all have the form ``rm ...``. What cannot be known from the line (an
 ``eval`` or ``sh -c`` of an expansion, a shell reading commands from its
-input, a command word made of an expansion such as ``$x``) is said in
+input, a command word made of an expansion or a pattern such as ``$x`` or
+``{rm,-rf,x}``) is said in
 :attr:`Command.unknown`, and the policy takes such a part as possibly
 matching every ``deny`` or ``ask`` rule. These rules are advice, not a
 boundary: a program can remove a file in ways no reading of the line sees.
@@ -442,6 +446,7 @@ class _Parser:
         # The simple commands being read.
         self.building: list[_Reading] = []
         self.resumed = 0  # where reading last went on after a syntax error
+        self.leftover = False  # reading what sh leaves unread in backquotes
 
     # -- the whole line, going on past what sh refuses -----------------------
 
@@ -462,11 +467,12 @@ class _Parser:
     def recover(self, error: _SyntaxError) -> None:
         """After a syntax error: the commands cut short are parts too, and
         reading goes on past the offending token."""
-        self.found.doubt(error.reason)
+        if not self.leftover:  # (sh never reads a backquoted text's leftover)
+            self.found.doubt(error.reason)
         for reading in reversed(self.building):
             self.finish(reading, reading.words, cut_at=error.at)
         self.building = []
-        resume = max(error.resume, self.resumed + 1)
+        resume = max(error.resume, self.src.pos, self.resumed + 1)  # nothing is read twice
         self.resumed = resume
         self.src.mark_read(min(resume, len(self.src.text)))
 
@@ -1129,14 +1135,17 @@ class _Parser:
             text.append(c)
 
     def parse_backquoted(self) -> None:
-        """The commands of a backquoted text: one list, as sh reads it; what
-        sh leaves unread after it is read too, under a doubt."""
+        """The commands of a backquoted text: one list, as sh reads it, then
+        its here documents (with the token that ended the list still pushed
+        back, as in dash); what sh leaves unread after it is read too, under
+        a doubt."""
         self.parse_list(2)
-        tok = self.readtoken()
+        ended = self.last
         self.parseheredoc()
-        if tok != "EOF":
+        if ended.kind != "EOF":
             self.found.doubt("a backquoted command sh reads only in part")
-            self.src.mark_read(self.last.end)
+            self.src.mark_read(max(self.src.pos, ended.end))
+            self.leftover = True
             self.parse_line()
 
 
