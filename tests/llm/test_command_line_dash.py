@@ -14,10 +14,11 @@ How dash is made to tell what it runs, soundly and fast:
   ends the subshell, as it ends ``sh -c``). ``set -x`` makes dash print each
   simple command it runs (after expansion, before running it) to stderr,
   whatever the command is: builtin, function, or one not found.
-- Nothing a line runs can do harm or stall: ``PATH`` is empty, the command
-  words the generator uses are shell functions that only return 0 or 1
-  (``ls``, ``git``, ... succeed; ``grep``, ``touch``, ... fail, so both
-  sides of ``&&`` and ``||`` run), the working directory is one dash removed
+- Nothing a line runs can do harm or stall: ``PATH`` names no folder, the
+  command words the generator uses are shell functions that only return 0
+  or 1 (``ls``, ``git``, ... succeed; ``grep``, ``touch``, ... fail, so both
+  sides of ``&&`` and ``||`` run; their own trace goes to ``/dev/null``),
+  the working directory is one dash removed
   (a redirect can create no file there and a pattern matches nothing), and
   the generator refuses lines that could define a function (``name()``),
   loop without end (``while``, ``until``) or reach a builtin that changes the
@@ -28,9 +29,14 @@ How dash is made to tell what it runs, soundly and fast:
   message, and each message carries the pid that wrote it, so traces of the
   processes a pipeline, ``&`` or a substitution runs at once are pulled
   apart exactly. ``PS4`` is ``+TAG`` with the number of the run, so a
-  background job's late trace still says which line it belongs to.
+  background job's late trace still says which line it belongs to; before
+  each run the script writes ``@@TAG``, so dash's syntax error messages
+  are told apart too. Where ``2>&1`` inside a substitution carries a trace
+  or an error message into a word, its run number and line number are left
+  out of the comparison (they differ between a line and its part).
 - Each part the splitter found runs the same way on its own, in the same
-  dash (once per distinct text). Then, for every line:
+  dash (once per distinct text). Two dash processes run batches of 2,500
+  lines with their parts at once: about 20 s in all. Then, for every line:
 
   A. every command dash ran for the line is one that some part, run on its
      own, runs (same words): no command is hidden inside another part;
@@ -104,29 +110,31 @@ class Generator:
 
     def __init__(self, seed: int) -> None:
         self.random = random.Random(seed)
+        self.well_formed: set[str] = set()  # the lines made to be ones sh accepts
 
     def line(self) -> str:
         while True:
-            if self.random.random() < 0.5:
-                text = self.sequence(0, self.random.randint(1, 9), command=True)
-            else:
+            well_formed = self.random.random() < 0.5
+            if well_formed:
                 text = self.well_formed_list(0)
+            else:
+                text = self.sequence(0, self.random.randint(1, 9), command=True)
             if admissible(text):
+                if well_formed:
+                    self.well_formed.add(text)
                 return text
 
     # -- lines sh accepts, made of the same pieces -----------------------------
 
     def well_formed_list(self, depth: int) -> str:
-        commands = [
-            self.well_formed_command(depth) for _ in range(self.random.randint(1, 4 - depth))
-        ]
-        text = commands[0]
-        for command in commands[1:]:
-            text += (
-                self.random.choice([" ; ", "; ", " && ", "||", " | ", " & ", "\n", " &&\n"])
-                + command
-            )
-        if self.random.random() < 0.1:
+        count = self.random.randint(1, 4 - depth)
+        text = self.well_formed_command(depth)
+        for _ in range(count - 1):
+            joiner = self.random.choice([" ; ", "; ", " && ", "||", " | ", " & ", "\n", " &&\n"])
+            text += joiner + self.well_formed_command(depth)
+        if depth == 0 and self.random.random() < 0.05:  # a here document ends the line
+            text += self.random.choice([" <<E\nbody $x\nE", " <<'E'\n$(rm)\nE", " <<-E\n\tb\n\tE"])
+        elif depth == 0 and self.random.random() < 0.1:
             text += self.random.choice([" # c; rm", "  #x", " &"])
         return text
 
@@ -158,10 +166,6 @@ class Generator:
             words.append(
                 self.random.choice(["2>&1", ">/dev/null", "2>/dev/null", "<&-", ">&2", "> o.log"])
             )
-        if self.random.random() < 0.04:
-            words.append(
-                self.random.choice(["<<E\nbody $x\nE", "<<'E'\n$(rm)\nE", "<<-E\n\tb\n\tE"])
-            )
         return " ".join(words)
 
     def well_formed_word(self, depth: int) -> str:
@@ -176,8 +180,8 @@ class Generator:
             )
         if choice in (6, 7):
             inner = self.random.choice(["a b", "$x", "${x-a}", "a;b", "'", '\\"', "\\$x", "}", "#"])
-            if depth < 2 and self.random.random() < 0.3:
-                inner = "$(" + self.well_formed_list(depth + 1) + ")"
+            if depth < 2 and self.random.random() < 0.2:
+                inner = "$( " + self.well_formed_list(depth + 1) + ")"
             return '"' + inner + self.random.choice(["", " q", "'}"]) + '"'
         if choice == 8:
             return self.random.choice(
@@ -191,9 +195,9 @@ class Generator:
             return self.random.choice(
                 ['"${x-\'}"', "\"${u-'}'}\"", "$${x-a}", "$${x-", "\"${x#'a'}\"", "$$}"]
             )
-        if choice == 11 and depth < 2:
-            return "$(" + self.well_formed_list(depth + 1) + ")"
-        if choice == 12 and depth < 2:
+        if choice == 11 and depth < 2 and self.random.random() < 0.5:
+            return "$( " + self.well_formed_list(depth + 1) + ")"
+        if choice == 12 and depth < 2 and self.random.random() < 0.5:
             return "`" + self.well_formed_list(depth + 1).replace("`", "") + "`"
         if choice == 13:
             return self.random.choice(["\\;", "\\&", "\\|", "\\ ", "\\'", "a\\\nb", "\\#", "\\}"])
@@ -521,14 +525,21 @@ def test_the_splitter_agrees_with_dash_on_generated_lines(tmp_path: Path) -> Non
     elapsed = time.monotonic() - started
     uncertain = [split for split in splits.values() if not split.certain]
     reasons = Counter(doubt for split in uncertain for doubt in split.doubts)
+    certain = len(lines) - len(uncertain)
+    well_formed = [line for line in lines if line in generator.well_formed]
+    certain_well_formed = sum(splits[line].certain for line in well_formed)
     print(
         f"\n{len(lines)} distinct lines (seed {SEED}) split ({split_s:.1f} s) and run by dash "
-        f"in {elapsed:.1f} s: "
-        f"{len(lines) - len(uncertain)} certain, {len(uncertain)} uncertain"
+        f"in {elapsed:.1f} s: {certain} certain, {len(uncertain)} uncertain; of the "
+        f"{len(well_formed)} made well-formed, {certain_well_formed} certain"
     )
     for reason, count in reasons.most_common():
         print(f"    {count:6}  {reason}")
     assert not failures, f"{len(failures)} disagreements with dash:\n" + "\n".join(failures[:40])
+    # Not uselessly conservative: the well-formed lines that are uncertain
+    # hold a substitution, a redirect to a file, a here document or quotes
+    # the shells read apart, and the rest is certain (about 42% of them).
+    assert certain_well_formed >= 0.35 * len(well_formed)
 
 
 SHELL = builtin_tool("shell")
