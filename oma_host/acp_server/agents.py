@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from oma_host.core.backends import check_agent_config
@@ -26,6 +27,18 @@ from oma_host.core.provider_facts import DEFAULT_PROVIDER, default_providers, fa
 
 class AgentsFileError(Exception):
     """The agents file cannot be read, is not JSON, or holds an invalid config."""
+
+
+@dataclass(frozen=True)
+class ServedAgents:
+    """The agents the door serves (:mod:`.agents`), or why it serves none:
+    ``problem`` is the agents file's error, which refuses every session.
+    ``defaulted``: no agents file, so the one default agent (for whichever
+    provider has a key; a key kept by a login since is looked for again)."""
+
+    configs: list[AgentConfig]
+    problem: str | None = None
+    defaulted: bool = False
 
 
 def user_agents_file() -> Path:
@@ -55,8 +68,17 @@ def load_agents(path: str | None) -> list[AgentConfig]:
 
 def parse_agents_file(path: str) -> list[AgentConfig]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise AgentsFileError(f"{path}: cannot be read: {error}") from None
+    return parse_agents_text(path, data)
+
+
+def parse_agents_text(path: str, data: bytes) -> list[AgentConfig]:
+    """The configs of the agents file at ``path``, whose bytes are ``data``."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
         raise AgentsFileError(f"{path}: cannot be read: {error}") from None
     try:
         value = json.loads(text)
@@ -95,5 +117,12 @@ def _checked(item: object, where: str) -> AgentConfig:
         raise AgentsFileError(
             f"{where}.hooks: hooks need a JSON-RPC client and cannot run behind the ACP door"
         )
-    check_agent_config(config)
+    try:
+        check_agent_config(config)
+    except OmaError as error:
+        # The backend's checks name the field as ``config.``; here it is the file's entry.
+        message = str(error)
+        if message.startswith("config."):
+            message = where + message[len("config") :]
+        raise AgentsFileError(message) from None
     return config

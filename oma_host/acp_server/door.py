@@ -48,6 +48,7 @@ from acp.schema import (
 )
 
 from oma_host.acp_server import commands
+from oma_host.acp_server.agents import ServedAgents
 from oma_host.acp_server.auth import env_auth_methods, initialize_answer
 from oma_host.acp_server.content import (
     AcpBlock,
@@ -109,15 +110,14 @@ class OmaAcpAgent:
 
     def __init__(
         self,
-        configs: list[AgentConfig],
+        agents: ServedAgents,
         state_dir: str | None,
         idle_timeout_s: float,
         telemetry: Telemetry | None = None,
     ) -> None:
-        self._configs = configs
         # The span export (--telemetry-*, else the OTEL_* variables); None: off.
         self._telemetry = telemetry
-        self._sessions = SessionBook(configs, state_dir, self._callbacks, idle_timeout_s)
+        self._sessions = SessionBook(agents, state_dir, self._callbacks, idle_timeout_s)
         self._client: EditorClient | None = None
         self._client_capabilities = ClientCapabilities()
         self.request_ids = itertools.count(1)
@@ -166,7 +166,7 @@ class OmaAcpAgent:
         validated by the schema's model: the same answer."""
         capabilities = {} if client_capabilities is None else request_params(client_capabilities)
         self.accept_capabilities(capabilities)
-        return initialize_answer(self._configs, capabilities)
+        return initialize_answer(list(self._sessions.configs.values()), capabilities)
 
     async def authenticate(self, method_id: str, **_: Any) -> None:
         """Succeeds when the method's variables are set; they are read from
@@ -175,7 +175,7 @@ class OmaAcpAgent:
             raise RequestError.invalid_params(
                 {"message": f"{method_id!r} is a terminal method: run `oma-host acp login`"}
             )
-        method = env_auth_methods(self._configs).get(method_id)
+        method = env_auth_methods(list(self._sessions.configs.values())).get(method_id)
         if method is None:
             raise RequestError.invalid_params({"message": f"unknown auth method {method_id!r}"})
         missing = method.missing(key_for)

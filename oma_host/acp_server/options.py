@@ -1,7 +1,8 @@
 """The choices an ACP session offers the editor, as config options (and, for
 clients that predate them, as ACP modes), in wire form:
 
-- ``agent`` (category ``other``): which of the agents file's agents runs;
+- ``agent`` (category ``_agent``: ACP reserves the names without a leading
+  ``_``): which of the agents file's agents runs;
 - ``model`` (category ``model``): the agent's ``models``, else its provider's
   own list (``models/list``'s, fetched once a process), else its model alone;
 - ``mode`` (category ``mode``): the permission presets of
@@ -37,6 +38,8 @@ ThoughtLevel = Literal["off", "low", "medium", "high"]
 THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = get_args(ThoughtLevel)
 # How long session/new waits for a provider's model list before offering the model alone.
 MODEL_LIST_TIMEOUT_S = 5.0
+# The agent picker's category: a custom one, as ACP spells those.
+AGENT_CATEGORY = "_agent"
 
 MODES: dict[PermissionMode, tuple[str, str]] = {
     "ask": ("Ask", "Reading tools run; file writes, commands and other tools ask first"),
@@ -156,7 +159,7 @@ def config_options(
 ) -> list[dict[str, Any]]:
     """The session's config options (wire form), each with its current value."""
     config = configs[choices.agent]
-    options = [_select("agent", "Agent", "other", choices.agent, [(n, n) for n in configs])]
+    options = [_select("agent", "Agent", AGENT_CATEGORY, choices.agent, [(n, n) for n in configs])]
     if config.backend is not None:
         return options
     current_model = choices.model or (models[0] if models else "")

@@ -296,8 +296,14 @@ class AcpWire(JsonRpcPeer):
     async def _notice(self, method: str, handler: NotificationHandler, params: Any) -> None:
         try:
             await handler(params)
-        except Exception:
-            log.exception("notification %s failed", method)
+        except ValidationError as error:  # malformed: nobody to answer, one line to say so
+            log.warning("ignored: %s", _invalid(error, method)["message"])
+        except Exception as error:
+            if _is_request_error(error):  # refused (an unknown session, say)
+                said = _explained(error.to_error_obj(), method)["message"]
+                log.warning("ignored: %s", said)
+            else:
+                log.exception("notification %s failed", method)
 
     async def _shut(self) -> None:
         """The end of the input: fail what awaits the editor, cancel what runs."""

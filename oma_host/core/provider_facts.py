@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from oma_host.core.model_facts import (
     AZURE_MODELS,
@@ -84,6 +85,10 @@ class ProviderFacts:
     default_base_url: str | None = None
     endpoint_variable: str | None = None
     key_variables: tuple[str, ...] = ()
+    # When a request needs one of the key variables: always; only at the
+    # default endpoint (a compatible server of one's own may take no key); or
+    # not always (the provider has credentials besides: AWS's chain).
+    key_needed: Literal["always", "at_default_endpoint", "not_always"] = "always"
     other_secrets: tuple[str, ...] = ()
     # None: no model is right for every account (Azure deployments, Bedrock ids).
     default_model: str | None = None
@@ -167,6 +172,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         adapter="oma_host.providers.openai_family:openai_adapter",
         default_base_url="https://api.openai.com/v1",
         key_variables=("OPENAI_API_KEY",),
+        key_needed="at_default_endpoint",
         default_model="gpt-4o-mini",
         model_list=ModelList(f"{_MODEL_LIST}:openai_models", "`GET {baseURL}/models`"),
         models=OPENAI_MODELS,
@@ -216,6 +222,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         # A Bedrock API key (a bearer token); without one, requests are signed
         # with the AWS credentials (the access key id is not a secret).
         key_variables=("AWS_BEARER_TOKEN_BEDROCK",),
+        key_needed="not_always",
         other_secrets=(AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN),
         # Either credential works: the API key, or the key pair (and a
         # session token with temporary credentials). A profile in ~/.aws is

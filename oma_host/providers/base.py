@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from oma_host.core.credentials import key_for
 from oma_host.core.errors import ErrorCode, OmaError, ProviderErrorKind
+from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -191,6 +192,25 @@ def missing_key_error(
     else:
         where = f"set apiKey, apiKeyEnv or {' or '.join(variables)}"
     return ProviderError(f"{provider}: no API key: {where}", kind="auth")
+
+
+def credential_problem(config: AgentConfig) -> ProviderError | None:
+    """Why an agent cannot authenticate, known before any request: an LLM
+    agent with no ``apiKey`` whose provider needs a key and finds none in
+    the environment or kept by ``oma-host login`` (the error its first
+    request would fail with). None when a key is there or none may be needed:
+    an external agent, a provider with other credentials (Bedrock's AWS
+    chain), or a server of the agent's own that may take none."""
+    if config.backend is not None or config.api_key:
+        return None
+    facts = provider_facts(config.provider or DEFAULT_PROVIDER)
+    if facts is None or not facts.key_variables or facts.key_needed == "not_always":
+        return None
+    if facts.key_needed == "at_default_endpoint" and config.base_url:
+        return None
+    if resolve_api_key(config, facts.key_variables) is not None:
+        return None
+    return missing_key_error(facts.name, config, facts.key_variables)
 
 
 def required_key(config: AgentConfig, facts: ProviderFacts) -> str:

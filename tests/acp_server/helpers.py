@@ -21,17 +21,26 @@ IMAGE = (
 )
 
 
-def serve_agents_file(path: Path) -> subprocess.CompletedProcess[str]:
-    """``oma-host acp --agents PATH`` with stdin closed: what it printed and
-    its exit status (a refused file ends it before it serves anything)."""
-    return subprocess.run(
+def refused_agents_file(path: Path) -> tuple[dict[str, Any], str]:
+    """``oma-host acp --agents PATH`` asked for a session, when the file is
+    refused: the error ``session/new`` is answered with, and what the door
+    wrote on stderr (it answers ``initialize`` and goes on serving)."""
+    process = subprocess.Popen(
         [sys.executable, "-m", "oma_host", "acp", "--agents", str(path)],
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
     )
+    assert process.stdin is not None and process.stdout is not None
+    for number, request in enumerate((initialize(), new_session(path.parent)), 1):
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, **request}) + "\n")
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0
+    error: dict[str, Any] = answer["error"]
+    return error, stderr
 
 
 def text(value: str) -> dict[str, Any]:

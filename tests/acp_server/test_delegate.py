@@ -25,7 +25,7 @@ from tests.acp_server.helpers import (
     new_session,
     prompt,
     reply_text,
-    serve_agents_file,
+    refused_agents_file,
     text,
 )
 from tests.server.helpers import kill_quietly, wait_dead
@@ -259,13 +259,13 @@ def test_a_file_whose_delegates_cannot_be_found_or_loop_is_refused(
     assert str(refused.value).startswith(f"{path}: {expected}")
 
 
-def test_oma_host_acp_will_not_start_on_a_delegate_loop(tmp_path: Path) -> None:
+def test_oma_host_acp_serves_no_session_on_a_delegate_loop(tmp_path: Path) -> None:
     path = tmp_path / "agents.json"
     path.write_text(
         '[{"name": "a", "model": "m", "delegates": ["b"]},'
         ' {"name": "b", "model": "m", "delegates": ["a"]}]'
     )
-    done = serve_agents_file(path)
-    assert done.returncode == 2
-    (line,) = done.stderr.strip().splitlines()
+    error, stderr = refused_agents_file(path)
+    assert error["message"].endswith("$[0].delegates: the delegates form a loop: a -> b -> a")
+    (line,) = stderr.strip().splitlines()
     assert line.endswith("$[0].delegates: the delegates form a loop: a -> b -> a")

@@ -36,7 +36,7 @@ def test_an_llm_agent_offers_agent_model_mode_and_thought_level(door: Door) -> N
     _, new = door.run(initialize(), new_session(door.cwd))
     options = _options(new)
     assert {o: options[o]["category"] for o in options} == {
-        "agent": "other",
+        "agent": "_agent",  # custom: ACP reserves categories without a leading _
         "model": "model",
         "mode": "mode",
         "thought_level": "thought_level",

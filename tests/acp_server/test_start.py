@@ -13,6 +13,7 @@ import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import ClientCapabilities, InitializeResponse
 
+from oma_host.acp_server.agents import ServedAgents
 from oma_host.acp_server.auth import initialize_answer
 from oma_host.acp_server.handshake import PROTOCOL_VERSION as DOOR_VERSION
 from oma_host.acp_server.handshake import plain_initialize
@@ -119,7 +120,7 @@ def test_the_door_serves_the_requests_it_says_before_it_is_loaded() -> None:
     from oma_host.acp_server.handshake import SERVED_REQUESTS
     from oma_host.acp_server.routes import door_routes
 
-    door = OmaAcpAgent([AgentConfig(name="a", model="m")], ":memory:", 60.0)
+    door = OmaAcpAgent(ServedAgents([AgentConfig(name="a", model="m")]), ":memory:", 60.0)
     requests, notifications = door_routes(door)
     assert set(requests) == SERVED_REQUESTS
     assert set(notifications) == {"session/cancel"}
