@@ -24,8 +24,8 @@ from tests.acp_server.helpers import (
     initialize,
     new_session,
     prompt,
-    reply_text,
     refused_agents_file,
+    reply_text,
     text,
 )
 from tests.server.helpers import kill_quietly, wait_dead

@@ -17,8 +17,8 @@ from tests.acp_server.helpers import (
     kinds,
     new_session,
     prompt,
-    reply_text,
     refused_agents_file,
+    reply_text,
     step,
     text,
 )

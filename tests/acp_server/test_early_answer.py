@@ -353,7 +353,9 @@ def test_an_invalid_config_is_reported_to_the_editor_after_the_early_answer(
 def test_a_file_that_does_not_parse_is_reported_to_the_editor(tmp_path: Path) -> None:
     path = tmp_path / "agents.json"
     path.write_text("[{")
-    later = b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}\n'
+    later = (
+        b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}\n'
+    )
     (answered, refused), _ = _answers(["--agents", str(path)], _initialize() + later, tmp_path)
     assert answered["result"]["authMethods"] == []  # no agents: nothing to log in to
     assert refused["error"]["code"] == -32602
@@ -387,3 +389,20 @@ def test_requests_sent_with_the_initialize_are_served_after_it(tmp_path: Path) -
     assert [answer["id"] for answer in answers] == [1, 2, 3]
     assert answers[1]["result"] == {"sessions": []}
     assert answers[2]["result"] == answers[0]["result"]
+
+
+def test_the_door_serves_the_agents_file_the_early_answer_read(tmp_path: Path) -> None:
+    """A file replaced between the early answer and the door's checks: the
+    door serves the bytes the answer was made from, never other agents than
+    it advertised."""
+    from oma_host.acp_server.early import EarlyStart
+    from oma_host.acp_server.serve import AcpOptions, served_agents
+
+    path = _agents(tmp_path, [{"name": "answered", "provider": "openai", "model": "m"}])
+    answered = Path(path).read_bytes()
+    _agents(tmp_path, [{"name": "replaced", "provider": "gemini", "model": "m"}])
+    options = AcpOptions(path, ":memory:", 60.0)
+    early = EarlyStart(b"", {}, {"authMethods": []}, (path, answered))
+    assert [config.name for config in served_agents(options, early).configs] == ["answered"]
+    # Without an early answer the door reads the file as it is now.
+    assert [c.name for c in served_agents(options, EarlyStart(b"")).configs] == ["replaced"]
