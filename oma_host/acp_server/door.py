@@ -77,7 +77,7 @@ from oma_host.core.abort import AbortSignal
 from oma_host.core.backends import AgentCallbacks, backend_entry
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import prices_of
-from oma_host.core.credentials import key_for
+from oma_host.core.credentials import forget_stored_keys, key_for
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
@@ -187,6 +187,14 @@ class OmaAcpAgent:
                     "with, or run `oma-host login`"
                 }
             )
+
+    async def logout(self, **_: Any) -> None:
+        """Forget every key ``oma-host login`` kept (the OS keyring's and the
+        credentials file's), as ``oma-host logout`` does; keys in the
+        environment the editor started the door with are not the door's to
+        forget. A session's next request that needs a key is then
+        ``auth_required``."""
+        await asyncio.to_thread(forget_stored_keys)
 
     # -- sessions ---------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ SERVED_REQUESTS = frozenset(
     {
         "initialize",
         "authenticate",
+        "logout",
         "session/new",
         "session/load",
         "session/list",
@@ -192,6 +193,7 @@ def initialize_result(
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": True,
+            "auth": {"logout": {}},
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": False},
             "sessionCapabilities": {

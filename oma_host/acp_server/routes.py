@@ -28,6 +28,7 @@ from acp.schema import (
     InitializeRequest,
     ListSessionsRequest,
     LoadSessionRequest,
+    LogoutRequest,
     NewSessionRequest,
     PromptRequest,
     ResumeSessionRequest,
@@ -165,6 +166,7 @@ def door_routes(door: OmaAcpAgent) -> DoorRoutes:
     requests: dict[str, RequestHandler] = {
         "initialize": initialize,
         "authenticate": _route(AuthenticateRequest, door.authenticate, _normalized),
+        "logout": _route(LogoutRequest, door.logout, _normalized),
         "session/new": _route(NewSessionRequest, door.new_session),
         "session/load": _route(LoadSessionRequest, door.load_session, _normalized),
         "session/list": _route(ListSessionsRequest, door.list_sessions),

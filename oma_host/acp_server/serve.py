@@ -32,7 +32,12 @@ from oma_host.core.termination import Termination
 if TYPE_CHECKING:
     from oma_host.acp_server.door import OmaAcpAgent
     from oma_host.acp_server.routes import DoorRoutes
-    from oma_host.acp_server.wire import AcpWire, NotificationHandler, RequestHandler
+    from oma_host.acp_server.wire import (
+        AcpWire,
+        Canceller,
+        NotificationHandler,
+        RequestHandler,
+    )
     from oma_host.telemetry.settings import Telemetry
 
 log = logging.getLogger(__name__)
@@ -116,7 +121,7 @@ async def _serve_editor(agents: ServedAgents, options: AcpOptions, early: EarlyS
     if early.capabilities is not None:
         door.answered_early(early.capabilities)
     try:
-        await wire.serve(door.requests(), door.notifications())
+        await wire.serve(door.requests(), door.notifications(), door.cancellers())
     finally:
         await door.close()
         from oma_host.telemetry import close_if_used
@@ -214,6 +219,16 @@ class LazyDoor:
             await notifications["session/cancel"](params)
 
         return {"session/cancel": cancel}
+
+    def cancellers(self) -> Mapping[str, Canceller]:
+        """How ``$/cancel_request`` ends a request gracefully: a prompt ends
+        as ``session/cancel`` ends it (``stopReason: "cancelled"``)."""
+
+        async def prompt(params: Any) -> None:
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            await self.notifications()["session/cancel"]({"sessionId": session_id})
+
+        return {"session/prompt": prompt}
 
     async def close(self) -> None:
         if self._loading is None or self._loading.cancelled():

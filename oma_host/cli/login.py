@@ -15,7 +15,12 @@ import getpass
 import sys
 from typing import TextIO
 
-from oma_host.core.credentials import file_path, forget_key, store_key, stored_variables
+from oma_host.core.credentials import (
+    file_path,
+    forget_key,
+    forget_stored_keys,
+    store_key,
+)
 from oma_host.core.provider_facts import ProviderFacts, offered_providers
 
 # The exit status of a usage error, as argparse gives it.
@@ -86,10 +91,11 @@ def run_logout(provider: str | None, out: TextIO = sys.stderr) -> int:
             f"oma-host logout: unknown provider {provider!r} (one of {', '.join(providers)})\n"
         )
         return USAGE_ERROR
-    variables = (
-        [providers[provider].key_variables[0]] if provider is not None else list(stored_variables())
-    )
-    removed = [variable for variable in variables if forget_key(variable)]
+    if provider is None:
+        removed = forget_stored_keys()
+    else:
+        variable = providers[provider].key_variables[0]
+        removed = [variable] if forget_key(variable) else []
     if removed:
         out.write(f"Removed the stored key of {', '.join(removed)}.\n")
     else:

@@ -136,6 +136,11 @@ def store_key(variable: str, key: str) -> Store:
     return where
 
 
+def forget_stored_keys() -> list[str]:
+    """Remove every stored key; the variables whose keys were removed."""
+    return [variable for variable in list(stored_variables()) if forget_key(variable)]
+
+
 def forget_key(variable: str) -> bool:
     """Remove the key stored for ``variable``; False when there was none."""
     index = stored_variables()

@@ -133,3 +133,28 @@ def test_the_terminal_method_is_offered_to_clients_that_run_terminal_logins(door
     assert child.exitstatus == 0
     assert os.path.exists(door.tmp / "config" / "oma-host" / "credentials.json")
     assert Path(door.tmp / "config" / "oma-host" / "logins.json").read_text().count("file") == 1
+
+
+def test_logout_from_the_editor_forgets_the_kept_keys(door: Door) -> None:
+    """ACP's ``logout`` (advertised as ``agentCapabilities.auth.logout``)
+    forgets what a login kept; the next session is ``auth_required``."""
+    env = _account_env(door)
+    stored = subprocess.run(
+        [*host_argv("login"), "--provider", "anthropic"],
+        input=KEY + "\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert stored.returncode == 0, stored.stderr
+    door.env = env
+    init, before, logout, after = door.run(
+        initialize(), new_session(door.cwd), step("logout"), new_session(door.cwd)
+    )
+    assert init["result"]["agentCapabilities"]["auth"] == {"logout": {}}
+    assert before["result"]["sessionId"].startswith("sess_")
+    assert logout["result"] == {}
+    assert after["error"]["code"] == -32000
+    credentials = (door.tmp / "config" / "oma-host" / "credentials.json").read_text()
+    assert KEY not in credentials
