@@ -198,11 +198,12 @@ class OmaAcpAgent:
 
     # -- sessions ---------------------------------------------------------------------
 
-    def _choices(self, session: DoorSession, **answer: Any) -> dict[str, Any]:
+    async def _choices(self, session: DoorSession, **answer: Any) -> dict[str, Any]:
         """A session answer in wire form: ``answer``, the config options and,
-        for an LLM agent, its modes. The session's commands follow it as
-        ``available_commands_update``, once the editor knows the session."""
-        update = commands_update(commands.available(session.cwd))
+        for an LLM agent, its modes. The session's commands (their files
+        read in a worker thread) follow it as ``available_commands_update``,
+        once the editor knows the session."""
+        update = commands_update(await asyncio.to_thread(commands.available, session.cwd))
         sender = UpdateSender(self.client, session.session_id, session.cwd)
         asyncio.get_running_loop().call_soon(sender.send, update)
         answer["configOptions"] = self._sessions.config_options(session)
@@ -215,7 +216,7 @@ class OmaAcpAgent:
         self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> dict[str, Any]:
         session = await self._sessions.open(checked_cwd(cwd), host_servers(mcp_servers))
-        return self._choices(session, sessionId=session.session_id)
+        return await self._choices(session, sessionId=session.session_id)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
@@ -226,7 +227,7 @@ class OmaAcpAgent:
         for update in replay_updates(history, cwd):
             sender.send(wire_update(update))
         await sender.close()
-        return self._choices(session)
+        return await self._choices(session)
 
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
@@ -234,14 +235,14 @@ class OmaAcpAgent:
         """As ``session/load``, without replaying the history to the editor."""
         servers = host_servers(mcp_servers)
         session, _history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
-        return self._choices(session)
+        return await self._choices(session)
 
     async def fork_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> dict[str, Any]:
         servers = host_servers(mcp_servers)
         session = await self._sessions.fork(session_id, checked_cwd(cwd), servers)
-        return self._choices(session, sessionId=session.session_id)
+        return await self._choices(session, sessionId=session.session_id)
 
     async def close_session(self, session_id: str, **_: Any) -> None:
         await self._sessions.close_session(session_id)
@@ -315,8 +316,10 @@ class OmaAcpAgent:
         called = None if text is None else commands.invocation(text)
         if called is not None and called[0] in commands.BUILTINS:
             return await self._command(session, *called)
-        if called is not None and (user := commands.user_commands(session.cwd).get(called[0])):
-            blocks = [{"type": "text", "text": commands.expanded(user, called[1])}]
+        if called is not None:  # a user's command: its file read in a worker thread
+            user = await asyncio.to_thread(commands.user_command, session.cwd, called[0])
+            if user is not None:
+                blocks = [{"type": "text", "text": commands.expanded(user, called[1])}]
         agent = session.agent
         try:
             turn = self._turn(agent.config, blocks, agent)

@@ -15,12 +15,8 @@ import getpass
 import sys
 from typing import TextIO
 
-from oma_host.core.credentials import (
-    file_path,
-    forget_key,
-    forget_stored_keys,
-    store_key,
-)
+from oma_host.core.credentials import file_path, forget_key, forget_stored_keys, store_key
+from oma_host.core.places import FolderError
 from oma_host.core.provider_facts import ProviderFacts, offered_providers
 
 # The exit status of a usage error, as argparse gives it.
@@ -47,7 +43,8 @@ def _choose(providers: list[ProviderFacts], out: TextIO) -> ProviderFacts | None
 
 
 def run_login(provider: str | None, out: TextIO = sys.stderr) -> int:
-    """Store a key; 0 when stored, 1 when none was given, 2 for a bad provider."""
+    """Store a key; 0 when stored, 1 when none was given, 2 for a bad provider
+    or a config folder that is not the user's own."""
     providers = login_providers()
     interactive = sys.stdin.isatty()
     facts: ProviderFacts | None
@@ -73,7 +70,11 @@ def run_login(provider: str | None, out: TextIO = sys.stderr) -> int:
     if not key:
         out.write("oma-host login: no key given; nothing stored\n")
         return 1
-    where = store_key(variable, key)
+    try:
+        where = store_key(variable, key)
+    except FolderError as error:
+        out.write(f"oma-host login: nothing stored: {error}\n")
+        return USAGE_ERROR
     place = (
         "the OS keyring (service oma-host)"
         if where == "keyring"

@@ -86,10 +86,18 @@ class Stop:
 
 
 class Root:
-    """An open descriptor of the confining directory, for one tool call."""
+    """An open descriptor of the confining directory, for one tool call.
+    ``fd``: a descriptor of ``path`` the caller opened (and hands over);
+    ``inside``: what refusals call the directory."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(
+        self, path: str, *, fd: int | None = None, inside: str = "the agent's working directory"
+    ) -> None:
         self.path = path  # absolute, symlinks resolved
+        self.inside = inside
+        if fd is not None:
+            self.fd = fd
+            return
         try:
             self.fd = os.open(path, _OPEN_DIR)
         except OSError as error:
@@ -102,8 +110,8 @@ class Root:
         os.close(self.fd)
 
 
-def _outside(what: str, path: str) -> ToolError:
-    return ToolError(f"{what} {path!r} is outside the agent's working directory")
+def _outside(root: Root, what: str, path: str) -> ToolError:
+    return ToolError(f"{what} {path!r} is outside {root.inside}")
 
 
 def _parts_beneath(root: Root, absolute: str) -> list[str] | None:
@@ -152,7 +160,7 @@ def open_beneath(root: Root, path: str, what: str) -> tuple[int, str]:
     anything but a regular file or a directory (without opening it)."""
     parts = _parts_beneath(root, path) if path.startswith("/") else path.split("/")
     if parts is None:
-        raise _outside(what, path)
+        raise _outside(root, what, path)
     pending = parts[::-1]  # popped from the end
     held: list[tuple[int, str]] = []  # directories below the root, innermost last
     tries = 0
@@ -163,7 +171,7 @@ def open_beneath(root: Root, path: str, what: str) -> tuple[int, str]:
                 continue
             if name == "..":
                 if not held:
-                    raise _outside(what, path)
+                    raise _outside(root, what, path)
                 os.close(held.pop()[0])
                 continue
             parent = held[-1][0] if held else root.fd
@@ -184,7 +192,7 @@ def open_beneath(root: Root, path: str, what: str) -> tuple[int, str]:
             elif target.startswith("/"):
                 beneath = _parts_beneath(root, target)
                 if beneath is None:
-                    raise _outside(what, path)
+                    raise _outside(root, what, path)
                 while held:
                     os.close(held.pop()[0])
                 pending.extend(reversed(beneath))
@@ -207,7 +215,7 @@ def locate_missing(root: Root, path: str) -> tuple[str, tuple[str, ...], str]:
     if path.startswith("/"):
         parts_beneath = _parts_beneath(root, path)
         if parts_beneath is None:
-            raise _outside("path", path)
+            raise _outside(root, "path", path)
         path = "/".join(parts_beneath)
     parts = [part for part in path.split("/") if part not in ("", ".")]
     if not parts or parts[-1] == "..":
