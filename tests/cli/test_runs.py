@@ -5,6 +5,9 @@ read back by the ``oma-host runs`` command itself, in a process of its own."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -285,3 +288,95 @@ def test_the_store_records_no_key_and_no_message_text_in_spans(
     assert rows and KEY not in dumped
     for marker in ("PROMPT-MARKER", "FILE-CONTENT-MARKER", "It says 42"):
         assert marker not in dumped
+
+
+def _oma(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    """``oma-host ARGS`` in a process of its own, as a user types it."""
+    return subprocess.run(
+        [sys.executable, "-m", "oma_host", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_state_directory_may_be_given_before_or_after_the_action(
+    recorded: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    state, runs = recorded
+    expected = json.loads(oma_runs(state, "list", "--json").stdout)
+    nowhere = str(tmp_path / "nowhere")
+    for args in (
+        ["runs", "list", "--state-dir", str(state), "--json"],
+        ["runs", "list", "--json", "--state-dir", str(state)],
+        ["--state-dir", str(state), "runs", "list", "--json"],
+        # The last one given stands.
+        [
+            "--state-dir",
+            nowhere,
+            "runs",
+            "--state-dir",
+            nowhere,
+            "list",
+            "--state-dir",
+            str(state),
+            "--json",
+        ],
+    ):
+        done = _oma(*args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert json.loads(done.stdout) == expected, args
+    shown = _oma("runs", "show", runs["tools"], "--json", "--state-dir", str(state))
+    assert shown.returncode == 0 and json.loads(shown.stdout)["run"]["runId"] == runs["tools"]
+    exported = _oma("runs", "export", runs["tools"], "--state-dir", str(state))
+    assert exported.returncode == 0 and "resourceSpans" in json.loads(exported.stdout)
+    missing = _oma("--state-dir", str(state), "runs", "list", "--state-dir", nowhere)
+    assert missing.returncode == 1 and f"no runs recorded in {nowhere}" in missing.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(
+    recorded: tuple[Path, dict[str, str]],
+) -> None:
+    """``oma-host runs ... | head``: the reader closes the pipe; no traceback,
+    status 141 (128 + SIGPIPE) as for any program a closed pipe ends."""
+    state, runs = recorded
+    for action in (
+        ["list"],
+        ["list", "--json"],
+        ["show", runs["diamond"]],
+        ["export", runs["tools"]],
+    ):
+        reading, writing = os.pipe()
+        os.close(reading)  # gone before the first line is written
+        try:
+            done = _oma("runs", "--state-dir", str(state), *action, stdout=writing)
+        finally:
+            os.close(writing)
+        assert (done.returncode, done.stderr) == (141, ""), action
+    # Through a real ``head -n 1``: its first line, and nothing on stderr.
+    with (
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "oma_host",
+                "runs",
+                "--state-dir",
+                str(state),
+                "export",
+                runs["diamond"],
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as runs_export,
+        subprocess.Popen(
+            ["head", "-n", "1"], stdin=runs_export.stdout, stdout=subprocess.PIPE
+        ) as head,
+    ):
+        assert runs_export.stdout is not None and runs_export.stderr is not None
+        runs_export.stdout.close()  # head holds the pipe's read end alone
+        first, _ = head.communicate(timeout=60)
+        assert first == b"{\n"
+        assert runs_export.stderr.read() == b""
+        assert runs_export.wait(timeout=60) in (0, 141)
