@@ -30,7 +30,7 @@ from oma_host.orchestration.store_schema import RunTrace, default_state_dir
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _RELATIVE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-# The most of a tool call's input ``show`` prints on its line.
+# The most of a tool call's input, or a task's reason, ``show`` prints on its line.
 INPUT_CHARS = 200
 USAGE = NO_RUN = 2
 NO_DATABASE = 1
@@ -184,6 +184,10 @@ def _tokens(attributes: dict[str, Any]) -> str:
     return f"  in {attributes[names.INPUT_TOKENS]} out {attributes.get(names.OUTPUT_TOKENS, 0)}"
 
 
+def _clipped(text: str) -> str:
+    return text if len(text) <= INPUT_CHARS else text[: INPUT_CHARS - 1] + "…"
+
+
 def span_line(span: Span) -> str:
     """One span on one line: its name, status, duration, and what matters
     for its operation."""
@@ -201,10 +205,7 @@ def span_line(span: Span) -> str:
             detail = f"  {a[names.PERMISSION_DECISION]} by {a.get(names.PERMISSION_BY)}"
         stored = span.local.get(names.LOCAL_TOOL_INPUT)
         if stored is not None:
-            text = json.dumps(stored, ensure_ascii=False)
-            if len(text) > INPUT_CHARS:
-                text = text[: INPUT_CHARS - 1] + "…"
-            detail += f"  input {text}"
+            detail += f"  input {_clipped(json.dumps(stored, ensure_ascii=False))}"
     elif span.operation == names.OP_COMPACTION:
         if names.COMPACTION_STRATEGY in a:
             detail = (
@@ -214,6 +215,9 @@ def span_line(span: Span) -> str:
             )
     elif span.operation == names.OP_TASK:
         detail = f"  {a.get(names.TASK_ASSIGNEE)}: {a.get(names.TASK_STATUS, '')}"
+        reason = span.local.get(names.LOCAL_TASK_REASON)
+        if reason:
+            detail += f" ({_clipped(str(reason))})"
     if names.ERROR_TYPE in a:
         detail += f"  error {a[names.ERROR_TYPE]}"
     return "  ".join(parts) + detail

@@ -27,6 +27,7 @@ PROMPT = "What do the notes say? PROMPT-MARKER-7f3a"
 FILE_TEXT = "FILE-CONTENT-MARKER-41 the answer is 42\n"
 WORDS = "the quick brown fox jumps over the lazy dog " * 6
 ECHO = 'printf "done: "; cat'
+FAIL = "echo BUILD-BROKE-MARKER >&2; exit 3"
 # Markup where the viewer shows data: it must show these as text, never run them.
 MARKUP_AGENT = '<img src=x onerror="window.__pwned = 1">markup-agent'
 MARKUP_INPUT = '<script>window.__pwned = 2</script><img src=x onerror="window.__pwned = 3">'
@@ -172,6 +173,20 @@ async def make_runs(state: Path, work: Path, sim: Simulator) -> dict[str, str]:
         result = await host.request("oma/runTasks", params)
         assert result["success"], result
         runs["diamond"] = "team-diamond"
+
+        # A team run that fails: its first task's agent exits 3, so the second is skipped.
+        failer = {
+            "name": "failer",
+            "backend": {"kind": "process", "command": "sh", "args": ["-c", FAIL]},
+        }
+        tasks = [
+            {"id": "build", "title": "Build", "description": "build it", "assignee": "failer"},
+            {"id": "ship", "title": "Ship", "description": "ship it", "dependsOn": ["build"]},
+        ]
+        params = {"team": {"agents": [failer]}, "tasks": tasks, "runId": "team-failed"}
+        result = await host.request("oma/runTasks", params)
+        assert not result["success"], result
+        runs["team_failed"] = "team-failed"
 
         # Markup in an agent's name and in a tool call's input (a file that does not exist).
         markup = await _create(

@@ -134,7 +134,7 @@ def test_the_filters_narrow_the_list(page: Page, recorded: tuple[Path, dict[str,
     page.fill("#filter-text", "x-api-key")  # the failed run's error, in any case
     _wait_rows(page, {runs["failed"]})
     page.fill("#filter-text", "team")
-    _wait_rows(page, {runs["team"], runs["diamond"]})
+    _wait_rows(page, {runs["team"], runs["diamond"], runs["team_failed"]})
     page.select_option("#filter-agent", "team")
     page.fill("#filter-text", "diamond")
     _wait_rows(page, {runs["diamond"]})

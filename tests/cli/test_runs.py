@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.cli.recorded_runs import KEY, flatten, oma_runs, show_json
 
@@ -210,6 +211,60 @@ def test_show_gives_a_team_run_its_tasks_each_over_its_agent_run(
     assert spans[3][1]["attributes"]["oma.task.depends_on"] == ["a"]
     assert [spans[i][1]["runId"] for i in (2, 4)] == ["team-1:a", "team-1:b"]
     assert document["run"]["turns"] == 2
+
+
+def test_a_failed_team_run_says_which_task_failed_and_why_and_which_was_skipped(
+    recorded: tuple[Path, dict[str, str]],
+) -> None:
+    state, runs = recorded
+    listed = oma_runs(state, "list", "--json", "--text", "build-broke-marker")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert (row["runId"], row["status"], row["errorKind"]) == (
+        runs["team_failed"],
+        "error",
+        "process",
+    )
+    assert row["error"] == (
+        "task build failed: sh exited with code 3: BUILD-BROKE-MARKER; "
+        "task ship skipped: dependency 'build' did not complete"
+    )
+    document = show_json(state, runs["team_failed"])
+    assert document["run"]["error"] == row["error"]
+    spans = flatten(document["spans"])
+    shape = [(depth, span["name"], span["status"]) for depth, span in spans]
+    assert shape == [
+        (0, "invoke_workflow team", "error"),
+        (1, "task build", "error"),
+        (2, "invoke_agent failer", "error"),
+        (1, "task ship", "skipped"),
+    ]
+    build, ship = spans[1][1], spans[3][1]
+    assert build["stored"]["taskReason"] == "sh exited with code 3: BUILD-BROKE-MARKER"
+    assert ship["stored"]["taskReason"] == "dependency 'build' did not complete"
+    assert ship["attributes"]["oma.task.status"] == "skipped"
+    shown = oma_runs(state, "show", runs["team_failed"])
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert f"error (process): {row['error']}" in lines
+    assert any(
+        line.startswith("  task ship  skipped  ")
+        and line.endswith("skipped (dependency 'build' did not complete)")
+        for line in lines
+    ), lines
+    assert any("failed (sh exited with code 3: BUILD-BROKE-MARKER)" in line for line in lines)
+    # Exported: the skipped task UNSET with oma.status, no reason (it is the host's own).
+    exported = oma_runs(state, "export", runs["team_failed"])
+    spans_out = exported_spans(exported.stdout)
+    skipped = next(span for span in spans_out if span["name"] == "task ship")
+    assert skipped["status"] == {"code": 0}
+    assert {"key": "oma.status", "value": {"stringValue": "skipped"}} in skipped["attributes"]
+    assert "BUILD-BROKE-MARKER" not in exported.stdout and "did not complete" not in exported.stdout
+
+
+def exported_spans(text: str) -> list[dict[str, Any]]:
+    spans: list[dict[str, Any]] = json.loads(text)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    return spans
 
 
 def test_show_lists_a_run_s_evaluation_scores(recorded: tuple[Path, dict[str, str]]) -> None:
