@@ -228,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--telemetry-capture-content",
         metavar="true|false",
         type=_true_or_false,
-        help="record message text in the exported spans, redacted and bounded "
+        help="record message text in the turns' spans, redacted and bounded: in the state "
+        "directory (the run viewer shows it) and in the export when there is one "
         "(default: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)",
     )
     acp.add_argument(

@@ -12,7 +12,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.cli.recorded_runs import KEY, flatten, oma_runs, show_json
+from tests.cli.recorded_runs import (
+    CAPTURED_FILE,
+    CAPTURED_PROMPT,
+    CAPTURED_REPLY,
+    CAPTURED_SECOND,
+    KEY,
+    flatten,
+    oma_runs,
+    show_json,
+)
 
 
 def test_list_shows_every_run_newest_first_with_its_columns(
@@ -52,10 +61,14 @@ def test_list_shows_every_run_newest_first_with_its_columns(
         "COST",
         "DURATION",
         "RUN",
+        "PROMPT",
     ]
     assert len(lines) == len(runs)
     line = next(line for line in lines if runs["tools"] in line)
     assert line.split()[2:7] == ["coder", "ok", "2", "30", "-"]
+    assert line.endswith(f"{runs['tools']}  -")  # its text was not captured
+    captured = next(line for line in lines if runs["captured"] in line)
+    assert captured.endswith(f"{runs['captured']}  {CAPTURED_PROMPT}")
 
 
 def test_list_filters_by_agent_status_text_and_time(
@@ -265,6 +278,36 @@ def test_a_failed_team_run_says_which_task_failed_and_why_and_which_was_skipped(
 def exported_spans(text: str) -> list[dict[str, Any]]:
     spans: list[dict[str, Any]] = json.loads(text)["resourceSpans"][0]["scopeSpans"][0]["spans"]
     return spans
+
+
+def test_a_host_capturing_content_with_no_export_records_the_conversation(
+    recorded: tuple[Path, dict[str, str]],
+) -> None:
+    """``telemetry: {export: false, captureContent: true}``: the turns' text
+    is in the state directory's spans (the key redacted), and the listing
+    gives each turn's prompt (the second turn's, not the first's it carries
+    as its history) and finds a run by it."""
+    state, runs = recorded
+    listed = {row["runId"]: row for row in json.loads(oma_runs(state, "list", "--json").stdout)}
+    assert listed[runs["captured"]]["prompt"] == CAPTURED_PROMPT
+    assert listed[runs["captured_2"]]["prompt"] == CAPTURED_SECOND
+    assert listed[runs["captured"]]["sessionId"] == "sess-captured"
+    assert listed[runs["tools"]]["prompt"] is None  # not captured: no text kept
+    assert all(row["sessionTitle"] is None for row in listed.values())  # no ACP session
+    found = oma_runs(state, "list", "--json", "--text", "captured-prompt-5c")
+    assert {row["runId"] for row in json.loads(found.stdout)} == {
+        runs["captured"],
+        runs["captured_2"],  # its input holds the first turn
+    }
+    spans = [span for _, span in flatten(show_json(state, runs["captured"])["spans"])]
+    by_name = {span["name"]: span for span in spans}
+    root = by_name["invoke_agent scribe"]["attributes"]
+    assert CAPTURED_PROMPT in root["gen_ai.input.messages"]
+    assert root["gen_ai.output.messages"] == CAPTURED_REPLY
+    tool = by_name["execute_tool file_read"]["attributes"]
+    assert json.loads(tool["gen_ai.tool.call.arguments"]) == {"path": "build.txt"}
+    assert tool["gen_ai.tool.call.result"] == CAPTURED_FILE.replace(KEY, "[redacted]")
+    assert KEY not in json.dumps(spans)
 
 
 def test_show_lists_a_run_s_evaluation_scores(recorded: tuple[Path, dict[str, str]]) -> None:
