@@ -102,6 +102,10 @@ def test_content_capture_without_an_endpoint_records_the_conversation_in_the_sto
     assert turn["result"]["stopReason"] == "end_turn"
     assert collector.received.bodies == []
     (row,) = json.loads(oma_runs(door.state, "list", "--json").stdout)
+    # The listing's prompt (redacted) and the session's title (from its first prompt).
+    assert row["prompt"] == "PROMPT-MARKER-acp read the notes [redacted]"
+    assert row["sessionTitle"].startswith("PROMPT-MARKER-acp read the notes")
+    assert key not in row["sessionTitle"]
     shown = oma_runs(door.state, "show", row["runId"], "--json")
     assert shown.returncode == 0, shown.stderr
     spans = [span for _, span in flatten(json.loads(shown.stdout)["spans"])]
