@@ -137,17 +137,17 @@ class OmaAcpAgent:
 
             await flush_telemetry()
 
-    async def _span_export(self) -> tuple[SpanSink, bool] | None:
-        """Where a turn's spans are exported, and whether with message text."""
+    async def _span_export(self) -> tuple[SpanSink | None, bool]:
+        """Where a turn's spans are exported (None: they are not), and
+        whether they record message text (in the store too, exported or not)."""
         telemetry = self._telemetry
-        if telemetry is None or (telemetry.config is None and not telemetry.warnings):
-            return None
+        if telemetry is None:
+            return None, False
+        if telemetry.config is None and not telemetry.warnings:
+            return None, telemetry.capture_content
         from oma_host.telemetry.exporters import telemetry_sink
 
-        sink = await telemetry_sink(telemetry)
-        if sink is None or telemetry.config is None:
-            return None
-        return sink, telemetry.config.capture_content
+        return await telemetry_sink(telemetry), telemetry.capture_content
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -331,9 +331,8 @@ class OmaAcpAgent:
         untitled = session.title is None
         started = time.time()
         spans = CollectedSpans()
-        export = await self._span_export()
-        sinks: tuple[SpanSink, ...] = (spans,) if export is None else (spans, export[0])
-        capture = export is not None and export[1]
+        export, capture = await self._span_export()
+        sinks: tuple[SpanSink, ...] = (spans,) if export is None else (spans, export)
         try:
             with recording(*sinks, capture_content=capture, conversation_id=session_id):
                 result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)

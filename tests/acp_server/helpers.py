@@ -142,14 +142,15 @@ class Door:
         permission: str | None = None,
         permission_option_id: str | None = None,
         files: dict[str, str] | None = None,
-        refuse_writes: bool = False,
+        refuse_writes: bool | dict[str, Any] = False,
     ) -> list[dict[str, Any]]:
         """Run ``steps`` in one ``oma-host acp`` through the SDK client; each
         step's ``{method, result | error, updates}``. The client answers a
         permission request with ``permission_option_id``, else the option of
         kind ``permission``, else cancelled; ``fs/read_text_file`` with
         ``files[path]`` (the editor's buffers); ``fs/write_text_file`` by
-        keeping the text as the buffer, or with an error if ``refuse_writes``."""
+        keeping the text as the buffer, or with an error if ``refuse_writes``
+        (-32603; a dict: the error's ``data``)."""
         script = self.tmp / "script.json"
         script.write_text(
             json.dumps(

@@ -236,7 +236,7 @@ def test_it_reads_the_acp_options_the_parser_declares() -> None:
     commands = next(a for a in parser._actions if a.dest == "command")
     acp = commands.choices["acp"]  # type: ignore[index]
     declared = {s for action in acp._actions for s in action.option_strings}
-    assert declared - {"-h", "--help"} == set(ACP_OPTIONS) | ACP_FLAGS
+    assert declared - {"-h", "--help", "--version"} == set(ACP_OPTIONS) | ACP_FLAGS
 
 
 def test_a_flag_is_read_and_a_flag_given_a_value_is_left_to_the_parser(tmp_path: Path) -> None:
