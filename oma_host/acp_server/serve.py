@@ -20,6 +20,7 @@ from oma_host.acp_server.early import EarlyStart
 from oma_host.acp_server.handshake import SERVED_REQUESTS, plain_initialize
 from oma_host.core.config import AgentConfig
 from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.core.places import serve_agents_file
 from oma_host.core.stdio import protect_stdout, stdin_reader, stream_writer
 from oma_host.core.termination import Termination
 
@@ -61,6 +62,7 @@ def serve_acp(options: AcpOptions, early: EarlyStart | None = None) -> int:
     except AgentsFileError as error:
         print(f"oma-host acp: {error}", file=sys.stderr, flush=True)
         return USAGE_ERROR
+    serve_agents_file(options.agents_file)  # which no agent may change unasked
     early = early or EarlyStart(b"")
     if early.capabilities is not None:
         checked = initialize_answer(configs, early.capabilities)
