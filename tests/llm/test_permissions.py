@@ -70,6 +70,30 @@ def test_rules_first_match_wins_then_the_defaults(
     assert (verdict.action, verdict.rule) == (action, rule)
 
 
+def test_a_folder_too_large_to_look_through_is_taken_to_hold_a_denied_file(
+    tmp_path: Path,
+) -> None:
+    """An MCP call's folder is looked through for what a deny rule covers,
+    within a bound: past it, the rule applies (it fails closed)."""
+    declaration = undeclared_tool("fs__list", "", {})
+    rules = [PermissionRule(tool="fs__*", pattern="*.pem", action="deny")]
+    (tmp_path / "small").mkdir()
+    (tmp_path / "small" / "a.txt").write_text("a")
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "server.pem").write_text("key")
+    big = tmp_path / "big"
+    big.mkdir()
+    for index in range(10_001):
+        (big / f"{index}.txt").touch()
+    with Root(str(tmp_path)) as root:
+
+        def verdict(folder: str) -> str:
+            target = find_target(declaration, {"path": folder}, root, look_beneath=True)
+            return evaluate(rules, declaration, target).action
+
+        assert [verdict(folder) for folder in ("small", "keys", "big")] == ["ask", "deny", "deny"]
+
+
 def test_the_main_argument_is_the_path_or_the_command() -> None:
     assert target_of({"command": "ls", "cwd": "/"}) == "ls"
     assert target_of({"path": "a", "command": "b"}) == "a"
