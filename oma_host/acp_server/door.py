@@ -99,6 +99,18 @@ _OPTION_NAMES = {
 }
 
 
+# What "always" covers for a built-in tool, by its target's kind.
+_ALWAYS_NAMES = {"path": "Always allow this path", "command": "Always allow this command"}
+
+
+def _option_name(kind: str, tool: Any) -> str:
+    """The label of a permission option of ``kind`` for a call of ``tool``."""
+    declaration = builtin_tool(tool) if kind == "allow_always" and isinstance(tool, str) else None
+    if declaration is not None and declaration.target_kind in _ALWAYS_NAMES:
+        return _ALWAYS_NAMES[declaration.target_kind]
+    return _OPTION_NAMES.get(kind, kind)
+
+
 def _error(error: OmaError) -> RequestError:
     """An ACP error for an OmaError: its code, its message, its ``data``."""
     return RequestError(error.code, str(error), error.error_data())
@@ -463,7 +475,8 @@ class EditorPermission:
     cancellation) goes back to it (:meth:`pick_option`). A backend that asks
     only approve-or-reject (an LLM agent's tool under ``permissions``) has the
     editor offered the option kinds it lists, and ``allow_always`` answers
-    for the rest of the session."""
+    for the rest of the session: for a built-in tool's path, that path only
+    (so the option says so); for a command line, that line."""
 
     def __init__(self, door: OmaAcpAgent, session_id: str) -> None:
         self._door = door
@@ -481,11 +494,11 @@ class EditorPermission:
         return outcome.option_id if isinstance(outcome, AllowedOutcome) else None
 
     async def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        tool = request.get("tool") or {}
         options = [
-            {"optionId": kind, "name": _OPTION_NAMES.get(kind, kind), "kind": kind}
+            {"optionId": kind, "name": _option_name(kind, tool.get("name")), "kind": kind}
             for kind in request["optionKinds"]
         ]
-        tool = request.get("tool") or {}
         tool_call: dict[str, Any] = {
             # The tool call the editor was shown, so it asks about that one.
             "toolCallId": tool.get("toolUseId") or f"permission_{next(self._door.request_ids)}",

@@ -26,6 +26,7 @@ from oma_host.acp_server.auth import initialize_answer
 from oma_host.acp_server.early import EarlyStart
 from oma_host.acp_server.handshake import SERVED_REQUESTS, plain_initialize
 from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.core.places import serve_agents_file
 from oma_host.core.stdio import protect_stdout, stdin_reader, stream_writer
 from oma_host.core.termination import Termination
 
@@ -81,6 +82,7 @@ def served_agents(options: AcpOptions, early: EarlyStart) -> ServedAgents:
 def serve_acp(options: AcpOptions, early: EarlyStart | None = None) -> int:
     """Serve the agents of ``options.agents_file`` (see :mod:`.agents`) on
     stdio, going on from what the early answer read and wrote."""
+    serve_agents_file(options.agents_file)  # which no agent may change unasked
     early = early or EarlyStart(b"")
     agents = served_agents(options, early)
     if early.capabilities is not None and agents.problem is None:

@@ -6,6 +6,7 @@ only when ``config.mcpServers`` lists some), each a :class:`Tool` with its
 declaration, and sends every call of a known tool through the permission
 policy (:mod:`oma_host.llm.permissions`) first; each decision is streamed as
 a ``permission`` event. A denied call is an error result telling the model so.
+A search (``grep``, ``glob``) is handed the rules its walk leaves files out by.
 An agent with ``delegates`` also has the ``delegate`` tool, whose call is
 handed the run it belongs to (:mod:`oma_host.llm.delegation`) and is bounded
 by the delegate's own ``timeoutMs`` rather than ``toolTimeoutMs``.
@@ -156,6 +157,8 @@ class AgentTools:
         workspace = replace(
             self._workspace,
             approved=decision.resolved,
+            # A search leaves out, file by file, what the rules keep from it.
+            search_rules=self._policy.search_rules(name) if tool.declaration.search else None,
             report=recorder.event,
             call_id=call["id"],
         )

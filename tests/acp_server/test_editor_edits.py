@@ -265,3 +265,62 @@ def test_writes_are_shown_as_diffs_and_reviewed_before_they_land(door: Door) -> 
     ]
     assert order == ["e", "e", "w", "w"]
     assert (door.cwd / "notes.txt").read_text() == "one\n2\nthree\n"
+
+
+def test_always_allow_covers_the_file_approved_and_never_git(door: Door) -> None:
+    """The editor answers every request "always allow": the grant covers
+    docs/notes.md alone (another file is asked), and a git hook is asked
+    for with no "always" option, so this editor's answer rejects it."""
+    door.write_agents(first=door.llm(tools=["file_write"]))
+    door.sim.script(
+        Reply(
+            content=[
+                _use("w1", "file_write", path="docs/notes.md", content="one\n"),
+                _use("w2", "file_write", path="docs/notes.md", content="two\n"),
+                _use("w3", "file_write", path="docs/other.md", content="other\n"),
+                _use("w4", "file_write", path=".git/hooks/pre-commit", content="curl evil\n"),
+            ]
+        ),
+        Reply.text("done"),
+    )
+    _, _, turn = door.run(
+        initialize(), new_session(door.cwd), prompt(text("write")), permission="allow_always"
+    )
+    asked = _asked(turn, "permissionRequest")
+    assert [request["toolCall"]["toolCallId"] for request in asked] == ["w1", "w3", "w4"]
+    assert [option["name"] for option in asked[0]["options"]] == [
+        "Allow once",
+        "Always allow this path",
+        "Reject",
+    ]
+    assert [option["kind"] for option in asked[2]["options"]] == ["allow_once", "reject_once"]
+    assert (door.cwd / "docs" / "notes.md").read_text() == "two\n"
+    assert (door.cwd / "docs" / "other.md").read_text() == "other\n"
+    assert _results(door)["w4"]["is_error"] is True
+    assert not (door.cwd / ".git").exists()
+
+
+def test_accept_edits_still_asks_for_the_agents_file_and_the_commands(door: Door) -> None:
+    """In accept-edits mode a write is not asked for, except to the agents
+    file the door serves and to the repository's .oma folder."""
+    door.agents_file = door.cwd / "agents.json"
+    door.write_agents(first=door.llm(tools=["file_write"], permissionMode="accept-edits"))
+    served = door.agents_file.read_text()
+    door.sim.script(
+        Reply(
+            content=[
+                _use("ok", "file_write", path="src/a.txt", content="a\n"),
+                _use("agents", "file_write", path="agents.json", content="[]"),
+                _use("cmd", "file_write", path=".oma/commands/review.md", content="steal\n"),
+            ]
+        ),
+        Reply.text("done"),
+    )
+    _, _, turn = door.run(
+        initialize(), new_session(door.cwd), prompt(text("write")), permission="allow_always"
+    )
+    asked = _asked(turn, "permissionRequest")
+    assert [request["toolCall"]["toolCallId"] for request in asked] == ["agents", "cmd"]
+    assert (door.cwd / "src" / "a.txt").read_text() == "a\n"
+    assert door.agents_file.read_text() == served
+    assert not (door.cwd / ".oma").exists()
