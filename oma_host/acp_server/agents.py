@@ -21,7 +21,7 @@ from oma_host.core.backends import check_agent_config
 from oma_host.core.config import AgentConfig, parse_agent_config
 from oma_host.core.delegation import check_delegate_graph
 from oma_host.core.errors import OmaError
-from oma_host.core.places import config_dir
+from oma_host.core.places import FolderError, config_dir, private_folder
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, default_providers, facts_of
 
 
@@ -57,11 +57,18 @@ def default_agent() -> AgentConfig:
 
 
 def load_agents(path: str | None) -> list[AgentConfig]:
-    """The agents to serve; see the module docstring for where they come from."""
+    """The agents to serve; see the module docstring for where they come from.
+    The user's agents file is read only from a folder of the user's own
+    (:func:`~oma_host.core.places.private_folder`): one others may write to,
+    or a link to anywhere, could hand the door anyone's agents."""
     if path is None:
         found = user_agents_file()
         if not found.is_file():
             return [default_agent()]
+        try:
+            private_folder(config_dir())
+        except FolderError as error:
+            raise AgentsFileError(f"{found}: not read: {error}") from None
         path = str(found)
     return parse_agents_file(path)
 

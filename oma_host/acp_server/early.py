@@ -35,7 +35,7 @@ from oma_host.core import quickjson
 from oma_host.core.cli_options import ACP_FLAGS, ACP_OPTIONS
 from oma_host.core.credentials import stored_key, stored_variables
 from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
-from oma_host.core.places import config_dir
+from oma_host.core.places import config_dir, private_folder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -135,6 +135,10 @@ def _env_var_methods(
         path = os.path.join(config_dir(), "agents.json")
         if not os.path.isfile(path):
             return _methods([_default_agent(table)], table), None
+        try:
+            private_folder(config_dir())
+        except OSError:  # the door says why it reads no agents from there
+            raise _NotExact from None
     data = _read_file(path)
     agents = _parsed(data)
     if not isinstance(agents, list) or not agents:
