@@ -89,12 +89,13 @@ class Instructions:
 @dataclass(frozen=True)
 class GitState:
     """The repository the working directory is in: where, and what git said
-    of it (``branch`` and ``status`` None when it could not be read, and
-    ``problem`` says why)."""
+    of it, its branch and status lines (``problem`` says why they could not
+    be read, when they could not)."""
 
     root: str
     branch: str | None = None
     status: tuple[str, ...] = ()
+    more: bool = False  # the status has more lines than were read
     problem: str | None = None
 
 
@@ -142,9 +143,12 @@ def _repository_root(cwd: str) -> str | None:
 # -- git --------------------------------------------------------------------------
 
 
-async def _git(cwd: str, args: Sequence[str], settings: Sequence[tuple[str, str]]) -> str:
+async def _git(
+    cwd: str, args: Sequence[str], settings: Sequence[tuple[str, str]]
+) -> tuple[str, bool]:
     """The output of ``git ARGS`` in ``cwd``, with ``settings`` over the
-    repository's configuration; _GitFailed when it gives none."""
+    repository's configuration, to :data:`GIT_OUTPUT_CHARS`, and whether
+    that is all of it; _GitFailed when it gives none."""
     env = {name: os.environ[name] for name in _GIT_PASSED if name in os.environ}
     env.update(_GIT_QUIET)
     env["GIT_CONFIG_COUNT"] = str(len(settings))
@@ -167,7 +171,8 @@ async def _git(cwd: str, args: Sequence[str], settings: Sequence[tuple[str, str]
         raise _GitFailed(f"git did not answer within {GIT_TIMEOUT_S:g} s")
     if ending.exit_code != 0:
         raise _GitFailed(f"git failed (exit status {ending.exit_code})", ending.exit_code)
-    return kept.text()
+    whole = kept.total <= GIT_OUTPUT_CHARS
+    return kept.text()[:GIT_OUTPUT_CHARS], whole  # the head, without the cut's mark
 
 
 class _GitFailed(Exception):
@@ -197,26 +202,28 @@ def _filter_settings(listing: str) -> list[tuple[str, str]] | None:
 
 async def _git_state(cwd: str, root: str) -> GitState:
     try:
-        listing = await _git(
+        listing, whole = await _git(
             cwd, ["config", "--null", "--name-only", "--get-regexp", r"^filter\."], _GIT_SAFE
         )
     except _GitFailed as failed:
         if failed.exit_code != 1:  # 1: no filter driver is configured
             return GitState(root, problem=str(failed))
-        listing = ""
-    filters = _filter_settings(listing)
+        listing, whole = "", True
+    filters = _filter_settings(listing) if whole else None
     if filters is None:
         problem = f"its configuration names over {MAX_FILTER_DRIVERS} filter drivers"
         return GitState(root, problem=problem)
     args = ["status", "--porcelain=v1", "--branch", "--ignore-submodules=all"]
     try:
-        output = await _git(cwd, args, [*_GIT_SAFE, *filters])
+        output, whole = await _git(cwd, args, [*_GIT_SAFE, *filters])
     except _GitFailed as failed:
         return GitState(root, problem=str(failed))
     lines = output.splitlines()
+    if not whole:
+        lines.pop()  # cut in the middle, perhaps
     branch = next((line[3:] for line in lines if line.startswith("## ")), None)
     status = tuple(line for line in lines if _STATUS_LINE.match(line))
-    return GitState(root, branch=branch, status=status)
+    return GitState(root, branch=branch, status=status, more=not whole)
 
 
 # -- instruction files ------------------------------------------------------------
@@ -354,13 +361,17 @@ def _where(environment: Environment) -> str:
         return "\n".join(lines)
     if git.branch is not None:
         lines.append(f"  Branch: {git.branch}")
-    if not git.status:
+    if not git.status and not git.more:
         lines.append("  Status: no changes (as the session started).")
         return "\n".join(lines)
-    lines.append(f"  Status as the session started ({len(git.status)} changed paths):")
+    count = f"{'over ' if git.more else ''}{len(git.status)} changed paths"
+    lines.append(f"  Status as the session started ({count}, relative to the repository's root):")
     lines.extend(f"    {line}" for line in git.status[:STATUS_LINES])
-    if len(git.status) > STATUS_LINES:
-        lines.append(f"    ... and {len(git.status) - STATUS_LINES} more")
+    hidden = len(git.status) - STATUS_LINES
+    if git.more:
+        lines.append(f"    ... and over {hidden} more" if hidden > 0 else "    ... and more")
+    elif hidden > 0:
+        lines.append(f"    ... and {hidden} more")
     return "\n".join(lines)
 
 
