@@ -39,9 +39,14 @@ def _one_turn(door: Door, *before: dict[str, Any]) -> dict[str, Any]:
 
 def test_an_agent_without_a_grant_is_a_coding_agent(door: Door) -> None:
     (door.cwd / "AGENTS.md").write_text("Run `make check` before you say a change is done.\n")
-    _one_turn(door)
+    door.sim.script(Reply.text("one"), Reply.text("two"))
+    *_, first, second = door.run(
+        initialize(), new_session(door.cwd), prompt(text("hello")), prompt(text("again"))
+    )
+    assert [first["result"]["stopReason"], second["result"]["stopReason"]] == ["end_turn"] * 2
     assert _offered(door) == CODING_TOOLS
     system = _system(door)
+    assert _system(door, 1) == system  # the same on every request (prompt caching)
     assert f"Working directory: {door.cwd.resolve()}" in system
     assert "Run `make check` before you say a change is done." in system
     assert "Permission mode: ask." in system
