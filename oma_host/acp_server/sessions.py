@@ -27,6 +27,7 @@ from acp.schema import SessionInfo
 
 from oma_host.acp_server.agents import ServedAgents, default_agent
 from oma_host.acp_server.auth import auth_required
+from oma_host.acp_server.coding_agent import coding_defaults
 from oma_host.acp_server.options import Choices, ModelLists, config_options, mode_state, switched
 from oma_host.acp_server.run_traces import RunTraces
 from oma_host.acp_server.session_store import (
@@ -319,12 +320,14 @@ class SessionBook:
 
     def _in_session(self, session: DoorSession, config: AgentConfig) -> dict[str, Any]:
         """What an agent of the session runs with besides its config: the
-        session's ``cwd``, and the editor's MCP servers joining the config's
-        own: an LLM agent offers their tools, a wrapped ACP agent gets them in
-        its ``session/new``; a process agent has no way to use them, so they
-        are left out with a log line (refusing would shut the editor out of
-        every process agent whenever it has servers configured)."""
-        update: dict[str, Any] = {"cwd": session.cwd}
+        session's ``cwd``; an LLM agent's coding defaults (tools and the
+        environment prompt, where its config does not say: :mod:`.coding_agent`);
+        and the editor's MCP servers joining the config's own: an LLM agent
+        offers their tools, a wrapped ACP agent gets them in its
+        ``session/new``; a process agent has no way to use them, so they are
+        left out with a log line (refusing would shut the editor out of every
+        process agent whenever it has servers configured)."""
+        update: dict[str, Any] = {"cwd": session.cwd, **coding_defaults(config)}
         backend = config.backend
         if session.mcp_servers and backend is not None and backend.kind == "process":
             names = ", ".join(server.name for server in session.mcp_servers)

@@ -15,14 +15,23 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from oma_host.core.credentials import stored_keys
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, every_secret_variable, provider_facts
 from oma_host.core.redact import is_secret_name
-from oma_host.core.validation import describe_validation_error
+from oma_host.core.suggest import did_you_mean
+from oma_host.core.validation import describe_validation_error, predicate_error
 
 
 class _Model(BaseModel):
@@ -141,6 +150,17 @@ class PermissionRule(_Model):
 # rules say; the model is told so).
 PermissionMode = Literal["ask", "accept-edits", "read-only"]
 PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
+
+# ``toolPreset``: open-multi-agent's sets of built-in tools (its ``bash`` is
+# the ``shell`` tool here). An agent's tools are the preset's, then those
+# ``tools`` adds, less those ``disallowedTools`` names (granted_tools).
+ToolPreset = Literal["readonly", "readwrite", "full"]
+TOOL_PRESETS: dict[ToolPreset, tuple[str, ...]] = {
+    "readonly": ("file_read", "grep", "glob"),
+    "readwrite": ("file_read", "grep", "glob", "file_write", "file_edit"),
+    "full": ("file_read", "grep", "glob", "file_write", "file_edit", "shell"),
+}
+assert tuple(TOOL_PRESETS) == get_args(ToolPreset)
 
 
 class PricingConfig(_Model):
@@ -265,7 +285,17 @@ class AgentConfig(_Model):
     # Bounds every tool call, built-in, MCP or served by the editor (ms;
     # DEFAULT_TOOL_TIMEOUT_MS when unset).
     tool_timeout_ms: Annotated[int, Field(gt=0)] | None = None
+    # The built-in tools it may call: ``toolPreset``'s, plus ``tools``, less
+    # ``disallowedTools`` (granted_tools); none of the three: none (the ACP
+    # door gives such an LLM agent the ``full`` preset and ``update_plan``).
+    tool_preset: ToolPreset | None = None
     tools: list[str] | None = None
+    disallowed_tools: list[str] | None = None
+    # The host's part of the system prompt before ``systemPrompt``: where the
+    # agent works (cwd, OS, date, git), its tools and permission mode, and the
+    # project's AGENTS.md (oma_host/llm/environment.py). None: the door's
+    # default, on at the ACP door, off at the JSON-RPC door and in Python.
+    environment: bool | None = None
     cwd: str | None = None
     history: Any = None
     hooks: HooksConfig | None = None
@@ -286,6 +316,27 @@ class AgentConfig(_Model):
     # its ``delegate`` tool, by name; ``delegation`` bounds how far that goes.
     delegates: list[Annotated[str, Field(min_length=1)]] | None = None
     delegation: DelegationConfig | None = None
+
+    @field_validator("tool_preset", mode="before")
+    @classmethod
+    def _known_preset(cls, value: Any) -> Any:
+        """A preset that is not one names itself and the nearest one (any
+        other type is left to the type's own error)."""
+        if isinstance(value, str) and value not in TOOL_PRESETS:
+            known = ", ".join(f'"{name}"' for name in TOOL_PRESETS)
+            raise predicate_error(
+                f"must be one of {known}; {value!r} is not one{did_you_mean(value, TOOL_PRESETS)}"
+            )
+        return value
+
+    def granted_tools(self) -> list[str]:
+        """The built-in tools granted: ``toolPreset``'s, then those ``tools``
+        adds, less those ``disallowedTools`` names, each once, in that order.
+        Whether each name is a built-in tool is the LLM backend's to check."""
+        preset = TOOL_PRESETS[self.tool_preset] if self.tool_preset else ()
+        removed = set(self.disallowed_tools or [])
+        granted = dict.fromkeys([*preset, *(self.tools or [])])
+        return [name for name in granted if name not in removed]
 
     @cached_property
     def secrets(self) -> tuple[str, ...]:

@@ -78,7 +78,7 @@ class AgentTools:
         if config.delegates and delegates is not None:
             self._delegation = Delegation(config, delegates)
         offered = config.delegates if self._delegation is not None else None
-        self.registry = ToolRegistry(config.tools, config.cwd, offered)
+        self.registry = ToolRegistry(config, offered)
         self._tool_timeout_s = (config.tool_timeout_ms or DEFAULT_TOOL_TIMEOUT_MS) / 1000
         self._workspace = Workspace(
             self.registry.root,

@@ -11,11 +11,14 @@ answer: then the turn falls back to ``fallbackModels`` in order. The tools
 with ``errorInfo.kind: "mcp"``. The guards' rules are :mod:`oma_host.llm.guards`'s.
 Before each request the conversation is fitted to the model's context
 window, and a "too long" answer is compacted and asked once more
-(:mod:`oma_host.llm.context`).
+(:mod:`oma_host.llm.context`). With ``environment`` the system prompt opens
+with the host's part (:mod:`oma_host.llm.environment`), gathered before the
+first request and kept for the backend's life.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import time
@@ -34,6 +37,7 @@ from oma_host.core.results import COST_BUDGET_KIND, MAX_TOKENS_KIND, AgentRunRes
 from oma_host.llm.agent_tools import AgentTools, output_text
 from oma_host.llm.chat_span import chat_span, record_reply
 from oma_host.llm.context import ContextKeeper
+from oma_host.llm.environment import environment_prompt, gather_environment
 from oma_host.llm.guards import RepeatWatch, falls_back, models_to_try
 from oma_host.llm.mcp_errors import McpFailure
 from oma_host.llm.tools.base import ToolOutput
@@ -121,6 +125,23 @@ class LLMBackend:
         self._models = models_to_try(config)
         self._prices = {model: prices_of(config, model) for model in self._models}
         self._context = ContextKeeper(config, self._adapter, self._prices[self._models[0]])
+        # The host's part of the system prompt, until it is gathered.
+        self._environment_pending = bool(config.environment)
+        self._environment_lock = asyncio.Lock()
+
+    async def _gather_environment(self) -> None:
+        """Put the host's part before the system prompt, once (see
+        :mod:`oma_host.llm.environment`)."""
+        async with self._environment_lock:
+            if not self._environment_pending:
+                return
+            environment = await gather_environment(self._tools.registry.root)
+            tools = list(self._tools.registry.tools)
+            host = environment_prompt(environment, self._config, tools)
+            system = self._options.system_prompt
+            system = f"{host}\n\n{system}" if system else host
+            self._options = dataclasses.replace(self._options, system_prompt=system)
+            self._environment_pending = False
 
     async def execute(
         self, messages: list[LLMMessage], prompt: str, recorder: RunRecorder, *, streaming: bool
@@ -145,6 +166,8 @@ class LLMBackend:
         cost_budget = self._config.max_cost_budget
         repeats = RepeatWatch.of(self._config)
         output = ""
+        if self._environment_pending:
+            await self._gather_environment()
         # The MCP servers start on the first run; their tools join the built-ins.
         tools = await self._tools.prepare()
         if tools != self._options.tools:

@@ -307,7 +307,14 @@ def _coordinator_config(team: Team) -> AgentConfig:
     for config in team.agents.values():
         if config.backend is None:
             return config.model_copy(
-                update={"name": "coordinator", "tools": None, "history": None, "hooks": None}
+                update={
+                    "name": "coordinator",
+                    "tools": None,
+                    "tool_preset": None,
+                    "disallowed_tools": None,
+                    "history": None,
+                    "hooks": None,
+                }
             )
     raise InvalidParamsError(
         "team.coordinator is required when no team agent is LLM-backed (runTeam plans with an LLM)"

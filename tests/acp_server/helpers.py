@@ -102,6 +102,7 @@ class Door:
         self.agents_file = tmp_path / "agents.json"
         self.env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key"}
         self.flags: list[str] = []  # more options for oma-host acp
+        self.use_agents_file = True  # False: no --agents (the user's file, else the default)
         self.write_agents()
 
     def llm(self, name: str = "claude", **fields: Any) -> dict[str, Any]:
@@ -129,8 +130,7 @@ class Door:
             "-m",
             "oma_host",
             "acp",
-            "--agents",
-            str(self.agents_file),
+            *(["--agents", str(self.agents_file)] if self.use_agents_file else []),
             "--state-dir",
             str(self.state),
             *self.flags,

@@ -47,6 +47,19 @@ def test_the_user_agents_file_is_read_when_it_exists(
         ('[{"name": "a", "model": "m", "colour": "red"}]', "$[0].colour: is not a known field"),
         ('[{"name": "a", "model": "m", "tools": ["rm"]}]', "unknown tool 'rm'"),
         (
+            '[{"name": "a", "model": "m", "tools": ["file_reed"]}]',
+            "config.tools[0]: unknown tool 'file_reed'; did you mean file_read?",
+        ),
+        (
+            '[{"name": "a", "model": "m", "disallowedTools": ["glob", "shel"]}]',
+            "config.disallowedTools[1]: unknown tool 'shel'; did you mean shell?",
+        ),
+        (
+            '[{"name": "a", "model": "m", "toolPreset": "read-only"}]',
+            '$[0].toolPreset must be one of "readonly", "readwrite", "full"; '
+            "'read-only' is not one; did you mean readonly?",
+        ),
+        (
             '[{"name": "a", "model": "m"}, {"name": "a", "model": "m"}]',
             "$[1].name: 'a' is used twice",
         ),

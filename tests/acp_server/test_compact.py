@@ -28,6 +28,8 @@ def _of(updates: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 def test_compact_summarises_the_session_and_a_new_process_loads_it_so(door: Door) -> None:
+    # No tools and no environment prompt: the context measured is the conversation's.
+    door.write_agents(first=door.llm(tools=[], environment=False))
     given = summaries(door.sim)
     door.sim.script(*(Reply.text(f"answer {n}: {WORDS}") for n in range(3)))
     steps = door.run(
