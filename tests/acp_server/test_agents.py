@@ -48,11 +48,11 @@ def test_the_user_agents_file_is_read_when_it_exists(
         ('[{"name": "a", "model": "m", "tools": ["rm"]}]', "unknown tool 'rm'"),
         (
             '[{"name": "a", "model": "m", "tools": ["file_reed"]}]',
-            "config.tools[0]: unknown tool 'file_reed'; did you mean file_read?",
+            "$[0].tools[0]: unknown tool 'file_reed'; did you mean file_read?",
         ),
         (
             '[{"name": "a", "model": "m", "disallowedTools": ["glob", "shel"]}]',
-            "config.disallowedTools[1]: unknown tool 'shel'; did you mean shell?",
+            "$[0].disallowedTools[1]: unknown tool 'shel'; did you mean shell?",
         ),
         (
             '[{"name": "a", "model": "m", "toolPreset": "read-only"}]',
