@@ -4,7 +4,6 @@ of its commands (``demo``, ``console``, ``call``, ``acp``, ``runs``...)."""
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -272,15 +271,9 @@ def main(argv: list[str] | None = None, early: EarlyStart | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format="oma-host %(levelname)s %(name)s: %(message)s",
-    )
-    from oma_host.core.redact import RedactingFilter
+    from oma_host.cli.stderr_log import configure_logging
 
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(RedactingFilter())
+    configure_logging(args.log_level)
     if args.command == "demo":
         from oma_host.cli.demo import run_demo
 
