@@ -173,6 +173,35 @@ async def test_an_acp_delegate_streams_nested_and_keeps_to_text(
     assert {d["agent"] for d in nested} == {"coder"}
 
 
+def _limits_of(pid: int) -> str:
+    """The OMA_HOST_DELEGATION a running process was started with."""
+    with open(f"/proc/{pid}/environ", "rb") as environ:
+        entries = environ.read().split(b"\0")
+    (value,) = [e for e in entries if e.startswith(b"OMA_HOST_DELEGATION=")]
+    return value.decode().split("=", 1)[1]
+
+
+async def test_an_acp_agents_process_carries_the_limits_of_the_run_that_started_it(
+    host: HostClient, sim: Simulator, acp_agent_script: str
+) -> None:
+    """Run directly, the ACP agent's process gets the root's room; handed a
+    task by ``lead``, a run one level down, it is started afresh with the
+    smaller room, and kept for the next delegation at that room."""
+    coder = await create(host, **acp_agent(acp_agent_script))
+    lead = await create(host, **caller(sim, ["coder"]))
+    direct = await host.request("agent/run", {"agentId": coder, "input": "[whoami]"})
+    first = int(whoami(direct["output"])["pid"])
+    assert _limits_of(first) == "depth=3,calls=16"
+    pids = []
+    for call_id in ("d1", "d2"):
+        sim.script(Reply(content=[delegate_call(call_id, "coder", "[whoami]")]), Reply.text("ok"))
+        assert (await stream(host, lead, call_id))["success"] is True
+        pids.append(int(whoami(tool_results(sim, -1)[0]["content"])["pid"]))
+    assert pids[0] != first and pids[1] == pids[0]
+    assert _limits_of(pids[0]) == "depth=2,calls=15"
+    assert await wait_dead_async(first)
+
+
 async def test_cancelling_the_caller_ends_a_process_delegate(
     host: HostClient, sim: Simulator, tmp_path: Path
 ) -> None:
