@@ -4,7 +4,6 @@ of its commands (``demo``, ``console``, ``call``, ``acp``, ``runs``...)."""
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -298,15 +297,9 @@ def _discard_stdout() -> None:
 
 
 def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format="oma-host %(levelname)s %(name)s: %(message)s",
-    )
-    from oma_host.core.redact import RedactingFilter
+    from oma_host.cli.stderr_log import configure_logging
 
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(RedactingFilter())
+    configure_logging(args.log_level)
     if args.command == "demo":
         from oma_host.cli.demo import run_demo
 

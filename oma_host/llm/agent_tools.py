@@ -74,6 +74,7 @@ class AgentTools:
         delegates: DelegateLookup | None = None,
     ) -> None:
         timeout_s = (config.hooks.timeout_ms if config.hooks else _DEFAULT_TIMEOUT_MS) / 1000
+        self._delegation_settings = config.delegation
         self._delegation: Delegation | None = None
         if config.delegates and delegates is not None:
             self._delegation = Delegation(config, delegates)
@@ -161,6 +162,8 @@ class AgentTools:
             search_rules=self._policy.search_rules(name) if tool.declaration.search else None,
             report=recorder.event,
             call_id=call["id"],
+            # A host a command starts counts as one level beneath this run.
+            command_env=recorder.place(self._delegation_settings).environment(),
         )
         if name == delegate.NAME and self._delegation is not None:
             # A whole run of another agent: bounded by its own timeoutMs.

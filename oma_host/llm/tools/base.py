@@ -22,8 +22,8 @@ found so far. Whatever goes wrong is an error result, never an exception.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Protocol, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
@@ -115,6 +115,9 @@ class Workspace:
     # the ``delegate`` tool's call (ToolError when it cannot or the delegate
     # fails); None for an agent without ``delegates``.
     delegate: Callable[[str, str], Awaitable[str]] | None = None
+    # Variables every command the call starts gets over the host's: the
+    # run's delegation limits (oma_host.core.delegation.Lineage.environment).
+    command_env: Mapping[str, str] = field(default_factory=dict)
 
     def confirm(self, path: str, resolved: str) -> None:
         """Refuse a call whose file is no longer the one the permission

@@ -119,7 +119,9 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
             if report is not None and call_id is not None:
                 report({"type": "tool_output", "data": {"toolUseId": call_id, "text": text}})
 
-        environment = shell_environment(os.environ, workspace.secrets, PWD=workspace.root)
+        environment = shell_environment(
+            os.environ, workspace.secrets, PWD=workspace.root, **workspace.command_env
+        )
         ending = await run_command(
             argv,
             cwd=workspace.root,
