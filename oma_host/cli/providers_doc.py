@@ -1,6 +1,7 @@
 """The generated tables of ``docs/providers.md``, written from the
 descriptors (:mod:`oma_host.core.provider_facts`) so the docs say what the
-code does: one row per provider (the wire, the default endpoint, the key
+code does: one row per provider (the wire, the endpoint without a
+``baseURL``: the SDK's base-URL variables, then the default, the key
 variables in the order they are read, the default model, the model list and
 the ACP auth methods), one per model its table knows (context window,
 prices, thinking), and one per provider for its token estimates. The text
@@ -27,11 +28,12 @@ def _code(names: tuple[str, ...] | list[str], joiner: str) -> str:
 
 
 def _endpoint(facts: ProviderFacts) -> str:
+    """Where an agent without ``baseURL`` sends: the variables, then the default."""
+    variables = _code(facts.base_url_variables, ", then ") if facts.base_url_variables else ""
     if facts.default_base_url:
-        return f"`{facts.default_base_url}`"
-    if facts.endpoint_variable:
-        return f"`baseURL`, else `{facts.endpoint_variable}`"
-    return "in-process"
+        default = f"`{facts.default_base_url}`"
+        return f"{variables}, else {default}" if variables else default
+    return f"{variables} (required)" if variables else "in-process"
 
 
 def _name(facts: ProviderFacts) -> str:
@@ -43,7 +45,7 @@ def _name(facts: ProviderFacts) -> str:
 def table() -> str:
     """The text between the markers."""
     rows = [
-        "| provider | wire | default endpoint | key, in the order read "
+        "| provider | wire | endpoint without `baseURL` | key, in the order read "
         "| other secrets | default model | `models/list` | ACP auth methods |",
         "|---|---|---|---|---|---|---|---|",
     ]

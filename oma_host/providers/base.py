@@ -193,6 +193,26 @@ def missing_key_error(
     return ProviderError(f"{provider}: no API key: {where}", kind="auth")
 
 
+def configured_base_url(config: AgentConfig, facts: ProviderFacts) -> str | None:
+    """The endpoint the agent names: its ``baseURL``, else the first of the
+    provider's base-URL variables that is set (the ones its official SDK
+    reads, :attr:`~oma_host.core.provider_facts.ProviderFacts.base_url_variables`),
+    else None (the provider's default). A variable that is not an http(s)
+    URL fails the request: a ProviderError of kind ``connection`` naming it."""
+    from oma_host.core.provider_facts import BaseUrlError
+
+    try:
+        return facts.base_url_from(config.base_url)
+    except BaseUrlError as error:
+        raise ProviderError(f"{facts.name}: {error}", kind="connection") from None
+
+
+def provider_base_url(config: AgentConfig, facts: ProviderFacts) -> str:
+    """:func:`configured_base_url`, else the provider's default endpoint,
+    without a trailing slash."""
+    return (configured_base_url(config, facts) or facts.default_base_url or "").rstrip("/")
+
+
 def required_key(config: AgentConfig, facts: ProviderFacts) -> str:
     """The key :func:`resolve_api_key` finds from the provider's key
     variables; none is a ProviderError of kind ``auth`` naming where to set it."""
