@@ -69,8 +69,15 @@ def _price(value: float | None) -> str:
 
 
 def models_table() -> str:
-    """The text between the ``models`` markers: each provider's known models."""
-    rows = [
+    """The text between the ``models`` markers: where each provider's table
+    comes from and when it was read, then each provider's known models."""
+    rows = ["| provider | read on | from |", "|---|---|---|"]
+    for facts in PROVIDERS:
+        if facts.models.models:
+            sources = ", ".join(f"<{url}>" for url in facts.models.sources) or _NONE
+            rows.append(f"| `{facts.name}` | {facts.models.read_on or _NONE} | {sources} |")
+    rows += [
+        "",
         "| provider | model (and ids it starts) | context window | input | output "
         "| cache write | cache read | thinking |",
         "|---|---|---|---|---|---|---|---|",
@@ -88,6 +95,8 @@ def models_table() -> str:
                 _price(model.cache_read_price),
                 "yes" if model.reasoning else "no",
             ]
+            if model.retired:
+                cells[1] += " (retired)"
             rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 

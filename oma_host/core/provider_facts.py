@@ -217,7 +217,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         default_base_url="https://api.anthropic.com",
         base_url_variables=("ANTHROPIC_BASE_URL",),
         key_variables=("ANTHROPIC_API_KEY",),
-        default_model="claude-sonnet-4-5",
+        default_model="claude-sonnet-5-5",
         model_list=ModelList(f"{_MODEL_LIST}:anthropic_models", "`GET {baseURL}/v1/models`"),
         models=CLAUDE_MODELS,
         # Claude's tokenizer is denser than OpenAI's on English and code; an
@@ -234,7 +234,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         default_base_url="https://api.openai.com/v1",
         base_url_variables=("OPENAI_BASE_URL",),
         key_variables=("OPENAI_API_KEY",),
-        default_model="gpt-4o-mini",
+        default_model="gpt-6.2-sol",
         model_list=ModelList(f"{_MODEL_LIST}:openai_models", "`GET {baseURL}/models`"),
         models=OPENAI_MODELS,
         # o200k: about 4 characters of English a token; a high-detail image
@@ -253,7 +253,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         # is Vertex AI's, which this adapter does not speak).
         base_url_variables=("GOOGLE_GEMINI_BASE_URL",),
         key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-        default_model="gemini-2.5-flash",
+        default_model="gemini-3.8-flash",
         model_list=ModelList(
             "oma_host.providers.gemini:list_models", "`GET {baseURL}/v1beta/models`"
         ),

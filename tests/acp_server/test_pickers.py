@@ -168,8 +168,11 @@ def test_set_mode_announces_the_mode_and_is_stored_with_the_session(door: Door) 
     ("provider", "model", "window", "prices"),
     [
         ("anthropic", "claude-sonnet-4-5", 200_000, (3.0, 15.0)),
+        ("anthropic", "claude-sonnet-5-5", 1_000_000, (2.0, 10.0)),
         ("openai", "gpt-4o", 128_000, (2.5, 10.0)),
+        ("openai", "gpt-6.2-sol", 1_050_000, (2.0, 10.0)),
         ("gemini", "gemini-2.5-flash", 1_048_576, (0.3, 2.5)),
+        ("gemini", "gemini-3.8-flash", 1_048_576, (0.75, 3.75)),
     ],
 )
 def test_usage_update_carries_the_models_window_and_the_sessions_cost(
