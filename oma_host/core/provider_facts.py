@@ -90,6 +90,9 @@ class ProviderFacts:
     base_url_variables: tuple[str, ...] = ()
     # A variable that, set to "true", makes the SDK ignore those (botocore's).
     base_url_variables_off: str | None = None
+    # Its base URL may be another vendor's server speaking its wire (the
+    # OpenAI-compatible ones), whose models are not those of ``models``.
+    compatible_servers: bool = False
     key_variables: tuple[str, ...] = ()
     other_secrets: tuple[str, ...] = ()
     # None: no model is right for every account (Azure deployments, Bedrock ids).
@@ -136,6 +139,20 @@ class ProviderFacts:
         name, value = found
         check_base_url(value, name)
         return value
+
+    def serves_own_models(self, configured: str | None) -> bool:
+        """Whether an agent with ``baseURL`` ``configured`` talks to a server
+        of the models in :attr:`models` (not a compatible server's own)."""
+        if not self.compatible_servers:
+            return True
+        try:
+            url = self.base_url_from(configured)
+        except BaseUrlError:
+            return False
+        if url is None:
+            return True
+        default_host = urlsplit(self.default_base_url or "").hostname
+        return urlsplit(url).hostname == default_host
 
     def base_url_variable(self, environ: Mapping[str, str] = os.environ) -> tuple[str, str] | None:
         """The first of :attr:`base_url_variables` set to a value, with it."""
@@ -233,6 +250,7 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         adapter="oma_host.providers.openai_family:openai_adapter",
         default_base_url="https://api.openai.com/v1",
         base_url_variables=("OPENAI_BASE_URL",),
+        compatible_servers=True,
         key_variables=("OPENAI_API_KEY",),
         default_model="gpt-6.2-sol",
         model_list=ModelList(f"{_MODEL_LIST}:openai_models", "`GET {baseURL}/models`"),
