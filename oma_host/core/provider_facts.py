@@ -210,7 +210,7 @@ def check_base_url(value: str, variable: str) -> None:
     if problem is not None:
         raise BaseUrlError(
             f"the environment variable {variable} {problem}: {redacted_url(value)!r} "
-            f"(set it to the server's URL, e.g. https://gateway.example.com, or unset it)"
+            "(set it to the server's URL, e.g. https://gateway.example.com, or unset it)"
         )
 
 
