@@ -28,8 +28,13 @@ from pydantic.alias_generators import to_camel
 
 from oma_host.core.credentials import stored_keys
 from oma_host.core.errors import InvalidParamsError
-from oma_host.core.provider_facts import DEFAULT_PROVIDER, every_secret_variable, provider_facts
-from oma_host.core.redact import is_secret_name
+from oma_host.core.provider_facts import (
+    DEFAULT_PROVIDER,
+    every_base_url_variable,
+    every_secret_variable,
+    provider_facts,
+)
+from oma_host.core.redact import is_secret_name, redacted_url, url_secrets
 from oma_host.core.suggest import did_you_mean
 from oma_host.core.validation import describe_validation_error, predicate_error
 
@@ -343,15 +348,19 @@ class AgentConfig(_Model):
         """The secret values a run of this agent can meet, computed once: its
         key, wherever it comes from (``apiKey``, ``apiKeyEnv``, else every
         secret variable of every provider, :mod:`.provider_facts`), those its
-        provider reads from files (an AWS profile's), and, for
-        an external backend, every secret-looking variable of the environment
-        it runs with."""
+        provider reads from files (an AWS profile's), the password and
+        key-like query parameters of its ``baseURL`` and of every provider's
+        base-URL variable, and, for an external backend, every
+        secret-looking variable of the environment it runs with."""
         secrets: list[str] = []
         if self.api_key:
             secrets.append(self.api_key)
         if self.backend is None:
             names = (self.api_key_env,) if self.api_key_env else every_secret_variable()
             secrets.extend(os.environ[name] for name in names if os.environ.get(name))
+            secrets.extend(url_secrets(self.base_url))
+            for name in every_base_url_variable():
+                secrets.extend(url_secrets(os.environ.get(name)))
             secrets.extend(stored_keys())  # oma-host login's
             facts = provider_facts(self.provider or DEFAULT_PROVIDER)
             if facts is not None and facts.file_secrets is not None:
@@ -379,10 +388,13 @@ class AgentConfig(_Model):
 
     def public_view(self) -> dict[str, Any]:
         """The config as hooks and listings see it: no hooks, no history, no
-        key, and backend environment values hidden (they often hold tokens)."""
+        key, backend environment values hidden (they often hold tokens) and
+        the secrets of ``baseURL`` taken out."""
         view = self.model_dump(
             by_alias=True, exclude_none=True, exclude={"hooks", "api_key", "history"}
         )
+        if self.base_url:
+            view["baseURL"] = redacted_url(self.base_url)
         backend = view.get("backend")
         if backend and backend.get("env"):
             backend["env"] = {key: "[redacted]" for key in backend["env"]}
