@@ -32,9 +32,25 @@ HOST_SECRETS = {
     # An allowed name carrying the agent's key, and a proxy carrying a password.
     "LC_SMUGGLED": f"x-{KEY}",
     "HTTPS_PROXY": "http://user:hunter2@proxy.example:3128",
+    "DATABASE_URL": "postgres://app:db-pw-DO-NOT-LEAK@db.example:5432/app",
+    # Names that say secret as a word of theirs, and values shaped like credentials.
+    "MYSQL_PWD": "mysql-pw-DO-NOT-LEAK",
+    "GPG_PASSPHRASE": "gpg-phrase-DO-NOT-LEAK",
+    "REGISTRY_PASS": "registry-pass-DO-NOT-LEAK",
+    "SENTRY_DSN": "https://dsnpublickeyDONOTLEAK@o1.ingest.sentry.example/42",
+    "DB_CONN": "Server=db;User Id=app;Password=conn-pw-DO-NOT-LEAK;",
+    "CI_JOB_JWT": "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJqb2IifQ.c2lnbmF0dXJlRE9OT1RMRUFL",
+    "SLACK_WEBHOOK_URL": "https://hooks.slack.example/services/T0/B0/webhookDONOTLEAK",
+    "SESSION_COOKIE": "sid=cookie-DO-NOT-LEAK",
+    "LC_TICKET": "ghp_shelltestDONOTLEAKsmuggled0123456789",
 }
-# What a command needs of the host's environment (an SSH agent, a JDK).
-HOST_TOOLS = {"SSH_AUTH_SOCK": "/tmp/ssh-test/agent.1", "JAVA_HOME": "/opt/jdk-test"}
+# What a command needs of the host's environment (an SSH agent, a JDK, the
+# directory the user was in before: OLDPWD is no password).
+HOST_TOOLS = {
+    "SSH_AUTH_SOCK": "/tmp/ssh-test/agent.1",
+    "JAVA_HOME": "/opt/jdk-test",
+    "OLDPWD": "/tmp/previous-test-dir",
+}
 ALLOW_SHELL = [{"tool": "shell", "action": "allow"}]
 
 
@@ -207,12 +223,13 @@ async def test_the_command_sees_no_secret_of_the_host(
     assert variables["PATH"] == os.environ["PATH"]
     assert variables["HOME"] == os.environ["HOME"]
     assert variables["PWD"] == os.path.realpath(tmp_path)
-    for name, value in HOST_SECRETS.items():
-        assert name not in variables
+    assert [name for name in HOST_SECRETS if name in variables] == []
+    for value in HOST_SECRETS.values():
         assert value not in result["content"]
     # What the user's tools need passes.
     assert variables["SSH_AUTH_SOCK"] == HOST_TOOLS["SSH_AUTH_SOCK"]
     assert variables["JAVA_HOME"] == HOST_TOOLS["JAVA_HOME"]
+    assert variables["OLDPWD"] == HOST_TOOLS["OLDPWD"]
 
 
 async def test_a_secret_the_command_prints_is_redacted_in_the_stream_even_split(

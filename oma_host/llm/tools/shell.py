@@ -105,7 +105,7 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
             terminal,
             argv,
             cwd=workspace.root,
-            blanked=blanked_variables(os.environ),
+            blanked=blanked_variables(os.environ, workspace.secrets),
             timeout_s=limit,
             request_timeout_s=workspace.editor_timeout_s,
             output_byte_limit=TERMINAL_OUTPUT_BYTES,
