@@ -123,7 +123,7 @@ def test_the_terminal_gets_no_secret_the_hosts_own_shell_withholds(door: Door) -
 
 
 def test_a_command_past_its_time_is_killed_in_the_terminal_and_released(door: Door) -> None:
-    _setup(door, "echo $$ > pid; echo started; sleep 300", timeout=1)
+    _setup(door, "echo $$ > pid; echo started; sleep 300", timeoutMs=1000)
     door.run(initialize(terminal=True), new_session(door.cwd), prompt(text("run it")))
     assert _methods(door) == [
         "terminal/create",

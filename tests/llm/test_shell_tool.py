@@ -138,7 +138,7 @@ async def test_a_timeout_ends_the_whole_process_group(
 ) -> None:
     agent = await create(host, sim, tmp_path)
     command = "sleep 300 & echo $! > pids; echo $$ >> pids; echo waiting; wait"
-    sim.script(Reply(content=[shell("s", command, timeout=1)]), Reply.text("done"))
+    sim.script(Reply(content=[shell("s", command, timeoutMs=1000)]), Reply.text("done"))
     await stream(host, agent, "t")
     (result,) = results_sent(sim, 1)
     assert result["is_error"] is True
@@ -153,10 +153,42 @@ async def test_the_model_cannot_ask_for_more_than_tool_timeout_ms(
     host: HostClient, sim: Simulator, tmp_path: Path
 ) -> None:
     agent = await create(host, sim, tmp_path, toolTimeoutMs=1500)
-    sim.script(Reply(content=[shell("s", "sleep 60", timeout=600)]), Reply.text("done"))
+    sim.script(Reply(content=[shell("s", "sleep 60", timeoutMs=600_000)]), Reply.text("done"))
     await stream(host, agent, "t")
     (result,) = results_sent(sim, 1)
     assert result["content"].startswith("shell: timed out after 1.5 s")
+
+
+async def test_the_model_asks_for_less_time_in_timeout_ms(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    agent = await create(host, sim, tmp_path, toolTimeoutMs=20_000)
+    sim.script(Reply(content=[shell("s", "sleep 60", timeoutMs=500)]), Reply.text("done"))
+    await stream(host, agent, "t")
+    # The limit as the model sees it: timeoutMs, in milliseconds.
+    (tool,) = [tool for tool in sim.requests[0].body["tools"] if tool["name"] == "shell"]
+    assert sorted(tool["input_schema"]["properties"]) == ["command", "timeoutMs"]
+    assert "milliseconds" in tool["input_schema"]["properties"]["timeoutMs"]["description"]
+    (result,) = results_sent(sim, 1)
+    assert result["content"].startswith("shell: timed out after 0.5 s")
+
+
+async def test_an_old_timeout_is_refused_naming_timeout_ms_and_runs_nothing(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    # Seconds here once, milliseconds in other agents' shells: guessing its
+    # unit could cut a command short, so the model is told what to send.
+    agent = await create(host, sim, tmp_path)
+    sim.script(Reply(content=[shell("s", "touch ran", timeout=30)]), Reply.text("done"))
+    result = await stream(host, agent, "t")
+    assert result["success"] is True
+    (sent_back,) = results_sent(sim, 1)
+    assert sent_back["is_error"] is True
+    assert sent_back["content"] == (
+        "shell: timeout is not an input of this tool: give the time limit as timeoutMs, "
+        "in milliseconds"
+    )
+    assert not (tmp_path / "ran").exists()
 
 
 async def test_background_processes_left_running_are_ended_when_it_exits(
