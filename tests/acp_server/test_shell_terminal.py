@@ -114,7 +114,9 @@ def test_the_terminal_gets_no_secret_the_hosts_own_shell_withholds(door: Door) -
     blanked = {pair["name"]: pair["value"] for pair in door.terminal_requests[0]["params"]["env"]}
     assert {name: blanked.get(name) for name in SHARED_SECRETS} == dict.fromkeys(SHARED_SECRETS, "")
     seen = dict(
-        line.split("=", 1) for line in (door.cwd / "seen.env").read_text().splitlines() if "=" in line
+        line.split("=", 1)
+        for line in (door.cwd / "seen.env").read_text().splitlines()
+        if "=" in line
     )
     assert {name: seen[name] for name in SHARED_SECRETS} == dict.fromkeys(SHARED_SECRETS, "")
     # What is no secret keeps the editor's value.

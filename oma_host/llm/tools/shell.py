@@ -4,19 +4,21 @@ the agent's ``cwd`` (open-multi-agent's ``bash``).
 The host hands ``["/bin/sh", "-c", command]`` to the system as an argv list
 and builds no shell string of its own. The command runs for at most the
 agent's ``toolTimeoutMs`` (120 s by default), or the fewer milliseconds the
-model asks for (``timeoutMs``; the ``timeout`` of before is refused by name); stdin is ``/dev/null``; it sees the host's environment without
-the host's secrets (:mod:`oma_host.llm.shell_env`). Where it runs follows the
-door's editor channel: in the editor's terminal when the editor has
-terminals (:mod:`oma_host.llm.shell_terminal`), else by the host in a
-process group of its own (:mod:`oma_host.llm.shell_process`), whose output
-is streamed as ``tool_output`` events as it comes. Either way the group is
-ended on timeout and when the turn is cancelled.
+model asks for (``timeoutMs``; a call sending the ``timeout`` of before is
+refused by name); stdin is ``/dev/null``; it sees the host's environment
+without the host's secrets (:mod:`oma_host.llm.shell_env`). Where it runs
+follows the door's editor channel: in the editor's terminal when the editor
+has terminals (:mod:`oma_host.llm.shell_terminal`), else by the host
+(:mod:`oma_host.llm.shell_process`), which ends every process the command
+started when it exits and with the host, and streams its output as
+``tool_output`` events as it comes. Either way the command is ended on
+timeout and when the turn is cancelled.
 
 The model reads the output (stdout and stderr interleaved), kept to
 :data:`OUTPUT_CAP` characters, its head and tail, the cut marked
 ``[... N characters cut ...]``, then a line with the exit code. A non-zero
 exit is a normal result, marked as a failure in that line; a command that
-ran out of time is an error result that says its process group was ended.
+ran out of time is an error result that says what was ended.
 
 Its effect is ``execute``: the permission policy asks by default, and rules
 match the command line one simple command at a time
@@ -35,7 +37,8 @@ from oma_host.core.tools import first_string
 from oma_host.core.validation import predicate_error
 from oma_host.llm.confined import Stop, ToolError
 from oma_host.llm.shell_env import blanked_variables, shell_environment
-from oma_host.llm.shell_process import KILL_GRACE_S, Ending, HeadTail, run_command
+from oma_host.llm.shell_keeper import KILL_GRACE_S
+from oma_host.llm.shell_process import ENDS, Ending, HeadTail, run_command
 from oma_host.llm.shell_terminal import run_in_terminal
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
 
@@ -143,8 +146,7 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
             on_output=streamed,
         )
         where = (
-            f"the command and every process of its group were ended (SIGTERM, then SIGKILL "
-            f"after {KILL_GRACE_S:g} s)"
+            f"the command and {ENDS} were ended (SIGTERM, then SIGKILL after {KILL_GRACE_S:g} s)"
         )
     output = kept.text() or "(no output)"
     if ending.timed_out:
