@@ -213,13 +213,17 @@ async def test_background_processes_left_running_are_ended_when_it_exits(
 
 # Processes a command starts outside its process group, each writing its pid
 # to {pid}: in a session of its own (setsid); also without the host's marker
-# in its environment, cleared whole (env -i) or alone (env -u); the last
-# orphaned at once (its parent, a subshell, exits), so it is the host's child
-# and no longer the command's.
+# in its environment, cleared whole (env -i) or alone (env -u); one deaf to
+# SIGTERM as well; the last orphaned at once (its parent, a subshell, exits),
+# so it is the host's child and no longer the command's.
 QUIET = "</dev/null >/dev/null 2>&1"
 ESCAPES = {
     "setsid": f"setsid /bin/sh -c 'echo $$ > {{pid}}; exec sleep 300' {QUIET} &",
     "setsid-env-i": f"setsid env -i /bin/sh -c 'echo $$ > {{pid}}; exec /bin/sleep 300' {QUIET} &",
+    "setsid-env-i-no-term": (
+        "setsid env -i /bin/sh -c 'trap \"\" TERM; echo $$ > {pid}; exec /bin/sleep 300' "
+        f"{QUIET} &"
+    ),
     "subshell-env-u": (
         f"(setsid env -u OMA_HOST_SPAWN /bin/sh -c 'echo $$ > {{pid}}; exec sleep 300' {QUIET} &)"
     ),
