@@ -190,11 +190,24 @@ def redact_patterns(text: str) -> str:
 
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+# Words that say secret only as a whole word of a name (``MYSQL_PWD``,
+# ``REGISTRY_PASS``, ``SENTRY_DSN``, ``CI_JOB_JWT``, ``SLACK_WEBHOOK_URL``), not
+# inside another (``OLDPWD``, ``COMPASS_HOME``); ``PWD`` alone is the working
+# directory.
+_SECRET_WORDS = frozenset({"PWD", "PASS", "PASSPHRASE", "DSN", "JWT", "COOKIE", "WEBHOOK"})
+_NAME_WORDS = re.compile(r"[^A-Z0-9]+")
 
 
 def is_secret_name(name: str) -> bool:
-    """Environment variable names whose values we treat as secrets."""
-    return bool(_SECRET_NAME.search(name))
+    """Environment variable names whose values we treat as secrets: any with
+    ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``PASSWD``, ``CREDENTIAL`` or
+    ``AUTH`` in it, or a word (between ``_`` and the like) ``PWD``, ``PASS``,
+    ``PASSPHRASE``, ``DSN``, ``JWT``, ``COOKIE`` or ``WEBHOOK``; not ``PWD``
+    itself. Case is ignored."""
+    if _SECRET_NAME.search(name):
+        return True
+    upper = name.upper()
+    return upper != "PWD" and not _SECRET_WORDS.isdisjoint(_NAME_WORDS.split(upper))
 
 
 # Query parameters that carry a credential: the secret-looking names, and the

@@ -3,8 +3,9 @@ when the door's editor channel has one
 (:class:`oma_host.core.editor_channel.EditorTerminal`).
 
 As ACP's terminals page lays it out: ``terminal/create`` starts
-``/bin/sh -c COMMAND`` in the agent's ``cwd`` with the host's secret
-variables passed empty (:func:`oma_host.llm.shell_env.blanked_variables`)
+``/bin/sh -c COMMAND`` in the agent's ``cwd`` with the variables the host's
+own shell withholds passed empty
+(:func:`oma_host.llm.shell_env.blanked_variables`)
 and an output limit; the call is then reported as shown in that terminal (a
 ``tool_output`` event with its ``terminalId``, which the ACP door embeds in
 the tool call so the user watches it live); ``terminal/wait_for_exit`` is
