@@ -122,6 +122,9 @@ def test_the_terminal_gets_no_secret_the_hosts_own_shell_withholds(door: Door) -
     # What is no secret keeps the editor's value.
     assert "PATH" not in blanked and "OLDPWD" not in blanked
     assert seen["OLDPWD"] == "/tmp/previous-test-dir"
+    # The run's delegation limits reach the command, as a host-run one's do.
+    assert blanked["OMA_HOST_DELEGATION"].startswith("depth=")
+    assert seen["OMA_HOST_DELEGATION"] == blanked["OMA_HOST_DELEGATION"]
 
 
 def test_a_command_past_its_time_is_killed_in_the_terminal_and_released(door: Door) -> None:

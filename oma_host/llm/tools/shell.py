@@ -122,7 +122,12 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
             terminal,
             argv,
             cwd=workspace.root,
-            blanked=blanked_variables(os.environ, workspace.secrets),
+            # The editor's environment, less what the host's own shell withholds,
+            # with the run's delegation limits (as a host-run command has them).
+            env={
+                **dict.fromkeys(blanked_variables(os.environ, workspace.secrets), ""),
+                **workspace.command_env,
+            },
             timeout_s=limit,
             request_timeout_s=workspace.editor_timeout_s,
             output_byte_limit=TERMINAL_OUTPUT_BYTES,
