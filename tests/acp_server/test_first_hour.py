@@ -259,3 +259,17 @@ def test_an_external_agent_needs_no_key(door: Door, tmp_path: Path) -> None:
     _, new, turn = door.run(initialize(), new_session(door.cwd), prompt(text("echo me")))
     assert new["result"]["sessionId"].startswith("sess_")
     assert turn["result"]["stopReason"] == "end_turn"
+
+
+def test_a_compatible_server_named_by_the_sdks_variable_needs_no_key(door: Door) -> None:
+    """``OPENAI_BASE_URL`` naming a server of one's own (a local model, a
+    proxy) is not pre-checked for a key: the session opens and the turn
+    reaches the server, which would say itself if it wanted one."""
+    door.env = {**_no_key_env(door), "OPENAI_BASE_URL": door.sim.base_url + "/v1"}
+    door.write_agents(first={"name": "local", "provider": "openai", "model": "llama-local"})
+    door.sim.script(Reply.text("local reply"))
+    _, new, turn = door.run(initialize(), new_session(door.cwd), prompt(text("hi")))
+    assert new["result"]["sessionId"].startswith("sess_")
+    assert turn["result"]["stopReason"] == "end_turn"
+    assert door.sim.requests[-1].path == "/v1/chat/completions"
+    assert "authorization" not in door.sim.requests[-1].headers
