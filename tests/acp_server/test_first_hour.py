@@ -23,7 +23,16 @@ import pexpect
 import pytest
 
 from oma_host.testing.simulator import Fault, Reply
-from tests.acp_server.helpers import TIMEOUT_S, Door, initialize, new_session, prompt, step, text
+from tests.acp_server.helpers import (
+    TIMEOUT_S,
+    Door,
+    initialize,
+    new_session,
+    prompt,
+    refused_agents_file,
+    step,
+    text,
+)
 
 KEY = "sk-ant-kept-by-the-editors-login-42"
 FS = {"readTextFile": True, "writeTextFile": True}
@@ -273,3 +282,16 @@ def test_a_compatible_server_named_by_the_sdks_variable_needs_no_key(door: Door)
     assert turn["result"]["stopReason"] == "end_turn"
     assert door.sim.requests[-1].path == "/v1/chat/completions"
     assert "authorization" not in door.sim.requests[-1].headers
+
+
+def test_a_typo_in_the_agents_file_is_named_in_the_editors_error(door: Door) -> None:
+    """The door answers ``initialize`` and names the file, the entry and the
+    tool in ``session/new``'s error, rather than ending."""
+    door.agents_file.write_text(
+        json.dumps([{"name": "a", "provider": "anthropic", "model": "m", "tools": ["file_reed"]}])
+    )
+    error, stderr = refused_agents_file(door.agents_file)
+    assert error["code"] == -32602
+    assert f"{door.agents_file}: $[0].tools[0]: unknown tool 'file_reed'" in error["message"]
+    assert "did you mean file_read?" in error["message"]
+    assert "file_reed" in stderr
