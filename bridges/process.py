@@ -83,7 +83,11 @@ class ProcessBridge:
         launch = Launch(
             self._argv(text),
             working_directory(self._config, self._backend),
-            self._backend.environment(),
+            # A host the command starts counts as one level beneath this run.
+            {
+                **self._backend.environment(),
+                **recorder.place(self._config.delegation).environment(),
+            },
             text,
         )
         budget = OutputBudget(self._backend.max_output_bytes)

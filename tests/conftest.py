@@ -3,7 +3,10 @@ run traces, evaluation records) in a temporary directory, never in the
 developer's own ``~/.local/state/oma-host``; ``host`` is a real ``oma-host``
 spawned over stdio (``python -m oma_host``) and initialized, as an editor
 would. Every host, and the tests' own process, offers the in-process
-``test`` provider (``OMA_HOST_TEST_PROVIDER=1``)."""
+``test`` provider (``OMA_HOST_TEST_PROVIDER=1``), none inherits delegation
+limits (``OMA_HOST_DELEGATION``) from whatever ran the suite, and none reads
+a provider endpoint from the developer's environment (``ANTHROPIC_BASE_URL``...):
+a test that wants one sets it."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from oma_host.cli.client import HostClient
-from oma_host.core.provider_facts import TEST_PROVIDER_VARIABLE
+from oma_host.core.delegation import LIMITS_VARIABLE
+from oma_host.core.provider_facts import PROVIDERS, TEST_PROVIDER_VARIABLE
 from oma_host.testing.simulator import Simulator
 
 
@@ -39,6 +43,25 @@ def _test_provider_offered() -> Iterator[None]:
         os.environ.pop(TEST_PROVIDER_VARIABLE, None)
     else:
         os.environ[TEST_PROVIDER_VARIABLE] = previous
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_inherited_delegation_limits() -> Iterator[None]:
+    """The tests' hosts start with no delegation limits of their own, even
+    when the suite runs under an oma-host's shell (whose commands get them)."""
+    previous = os.environ.pop(LIMITS_VARIABLE, None)
+    yield
+    if previous is not None:
+        os.environ[LIMITS_VARIABLE] = previous
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_endpoint_variables() -> Iterator[None]:
+    names = {n for facts in PROVIDERS for n in facts.base_url_variables}
+    names |= {f.base_url_variables_off for f in PROVIDERS if f.base_url_variables_off}
+    previous = {name: os.environ.pop(name) for name in names if name in os.environ}
+    yield
+    os.environ.update(previous)
 
 
 @pytest.fixture

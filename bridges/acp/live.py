@@ -70,6 +70,9 @@ class Live:
     stderr: StderrTail
     name: str  # the agent's config name
     command: str
+    # The delegation room of the run that started the process: its
+    # OMA_HOST_DELEGATION (oma_host.core.delegation) was made from it.
+    room: int
     session_id: str = ""
     agent_info: str = ""  # name and version from its initialize answer
     auth_methods: list[str] = field(default_factory=list)

@@ -2,7 +2,10 @@
 (PROTOCOL.md section 9).
 
 On an agent's first run the bridge spawns ``command`` + ``args`` in ``cwd``
-(its own process group, ``env`` merged over the host's environment), sends
+(its own process group, ``env`` merged over the host's environment, and the
+run's delegation limits, ``OMA_HOST_DELEGATION``, over both: a run whose
+delegation room differs from that of the run that started the process
+starts it afresh; see :mod:`oma_host.core.delegation`), sends
 ``initialize`` advertising ``fs.readTextFile`` (``writeTextFile`` with
 ``backend.allowWrites``; see :mod:`bridges.acp.files`) and no terminal, and
 opens the session: resumed when the host's session remembers one and the
@@ -75,6 +78,7 @@ from bridges.procgroup import (
 )
 from oma_host.core.backends import PermissionHandler, SessionLink
 from oma_host.core.config import AcpBackend, AgentConfig
+from oma_host.core.delegation import Lineage
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.errors import BackendRequestError, InvalidParamsError
 from oma_host.core.events import SessionRestarted
@@ -134,7 +138,7 @@ class AcpBridge:
         async with self._lock:
             live = self._live
             try:
-                live = await self._session()
+                live = await self._session(recorder.place(self._config.delegation))
                 return await self._prompt(live, prompt, recorder)
             except Fault as fault:
                 if fault.fatal:
@@ -147,7 +151,10 @@ class AcpBridge:
 
     # -- the session --------------------------------------------------------
 
-    async def _session(self) -> Live:
+    async def _session(self, lineage: Lineage | None = None) -> Live:
+        """The live session, started if need be; for a run at ``lineage``
+        (None: any will do), whose room the process must have been started
+        with (a host the agent is may delegate that far, no further)."""
         live = self._live
         if live is not None:
             if live.draining is not None:
@@ -157,15 +164,23 @@ class AcpBridge:
                     "ACP agent %r: the previous session ended; starting anew", self._config.name
                 )
                 await self._discard(live)
+            elif lineage is not None and live.room != lineage.room:
+                log.info(
+                    "ACP agent %r: restarted for a run with delegation room %d (it had %d)",
+                    self._config.name,
+                    lineage.room,
+                    live.room,
+                )
+                await self._discard(live)
         if self._live is None:
-            self._live = await self._start()
+            self._live = await self._start(lineage or Lineage.root(self._config.delegation))
         return self._live
 
     def _cwd(self) -> str:
         # session/new wants an absolute path, so the host's own is named.
         return os.path.abspath(working_directory(self._config, self._backend) or os.getcwd())
 
-    async def _start(self) -> Live:
+    async def _start(self, lineage: Lineage) -> Live:
         cwd = self._cwd()
         hooks = self._config.hooks
         client = BridgeClient(
@@ -179,7 +194,8 @@ class AcpBridge:
             process = await spawn_group(
                 [self._command, *self._backend.args],
                 cwd=cwd,
-                env=self._backend.environment(),
+                # A host the agent is counts as one level beneath the run.
+                env={**self._backend.environment(), **lineage.environment()},
                 stdout_sink=pipe,
             )
         except SpawnError as error:
@@ -197,6 +213,7 @@ class AcpBridge:
             StderrTail(process.stderr),
             self._config.name,
             self._command,
+            lineage.room,
         )
         client.watch = live.choices.observe
         client.files = AgentFiles(

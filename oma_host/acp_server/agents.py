@@ -14,18 +14,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from oma_host.core.backends import check_agent_config
 from oma_host.core.config import AgentConfig, parse_agent_config
 from oma_host.core.delegation import check_delegate_graph
 from oma_host.core.errors import OmaError
-from oma_host.core.places import config_dir
+from oma_host.core.places import FolderError, config_dir, private_folder
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, default_providers, facts_of
 
 
 class AgentsFileError(Exception):
     """The agents file cannot be read, is not JSON, or holds an invalid config."""
+
+
+@dataclass(frozen=True)
+class ServedAgents:
+    """The agents the door serves (:mod:`.agents`), or why it serves none:
+    ``problem`` is the agents file's error, which refuses every session.
+    ``defaulted``: no agents file, so the one default agent (for whichever
+    provider has a key; a key kept by a login since is looked for again)."""
+
+    configs: list[AgentConfig]
+    problem: str | None = None
+    defaulted: bool = False
 
 
 def user_agents_file() -> Path:
@@ -44,19 +57,35 @@ def default_agent() -> AgentConfig:
 
 
 def load_agents(path: str | None) -> list[AgentConfig]:
-    """The agents to serve; see the module docstring for where they come from."""
+    """The agents to serve; see the module docstring for where they come from.
+    The user's agents file is read only from a folder of the user's own
+    (:func:`~oma_host.core.places.private_folder`): one others may write to,
+    or a link to anywhere, could hand the door anyone's agents."""
     if path is None:
         found = user_agents_file()
         if not found.is_file():
             return [default_agent()]
+        try:
+            private_folder(config_dir())
+        except FolderError as error:
+            raise AgentsFileError(f"{found}: not read: {error}") from None
         path = str(found)
     return parse_agents_file(path)
 
 
 def parse_agents_file(path: str) -> list[AgentConfig]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise AgentsFileError(f"{path}: cannot be read: {error}") from None
+    return parse_agents_text(path, data)
+
+
+def parse_agents_text(path: str, data: bytes) -> list[AgentConfig]:
+    """The configs of the agents file at ``path``, whose bytes are ``data``."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
         raise AgentsFileError(f"{path}: cannot be read: {error}") from None
     try:
         value = json.loads(text)
@@ -95,5 +124,12 @@ def _checked(item: object, where: str) -> AgentConfig:
         raise AgentsFileError(
             f"{where}.hooks: hooks need a JSON-RPC client and cannot run behind the ACP door"
         )
-    check_agent_config(config)
+    try:
+        check_agent_config(config)
+    except OmaError as error:
+        # The backend's checks name the field as ``config.``; here it is the file's entry.
+        message = str(error)
+        if message.startswith("config."):
+            message = where + message[len("config") :]
+        raise AgentsFileError(message) from None
     return config

@@ -1,15 +1,20 @@
 """Which ACP auth methods the door's agents need, from their checked
 configs: each LLM agent's key variables (its ``apiKeyEnv``, else its
 provider's, :mod:`oma_host.core.provider_facts`), the ``initialize`` answer
-that offers them, and the method ``authenticate`` checks."""
+that offers them, the method ``authenticate`` checks, and the
+``auth_required`` error (-32000) that sends the editor to its login when a
+session's agent has no key or the provider refused it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oma_host.acp_server.handshake import env_var_method, initialize_result
 from oma_host.core.config import AgentConfig
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, AuthMethod, facts_of
+
+if TYPE_CHECKING:
+    from acp import RequestError
 
 
 def auth_methods_of(config: AgentConfig) -> tuple[AuthMethod, ...]:
@@ -38,3 +43,20 @@ def initialize_answer(configs: list[AgentConfig], capabilities: dict[str, Any]) 
     return initialize_result(
         [env_var_method(m.required, m.optional, m.public) for m in methods], capabilities
     )
+
+
+# What a credential error adds: how to give oma-host a key.
+LOGIN_HINT = (
+    "log in with the editor's login for oma-host or `oma-host login` in a terminal, "
+    "or set the variable in the environment the editor starts oma-host with"
+)
+
+
+def auth_required(problem: str) -> RequestError:
+    """ACP's ``auth_required`` (-32000) for a credential ``problem`` (which
+    names the provider and its variables), saying how to log in: editors
+    open their login on this code."""
+    from acp import RequestError  # the door's, loaded after ``initialize`` is answered
+
+    message = f"{problem.rstrip('.')}; {LOGIN_HINT}"
+    return RequestError(-32000, message, {"type": "AuthRequired", "kind": "auth"})

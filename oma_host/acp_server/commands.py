@@ -4,26 +4,45 @@
 and the user's prompt templates, expanded into the prompt.
 
 A user command is a Markdown file named for the command, in
-``<cwd>/.oma/commands/`` or ``$XDG_CONFIG_HOME/oma-host/commands/`` (the
-project's wins over the user's of the same name; neither may take a built-in
-name). Its first line may give its description (``description: ...``, or a
-``---`` front matter holding that line); the rest is the template, where
-``$ARGUMENTS`` stands for what follows the command (appended after a blank
-line when the template does not say where, so nothing typed is dropped).
-Commands are sent to the editor as ``available_commands_update`` when a
-session opens.
+``<cwd>/.oma/commands/`` (the project's) or
+``$XDG_CONFIG_HOME/oma-host/commands/`` (the user's). The project's wins
+over the user's of the same name; neither may take a built-in's name, in any
+case (``Clear.md`` would pass for ``/clear``); the description the editor
+shows ends with ``(project)`` or ``(user)``. Its first line may give its
+description (``description: ...``, or a ``---`` front matter holding that
+line); the rest is the template, where ``$ARGUMENTS`` stands for what follows
+the command (appended after a blank line when the template does not say
+where, so nothing typed is dropped). Commands are sent to the editor as
+``available_commands_update`` when a session opens.
+
+A repository is untrusted, and reading its commands must not let it reach
+past them: ``.oma`` and ``commands`` must be real directories (a symbolic
+link is not followed), and a command file is opened beneath that folder with
+the tools' confined opener (:mod:`oma_host.llm.confined`), so a link may name
+another file of the folder but never leads out of it. The user's folder is
+the user's own (its config folder must pass
+:func:`~oma_host.core.places.private_folder`); links there are followed.
+Either way only a regular file is read, opened without blocking (a FIFO
+waits for no writer), and no more than :data:`MAX_TEMPLATE_BYTES` of it (a
+link to ``/dev/zero`` reads no further); anything else is skipped with a
+warning. The door reads them in a worker thread, never on its event loop.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import re
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oma_host.core.places import config_dir
+from oma_host.core.places import FolderError, config_dir, private_folder
 from oma_host.core.results import TokenUsage
+from oma_host.llm.confined import Root, ToolError, open_beneath, read_at_most
 
 if TYPE_CHECKING:
     from oma_host.core.events import Compaction
@@ -33,6 +52,13 @@ log = logging.getLogger(__name__)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 # The largest command file read (a template, not a document).
 MAX_TEMPLATE_BYTES = 256 * 1024
+# The most command files read from one folder, in name order.
+MAX_COMMANDS = 200
+# A folder on the way to the project's commands: never through a link.
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# The user's own command file: links followed; O_NONBLOCK: a FIFO does not
+# wait for a writer; O_NOCTTY: a terminal does not become the host's.
+_USER_FILE = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -66,20 +92,25 @@ BUILTINS = {
 }
 
 
-def _parsed(path: Path) -> Command | None:
-    name = path.stem
-    if not _NAME.fullmatch(name) or name in BUILTINS:
-        if name in BUILTINS:
-            log.warning("command file %s is ignored: /%s is a built-in command", path, name)
-        return None
+class _Refused(Exception):
+    """Why a command file is skipped."""
+
+
+def _template_text(fd: int) -> str:
+    """The text of the command file open on ``fd``: a regular file of at
+    most MAX_TEMPLATE_BYTES of UTF-8, read no further than one byte past."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise _Refused("it is not a regular file")
+    data = read_at_most(fd, MAX_TEMPLATE_BYTES + 1)
+    if len(data) > MAX_TEMPLATE_BYTES:
+        raise _Refused(f"it is over {MAX_TEMPLATE_BYTES} bytes")
     try:
-        if path.stat().st_size > MAX_TEMPLATE_BYTES:
-            log.warning("command file %s is ignored: over %d bytes", path, MAX_TEMPLATE_BYTES)
-            return None
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        log.warning("command file %s cannot be read: %s", path, error)
-        return None
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Refused("it is not UTF-8 text") from None
+
+
+def _parsed(name: str, text: str, path: str, origin: str) -> Command:
     lines = text.splitlines()
     description = f"a prompt from {path}"
     if lines and lines[0].strip() == "---" and "---" in (line.strip() for line in lines[1:]):
@@ -92,25 +123,153 @@ def _parsed(path: Path) -> Command | None:
         description = lines[0].split(":", 1)[1].strip() or description
         lines = lines[1:]
     template = "\n".join(lines).strip("\n")
-    return Command(name, description, "arguments" if "$ARGUMENTS" in template else None, template)
+    hint = "arguments" if "$ARGUMENTS" in template else None
+    return Command(name, f"{description} ({origin})", hint, template)
+
+
+class _Folder:
+    """One folder of command files, open for the reading of a few."""
+
+    def __init__(self, root: Root, origin: str, confined: bool) -> None:
+        self.root = root
+        self.origin = origin  # "project" or "user"
+        self.confined = confined  # opened beneath the folder, or links followed
+
+    def names(self) -> list[str]:
+        """The commands' names, in order, as many as are read."""
+        try:
+            files = sorted(os.listdir(self.root.fd))
+        except OSError as error:
+            log.warning("the commands in %s are not read: %s", self.root.path, error.strerror)
+            return []
+        names = [file[:-3] for file in files if file.endswith(".md")]
+        if len(names) > MAX_COMMANDS:
+            log.warning(
+                "%s holds %d command files: the first %d are read",
+                self.root.path,
+                len(names),
+                MAX_COMMANDS,
+            )
+        return names[:MAX_COMMANDS]
+
+    def command(self, name: str) -> Command | None:
+        """The command ``name`` of this folder; None (and why, logged when
+        its file is there) when it has none."""
+        path = os.path.join(self.root.path, f"{name}.md")
+        if not _NAME.fullmatch(name):
+            return None
+        if name.lower() in BUILTINS:
+            builtin = name.lower()
+            log.warning("%s is ignored: /%s would pass for the built-in /%s", path, name, builtin)
+            return None
+        try:
+            if self.confined:
+                fd, _ = open_beneath(self.root, f"{name}.md", "command file")
+            else:
+                fd = os.open(f"{name}.md", _USER_FILE, dir_fd=self.root.fd)
+        except FileNotFoundError:
+            return None
+        except ToolError as error:
+            if error.code != errno.ENOENT:
+                log.warning("%s is ignored: %s", path, error)
+            return None
+        except OSError as error:
+            log.warning("%s is ignored: %s", path, error.strerror)
+            return None
+        try:
+            text = _template_text(fd)
+        except _Refused as error:
+            log.warning("%s is ignored: %s", path, error)
+            return None
+        except OSError as error:
+            log.warning("%s is ignored: %s", path, error.strerror)
+            return None
+        finally:
+            os.close(fd)
+        return _parsed(name, text, path, self.origin)
+
+
+def _project_folder(cwd: str) -> _Folder | None:
+    """``<cwd>/.oma/commands``, each step opened without following a link;
+    None when there is none."""
+    real = os.path.realpath(cwd)
+    where = os.path.join(real, ".oma", "commands")
+    try:
+        fd = os.open(real, _FOLDER)
+    except OSError:
+        return None  # the session's cwd is gone: nothing to offer
+    try:
+        for step in (".oma", "commands"):
+            inner = os.open(step, _FOLDER, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except FileNotFoundError:
+        os.close(fd)
+        return None
+    except OSError as error:
+        os.close(fd)
+        why = (
+            "it is a symbolic link or no folder"
+            if error.errno in (errno.ELOOP, errno.ENOTDIR)
+            else error.strerror
+        )
+        log.warning("the project's commands in %s are not read: %s", where, why)
+        return None
+    return _Folder(Root(where, fd=fd, inside=where), "project", confined=True)
+
+
+def _user_folder() -> _Folder | None:
+    """``$XDG_CONFIG_HOME/oma-host/commands``, in a config folder of the
+    user's own; None when there is none."""
+    where = os.path.join(config_dir(), "commands")
+    try:
+        private_folder(os.path.dirname(where))
+        fd = os.open(where, _FOLDER & ~os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except FolderError as error:
+        log.warning("the user's commands are not read: %s", error)
+        return None
+    except OSError as error:
+        log.warning("the user's commands in %s are not read: %s", where, error.strerror)
+        return None
+    return _Folder(Root(where, fd=fd, inside=where), "user", confined=False)
+
+
+@contextmanager
+def _folders(cwd: str) -> Iterator[list[_Folder]]:
+    """The command folders of a session in ``cwd``, the project's first,
+    open while the caller reads them."""
+    folders = [f for f in (_project_folder(cwd), _user_folder()) if f is not None]
+    try:
+        yield folders
+    finally:
+        for folder in folders:
+            os.close(folder.root.fd)
 
 
 def user_commands(cwd: str) -> dict[str, Command]:
-    """The user's commands for a session in ``cwd``, the project's first."""
+    """The user's commands for a session in ``cwd``, the project's first.
+    Reads files: call it in a worker thread."""
     commands: dict[str, Command] = {}
-    for folder in (Path(cwd) / ".oma" / "commands", Path(config_dir()) / "commands"):
-        try:
-            paths = sorted(folder.glob("*.md"))
-        except OSError:
-            continue
-        for path in paths:
-            if path.stem not in commands and (command := _parsed(path)) is not None:
-                commands[command.name] = command
+    with _folders(cwd) as folders:
+        for folder in folders:
+            for name in folder.names():
+                if name not in commands and (command := folder.command(name)) is not None:
+                    commands[name] = command
     return commands
 
 
+def user_command(cwd: str, name: str) -> Command | None:
+    """The user's command ``name`` for a session in ``cwd`` (the project's
+    first), or None. Reads files: call it in a worker thread."""
+    with _folders(cwd) as folders:
+        return next(filter(None, (folder.command(name) for folder in folders)), None)
+
+
 def available(cwd: str) -> list[dict[str, Any]]:
-    """Every command a session in ``cwd`` offers (wire form), built-ins first."""
+    """Every command a session in ``cwd`` offers (wire form), built-ins
+    first. Reads files: call it in a worker thread."""
     return [command.wire() for command in (*BUILTINS.values(), *user_commands(cwd).values())]
 
 

@@ -48,6 +48,7 @@ from acp.schema import (
 )
 
 from oma_host.acp_server import commands
+from oma_host.acp_server.agents import ServedAgents
 from oma_host.acp_server.auth import env_auth_methods, initialize_answer
 from oma_host.acp_server.content import (
     AcpBlock,
@@ -76,7 +77,7 @@ from oma_host.core.abort import AbortSignal
 from oma_host.core.backends import AgentCallbacks, backend_entry
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import prices_of
-from oma_host.core.credentials import key_for
+from oma_host.core.credentials import forget_stored_keys, key_for
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
@@ -98,6 +99,18 @@ _OPTION_NAMES = {
 }
 
 
+# What "always" covers for a built-in tool, by its target's kind.
+_ALWAYS_NAMES = {"path": "Always allow this path", "command": "Always allow this command"}
+
+
+def _option_name(kind: str, tool: Any) -> str:
+    """The label of a permission option of ``kind`` for a call of ``tool``."""
+    declaration = builtin_tool(tool) if kind == "allow_always" and isinstance(tool, str) else None
+    if declaration is not None and declaration.target_kind in _ALWAYS_NAMES:
+        return _ALWAYS_NAMES[declaration.target_kind]
+    return _OPTION_NAMES.get(kind, kind)
+
+
 def _error(error: OmaError) -> RequestError:
     """An ACP error for an OmaError: its code, its message, its ``data``."""
     return RequestError(error.code, str(error), error.error_data())
@@ -109,15 +122,14 @@ class OmaAcpAgent:
 
     def __init__(
         self,
-        configs: list[AgentConfig],
+        agents: ServedAgents,
         state_dir: str | None,
         idle_timeout_s: float,
         telemetry: Telemetry | None = None,
     ) -> None:
-        self._configs = configs
         # The span export (--telemetry-*, else the OTEL_* variables); None: off.
         self._telemetry = telemetry
-        self._sessions = SessionBook(configs, state_dir, self._callbacks, idle_timeout_s)
+        self._sessions = SessionBook(agents, state_dir, self._callbacks, idle_timeout_s)
         self._client: EditorClient | None = None
         self._client_capabilities = ClientCapabilities()
         self.request_ids = itertools.count(1)
@@ -137,17 +149,17 @@ class OmaAcpAgent:
 
             await flush_telemetry()
 
-    async def _span_export(self) -> tuple[SpanSink, bool] | None:
-        """Where a turn's spans are exported, and whether with message text."""
+    async def _span_export(self) -> tuple[SpanSink | None, bool]:
+        """Where a turn's spans are exported (None: they are not), and
+        whether they record message text (in the store too, exported or not)."""
         telemetry = self._telemetry
-        if telemetry is None or (telemetry.config is None and not telemetry.warnings):
-            return None
+        if telemetry is None:
+            return None, False
+        if telemetry.config is None and not telemetry.warnings:
+            return None, telemetry.capture_content
         from oma_host.telemetry.exporters import telemetry_sink
 
-        sink = await telemetry_sink(telemetry)
-        if sink is None or telemetry.config is None:
-            return None
-        return sink, telemetry.config.capture_content
+        return await telemetry_sink(telemetry), telemetry.capture_content
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -166,7 +178,7 @@ class OmaAcpAgent:
         validated by the schema's model: the same answer."""
         capabilities = {} if client_capabilities is None else request_params(client_capabilities)
         self.accept_capabilities(capabilities)
-        return initialize_answer(self._configs, capabilities)
+        return initialize_answer(list(self._sessions.configs.values()), capabilities)
 
     async def authenticate(self, method_id: str, **_: Any) -> None:
         """Succeeds when the method's variables are set; they are read from
@@ -175,7 +187,7 @@ class OmaAcpAgent:
             raise RequestError.invalid_params(
                 {"message": f"{method_id!r} is a terminal method: run `oma-host acp login`"}
             )
-        method = env_auth_methods(self._configs).get(method_id)
+        method = env_auth_methods(list(self._sessions.configs.values())).get(method_id)
         if method is None:
             raise RequestError.invalid_params({"message": f"unknown auth method {method_id!r}"})
         missing = method.missing(key_for)
@@ -188,13 +200,22 @@ class OmaAcpAgent:
                 }
             )
 
+    async def logout(self, **_: Any) -> None:
+        """Forget every key ``oma-host login`` kept (the OS keyring's and the
+        credentials file's), as ``oma-host logout`` does; keys in the
+        environment the editor started the door with are not the door's to
+        forget. A session's next request that needs a key is then
+        ``auth_required``."""
+        await asyncio.to_thread(forget_stored_keys)
+
     # -- sessions ---------------------------------------------------------------------
 
-    def _choices(self, session: DoorSession, **answer: Any) -> dict[str, Any]:
+    async def _choices(self, session: DoorSession, **answer: Any) -> dict[str, Any]:
         """A session answer in wire form: ``answer``, the config options and,
-        for an LLM agent, its modes. The session's commands follow it as
-        ``available_commands_update``, once the editor knows the session."""
-        update = commands_update(commands.available(session.cwd))
+        for an LLM agent, its modes. The session's commands (their files
+        read in a worker thread) follow it as ``available_commands_update``,
+        once the editor knows the session."""
+        update = commands_update(await asyncio.to_thread(commands.available, session.cwd))
         sender = UpdateSender(self.client, session.session_id, session.cwd)
         asyncio.get_running_loop().call_soon(sender.send, update)
         answer["configOptions"] = self._sessions.config_options(session)
@@ -207,7 +228,7 @@ class OmaAcpAgent:
         self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> dict[str, Any]:
         session = await self._sessions.open(checked_cwd(cwd), host_servers(mcp_servers))
-        return self._choices(session, sessionId=session.session_id)
+        return await self._choices(session, sessionId=session.session_id)
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
@@ -218,7 +239,7 @@ class OmaAcpAgent:
         for update in replay_updates(history, cwd):
             sender.send(wire_update(update))
         await sender.close()
-        return self._choices(session)
+        return await self._choices(session)
 
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
@@ -226,14 +247,14 @@ class OmaAcpAgent:
         """As ``session/load``, without replaying the history to the editor."""
         servers = host_servers(mcp_servers)
         session, _history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
-        return self._choices(session)
+        return await self._choices(session)
 
     async def fork_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> dict[str, Any]:
         servers = host_servers(mcp_servers)
         session = await self._sessions.fork(session_id, checked_cwd(cwd), servers)
-        return self._choices(session, sessionId=session.session_id)
+        return await self._choices(session, sessionId=session.session_id)
 
     async def close_session(self, session_id: str, **_: Any) -> None:
         await self._sessions.close_session(session_id)
@@ -307,8 +328,10 @@ class OmaAcpAgent:
         called = None if text is None else commands.invocation(text)
         if called is not None and called[0] in commands.BUILTINS:
             return await self._command(session, *called)
-        if called is not None and (user := commands.user_commands(session.cwd).get(called[0])):
-            blocks = [{"type": "text", "text": commands.expanded(user, called[1])}]
+        if called is not None:  # a user's command: its file read in a worker thread
+            user = await asyncio.to_thread(commands.user_command, session.cwd, called[0])
+            if user is not None:
+                blocks = [{"type": "text", "text": commands.expanded(user, called[1])}]
         agent = session.agent
         try:
             turn = self._turn(agent.config, blocks, agent)
@@ -320,9 +343,8 @@ class OmaAcpAgent:
         untitled = session.title is None
         started = time.time()
         spans = CollectedSpans()
-        export = await self._span_export()
-        sinks: tuple[SpanSink, ...] = (spans,) if export is None else (spans, export[0])
-        capture = export is not None and export[1]
+        export, capture = await self._span_export()
+        sinks: tuple[SpanSink, ...] = (spans,) if export is None else (spans, export)
         try:
             with recording(*sinks, capture_content=capture, conversation_id=session_id):
                 result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
@@ -453,7 +475,8 @@ class EditorPermission:
     cancellation) goes back to it (:meth:`pick_option`). A backend that asks
     only approve-or-reject (an LLM agent's tool under ``permissions``) has the
     editor offered the option kinds it lists, and ``allow_always`` answers
-    for the rest of the session."""
+    for the rest of the session: for a built-in tool's path, that path only
+    (so the option says so); for a command line, that line."""
 
     def __init__(self, door: OmaAcpAgent, session_id: str) -> None:
         self._door = door
@@ -471,11 +494,11 @@ class EditorPermission:
         return outcome.option_id if isinstance(outcome, AllowedOutcome) else None
 
     async def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        tool = request.get("tool") or {}
         options = [
-            {"optionId": kind, "name": _OPTION_NAMES.get(kind, kind), "kind": kind}
+            {"optionId": kind, "name": _option_name(kind, tool.get("name")), "kind": kind}
             for kind in request["optionKinds"]
         ]
-        tool = request.get("tool") or {}
         tool_call: dict[str, Any] = {
             # The tool call the editor was shown, so it asks about that one.
             "toolCallId": tool.get("toolUseId") or f"permission_{next(self._door.request_ids)}",

@@ -11,10 +11,11 @@ first request from stdin and, when that is a plain ``initialize`` (the shape
 :func:`.handshake.plain_initialize` takes), answers it from the agents file
 as written: the answer needs each agent's provider and key fields alone, and
 the providers' auth methods (``provider_auth.json``, generated from the
-descriptors). The door then starts as it always has: the configs are checked
-(an invalid one is reported, exit status 2, before any other request is
-served), the answer is compared with the checked configs' own, and the door
-serves the rest of stdin.
+descriptors). The door then starts as it always has: the configs are
+checked, from the very bytes the answer was made from (an invalid one
+refuses every session request, naming the file, the JSON path and the
+problem), the answer is compared with the checked configs' own, and the
+door serves the rest of stdin.
 
 It answers only what it reads exactly as the door would: a command line of
 ``acp`` and its own options (:data:`oma_host.core.cli_options.ACP_OPTIONS`, each
@@ -34,7 +35,7 @@ from oma_host.core import quickjson
 from oma_host.core.cli_options import ACP_FLAGS, ACP_OPTIONS
 from oma_host.core.credentials import stored_key, stored_variables
 from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
-from oma_host.core.places import config_dir
+from oma_host.core.places import config_dir, private_folder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -46,20 +47,24 @@ _READ = 65_536
 
 class EarlyStart:
     """What the early answer leaves the door: the bytes of stdin it read and
-    did not consume and, when it answered, the client's capabilities and the
-    answer it wrote."""
+    did not consume and, when it answered, the client's capabilities, the
+    answer it wrote and the agents file it answered for (its path and bytes,
+    None for the default agent), which the door then serves rather than read
+    the file again."""
 
-    __slots__ = ("answer", "capabilities", "pending")
+    __slots__ = ("agents_file", "answer", "capabilities", "pending")
 
     def __init__(
         self,
         pending: bytes,
         capabilities: dict[str, Any] | None = None,
         answer: dict[str, Any] | None = None,
+        agents_file: tuple[str, bytes] | None = None,
     ) -> None:
         self.pending = pending
         self.capabilities = capabilities
         self.answer = answer
+        self.agents_file = agents_file
 
 
 class _NotExact(Exception):
@@ -73,7 +78,7 @@ def answer_early(argv: list[str]) -> EarlyStart | None:
     or agents it does not read exactly; stdin untouched)."""
     try:
         options = _acp_options(argv)
-        methods = _env_var_methods(options.get("--agents"))
+        methods, agents_file = _env_var_methods(options.get("--agents"))
     except _NotExact:
         return None
     limit = int(options.get("--max-message-bytes", DEFAULT_MAX_MESSAGE_BYTES))
@@ -87,7 +92,7 @@ def answer_early(argv: list[str]) -> EarlyStart | None:
     answer = initialize_result(methods, capabilities)
     reply = {"jsonrpc": "2.0", "id": request_id, "result": answer}
     _write_all((quickjson.dumps(reply) + "\n").encode())
-    return EarlyStart(pending, capabilities, answer)
+    return EarlyStart(pending, capabilities, answer, agents_file)
 
 
 def _acp_options(argv: list[str]) -> dict[str, str]:
@@ -118,18 +123,30 @@ def _acp_options(argv: list[str]) -> dict[str, str]:
     return options
 
 
-def _env_var_methods(agents_option: str | None) -> list[dict[str, Any]]:
+def _env_var_methods(
+    agents_option: str | None,
+) -> tuple[list[dict[str, Any]], tuple[str, bytes] | None]:
     """The ``env_var`` auth methods of the agents the door will serve, sorted
-    by id, as :func:`.auth.env_auth_methods` gives them for the checked configs."""
+    by id, as :func:`.auth.env_auth_methods` gives them for the checked
+    configs; and the agents file read (None: the default agent)."""
     table = _read_json(_TABLE)
     path = agents_option
     if path is None:
         path = os.path.join(config_dir(), "agents.json")
-        agents = _read_json(path) if os.path.isfile(path) else [_default_agent(table)]
-    else:
-        agents = _read_json(path)
+        if not os.path.isfile(path):
+            return _methods([_default_agent(table)], table), None
+        try:
+            private_folder(config_dir())
+        except OSError:  # the door says why it reads no agents from there
+            raise _NotExact from None
+    data = _read_file(path)
+    agents = _parsed(data)
     if not isinstance(agents, list) or not agents:
         raise _NotExact
+    return _methods(agents, table), (path, data)
+
+
+def _methods(agents: list[Any], table: dict[str, Any]) -> list[dict[str, Any]]:
     methods = {method["id"]: method for agent in agents for method in _agent_methods(agent, table)}
     return [methods[key] for key in sorted(methods)]
 
@@ -192,12 +209,23 @@ def _default_agent(table: dict[str, Any]) -> dict[str, Any]:
     return {"provider": table["defaultProvider"]}
 
 
-def _read_json(path: str) -> Any:
+def _read_file(path: str) -> bytes:
     try:
         with open(path, "rb") as file:
-            return quickjson.loads(file.read().decode("utf-8"))
-    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+            return file.read()
+    except OSError:
         raise _NotExact from None
+
+
+def _parsed(data: bytes) -> Any:
+    try:
+        return quickjson.loads(data.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError is a ValueError
+        raise _NotExact from None
+
+
+def _read_json(path: str) -> Any:
+    return _parsed(_read_file(path))
 
 
 def _first_line(limit: int) -> tuple[bytes | None, bytes]:

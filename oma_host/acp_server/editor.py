@@ -14,8 +14,10 @@ the turn, as it did).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from acp import RequestError
 from acp.schema import (
     CreateTerminalRequest,
     CreateTerminalResponse,
@@ -41,6 +43,40 @@ from pydantic import BaseModel
 from oma_host.acp_server.wire import AcpWire
 from oma_host.core.editor_channel import TerminalExit, TerminalOutput
 
+# The most of an editor's reason a tool result carries.
+REASON_CHARS = 500
+# Where an error's ``data`` says why, first found first.
+_REASON_FIELDS = ("details", "message", "reason")
+
+
+class EditorRefused(Exception):
+    """The editor answered a request with an error; the message says what it said."""
+
+
+def _reason(data: Any) -> str | None:
+    """The reason an error's ``data`` gives: a string, or an object's
+    ``details``, ``message`` or ``reason``."""
+    if isinstance(data, dict):
+        data = next((data[key] for key in _REASON_FIELDS if isinstance(data.get(key), str)), None)
+    if isinstance(data, str) and data.strip():
+        return data
+    return None
+
+
+def editor_said(error: RequestError) -> str:
+    """An editor's error answer on one line: its message and code, then the
+    reason its ``data`` gives when the message does not hold it already
+    ("Internal error (-32603): Permission denied for fs/write_text_file"),
+    at most :data:`REASON_CHARS` characters."""
+    message = " ".join(str(error).split()) or "an error"
+    said = f"{message} ({error.code})"
+    reason = _reason(error.data)
+    if reason is not None:
+        reason = re.sub(r"\s+", " ", reason).strip()
+        if reason not in message:
+            said += f": {reason}"
+    return said if len(said) <= REASON_CHARS else said[: REASON_CHARS - 1] + "…"
+
 
 def request_params(model: BaseModel) -> dict[str, Any]:
     """A request model's params, dumped as the library dumps them."""
@@ -55,6 +91,13 @@ class EditorClient:
 
     def __init__(self, wire: AcpWire) -> None:
         self._wire = wire
+
+    async def _ask(self, method: str, params: dict[str, Any]) -> Any:
+        """A file or terminal request; EditorRefused for an error answer."""
+        try:
+            return await self._wire.request(method, params)
+        except RequestError as error:
+            raise EditorRefused(editor_said(error)) from None
 
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         """Write one ``session/update`` now; ConnectionError once the editor has gone."""
@@ -74,7 +117,7 @@ class EditorClient:
 
     async def read_text_file(self, session_id: str, path: str) -> ReadTextFileResponse:
         request = ReadTextFileRequest(session_id=session_id, path=path)
-        answer = await self._wire.request("fs/read_text_file", request_params(request))
+        answer = await self._ask("fs/read_text_file", request_params(request))
         return ReadTextFileResponse.model_validate(answer)
 
     async def write_text_file(
@@ -83,12 +126,12 @@ class EditorClient:
         """The editor's answer; None when it is not an object (the schema's
         answer is an empty one, which editors may leave out)."""
         request = WriteTextFileRequest(session_id=session_id, path=path, content=content)
-        answer = await self._wire.request("fs/write_text_file", request_params(request))
+        answer = await self._ask("fs/write_text_file", request_params(request))
         return WriteTextFileResponse.model_validate(answer) if isinstance(answer, dict) else None
 
     async def terminal_request(self, method: str, request: BaseModel) -> Any:
         """One ``terminal/*`` request; the editor's answer as it came."""
-        return await self._wire.request(method, request_params(request))
+        return await self._ask(method, request_params(request))
 
 
 def _exit(status: TerminalExitStatus | WaitForTerminalExitResponse) -> TerminalExit:

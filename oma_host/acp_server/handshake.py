@@ -16,6 +16,8 @@ file as written (:mod:`.early`).
 
 from __future__ import annotations
 
+import sys
+
 from oma_host.core.version import __version__
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -34,6 +36,7 @@ SERVED_REQUESTS = frozenset(
     {
         "initialize",
         "authenticate",
+        "logout",
         "session/new",
         "session/load",
         "session/list",
@@ -57,8 +60,31 @@ LOGIN_METHOD: dict[str, Any] = {
     "args": ["login"],
     "type": "terminal",
 }
+# The legacy opt-in (before ``auth.terminal``), which the ACP Registry's check
+# and JetBrains send: ``clientCapabilities._meta["terminal-auth"]``. Such a
+# client runs the method's own ``_meta["terminal-auth"]`` command, not the
+# agent's launch command, so that names this interpreter and module.
+LEGACY_TERMINAL_AUTH = "terminal-auth"
+LOGIN_LABEL = "oma-host login"
+
+
+def legacy_login_command() -> dict[str, Any]:
+    """What a legacy client runs in a terminal to log in: this interpreter,
+    by its absolute path, running ``oma-host acp login``."""
+    return {
+        "command": sys.executable,
+        "args": ["-m", "oma_host", "acp", "login"],
+        "label": LOGIN_LABEL,
+    }
+
 
 _BOOLEAN_GROUPS = {"fs": {"readTextFile", "writeTextFile"}, "auth": {"terminal"}}
+
+
+def _plain_meta(value: Any) -> bool:
+    """A ``_meta`` as editors send it: an object of booleans (the legacy
+    ``terminal-auth`` opt-in, ``terminal_output``, ``gateway``)."""
+    return type(value) is dict and all(type(flag) is bool for flag in value.values())
 
 
 def _plain_capabilities(capabilities: Any) -> bool:
@@ -68,11 +94,16 @@ def _plain_capabilities(capabilities: Any) -> bool:
         if key == "terminal":
             if type(value) is not bool:
                 return False
+        elif key == "_meta":
+            if not _plain_meta(value):
+                return False
         elif key in _BOOLEAN_GROUPS:
-            if type(value) is not dict or not value.keys() <= _BOOLEAN_GROUPS[key]:
+            if type(value) is not dict or not value.keys() <= _BOOLEAN_GROUPS[key] | {"_meta"}:
                 return False
-            if any(type(flag) is not bool for flag in value.values()):
-                return False
+            for flag, flag_value in value.items():
+                plain = _plain_meta(flag_value) if flag == "_meta" else type(flag_value) is bool
+                if not plain:
+                    return False
         else:
             return False
     return True
@@ -131,6 +162,22 @@ def env_var_method(
     }
 
 
+def terminal_login(capabilities: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``terminal`` login method for a client that runs terminal logins:
+    one with ``auth.terminal``, or with the legacy
+    ``_meta["terminal-auth"]``, whose method also carries the command to
+    run (when that was its only opt-in); None for any other client."""
+    auth = capabilities.get("auth")
+    meta = capabilities.get("_meta")
+    current = isinstance(auth, dict) and auth.get("terminal") is True
+    legacy = isinstance(meta, dict) and meta.get(LEGACY_TERMINAL_AUTH) is True
+    if current:
+        return LOGIN_METHOD
+    if legacy:
+        return {**LOGIN_METHOD, "_meta": {LEGACY_TERMINAL_AUTH: legacy_login_command()}}
+    return None
+
+
 def initialize_result(
     env_var_methods: list[dict[str, Any]], capabilities: dict[str, Any]
 ) -> dict[str, Any]:
@@ -139,13 +186,14 @@ def initialize_result(
     capabilities, its auth methods (the ``terminal`` login first, to a client
     that runs terminal logins, as ACP requires) and who it is."""
     methods = list(env_var_methods)
-    auth = capabilities.get("auth")
-    if methods and isinstance(auth, dict) and auth.get("terminal") is True:
-        methods.insert(0, LOGIN_METHOD)
+    login = terminal_login(capabilities)
+    if methods and login is not None:
+        methods.insert(0, login)
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": True,
+            "auth": {"logout": {}},
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": False},
             "sessionCapabilities": {

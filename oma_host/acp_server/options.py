@@ -1,9 +1,14 @@
 """The choices an ACP session offers the editor, as config options (and, for
 clients that predate them, as ACP modes), in wire form:
 
-- ``agent`` (category ``other``): which of the agents file's agents runs;
+- ``agent`` (category ``_agent``: ACP reserves the names without a leading
+  ``_``): which of the agents file's agents runs;
 - ``model`` (category ``model``): the agent's ``models``, else its provider's
-  own list (``models/list``'s, fetched once a process), else its model alone;
+  own list (``models/list``'s, fetched once a process), else, when that
+  cannot be fetched, the models its provider's table knows
+  (:mod:`oma_host.core.model_facts`: not the retired ones, and none for
+  Bedrock and Azure, whose model names are the account's, nor for an
+  OpenAI-compatible server), the agent's model first;
 - ``mode`` (category ``mode``): the permission presets of
   ``AgentConfig.permissionMode`` (``ask``, ``accept-edits``, ``read-only``),
   also served as ``session/set_mode``;
@@ -29,14 +34,17 @@ from acp import RequestError
 
 from oma_host.core.config import PERMISSION_MODES, AgentConfig, PermissionMode, ThinkingConfig
 from oma_host.core.cost import can_reason
-from oma_host.core.provider_facts import DEFAULT_PROVIDER
+from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
 
 log = logging.getLogger(__name__)
 
 ThoughtLevel = Literal["off", "low", "medium", "high"]
 THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = get_args(ThoughtLevel)
-# How long session/new waits for a provider's model list before offering the model alone.
+# How long session/new waits for a provider's model list before offering the
+# models its table knows.
 MODEL_LIST_TIMEOUT_S = 5.0
+# The agent picker's category: a custom one, as ACP spells those.
+AGENT_CATEGORY = "_agent"
 
 MODES: dict[PermissionMode, tuple[str, str]] = {
     "ask": ("Ask", "Reading tools run; file writes, commands and other tools ask first"),
@@ -156,7 +164,7 @@ def config_options(
 ) -> list[dict[str, Any]]:
     """The session's config options (wire form), each with its current value."""
     config = configs[choices.agent]
-    options = [_select("agent", "Agent", "other", choices.agent, [(n, n) for n in configs])]
+    options = [_select("agent", "Agent", AGENT_CATEGORY, choices.agent, [(n, n) for n in configs])]
     if config.backend is not None:
         return options
     current_model = choices.model or (models[0] if models else "")
@@ -186,9 +194,10 @@ def mode_state(choices: Choices, configs: dict[str, AgentConfig]) -> dict[str, A
 
 class ModelLists:
     """Each provider's model list, asked once a process (per provider,
-    endpoint and key variable) and kept. A failure or a slow answer leaves
-    the agent's own model, and is asked again after ``RETRY_AFTER_S``, so an
-    unreachable provider does not hold up every ``session/new``."""
+    endpoint and key variable) and kept. A failure or a slow answer offers
+    the agent's own model and the models the provider's table knows
+    (:func:`known_models`), and is asked again after ``RETRY_AFTER_S``, so
+    an unreachable provider does not hold up every ``session/new``."""
 
     RETRY_AFTER_S = 300.0
 
@@ -213,10 +222,11 @@ class ModelLists:
                 self._lists[key] = listed
             else:
                 self._failed[key] = now
-        return list(dict.fromkeys([*own, *(listed or [])]))
+        return list(dict.fromkeys([*own, *(listed or known_models(config))]))
 
     @staticmethod
     async def _fetch(config: AgentConfig) -> list[str]:
+        """The provider's list, or [] when it cannot be had (logged)."""
         from oma_host.providers.base import ProviderError
         from oma_host.providers.model_list import list_models
 
@@ -228,3 +238,13 @@ class ModelLists:
             log.info("no model list for agent %r: %s", config.name, error)
             return []
         return [info["id"] for info in listed]
+
+
+def known_models(config: AgentConfig) -> list[str]:
+    """The models the table of ``config``'s provider knows and offers
+    (:meth:`~oma_host.core.model_facts.ModelTable.offered`); none for an
+    agent of another server speaking its provider's wire (Ollama's, vLLM's)."""
+    facts = provider_facts(config.provider or DEFAULT_PROVIDER)
+    if facts is None or not facts.serves_own_models(config.base_url):
+        return []
+    return facts.models.offered()

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from acp import RequestError
 from acp.schema import (
     AuthenticateRequest,
     CancelNotification,
@@ -27,6 +28,7 @@ from acp.schema import (
     InitializeRequest,
     ListSessionsRequest,
     LoadSessionRequest,
+    LogoutRequest,
     NewSessionRequest,
     PromptRequest,
     ResumeSessionRequest,
@@ -109,6 +111,18 @@ def _route(
     return handle
 
 
+def _check_objects(params: dict[str, Any], key: str, prefix: str = "") -> None:
+    """-32602 when ``params[key]`` is given and is not an object (null is
+    taken as absent)."""
+    value = params.get(key)
+    if value is not None and not isinstance(value, dict):
+        what = type(value).__name__
+        what = {"str": "a string", "list": "an array", "bool": "a boolean"}.get(what, "a number")
+        raise RequestError.invalid_params(
+            {"message": f"{prefix}{key} must be an object, not {what}", "path": prefix + key}
+        )
+
+
 # The requests and notifications the door serves, by method name.
 DoorRoutes = tuple[dict[str, RequestHandler], dict[str, NotificationHandler]]
 
@@ -133,13 +147,26 @@ def door_routes(door: OmaAcpAgent) -> DoorRoutes:
         answer = await door.set_config_option(**_kwargs(request, *_SET_OPTION_MODELS))
         return _normalized(answer)
 
+    async def initialize(params: Any) -> Any:
+        # The schema's model puts its default in place of capabilities of the
+        # wrong type; the door says what was wrong instead.
+        if isinstance(params, dict):
+            _check_objects(params, "clientCapabilities")
+            capabilities = params.get("clientCapabilities")
+            if isinstance(capabilities, dict):
+                for group in ("fs", "auth", "_meta"):
+                    _check_objects(capabilities, group, "clientCapabilities.")
+        request = InitializeRequest.model_validate(params)
+        return _answer(await door.initialize(**_kwargs(request, InitializeRequest)))
+
     async def cancel(params: Any) -> None:
         request = CancelNotification.model_validate(params)
         await door.cancel(**_kwargs(request, CancelNotification))
 
     requests: dict[str, RequestHandler] = {
-        "initialize": _route(InitializeRequest, door.initialize),
+        "initialize": initialize,
         "authenticate": _route(AuthenticateRequest, door.authenticate, _normalized),
+        "logout": _route(LogoutRequest, door.logout, _normalized),
         "session/new": _route(NewSessionRequest, door.new_session),
         "session/load": _route(LoadSessionRequest, door.load_session, _normalized),
         "session/list": _route(ListSessionsRequest, door.list_sessions),

@@ -1,7 +1,8 @@
 """``oma-host acp``: check the agents, then serve ACP on stdio until the
 editor closes it (or SIGTERM or SIGHUP ends it, as Ctrl-C does). A bad
-agents file is one line on stderr and exit status 2, before any ACP traffic
-but the early answer to ``initialize`` (:mod:`.early`), when there was one."""
+agents file does not end the door: it is one warning on stderr, and the
+door answers ``initialize`` and refuses every session request with -32602
+naming the file, the JSON path and the problem, so the editor shows why."""
 
 from __future__ import annotations
 
@@ -9,30 +10,38 @@ import asyncio
 import functools
 import importlib
 import logging
-import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from oma_host.acp_server.agents import AgentsFileError, load_agents
+from oma_host.acp_server.agents import (
+    AgentsFileError,
+    ServedAgents,
+    default_agent,
+    load_agents,
+    parse_agents_text,
+    user_agents_file,
+)
 from oma_host.acp_server.auth import initialize_answer
 from oma_host.acp_server.early import EarlyStart
 from oma_host.acp_server.handshake import SERVED_REQUESTS, plain_initialize
-from oma_host.core.config import AgentConfig
 from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.core.places import serve_agents_file
 from oma_host.core.stdio import protect_stdout, stdin_reader, stream_writer
 from oma_host.core.termination import Termination
 
 if TYPE_CHECKING:
     from oma_host.acp_server.door import OmaAcpAgent
     from oma_host.acp_server.routes import DoorRoutes
-    from oma_host.acp_server.wire import AcpWire, NotificationHandler, RequestHandler
+    from oma_host.acp_server.wire import (
+        AcpWire,
+        Canceller,
+        NotificationHandler,
+        RequestHandler,
+    )
     from oma_host.telemetry.settings import Telemetry
 
 log = logging.getLogger(__name__)
-
-# The exit status of a usage error, as argparse gives it.
-USAGE_ERROR = 2
 
 
 @dataclass(frozen=True)
@@ -53,34 +62,48 @@ class AcpOptions:
     no_telemetry: bool = False
 
 
+def served_agents(options: AcpOptions, early: EarlyStart) -> ServedAgents:
+    """The agents of ``options.agents_file``; when ``initialize`` was answered
+    early, the very file (or default agent) that answer was made for."""
+    try:
+        if early.capabilities is None:
+            path = options.agents_file
+            if path is None and not user_agents_file().is_file():
+                return ServedAgents([default_agent()], defaulted=True)
+            return ServedAgents(load_agents(path))
+        if early.agents_file is None:
+            return ServedAgents([default_agent()], defaulted=True)
+        return ServedAgents(parse_agents_text(*early.agents_file))
+    except AgentsFileError as error:
+        log.warning("no session can start: %s", error)
+        return ServedAgents([], problem=str(error))
+
+
 def serve_acp(options: AcpOptions, early: EarlyStart | None = None) -> int:
     """Serve the agents of ``options.agents_file`` (see :mod:`.agents`) on
     stdio, going on from what the early answer read and wrote."""
-    try:
-        configs = load_agents(options.agents_file)
-    except AgentsFileError as error:
-        print(f"oma-host acp: {error}", file=sys.stderr, flush=True)
-        return USAGE_ERROR
+    serve_agents_file(options.agents_file)  # which no agent may change unasked
     early = early or EarlyStart(b"")
-    if early.capabilities is not None:
-        checked = initialize_answer(configs, early.capabilities)
+    agents = served_agents(options, early)
+    if early.capabilities is not None and agents.problem is None:
+        checked = initialize_answer(agents.configs, early.capabilities)
         if checked != early.answer:  # a kept key whose keyring has gone, say
             log.warning(
                 "initialize was answered with auth methods %s; the checked agents need %s",
                 [method["id"] for method in (early.answer or {}).get("authMethods", [])],
                 [method["id"] for method in checked["authMethods"]],
             )
-    return asyncio.run(_serve(configs, options, early))
+    return asyncio.run(_serve(agents, options, early))
 
 
-async def _serve(configs: list[AgentConfig], options: AcpOptions, early: EarlyStart) -> int:
+async def _serve(agents: ServedAgents, options: AcpOptions, early: EarlyStart) -> int:
     """Serve until the editor closes stdin (0), or until SIGTERM or SIGHUP
     (128 plus its number), the sessions' agents and servers ended either way."""
     task = asyncio.current_task()
     assert task is not None
     termination = Termination(task)
     try:
-        await _serve_editor(configs, options, early)
+        await _serve_editor(agents, options, early)
     except asyncio.CancelledError:
         if termination.signum is None:
             raise  # Ctrl-C: asyncio.run makes it a KeyboardInterrupt (exit 130)
@@ -89,18 +112,18 @@ async def _serve(configs: list[AgentConfig], options: AcpOptions, early: EarlySt
     return 0 if termination.signum is None else termination.exit_code
 
 
-async def _serve_editor(configs: list[AgentConfig], options: AcpOptions, early: EarlyStart) -> None:
+async def _serve_editor(agents: ServedAgents, options: AcpOptions, early: EarlyStart) -> None:
     from oma_host.acp_server.wire import READ_CHUNK, AcpWire
 
     # Pipes from an editor, or files and /dev/null from a script.
     writer = await stream_writer(protect_stdout())
     reader = await stdin_reader(READ_CHUNK, early.pending)
     wire = AcpWire(reader, writer, options.max_message_bytes)
-    door = LazyDoor(configs, options, wire)
+    door = LazyDoor(agents, options, wire)
     if early.capabilities is not None:
         door.answered_early(early.capabilities)
     try:
-        await wire.serve(door.requests(), door.notifications())
+        await wire.serve(door.requests(), door.notifications(), door.cancellers())
     finally:
         await door.close()
         from oma_host.telemetry import close_if_used
@@ -136,8 +159,8 @@ class LazyDoor:
     imported in a thread while the editor reads the answer. Any other
     request waits for it, and is then served by :mod:`.routes` as always."""
 
-    def __init__(self, configs: list[AgentConfig], options: AcpOptions, wire: AcpWire) -> None:
-        self._configs = configs
+    def __init__(self, agents: ServedAgents, options: AcpOptions, wire: AcpWire) -> None:
+        self._agents = agents
         self._options = options
         self._wire = wire
         self._capabilities: dict[str, Any] | None = None  # a plain initialize's
@@ -156,7 +179,7 @@ class LazyDoor:
 
         options = self._options
         agent = OmaAcpAgent(
-            self._configs,
+            self._agents,
             options.state_dir,
             options.session_idle_timeout_s,
             _telemetry(options),
@@ -177,7 +200,7 @@ class LazyDoor:
         if capabilities is None or self._loading is not None:
             return await self._routed("initialize", params)
         self._capabilities = capabilities
-        answer = initialize_answer(self._configs, capabilities)
+        answer = initialize_answer(self._agents.configs, capabilities)
         # Written before the import begins: the task starts once this returns.
         self._load()
         return answer
@@ -198,6 +221,16 @@ class LazyDoor:
             await notifications["session/cancel"](params)
 
         return {"session/cancel": cancel}
+
+    def cancellers(self) -> Mapping[str, Canceller]:
+        """How ``$/cancel_request`` ends a request gracefully: a prompt ends
+        as ``session/cancel`` ends it (``stopReason: "cancelled"``)."""
+
+        async def prompt(params: Any) -> None:
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            await self.notifications()["session/cancel"]({"sessionId": session_id})
+
+        return {"session/prompt": prompt}
 
     async def close(self) -> None:
         if self._loading is None or self._loading.cancelled():

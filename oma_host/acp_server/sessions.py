@@ -25,6 +25,9 @@ from typing import Any
 
 from acp.schema import SessionInfo
 
+from oma_host.acp_server.agents import ServedAgents, default_agent
+from oma_host.acp_server.auth import auth_required
+from oma_host.acp_server.coding_agent import coding_defaults
 from oma_host.acp_server.options import Choices, ModelLists, config_options, mode_state, switched
 from oma_host.acp_server.run_traces import RunTraces
 from oma_host.acp_server.session_store import (
@@ -39,6 +42,7 @@ from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import TokenUsage, zero_usage
+from oma_host.providers.base import credential_problem
 
 log = logging.getLogger(__name__)
 
@@ -120,13 +124,13 @@ class SessionBook:
 
     def __init__(
         self,
-        configs: list[AgentConfig],
+        agents: ServedAgents,
         state_dir: str | None,
         callbacks: CallbacksFactory,
         idle_timeout_s: float,
     ) -> None:
-        self.configs = {config.name: config for config in configs}
-        self.default = configs[0]
+        self._agents = agents
+        self.configs = {config.name: config for config in agents.configs}
         self._storage = SessionStorage(state_dir)
         self._callbacks = callbacks
         self._idle_timeout_s = idle_timeout_s
@@ -173,9 +177,37 @@ class SessionBook:
 
     # -- opening ------------------------------------------------------------------
 
+    def check_agents(self) -> None:
+        """An agents file that was refused refuses every session request
+        with its problem (-32602): the file, the JSON path, what is wrong."""
+        if self._agents.problem is not None:
+            refuse(self._agents.problem)
+
+    @property
+    def default(self) -> AgentConfig:
+        """The agents file's first agent (the agents checked first)."""
+        self.check_agents()
+        return self._agents.configs[0]
+
+    def _authenticated(self, config: AgentConfig) -> AgentConfig:
+        """``config``, when its agent has a credential (or needs none); else
+        ``auth_required`` (-32000) naming its provider and how to log in. The
+        default agent (no agents file) is looked for again first: a login
+        since the door started may have kept another provider's key."""
+        problem = credential_problem(config)
+        if problem is None:
+            return config
+        if self._agents.defaulted and config is self.default:
+            fresh = default_agent()
+            if credential_problem(fresh) is None:
+                self._agents = ServedAgents([fresh], defaulted=True)
+                self.configs = {fresh.name: fresh}
+                return fresh
+        raise auth_required(str(problem))
+
     async def open(self, cwd: str, mcp_servers: list[McpServer]) -> DoorSession:
+        config = self._authenticated(self.default)
         session_id = _new_id()
-        config = self.default
         choices = Choices.of(config)
         session = await self._build(session_id, cwd, config, choices, [], mcp_servers, None)
         await self._storage.create(session, [])
@@ -187,6 +219,9 @@ class SessionBook:
         the agents file: the session goes on with the default."""
         name = settings.get("agent")
         config = self.configs.get(name, self.default) if isinstance(name, str) else self.default
+        checked = self._authenticated(config)
+        if checked is not config:  # the default agent, for the provider a login kept a key of
+            return checked, Choices.of(checked)
         return config, Choices.stored(settings, config)
 
     async def load(
@@ -194,6 +229,7 @@ class SessionBook:
     ) -> tuple[DoorSession, list[LLMMessage]]:
         """The stored session, in ``cwd``, and its history (to replay;
         ``session/resume`` does not)."""
+        self.check_agents()
         history, info = await self._storage.stored(session_id)
         config, choices = self._chosen(info["settings"])
         previous = self._sessions.get(session_id)
@@ -216,6 +252,7 @@ class SessionBook:
         completed turns: a turn still running is not part of it), with the
         same agent, model and title; the source goes on unchanged. A wrapped
         ACP agent's own session is not copied: the fork's opens afresh."""
+        self.check_agents()
         history, info = await self._storage.stored(source_id)
         config, choices = self._chosen(info["settings"])
         session_id = _new_id()
@@ -283,12 +320,14 @@ class SessionBook:
 
     def _in_session(self, session: DoorSession, config: AgentConfig) -> dict[str, Any]:
         """What an agent of the session runs with besides its config: the
-        session's ``cwd``, and the editor's MCP servers joining the config's
-        own: an LLM agent offers their tools, a wrapped ACP agent gets them in
-        its ``session/new``; a process agent has no way to use them, so they
-        are left out with a log line (refusing would shut the editor out of
-        every process agent whenever it has servers configured)."""
-        update: dict[str, Any] = {"cwd": session.cwd}
+        session's ``cwd``; an LLM agent's coding defaults (tools and the
+        environment prompt, where its config does not say: :mod:`.coding_agent`);
+        and the editor's MCP servers joining the config's own: an LLM agent
+        offers their tools, a wrapped ACP agent gets them in its
+        ``session/new``; a process agent has no way to use them, so they are
+        left out with a log line (refusing would shut the editor out of every
+        process agent whenever it has servers configured)."""
+        update: dict[str, Any] = {"cwd": session.cwd, **coding_defaults(config)}
         backend = config.backend
         if session.mcp_servers and backend is not None and backend.kind == "process":
             names = ", ".join(server.name for server in session.mcp_servers)
@@ -367,6 +406,7 @@ class SessionBook:
         self, cwd: str | None, cursor: str | None
     ) -> tuple[list[SessionInfo], str | None]:
         """One page of ``session/list`` (:meth:`SessionStorage.page`)."""
+        self.check_agents()
         return await self._storage.page(cwd, cursor)
 
     async def close(self) -> None:

@@ -77,6 +77,7 @@ from acp.schema import (
 from pydantic import BaseModel, ValidationError
 
 from oma_host.acp_server import commands
+from oma_host.acp_server.auth import auth_required
 from oma_host.acp_server.delegate_text import DelegateText
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import context_window_of
@@ -488,6 +489,8 @@ def stop_reason(result: AgentRunResult) -> StopReason:
         return "max_turn_requests" if kind == MAX_TURN_REQUESTS_KIND else "max_tokens"
     if kind == "refusal":
         return "refusal"
+    if kind == "auth":  # no key, or the provider refused it: the editor's login
+        raise auth_required(message or "the provider refused the credentials")
     data: dict[str, Any] = {"type": "RunFailed", "status": code}
     if kind is not None:
         data["kind"] = kind

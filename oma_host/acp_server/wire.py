@@ -101,6 +101,15 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 RequestHandler = Callable[[Any], Awaitable[Any]]
 """Takes a request's raw params, returns its result in JSON form (None is ``null``)."""
 NotificationHandler = Callable[[Any], Awaitable[None]]
+Canceller = Callable[[Any], Awaitable[None]]
+"""Ends a running request of one method gracefully, given its params (a
+``session/prompt`` ends with ``stopReason: "cancelled"``, as
+``session/cancel`` ends it), where ``$/cancel_request`` would otherwise
+cancel its task."""
+
+# ACP's protocol-level cancellation of any request (the JSON-RPC door's is
+# ``$/cancelRequest``), and what a request cancelled so is answered with.
+CANCEL_REQUEST = "$/cancel_request"
 
 
 class AcpWire(JsonRpcPeer):
@@ -123,6 +132,11 @@ class AcpWire(JsonRpcPeer):
         self._writer = writer
         self._max_message_bytes = max_message_bytes
         self._running: set[asyncio.Task[None]] = set()
+        # The editor's requests still being served, by id: their method,
+        # params and task, for $/cancel_request.
+        self._serving: dict[int | str, tuple[str, Any, asyncio.Task[None]]] = {}
+        self._cancelled: set[int | str] = set()
+        self._cancellers: Mapping[str, Canceller] = {}
         self._closed = False
 
     def _error(self, code: int, message: str, data: Any) -> Exception:
@@ -173,8 +187,12 @@ class AcpWire(JsonRpcPeer):
         self,
         requests: Mapping[str, RequestHandler],
         notifications: Mapping[str, NotificationHandler],
+        cancellers: Mapping[str, Canceller] | None = None,
     ) -> None:
-        """Dispatch what the editor sends until the end of the input."""
+        """Dispatch what the editor sends until the end of the input;
+        ``cancellers``: how ``$/cancel_request`` ends a request of each method
+        gracefully (any other is cancelled and answered -32800)."""
+        self._cancellers = cancellers or {}
         try:
             async for frame in read_lines(self._reader, self._max_message_bytes):
                 message = self._message(frame)
@@ -255,9 +273,12 @@ class AcpWire(JsonRpcPeer):
             return
         params = message.get("params")
         step: Awaitable[None]
+        request_id = message.get("id")
         if "id" in message:
             handler = requests.get(method) if isinstance(method, str) else None
-            step = self._answer(message["id"], method, handler, params)
+            step = self._answer(request_id, method, handler, params)
+        elif method == CANCEL_REQUEST:
+            step = self._cancel_request(params)
         else:
             on_notice = notifications.get(method) if isinstance(method, str) else None
             if on_notice is None:
@@ -270,6 +291,33 @@ class AcpWire(JsonRpcPeer):
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         count_in_flight(task)
+        if isinstance(request_id, int | str) and isinstance(method, str):
+            self._serving[request_id] = (method, params, task)
+            task.add_done_callback(lambda _: self._served(request_id, task))
+
+    def _served(self, request_id: int | str, task: asyncio.Task[None]) -> None:
+        if self._serving.get(request_id, (None, None, None))[2] is task:
+            del self._serving[request_id]
+        self._cancelled.discard(request_id)
+
+    async def _cancel_request(self, params: Any) -> None:
+        """``$/cancel_request {requestId}``: the request ends as its method's
+        canceller ends it, else its task is cancelled and it is answered
+        -32800. An id not being served (answered already) is nothing to do."""
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+            log.warning("ignored: %s: requestId must be a string or an integer", CANCEL_REQUEST)
+            return
+        serving = self._serving.get(request_id)
+        if serving is None:
+            return
+        method, request_params, task = serving
+        canceller = self._cancellers.get(method)
+        if canceller is not None:
+            await self._notice(CANCEL_REQUEST, canceller, request_params)
+        else:
+            self._cancelled.add(request_id)
+            task.cancel()
 
     async def _answer(
         self, request_id: Any, method: Any, handler: RequestHandler | None, params: Any
@@ -281,6 +329,12 @@ class AcpWire(JsonRpcPeer):
                 reply["error"] = _explained(error, method)
             else:
                 reply["result"] = await handler(params)
+        except asyncio.CancelledError:
+            if request_id not in self._cancelled:
+                raise  # the end of the input, or the door closing
+            cancelled = _error_object(ErrorCode.REQUEST_CANCELLED, {"requestId": request_id})
+            cancelled["message"] = f"{method}: cancelled by {CANCEL_REQUEST}"
+            reply["error"] = cancelled
         except ValidationError as error:
             reply["error"] = _invalid(error, method)
         except Exception as error:
@@ -296,8 +350,14 @@ class AcpWire(JsonRpcPeer):
     async def _notice(self, method: str, handler: NotificationHandler, params: Any) -> None:
         try:
             await handler(params)
-        except Exception:
-            log.exception("notification %s failed", method)
+        except ValidationError as error:  # malformed: nobody to answer, one line to say so
+            log.warning("ignored: %s", _invalid(error, method)["message"])
+        except Exception as error:
+            if _is_request_error(error):  # refused (an unknown session, say)
+                said = _explained(error.to_error_obj(), method)["message"]
+                log.warning("ignored: %s", said)
+            else:
+                log.exception("notification %s failed", method)
 
     async def _shut(self) -> None:
         """The end of the input: fail what awaits the editor, cancel what runs."""
@@ -318,6 +378,7 @@ _MESSAGES = {
     ErrorCode.METHOD_NOT_FOUND: "Method not found",
     ErrorCode.INVALID_PARAMS: "Invalid params",
     ErrorCode.INTERNAL_ERROR: "Internal error",
+    ErrorCode.REQUEST_CANCELLED: "Request cancelled",
 }
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from oma_host.cli.client import host_argv
 from oma_host.cli.console_commands import COMMANDS, Console
+from oma_host.core.places import private_folder
 from oma_host.core.redact import redact_patterns
 
 PROMPT = "oma> "
@@ -181,7 +182,7 @@ def _save_history(readline: ModuleType | None) -> None:
         if isinstance(line, str) and (redacted := redact_patterns(line)) != line:
             readline.replace_history_item(position, redacted)
     with contextlib.suppress(OSError):  # an unwritable home must not spoil the exit
-        history.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(str(history.parent), create=True)  # the state directory's rule
         readline.write_history_file(history)
 
 

@@ -15,7 +15,8 @@ import getpass
 import sys
 from typing import TextIO
 
-from oma_host.core.credentials import file_path, forget_key, store_key, stored_variables
+from oma_host.core.credentials import file_path, forget_key, forget_stored_keys, store_key
+from oma_host.core.places import FolderError
 from oma_host.core.provider_facts import ProviderFacts, offered_providers
 
 # The exit status of a usage error, as argparse gives it.
@@ -42,7 +43,8 @@ def _choose(providers: list[ProviderFacts], out: TextIO) -> ProviderFacts | None
 
 
 def run_login(provider: str | None, out: TextIO = sys.stderr) -> int:
-    """Store a key; 0 when stored, 1 when none was given, 2 for a bad provider."""
+    """Store a key; 0 when stored, 1 when none was given, 2 for a bad provider
+    or a config folder that is not the user's own."""
     providers = login_providers()
     interactive = sys.stdin.isatty()
     facts: ProviderFacts | None
@@ -68,7 +70,11 @@ def run_login(provider: str | None, out: TextIO = sys.stderr) -> int:
     if not key:
         out.write("oma-host login: no key given; nothing stored\n")
         return 1
-    where = store_key(variable, key)
+    try:
+        where = store_key(variable, key)
+    except FolderError as error:
+        out.write(f"oma-host login: nothing stored: {error}\n")
+        return USAGE_ERROR
     place = (
         "the OS keyring (service oma-host)"
         if where == "keyring"
@@ -86,10 +92,11 @@ def run_logout(provider: str | None, out: TextIO = sys.stderr) -> int:
             f"oma-host logout: unknown provider {provider!r} (one of {', '.join(providers)})\n"
         )
         return USAGE_ERROR
-    variables = (
-        [providers[provider].key_variables[0]] if provider is not None else list(stored_variables())
-    )
-    removed = [variable for variable in variables if forget_key(variable)]
+    if provider is None:
+        removed = forget_stored_keys()
+    else:
+        variable = providers[provider].key_variables[0]
+        removed = [variable] if forget_key(variable) else []
     if removed:
         out.write(f"Removed the stored key of {', '.join(removed)}.\n")
     else:

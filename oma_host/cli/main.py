@@ -4,13 +4,14 @@ of its commands (``demo``, ``console``, ``call``, ``acp``, ``runs``...)."""
 from __future__ import annotations
 
 import argparse
-import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from oma_host.cli.runs_args import add_runs_parser
 from oma_host.core.cli_options import (
+    BROKEN_PIPE,
     DEFAULT_SESSION_IDLE_TIMEOUT_S,
     INTERRUPTED,
     LOG_LEVELS,
@@ -23,6 +24,7 @@ from oma_host.core.collector import tune_for_serving
 from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.provider_facts import default_providers
 from oma_host.core.subreaper import enable_subreaper
+from oma_host.core.version import __version__
 from oma_host.server.limits import (
     DEFAULT_DRAIN_TIMEOUT_S,
     DEFAULT_HANDSHAKE_TIMEOUT_S,
@@ -31,6 +33,9 @@ from oma_host.server.limits import (
 
 if TYPE_CHECKING:
     from oma_host.acp_server.early import EarlyStart
+
+
+_VERSION = f"oma-host {__version__}"
 
 
 def _parse_tcp(value: str) -> tuple[str, int]:
@@ -75,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="oma-host",
         description="A JSON-RPC agent host for editors and tools (LSP framing on stdio).",
     )
+    parser.add_argument("--version", action="version", version=_VERSION)
     parser.add_argument(
         "--tcp",
         metavar="[HOST:]PORT",
@@ -191,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a JSON array of agent configs, the first the default "
         "(default $XDG_CONFIG_HOME/oma-host/agents.json, else one agent for the provider key set)",
     )
+    acp.add_argument("--version", action="version", version=_VERSION)
     # SUPPRESS: given after ``acp`` they win, else the options before it stand.
     acp.add_argument("--state-dir", metavar="DIR", default=argparse.SUPPRESS)
     acp.add_argument("--log-level", choices=LOG_LEVELS, default=argparse.SUPPRESS)
@@ -220,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--telemetry-capture-content",
         metavar="true|false",
         type=_true_or_false,
-        help="record message text in the exported spans, redacted and bounded "
+        help="record message text in the turns' spans, redacted and bounded: in the state "
+        "directory (the run viewer shows it) and in the export when there is one "
         "(default: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)",
     )
     acp.add_argument(
@@ -262,25 +270,36 @@ def _forwarded_options(args: argparse.Namespace) -> list[str]:
 
 
 def main(argv: list[str] | None = None, early: EarlyStart | None = None) -> int:
-    """Run the command line; Ctrl-C ends any command quietly with status 130.
-    ``early``: what ``oma-host acp``'s early answer read and wrote (:mod:`.entry`)."""
+    """Run the command line; Ctrl-C ends any command quietly with status 130,
+    and so does a reader of stdout that goes away (``oma-host runs list |
+    head``), with 141 as for a program SIGPIPE ended. ``early``: what
+    ``oma-host acp``'s early answer read and wrote (:mod:`.entry`)."""
     args = build_parser().parse_args(argv)
     try:
-        return _run(args, early)
+        status = _run(args, early)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return status
     except KeyboardInterrupt:
         return INTERRUPTED
+    except BrokenPipeError:
+        _discard_stdout()
+        return BROKEN_PIPE
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that what is still buffered for the
+    reader that went away is dropped at exit instead of raising again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format="oma-host %(levelname)s %(name)s: %(message)s",
-    )
-    from oma_host.core.redact import RedactingFilter
+    from oma_host.cli.stderr_log import configure_logging
 
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(RedactingFilter())
+    configure_logging(args.log_level)
     if args.command == "demo":
         from oma_host.cli.demo import run_demo
 

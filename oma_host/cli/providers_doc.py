@@ -1,6 +1,7 @@
 """The generated tables of ``docs/providers.md``, written from the
 descriptors (:mod:`oma_host.core.provider_facts`) so the docs say what the
-code does: one row per provider (the wire, the default endpoint, the key
+code does: one row per provider (the wire, the endpoint without a
+``baseURL``: the SDK's base-URL variables, then the default, the key
 variables in the order they are read, the default model, the model list and
 the ACP auth methods), one per model its table knows (context window,
 prices, thinking), and one per provider for its token estimates. The text
@@ -27,11 +28,12 @@ def _code(names: tuple[str, ...] | list[str], joiner: str) -> str:
 
 
 def _endpoint(facts: ProviderFacts) -> str:
+    """Where an agent without ``baseURL`` sends: the variables, then the default."""
+    variables = _code(facts.base_url_variables, ", then ") if facts.base_url_variables else ""
     if facts.default_base_url:
-        return f"`{facts.default_base_url}`"
-    if facts.endpoint_variable:
-        return f"`baseURL`, else `{facts.endpoint_variable}`"
-    return "in-process"
+        default = f"`{facts.default_base_url}`"
+        return f"{variables}, else {default}" if variables else default
+    return f"{variables} (required)" if variables else "in-process"
 
 
 def _name(facts: ProviderFacts) -> str:
@@ -43,7 +45,7 @@ def _name(facts: ProviderFacts) -> str:
 def table() -> str:
     """The text between the markers."""
     rows = [
-        "| provider | wire | default endpoint | key, in the order read "
+        "| provider | wire | endpoint without `baseURL` | key, in the order read "
         "| other secrets | default model | `models/list` | ACP auth methods |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -67,8 +69,15 @@ def _price(value: float | None) -> str:
 
 
 def models_table() -> str:
-    """The text between the ``models`` markers: each provider's known models."""
-    rows = [
+    """The text between the ``models`` markers: where each provider's table
+    comes from and when it was read, then each provider's known models."""
+    rows = ["| provider | read on | from |", "|---|---|---|"]
+    for facts in PROVIDERS:
+        if facts.models.models:
+            sources = ", ".join(f"<{url}>" for url in facts.models.sources) or _NONE
+            rows.append(f"| `{facts.name}` | {facts.models.read_on or _NONE} | {sources} |")
+    rows += [
+        "",
         "| provider | model (and ids it starts) | context window | input | output "
         "| cache write | cache read | thinking |",
         "|---|---|---|---|---|---|---|---|",
@@ -86,6 +95,8 @@ def models_table() -> str:
                 _price(model.cache_read_price),
                 "yes" if model.reasoning else "no",
             ]
+            if model.retired:
+                cells[1] += " (retired)"
             rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 

@@ -3,7 +3,9 @@ directory did, read from its database (:mod:`oma_host.orchestration.run_records`
 ``runs serve`` hands over to the run viewer (:mod:`.viewer_server`).
 
 ``list`` shows one line per run (newest first: when it started, the agent,
-its status, turns, tokens, cost and duration), ``show RUN`` one run as an
+its status, turns, tokens, cost and duration, and what it was asked when
+the store holds it: its captured prompt, else its session's title),
+``show RUN`` one run as an
 indented tree of its steps (provider replies, tool calls with their input
 and permission decision, delegations, compactions, team tasks, errors) and
 its evaluation scores, ``export RUN`` the run's spans as OTLP JSON for any
@@ -30,8 +32,10 @@ from oma_host.orchestration.store_schema import RunTrace, default_state_dir
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _RELATIVE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-# The most of a tool call's input ``show`` prints on its line.
+# The most of a tool call's input, or a task's reason, ``show`` prints on its line.
 INPUT_CHARS = 200
+# The most of a run's prompt (or its session's title) ``list`` prints.
+PROMPT_CHARS = 60
 USAGE = NO_RUN = 2
 NO_DATABASE = 1
 
@@ -80,10 +84,11 @@ def run_runs(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 text=args.text,
                 limit=args.limit,
             )
+            listed = records.runs_json(rows)
             if args.json:
-                print(json.dumps([row.to_json() for row in rows], indent=2), file=out)
+                print(json.dumps(listed, indent=2), file=out)
             else:
-                _print_list(rows, out)
+                _print_list(rows, [run["prompt"] or run["sessionTitle"] for run in listed], out)
             return 0
         run = records.run(args.run)
         if run is None:
@@ -137,11 +142,11 @@ def _score(score: float | None) -> str:
     return "-" if score is None else f"{score:g}"
 
 
-def _print_list(rows: list[RunTrace], out: TextIO) -> None:
+def _print_list(rows: list[RunTrace], prompts: list[str | None], out: TextIO) -> None:
     if not rows:
         print("no runs", file=out)
         return
-    header = ("STARTED", "AGENT", "STATUS", "TURNS", "TOKENS", "COST", "DURATION", "RUN")
+    header = ("STARTED", "AGENT", "STATUS", "TURNS", "TOKENS", "COST", "DURATION", "RUN", "PROMPT")
     lines = [header] + [
         (
             _time(row.started),
@@ -152,8 +157,9 @@ def _print_list(rows: list[RunTrace], out: TextIO) -> None:
             _cost(row.cost_usd),
             _seconds(row.duration_ms),
             row.run_id,
+            "-" if prompt is None else _clipped(prompt, PROMPT_CHARS),
         )
-        for row in rows
+        for row, prompt in zip(rows, prompts, strict=True)
     ]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for line in lines:
@@ -184,6 +190,10 @@ def _tokens(attributes: dict[str, Any]) -> str:
     return f"  in {attributes[names.INPUT_TOKENS]} out {attributes.get(names.OUTPUT_TOKENS, 0)}"
 
 
+def _clipped(text: str, chars: int = INPUT_CHARS) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
 def span_line(span: Span) -> str:
     """One span on one line: its name, status, duration, and what matters
     for its operation."""
@@ -201,10 +211,7 @@ def span_line(span: Span) -> str:
             detail = f"  {a[names.PERMISSION_DECISION]} by {a.get(names.PERMISSION_BY)}"
         stored = span.local.get(names.LOCAL_TOOL_INPUT)
         if stored is not None:
-            text = json.dumps(stored, ensure_ascii=False)
-            if len(text) > INPUT_CHARS:
-                text = text[: INPUT_CHARS - 1] + "…"
-            detail += f"  input {text}"
+            detail += f"  input {_clipped(json.dumps(stored, ensure_ascii=False))}"
     elif span.operation == names.OP_COMPACTION:
         if names.COMPACTION_STRATEGY in a:
             detail = (
@@ -214,6 +221,9 @@ def span_line(span: Span) -> str:
             )
     elif span.operation == names.OP_TASK:
         detail = f"  {a.get(names.TASK_ASSIGNEE)}: {a.get(names.TASK_STATUS, '')}"
+        reason = span.local.get(names.LOCAL_TASK_REASON)
+        if reason:
+            detail += f" ({_clipped(str(reason))})"
     if names.ERROR_TYPE in a:
         detail += f"  error {a[names.ERROR_TYPE]}"
     return "  ".join(parts) + detail

@@ -18,17 +18,24 @@ def _port(value: str) -> int:
     return port
 
 
+def _state_dir_option(parser: argparse.ArgumentParser) -> None:
+    """``--state-dir`` where a user may type it: before ``runs``, after it,
+    or after the action (``runs list --state-dir DIR``); the last one given
+    stands (SUPPRESS: a level that is not given leaves the earlier one)."""
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="the host's state directory (default $XDG_STATE_HOME/oma-host)",
+    )
+
+
 def add_runs_parser(commands: Any) -> None:
     """The ``runs`` command and its actions, on ``oma-host``'s subparsers."""
     runs = commands.add_parser(
         "runs", help="list, show, export and serve the runs recorded in a state directory"
     )
-    runs.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        default=argparse.SUPPRESS,  # given before ``runs``, that one stands
-        help="the host's state directory (default $XDG_STATE_HOME/oma-host)",
-    )
+    _state_dir_option(runs)
     actions = runs.add_subparsers(dest="runs_action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="one line per run, newest first")
     listing.add_argument("--agent", metavar="NAME", help="only the runs of this agent")
@@ -43,15 +50,19 @@ def add_runs_parser(commands: Any) -> None:
     )
     listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
     listing.add_argument("--json", action="store_true", help="as a JSON array")
+    _state_dir_option(listing)
     show = actions.add_parser("show", help="one run's steps as a tree, and its evaluations")
     show.add_argument("run", metavar="RUN", help="the run id (runs list shows them)")
     show.add_argument("--json", action="store_true", help="as JSON, the spans as a tree")
+    _state_dir_option(show)
     export = actions.add_parser("export", help="one run's spans as OTLP JSON, for trace viewers")
     export.add_argument("run", metavar="RUN", help="the run id (runs list shows them)")
+    _state_dir_option(export)
     serve = actions.add_parser(
         "serve",
         help="the run viewer: a page on 127.0.0.1 listing the runs and showing each as a timeline",
     )
+    _state_dir_option(serve)
     serve.add_argument(
         "--port",
         type=_port,

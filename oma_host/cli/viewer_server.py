@@ -8,8 +8,9 @@ connection per request, in a worker thread so a slow read never stalls
 the server):
 
 - ``GET /api/runs?agent=&status=&text=&limit=``: ``{runs, agents, statuses}``,
-  the runs newest first (``runs list --json``'s objects) and every agent and
-  status there is, for the page's filters;
+  the runs newest first (``runs list --json``'s objects: each with its
+  captured ``prompt`` and its ``sessionTitle`` when the store holds them)
+  and every agent and status there is, for the page's filters;
 - ``GET /api/runs/RUN``: ``{run, spans, evaluations}``, as ``runs show --json``.
 
 Every request passes :mod:`.viewer_guard` first (a loopback ``Host``, then
@@ -189,7 +190,7 @@ class Viewer:
                 limit=limit,
             )
             return {
-                "runs": [row.to_json() for row in rows],
+                "runs": records.runs_json(rows),
                 "agents": records.agents(),
                 "statuses": records.statuses(),
             }

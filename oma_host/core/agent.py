@@ -38,7 +38,7 @@ from oma_host.core.backends import (
 )
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.core.cost import prices_of
-from oma_host.core.delegation import Lineage
+from oma_host.core.delegation import Lineage, host_refusal
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.events import EmitFn
@@ -339,10 +339,16 @@ class Agent:
         previous_status = self._tally.run_started()
         result: AgentRunResult | None = None
         try:
+            refusal = host_refusal() if recorder.lineage is None else None
             try:
-                finished = await unless_aborted(
-                    self._pipeline(messages, recorder, streaming), abort
-                )
+                if refusal is not None:  # a host started beneath a run with no room left
+                    finished = recorder.result(
+                        "error", refusal, output=refusal, error_kind="delegation"
+                    )
+                else:
+                    finished = await unless_aborted(
+                        self._pipeline(messages, recorder, streaming), abort
+                    )
             except Aborted:
                 finished = recorder.result("cancelled", "the run was cancelled")
             except Exception as error:  # a bug or an unforeseen fault: still a result

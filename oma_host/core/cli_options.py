@@ -1,5 +1,5 @@
 """The command line's value checks, the ``acp`` command's options and the
-exit status of Ctrl-C, in a module that imports nothing: the parser
+exit statuses of Ctrl-C and a closed pipe, in a module that imports nothing: the parser
 (:mod:`oma_host.cli.main`) and the ACP door's early answer
 (:mod:`oma_host.acp_server.early`, which reads ``oma-host acp``'s options
 before ``argparse`` is imported) take them from here, so both accept exactly
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 # The exit status of a program ended by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
+# The exit status of one whose reader went away (128 + SIGPIPE: ``oma-host runs list | head``).
+BROKEN_PIPE = 141
 # oma-host acp: how long a session's agent keeps its processes while it runs nothing.
 DEFAULT_SESSION_IDLE_TIMEOUT_S = 1800.0
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")

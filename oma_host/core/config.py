@@ -15,14 +15,28 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from oma_host.core.credentials import stored_keys
 from oma_host.core.errors import InvalidParamsError
-from oma_host.core.provider_facts import DEFAULT_PROVIDER, every_secret_variable, provider_facts
-from oma_host.core.redact import is_secret_name
-from oma_host.core.validation import describe_validation_error
+from oma_host.core.provider_facts import (
+    DEFAULT_PROVIDER,
+    every_base_url_variable,
+    every_secret_variable,
+    provider_facts,
+)
+from oma_host.core.redact import is_secret_name, redacted_url, url_secrets
+from oma_host.core.suggest import did_you_mean
+from oma_host.core.validation import describe_validation_error, predicate_error
 
 
 class _Model(BaseModel):
@@ -141,6 +155,17 @@ class PermissionRule(_Model):
 # rules say; the model is told so).
 PermissionMode = Literal["ask", "accept-edits", "read-only"]
 PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
+
+# ``toolPreset``: open-multi-agent's sets of built-in tools (its ``bash`` is
+# the ``shell`` tool here). An agent's tools are the preset's, then those
+# ``tools`` adds, less those ``disallowedTools`` names (granted_tools).
+ToolPreset = Literal["readonly", "readwrite", "full"]
+TOOL_PRESETS: dict[ToolPreset, tuple[str, ...]] = {
+    "readonly": ("file_read", "grep", "glob"),
+    "readwrite": ("file_read", "grep", "glob", "file_write", "file_edit"),
+    "full": ("file_read", "grep", "glob", "file_write", "file_edit", "shell"),
+}
+assert tuple(TOOL_PRESETS) == get_args(ToolPreset)
 
 
 class PricingConfig(_Model):
@@ -265,7 +290,17 @@ class AgentConfig(_Model):
     # Bounds every tool call, built-in, MCP or served by the editor (ms;
     # DEFAULT_TOOL_TIMEOUT_MS when unset).
     tool_timeout_ms: Annotated[int, Field(gt=0)] | None = None
+    # The built-in tools it may call: ``toolPreset``'s, plus ``tools``, less
+    # ``disallowedTools`` (granted_tools); none of the three: none (the ACP
+    # door gives such an LLM agent the ``full`` preset and ``update_plan``).
+    tool_preset: ToolPreset | None = None
     tools: list[str] | None = None
+    disallowed_tools: list[str] | None = None
+    # The host's part of the system prompt before ``systemPrompt``: where the
+    # agent works (cwd, OS, date, git), its tools and permission mode, and the
+    # project's AGENTS.md (oma_host/llm/environment.py). None: the door's
+    # default, on at the ACP door, off at the JSON-RPC door and in Python.
+    environment: bool | None = None
     cwd: str | None = None
     history: Any = None
     hooks: HooksConfig | None = None
@@ -287,20 +322,45 @@ class AgentConfig(_Model):
     delegates: list[Annotated[str, Field(min_length=1)]] | None = None
     delegation: DelegationConfig | None = None
 
+    @field_validator("tool_preset", mode="before")
+    @classmethod
+    def _known_preset(cls, value: Any) -> Any:
+        """A preset that is not one names itself and the nearest one (any
+        other type is left to the type's own error)."""
+        if isinstance(value, str) and value not in TOOL_PRESETS:
+            known = ", ".join(f'"{name}"' for name in TOOL_PRESETS)
+            raise predicate_error(
+                f"must be one of {known}; {value!r} is not one{did_you_mean(value, TOOL_PRESETS)}"
+            )
+        return value
+
+    def granted_tools(self) -> list[str]:
+        """The built-in tools granted: ``toolPreset``'s, then those ``tools``
+        adds, less those ``disallowedTools`` names, each once, in that order.
+        Whether each name is a built-in tool is the LLM backend's to check."""
+        preset = TOOL_PRESETS[self.tool_preset] if self.tool_preset else ()
+        removed = set(self.disallowed_tools or [])
+        granted = dict.fromkeys([*preset, *(self.tools or [])])
+        return [name for name in granted if name not in removed]
+
     @cached_property
     def secrets(self) -> tuple[str, ...]:
         """The secret values a run of this agent can meet, computed once: its
         key, wherever it comes from (``apiKey``, ``apiKeyEnv``, else every
         secret variable of every provider, :mod:`.provider_facts`), those its
-        provider reads from files (an AWS profile's), and, for
-        an external backend, every secret-looking variable of the environment
-        it runs with."""
+        provider reads from files (an AWS profile's), the password and
+        key-like query parameters of its ``baseURL`` and of every provider's
+        base-URL variable, and, for an external backend, every
+        secret-looking variable of the environment it runs with."""
         secrets: list[str] = []
         if self.api_key:
             secrets.append(self.api_key)
         if self.backend is None:
             names = (self.api_key_env,) if self.api_key_env else every_secret_variable()
             secrets.extend(os.environ[name] for name in names if os.environ.get(name))
+            secrets.extend(url_secrets(self.base_url))
+            for name in every_base_url_variable():
+                secrets.extend(url_secrets(os.environ.get(name)))
             secrets.extend(stored_keys())  # oma-host login's
             facts = provider_facts(self.provider or DEFAULT_PROVIDER)
             if facts is not None and facts.file_secrets is not None:
@@ -328,10 +388,13 @@ class AgentConfig(_Model):
 
     def public_view(self) -> dict[str, Any]:
         """The config as hooks and listings see it: no hooks, no history, no
-        key, and backend environment values hidden (they often hold tokens)."""
+        key, backend environment values hidden (they often hold tokens) and
+        the secrets of ``baseURL`` taken out."""
         view = self.model_dump(
             by_alias=True, exclude_none=True, exclude={"hooks", "api_key", "history"}
         )
+        if self.base_url:
+            view["baseURL"] = redacted_url(self.base_url)
         backend = view.get("backend")
         if backend and backend.get("env"):
             backend["env"] = {key: "[redacted]" for key in backend["env"]}

@@ -3,7 +3,10 @@
 A key is stored under its provider's key variable (``ANTHROPIC_API_KEY``):
 in the OS keyring through the ``keyring`` package where one is available
 (service ``oma-host``), else in ``$XDG_CONFIG_HOME/oma-host/credentials.json``
-(mode 0600 in a 0700 folder). Either way an index file beside it,
+(mode 0600 in a 0700 folder: the folder is tightened to 0700 when read or
+written, and not used at all when it is a symbolic link or another user's,
+:func:`~oma_host.core.places.private_folder`; ``login`` then fails naming
+it, and a host reads no stored key and warns once). Either way an index file beside it,
 ``logins.json``, names the variables stored and where, never a key, so
 that reading an agent's secrets (redaction) costs one small file read and
 imports ``keyring`` only when a key is in it.
@@ -18,7 +21,7 @@ from __future__ import annotations
 import os
 
 from oma_host.core import quickjson
-from oma_host.core.places import config_dir
+from oma_host.core.places import FolderError, config_dir, private_folder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -39,7 +42,25 @@ def file_path() -> str:
     return os.path.join(config_dir(), "credentials.json")
 
 
+_refused: set[str] = set()  # what a refused folder was said to be, once each
+
+
 def _read_json(path: str) -> dict[str, Any]:
+    """The JSON object in ``path``; empty when there is none or its folder
+    is not the user's own (said once, as a warning)."""
+    try:
+        private_folder(os.path.dirname(path))
+    except FileNotFoundError:
+        return {}
+    except FolderError as error:
+        if str(error) not in _refused:
+            import logging  # a refused folder's alone
+
+            _refused.add(str(error))
+            logging.getLogger(__name__).warning(
+                "keys stored by oma-host login are not read: %s", error
+            )
+        return {}
     try:
         with open(path, encoding="utf-8") as file:
             data = quickjson.loads(file.read())
@@ -49,13 +70,14 @@ def _read_json(path: str) -> dict[str, Any]:
 
 
 def _write_json(path: str, data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` atomically, readable by the user alone."""
+    """Write ``data`` to ``path`` atomically, readable by the user alone (a
+    FolderError when its folder is not the user's own)."""
     import contextlib  # writing is login's and logout's alone
     import json
     import tempfile
 
     folder, name = os.path.split(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    private_folder(folder, create=True)
     descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
@@ -134,6 +156,11 @@ def store_key(variable: str, key: str) -> Store:
         _write_json(file_path(), stored)
     _write_json(_index_path(), {**stored_variables(), variable: where})
     return where
+
+
+def forget_stored_keys() -> list[str]:
+    """Remove every stored key; the variables whose keys were removed."""
+    return [variable for variable in list(stored_variables()) if forget_key(variable)]
 
 
 def forget_key(variable: str) -> bool:

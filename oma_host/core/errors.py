@@ -88,6 +88,7 @@ ErrorKind = Literal[
     "budget",  # budget_exhausted: the cost budget (maxCostBudget)
     "loop",  # the model kept making the same tool call (loopDetection)
     "executor",  # a team's executor could not run the task (a Ray worker or node lost)
+    "delegation",  # the host was started beneath a run with no delegation depth left
 ]
 
 

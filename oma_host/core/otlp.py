@@ -9,7 +9,8 @@ encoder can be filled from the same values.
 
 A span's ``local`` part is the host's own and never goes out; a
 cancelled span's status is UNSET (a cancellation is not an error) with
-``oma.status: "cancelled"``.
+``oma.status: "cancelled"``, and a skipped task's UNSET with ``oma.status:
+"skipped"``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,12 @@ STATUS_OK = 1
 STATUS_ERROR = 2
 # The spans that stand for a run: they carry its id.
 _RUN_OPERATIONS = frozenset({OP_INVOKE_AGENT, OP_TEAM})
-_STATUS_CODES = {"ok": STATUS_OK, "error": STATUS_ERROR, "cancelled": STATUS_UNSET}
+_STATUS_CODES = {
+    "ok": STATUS_OK,
+    "error": STATUS_ERROR,
+    "cancelled": STATUS_UNSET,
+    "skipped": STATUS_UNSET,
+}
 
 
 def any_value(value: AttributeValue) -> dict[str, Any]:
@@ -68,12 +74,13 @@ def span_kind(span: Span) -> int:
 def exported_attributes(span: Span) -> dict[str, AttributeValue]:
     """The attributes a span goes out with: its own, the run id of a run's
     span (``oma.run.id``: what ``oma-host runs show`` takes), and a
-    cancelled span's ``oma.status`` (``local`` is the host's and never goes out)."""
+    cancelled or skipped span's ``oma.status`` (``local`` is the host's and
+    never goes out)."""
     attributes = dict(span.attributes)
     if span.run_id is not None and span.operation in _RUN_OPERATIONS:
         attributes[RUN_ID] = span.run_id
-    if span.status == "cancelled":
-        attributes[STATUS] = "cancelled"
+    if span.status in ("cancelled", "skipped"):
+        attributes[STATUS] = span.status
     return attributes
 
 

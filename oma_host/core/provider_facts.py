@@ -1,8 +1,9 @@
 """What the host knows about each provider, declared once: one
 :class:`ProviderFacts` per provider (its key variables, the secrets it can
-read, its default model, its adapter, its model list, the ACP auth methods it
-implies, its models' context windows and prices, and how its tokens are
-estimated), read by everything that
+read, its endpoint and the variables its SDK reads one from, its default
+model, its adapter, its model list, the ACP auth methods it implies, its
+models' context windows and prices, and how its tokens are estimated), read
+by everything that
 needs one of those facts: redaction (``AgentConfig.secrets``), the adapters
 themselves, ``models/list``, both doors, ``oma-host demo`` and the generated
 table in ``docs/providers.md``.
@@ -17,8 +18,10 @@ provider's module.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urlsplit
 
 from oma_host.core.model_facts import (
     AZURE_MODELS,
@@ -79,11 +82,23 @@ class ProviderFacts:
     title: str
     wire: str  # the wire format, for the docs
     adapter: str  # "module:factory", the factory taking the AgentConfig
-    # Where requests go without a ``baseURL`` (Bedrock's has a ``{region}``),
-    # and the variable that names the endpoint where there is no default.
+    # Where requests go without a ``baseURL`` (Bedrock's has a ``{region}``;
+    # None: there is no default, a baseURL or a variable must say).
     default_base_url: str | None = None
-    endpoint_variable: str | None = None
+    # The variables the provider's official SDK reads its endpoint from when
+    # the code gives none, in the SDK's order: a config's ``baseURL`` wins
+    # over them, and they over ``default_base_url`` (see base_url_from).
+    base_url_variables: tuple[str, ...] = ()
+    # A variable that, set to "true", makes the SDK ignore those (botocore's).
+    base_url_variables_off: str | None = None
+    # Its base URL may be another vendor's server speaking its wire (the
+    # OpenAI-compatible ones), whose models are not those of ``models``.
+    compatible_servers: bool = False
     key_variables: tuple[str, ...] = ()
+    # When a request needs one of the key variables: always; only at the
+    # default endpoint (a compatible server of one's own may take no key); or
+    # not always (the provider has credentials besides: AWS's chain).
+    key_needed: Literal["always", "at_default_endpoint", "not_always"] = "always"
     other_secrets: tuple[str, ...] = ()
     # None: no model is right for every account (Azure deployments, Bedrock ids).
     default_model: str | None = None
@@ -114,6 +129,47 @@ class ProviderFacts:
     def secret_variables(self) -> tuple[str, ...]:
         return self.key_variables + self.other_secrets
 
+    def base_url_from(
+        self, configured: str | None, environ: Mapping[str, str] = os.environ
+    ) -> str | None:
+        """The endpoint an agent with ``baseURL`` ``configured`` uses: that,
+        else the first of :attr:`base_url_variables` set to a value (which
+        must be an http(s) URL: :class:`BaseUrlError` names the variable
+        otherwise), else None (:attr:`default_base_url`)."""
+        if configured:
+            return configured
+        found = self.base_url_variable(environ)
+        if found is None:
+            return None
+        name, value = found
+        check_base_url(value, name)
+        return value
+
+    def serves_own_models(self, configured: str | None) -> bool:
+        """Whether an agent with ``baseURL`` ``configured`` talks to a server
+        of the models in :attr:`models` (not a compatible server's own)."""
+        if not self.compatible_servers:
+            return True
+        try:
+            url = self.base_url_from(configured)
+        except BaseUrlError:
+            return False
+        if url is None:
+            return True
+        default_host = urlsplit(self.default_base_url or "").hostname
+        return urlsplit(url).hostname == default_host
+
+    def base_url_variable(self, environ: Mapping[str, str] = os.environ) -> tuple[str, str] | None:
+        """The first of :attr:`base_url_variables` set to a value, with it."""
+        off = self.base_url_variables_off
+        if off and environ.get(off, "").strip().lower() == "true":
+            return None
+        for name in self.base_url_variables:
+            value = environ.get(name)
+            if value:
+                return name, value
+        return None
+
     @property
     def auth_methods(self) -> tuple[AuthMethod, ...]:
         if self.auth is not None:
@@ -130,6 +186,37 @@ class ProviderFacts:
         from oma_host.core.credentials import key_for  # reads a file: only when asked
 
         return any(key_for(name) for name in self.key_variables)
+
+
+class BaseUrlError(ValueError):
+    """A base-URL variable whose value is not an http(s) URL."""
+
+
+def check_base_url(value: str, variable: str) -> None:
+    """Raise :class:`BaseUrlError`, naming ``variable``, unless ``value`` is
+    an ``http://`` or ``https://`` URL with a host (and a numeric port, if
+    any). The value shown has its secrets taken out."""
+    from oma_host.core.redact import redacted_url  # the leaf redaction module
+
+    problem = None
+    try:
+        parts = urlsplit(value)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme.lower() not in ("http", "https"):
+        problem = "is not an http:// or https:// URL"
+    elif not parts.hostname:
+        problem = "has no host"
+    elif not port_ok:
+        problem = "has a port that is not a number from 1 to 65535"
+    elif any(character.isspace() or ord(character) < 32 for character in value):
+        problem = "contains whitespace or a control character"
+    if problem is not None:
+        raise BaseUrlError(
+            f"the environment variable {variable} {problem}: {redacted_url(value)!r} "
+            "(set it to the server's URL, e.g. https://gateway.example.com, or unset it)"
+        )
 
 
 _MODEL_LIST = "oma_host.providers.model_list"
@@ -150,8 +237,9 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         wire="Messages (`POST /v1/messages`, SSE)",
         adapter="oma_host.providers.anthropic:AnthropicAdapter",
         default_base_url="https://api.anthropic.com",
+        base_url_variables=("ANTHROPIC_BASE_URL",),
         key_variables=("ANTHROPIC_API_KEY",),
-        default_model="claude-sonnet-4-5",
+        default_model="claude-sonnet-5-5",
         model_list=ModelList(f"{_MODEL_LIST}:anthropic_models", "`GET {baseURL}/v1/models`"),
         models=CLAUDE_MODELS,
         # Claude's tokenizer is denser than OpenAI's on English and code; an
@@ -166,8 +254,11 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         wire="Responses on api.openai.com, Chat Completions elsewhere (SSE)",
         adapter="oma_host.providers.openai_family:openai_adapter",
         default_base_url="https://api.openai.com/v1",
+        base_url_variables=("OPENAI_BASE_URL",),
+        compatible_servers=True,
         key_variables=("OPENAI_API_KEY",),
-        default_model="gpt-4o-mini",
+        key_needed="at_default_endpoint",
+        default_model="gpt-6.2-sol",
         model_list=ModelList(f"{_MODEL_LIST}:openai_models", "`GET {baseURL}/models`"),
         models=OPENAI_MODELS,
         # o200k: about 4 characters of English a token; a high-detail image
@@ -182,8 +273,11 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         wire="`generateContent`, `streamGenerateContent?alt=sse`",
         adapter="oma_host.providers.gemini:GeminiAdapter",
         default_base_url="https://generativelanguage.googleapis.com",
+        # google-genai's for the Gemini Developer API (GOOGLE_VERTEX_BASE_URL
+        # is Vertex AI's, which this adapter does not speak).
+        base_url_variables=("GOOGLE_GEMINI_BASE_URL",),
         key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-        default_model="gemini-2.5-flash",
+        default_model="gemini-3.8-flash",
         model_list=ModelList(
             "oma_host.providers.gemini:list_models", "`GET {baseURL}/v1beta/models`"
         ),
@@ -198,7 +292,8 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         title="Azure OpenAI (v1 API)",
         wire='Responses, or Chat Completions with `api: "chat"` (SSE)',
         adapter="oma_host.providers.azure:azure_adapter",
-        endpoint_variable="AZURE_OPENAI_ENDPOINT",
+        # openai's AzureOpenAI reads it; no default: every resource has its own.
+        base_url_variables=("AZURE_OPENAI_ENDPOINT",),
         # The api-key first; without one, a Microsoft Entra ID token as a bearer token.
         key_variables=("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"),
         model_list=ModelList(f"{_MODEL_LIST}:azure_models", "`GET .../openai/v1/models`"),
@@ -213,9 +308,13 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         wire="Converse, ConverseStream (binary event stream)",
         adapter="oma_host.providers.bedrock:BedrockAdapter",
         default_base_url="https://bedrock-runtime.{region}.amazonaws.com",
+        # botocore's: the service's own variable, then the global one.
+        base_url_variables=("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"),
+        base_url_variables_off="AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
         # A Bedrock API key (a bearer token); without one, requests are signed
         # with the AWS credentials (the access key id is not a secret).
         key_variables=("AWS_BEARER_TOKEN_BEDROCK",),
+        key_needed="not_always",
         other_secrets=(AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN),
         # Either credential works: the API key, or the key pair (and a
         # session token with temporary credentials). A profile in ~/.aws is
@@ -273,6 +372,12 @@ def offered_providers() -> list[ProviderFacts]:
 def every_secret_variable() -> tuple[str, ...]:
     """Every provider's secret variables, in declaration order, once each."""
     return tuple(dict.fromkeys(name for facts in PROVIDERS for name in facts.secret_variables))
+
+
+def every_base_url_variable() -> tuple[str, ...]:
+    """Every provider's base-URL variables, once each (their URLs' passwords
+    and keys are secrets, ``AgentConfig.secrets``)."""
+    return tuple(dict.fromkeys(n for facts in PROVIDERS for n in facts.base_url_variables))
 
 
 def default_providers() -> list[ProviderFacts]:

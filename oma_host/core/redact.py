@@ -18,6 +18,10 @@ the payload as given (evaluation's ``storePayloads: "full"``):
   ``ASIA...``), Slack tokens (``xoxb-``...) and JWTs (``eyJ...``, three
   dot-separated parts).
 
+A URL's secrets (:func:`url_secrets`: the password of its ``user:password@``
+and the values of key-like query parameters, ``?key=...``, ``&sig=...``) are
+an agent's secret values when the URL is its provider's base URL.
+
 A leaf of the core: which values are secret is the config's to say; this
 module only takes them out."""
 
@@ -29,6 +33,7 @@ import os
 import re
 from collections.abc import Iterable
 from typing import Any, Protocol
+from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 
@@ -185,11 +190,82 @@ def redact_patterns(text: str) -> str:
 
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+# Words that say secret only as a whole word of a name (``MYSQL_PWD``,
+# ``REGISTRY_PASS``, ``SENTRY_DSN``, ``CI_JOB_JWT``, ``SLACK_WEBHOOK_URL``), not
+# inside another (``OLDPWD``, ``COMPASS_HOME``); ``PWD`` alone is the working
+# directory.
+_SECRET_WORDS = frozenset({"PWD", "PASS", "PASSPHRASE", "DSN", "JWT", "COOKIE", "WEBHOOK"})
+_NAME_WORDS = re.compile(r"[^A-Z0-9]+")
 
 
 def is_secret_name(name: str) -> bool:
-    """Environment variable names whose values we treat as secrets."""
-    return bool(_SECRET_NAME.search(name))
+    """Environment variable names whose values we treat as secrets: any with
+    ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``PASSWD``, ``CREDENTIAL`` or
+    ``AUTH`` in it, or a word (between ``_`` and the like) ``PWD``, ``PASS``,
+    ``PASSPHRASE``, ``DSN``, ``JWT``, ``COOKIE`` or ``WEBHOOK``; not ``PWD``
+    itself. Case is ignored."""
+    if _SECRET_NAME.search(name):
+        return True
+    upper = name.upper()
+    return upper != "PWD" and not _SECRET_WORDS.isdisjoint(_NAME_WORDS.split(upper))
+
+
+# Query parameters that carry a credential: the secret-looking names, and the
+# signatures of signed URLs (an Azure SAS's ``sig``, S3's ``X-Amz-Signature``).
+_SECRET_PARAMETER = re.compile(r"^(?:sig|signature|code)$|signature", re.IGNORECASE)
+
+
+def _secret_parameter(name: str) -> bool:
+    return is_secret_name(name) or bool(_SECRET_PARAMETER.search(name))
+
+
+def _query_fields(query: str) -> list[tuple[str, str, str]]:
+    """A query string's fields as (field, name, value), as written."""
+    fields = []
+    for field in query.split("&") if query else []:
+        name, _, value = field.partition("=")
+        fields.append((field, name, value))
+    return fields
+
+
+def url_secrets(url: str | None) -> tuple[str, ...]:
+    """The secret values a URL carries: its password (``user:password@``)
+    and the values of its key-like query parameters (``key``, ``api_key``,
+    ``token``, ``sig``...), each as written and percent-decoded. None for a
+    URL without any, or text that is not a URL."""
+    if not url or "://" not in url:
+        return ()
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket
+        return ()
+    found: list[str] = []
+    if parts.password:
+        found += [parts.password, unquote(parts.password)]
+    for _, name, value in _query_fields(parts.query):
+        if value and _secret_parameter(unquote_plus(name)):
+            found += [value, unquote_plus(value)]
+    return tuple(dict.fromkeys(value for value in found if value))
+
+
+def redacted_url(url: str) -> str:
+    """``url`` with its secrets (:func:`url_secrets`) replaced, the rest
+    kept, so an error or a log line can name it."""
+    if "://" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return Redactor(url_secrets(url)).redact(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    netloc = parts.netloc
+    if at and ":" in userinfo:
+        netloc = userinfo.split(":", 1)[0] + ":" + REDACTED + "@" + host
+    fields = [
+        name + "=" + REDACTED if value and _secret_parameter(unquote_plus(name)) else field
+        for field, name, value in _query_fields(parts.query)
+    ]
+    return urlunsplit((parts.scheme, netloc, parts.path, "&".join(fields), parts.fragment))
 
 
 class HasSecrets(Protocol):
@@ -301,6 +377,9 @@ class Redactor:
 _KEY_FIELDS = {"apiKey", "api_key", "authToken"}
 # Fields that name the environment variable holding an agent's key.
 _KEY_ENV_FIELDS = {"apiKeyEnv", "api_key_env"}
+# Fields that hold a provider's base URL, whose password and key-like query
+# parameters are secrets (:func:`url_secrets`).
+_URL_FIELDS = {"baseURL", "base_url"}
 
 
 # MCP servers' variables and headers, as ACP and AgentConfig write them.
@@ -337,6 +416,9 @@ def scrub_credentials(value: Any) -> tuple[Any, set[str]]:
                 elif key in _KEY_ENV_FIELDS and isinstance(child, str):
                     found.add(os.environ.get(child, ""))
                     clean[key] = child
+                elif key in _URL_FIELDS and isinstance(child, str):
+                    found.update(url_secrets(child))
+                    clean[key] = redacted_url(child)
                 elif key in _PAIR_LISTS and isinstance(child, list):
                     clean[key] = [None] * len(child)
                     for index, pair in enumerate(child):

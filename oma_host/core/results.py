@@ -27,6 +27,7 @@ from typing import (
 from typing_extensions import TypedDict, TypeIs
 
 from oma_host.core.compaction import CompactionMark
+from oma_host.core.config import DelegationConfig
 from oma_host.core.delegation import Lineage
 from oma_host.core.errors import ErrorKind
 from oma_host.core.events import (
@@ -325,6 +326,17 @@ class RunRecorder:
                 self.emit(_delta_event(kind, rest))
         for tool_use_id in list(self._tool_outputs):
             self._end_tool_output(tool_use_id)
+
+    def place(self, settings: DelegationConfig | None) -> Lineage:
+        """The run's lineage; a run a client started gets its tree's root,
+        by its agent's ``delegation``, the first time it is asked."""
+        if self.lineage is None:
+            self.lineage = Lineage.root(settings)
+        return self.lineage
+
+    def tokens_used(self) -> int:
+        """The run's input and output tokens so far (its delegates' too)."""
+        return self.usage["input_tokens"] + self.usage["output_tokens"]
 
     def add_usage(self, input_tokens: int = 0, output_tokens: int = 0) -> None:
         self.usage["input_tokens"] += input_tokens

@@ -98,10 +98,11 @@ TASK_ID = "oma.task.id"
 TASK_ASSIGNEE = "oma.task.assignee"
 TASK_STATUS = "oma.task.status"  # completed, failed, skipped
 TASK_DEPENDS_ON = "oma.task.depends_on"
-STATUS = "oma.status"  # an exported span's status when it was cancelled
+STATUS = "oma.status"  # an exported span's status when it was cancelled or skipped
 
 # ``local`` keys: kept in the host's store, never exported.
 LOCAL_TOOL_INPUT = "toolInput"
+LOCAL_TASK_REASON = "taskReason"  # why a task failed or was skipped
 
 # -- operations (gen_ai.operation.name) ---------------------------------------------
 
@@ -115,7 +116,8 @@ OP_TASK = "task"
 # Spans that stand for a request to a model or another process (OTel kind CLIENT).
 CLIENT_OPERATIONS = frozenset({OP_CHAT})
 
-SpanStatus = Literal["ok", "error", "cancelled"]
+# skipped: a task that never ran (a dependency failed, the budget was spent).
+SpanStatus = Literal["ok", "error", "cancelled", "skipped"]
 AttributeValue = str | int | float | bool | list[str]
 Attributes = dict[str, AttributeValue]
 

@@ -12,7 +12,12 @@ and never writes. When the host is gone, however it went, the pipe reads end
 of file, and the warden ends every process whose environment holds the
 host's marker, and their process groups: SIGTERM, then SIGKILL for what is
 left a second later. A descendant that cleared its environment is ended with
-its process group, if it stayed in it.
+its process group, if it stayed in it. A ``shell`` command's keeper
+(:mod:`oma_host.llm.shell_keeper`) carries a marker of the kind
+:data:`KEEPER` and is spared: it sees the host gone and ends its command's
+whole tree itself, over a grace the warden's SIGKILL would cut short (the
+command and its descendants carry a marker of their own, and the warden ends
+them too).
 
 The warden runs this file as a script with ``python -I -S``: no site
 packages, nothing of the host's imported, the standard library only. Like
@@ -32,6 +37,7 @@ import sys
 import time
 
 MARKER = "OMA_HOST_SPAWN"
+KEEPER = "keeper"  # the kind of marker the warden spares (see the module docstring)
 _GRACE_S = 1.0  # SIGTERM first; SIGKILL what is left after this
 _ROUNDS = 3  # sweeps, for descendants that forked while being ended
 
@@ -99,7 +105,9 @@ def start_warden() -> int:
 
 
 def _marked(prefix: bytes) -> dict[int, int]:
-    """pid -> process group of every process whose environment holds ``prefix``."""
+    """pid -> process group of every process whose environment holds
+    ``prefix``, keepers aside."""
+    spared = prefix + f"{KEEPER}-".encode()
     found: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -111,7 +119,10 @@ def _marked(prefix: bytes) -> dict[int, int]:
                 stat = file.read()
         except OSError:  # gone, or not ours to read
             continue
-        if any(entry.startswith(prefix) for entry in environ.split(b"\0")):
+        if any(
+            entry.startswith(prefix) and not entry.startswith(spared)
+            for entry in environ.split(b"\0")
+        ):
             # The process group is the fifth field, after the parenthesised name.
             found[int(name)] = int(stat.rsplit(b")", 1)[1].split()[2])
     return found

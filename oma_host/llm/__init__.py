@@ -22,10 +22,10 @@ def _check_config(config: AgentConfig) -> None:
 
     check_provider(config.provider)
     check_cost_budget(config)
-    if config.tools:  # the tools' modules are imported only for an agent that has some
-        from oma_host.llm.tools import ToolRegistry
+    if config.tools or config.disallowed_tools:  # imported only for an agent that names some
+        from oma_host.llm.tools import check_tool_names
 
-        ToolRegistry(config.tools, config.cwd)
+        check_tool_names(config)
     seen: set[str] = set()
     for index, server in enumerate(config.mcp_servers or []):
         if server.name in seen:

@@ -6,6 +6,7 @@ only when ``config.mcpServers`` lists some), each a :class:`Tool` with its
 declaration, and sends every call of a known tool through the permission
 policy (:mod:`oma_host.llm.permissions`) first; each decision is streamed as
 a ``permission`` event. A denied call is an error result telling the model so.
+A search (``grep``, ``glob``) is handed the rules its walk leaves files out by.
 An agent with ``delegates`` also has the ``delegate`` tool, whose call is
 handed the run it belongs to (:mod:`oma_host.llm.delegation`) and is bounded
 by the delegate's own ``timeoutMs`` rather than ``toolTimeoutMs``.
@@ -73,11 +74,12 @@ class AgentTools:
         delegates: DelegateLookup | None = None,
     ) -> None:
         timeout_s = (config.hooks.timeout_ms if config.hooks else _DEFAULT_TIMEOUT_MS) / 1000
+        self._delegation_settings = config.delegation
         self._delegation: Delegation | None = None
         if config.delegates and delegates is not None:
             self._delegation = Delegation(config, delegates)
         offered = config.delegates if self._delegation is not None else None
-        self.registry = ToolRegistry(config.tools, config.cwd, offered)
+        self.registry = ToolRegistry(config, offered)
         self._tool_timeout_s = (config.tool_timeout_ms or DEFAULT_TOOL_TIMEOUT_MS) / 1000
         self._workspace = Workspace(
             self.registry.root,
@@ -156,8 +158,12 @@ class AgentTools:
         workspace = replace(
             self._workspace,
             approved=decision.resolved,
+            # A search leaves out, file by file, what the rules keep from it.
+            search_rules=self._policy.search_rules(name) if tool.declaration.search else None,
             report=recorder.event,
             call_id=call["id"],
+            # A host a command starts counts as one level beneath this run.
+            command_env=recorder.place(self._delegation_settings).environment(),
         )
         if name == delegate.NAME and self._delegation is not None:
             # A whole run of another agent: bounded by its own timeoutMs.

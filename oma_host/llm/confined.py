@@ -18,8 +18,10 @@ order, holding one directory's names per level. Its caller decides which
 directories it walks into (grep and ``**`` never take a symlinked one, as
 ``os.walk`` and pathlib do not), and it never walks into a directory it is
 already inside, so no loop can trap it; it skips symlinks that lead out of
-the tree, dangle or loop; and it checks a :class:`Stop` before every entry,
-so a cancelled or overdue call ends promptly.
+the tree, dangle or loop; it checks a :class:`Stop` before every entry,
+so a cancelled or overdue call ends promptly; and each entry says what it
+leads to (``resolved``), so the permission rules a search matches on it see
+through a symlinked file or folder.
 """
 
 from __future__ import annotations
@@ -86,10 +88,18 @@ class Stop:
 
 
 class Root:
-    """An open descriptor of the confining directory, for one tool call."""
+    """An open descriptor of the confining directory, for one tool call.
+    ``fd``: a descriptor of ``path`` the caller opened (and hands over);
+    ``inside``: what refusals call the directory."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(
+        self, path: str, *, fd: int | None = None, inside: str = "the agent's working directory"
+    ) -> None:
         self.path = path  # absolute, symlinks resolved
+        self.inside = inside
+        if fd is not None:
+            self.fd = fd
+            return
         try:
             self.fd = os.open(path, _OPEN_DIR)
         except OSError as error:
@@ -102,8 +112,8 @@ class Root:
         os.close(self.fd)
 
 
-def _outside(what: str, path: str) -> ToolError:
-    return ToolError(f"{what} {path!r} is outside the agent's working directory")
+def _outside(root: Root, what: str, path: str) -> ToolError:
+    return ToolError(f"{what} {path!r} is outside {root.inside}")
 
 
 def _parts_beneath(root: Root, absolute: str) -> list[str] | None:
@@ -152,7 +162,7 @@ def open_beneath(root: Root, path: str, what: str) -> tuple[int, str]:
     anything but a regular file or a directory (without opening it)."""
     parts = _parts_beneath(root, path) if path.startswith("/") else path.split("/")
     if parts is None:
-        raise _outside(what, path)
+        raise _outside(root, what, path)
     pending = parts[::-1]  # popped from the end
     held: list[tuple[int, str]] = []  # directories below the root, innermost last
     tries = 0
@@ -163,7 +173,7 @@ def open_beneath(root: Root, path: str, what: str) -> tuple[int, str]:
                 continue
             if name == "..":
                 if not held:
-                    raise _outside(what, path)
+                    raise _outside(root, what, path)
                 os.close(held.pop()[0])
                 continue
             parent = held[-1][0] if held else root.fd
@@ -184,7 +194,7 @@ def open_beneath(root: Root, path: str, what: str) -> tuple[int, str]:
             elif target.startswith("/"):
                 beneath = _parts_beneath(root, target)
                 if beneath is None:
-                    raise _outside(what, path)
+                    raise _outside(root, what, path)
                 while held:
                     os.close(held.pop()[0])
                 pending.extend(reversed(beneath))
@@ -207,7 +217,7 @@ def locate_missing(root: Root, path: str) -> tuple[str, tuple[str, ...], str]:
     if path.startswith("/"):
         parts_beneath = _parts_beneath(root, path)
         if parts_beneath is None:
-            raise _outside("path", path)
+            raise _outside(root, "path", path)
         path = "/".join(parts_beneath)
     parts = [part for part in path.split("/") if part not in ("", ".")]
     if not parts or parts[-1] == "..":
@@ -269,12 +279,15 @@ class Entry(Generic[T]):
     """A regular file or a directory met by :func:`walk`. A symlink beneath
     the root is reported as what it leads to, with ``linked`` set."""
 
-    path: str  # relative to the root
+    path: str  # relative to the root, as walked
     name: str
     is_dir: bool
     linked: bool
     context: T  # what ``enter`` answered for the directory it is in
     parent_fd: int  # valid until the walk moves on
+    # What ``path`` leads to, relative to the root: itself unless a symlink
+    # is on the way (the entry's own, or a symlinked directory walked into).
+    resolved: str = ""
 
 
 _DIR, _FILE, _LINK = range(3)
@@ -299,12 +312,12 @@ def _listing(fd: int) -> Iterator[tuple[str, int]]:
     return iter(listing)
 
 
-def _through_link(root: Root, path: str) -> bool | None:
+def _through_link(root: Root, path: str) -> tuple[bool, str] | None:
     """Whether the symlink at ``path`` leads to a directory (True) or a
-    regular file (False) beneath the root; None if it leads out, dangles,
-    loops or leads to anything else."""
+    regular file (False) beneath the root, and where (relative to the root);
+    None if it leads out, dangles, loops or leads to anything else."""
     try:
-        fd, _ = open_beneath(root, path, "path")
+        fd, resolved = open_beneath(root, path, "path")
     except ToolError:
         return None
     try:
@@ -312,7 +325,7 @@ def _through_link(root: Root, path: str) -> bool | None:
     finally:
         os.close(fd)
     if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
-        return stat.S_ISDIR(mode)
+        return stat.S_ISDIR(mode), resolved
     return None
 
 
@@ -328,6 +341,7 @@ class _Frame(Generic[T]):
     context: T
     names: Iterator[tuple[str, int]]
     identity: tuple[int, int]
+    resolved: str  # what ``path`` leads to
 
 
 def walk(
@@ -340,12 +354,15 @@ def walk(
 ) -> Iterator[Entry[T]]:
     """Every file and directory beneath the directory ``start_fd`` (at
     ``start_path`` under the root; the caller keeps and closes the
-    descriptor), depth first in name order. ``enter`` is asked about each
-    directory: None skips it, anything else walks into it and becomes the
-    ``context`` of what is found there. A directory already being walked
-    (through a symlink or a bind mount) is never walked into again, nor one
-    more than ``_MAX_DEPTH`` levels down."""
-    frames = [_Frame(start_fd, start_path, context, _listing(start_fd), _identity(start_fd))]
+    descriptor; ``start_path`` is resolved, no symlink on the way), depth
+    first in name order. ``enter`` is asked about each directory: None skips
+    it, anything else walks into it and becomes the ``context`` of what is
+    found there. A directory already being walked (through a symlink or a
+    bind mount) is never walked into again, nor one more than ``_MAX_DEPTH``
+    levels down."""
+    frames = [
+        _Frame(start_fd, start_path, context, _listing(start_fd), _identity(start_fd), start_path)
+    ]
     try:
         while frames:
             frame = frames[-1]
@@ -357,61 +374,64 @@ def walk(
                 continue
             stop.check()
             path = f"{frame.path}/{name}" if frame.path else name
+            resolved = f"{frame.resolved}/{name}" if frame.resolved else name
             is_dir = kind == _DIR
             if kind == _LINK:
-                leads_to_dir = _through_link(root, path)
-                if leads_to_dir is None:
+                leads_to = _through_link(root, path)
+                if leads_to is None:
                     continue
-                is_dir = leads_to_dir
-            entry = Entry(path, name, is_dir, kind == _LINK, frame.context, frame.fd)
+                is_dir, resolved = leads_to
+            entry = Entry(path, name, is_dir, kind == _LINK, frame.context, frame.fd, resolved)
             yield entry
             inner = enter(entry) if is_dir and len(frames) < _MAX_DEPTH else None
             if inner is not None:
                 child = _open_child(root, entry, {f.identity for f in frames})
                 if child is not None:
-                    fd, identity = child
-                    frames.append(_Frame(fd, path, inner, _listing(fd), identity))
+                    fd, identity, resolved = child
+                    frames.append(_Frame(fd, path, inner, _listing(fd), identity, resolved))
     finally:
         for frame in frames[1:]:
             os.close(frame.fd)
 
 
-def _open_entry(root: Root, entry: Entry[T]) -> tuple[int, os.stat_result] | None:
-    """``entry`` opened again, with what its descriptor says it is; None if
-    it is gone, or no longer beneath the root, meanwhile."""
+def _open_entry(root: Root, entry: Entry[T]) -> tuple[int, os.stat_result, str] | None:
+    """``entry`` opened again, with what its descriptor says it is and where
+    it leads (relative to the root); None if it is gone, or no longer
+    beneath the root, meanwhile."""
     try:
         if entry.linked:
-            fd, _ = open_beneath(root, entry.path, "path")
+            fd, resolved = open_beneath(root, entry.path, "path")
         else:
             flags = _OPEN_DIR if entry.is_dir else _OPEN
-            fd = os.open(entry.name, flags, dir_fd=entry.parent_fd)
+            fd, resolved = os.open(entry.name, flags, dir_fd=entry.parent_fd), entry.resolved
     except (OSError, ToolError):
         return None
-    return fd, os.fstat(fd)
+    return fd, os.fstat(fd), resolved
 
 
 def _open_child(
     root: Root, entry: Entry[T], above: set[tuple[int, int]]
-) -> tuple[int, tuple[int, int]] | None:
+) -> tuple[int, tuple[int, int], str] | None:
     opened = _open_entry(root, entry)
     if opened is None:
         return None
-    fd, info = opened
+    fd, info, resolved = opened
     identity = (info.st_dev, info.st_ino)
     if identity in above or not stat.S_ISDIR(info.st_mode):  # a loop back up, or a swap
         os.close(fd)
         return None
-    return fd, identity
+    return fd, identity, resolved
 
 
-def open_file(root: Root, entry: Entry[T]) -> int | None:
-    """A descriptor of the regular file ``entry``, or None if it is no
-    longer one (or no longer beneath the root)."""
+def open_file(root: Root, entry: Entry[T]) -> tuple[int, str] | None:
+    """A descriptor of the regular file ``entry``, and the file it is
+    (relative to the root; a symlink may have been swapped since the walk
+    met it); None if it is no longer a regular file beneath the root."""
     opened = _open_entry(root, entry)
     if opened is None:
         return None
-    fd, info = opened
+    fd, info, resolved = opened
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         return None
-    return fd
+    return fd, resolved

@@ -232,6 +232,8 @@ class ContextKeeper:
         recorder: RunRecorder,
         trigger: Trigger,
     ) -> Outcome | str:
+        if not messages:
+            return "nothing to compact: the conversation is empty"
         strategy: Literal["summarize", "sliding-window"] = (
             "sliding-window" if self.strategy == "sliding-window" else "summarize"
         )

@@ -13,9 +13,11 @@ runs. A call:
    holds for any backend), with the caller's lineage one level down; each
    event the delegate streams is the caller's ``delegate`` event, under the
    call's ``toolUseId`` and the delegate's name;
-3. counts the delegate's tokens and cost as the caller's (:func:`count_spending`),
-   so the caller's budgets, result, ``agent/state`` and ACP ``usage_update``
-   see them;
+3. gives the delegate at most what the caller has left of its
+   ``maxTokenBudget`` and ``maxCostBudget`` as its own, and counts the
+   delegate's tokens and cost as the caller's (:func:`count_spending`), so
+   the caller's budgets (checked after each tool call), result,
+   ``agent/state`` and ACP ``usage_update`` see them;
 4. answers with the delegate's output, or an error result with its failure.
 
 The delegate runs in a task of its own so that a cancelled caller (its turn
@@ -59,6 +61,7 @@ class Delegation:
     def __init__(self, config: AgentConfig, lookup: DelegateLookup) -> None:
         self._names = tuple(config.delegates or ())
         self._settings = config.delegation
+        self._budgets = (config.max_token_budget, config.max_cost_budget)
         self._lookup = lookup
 
     def for_call(self, recorder: RunRecorder, tool_use_id: str) -> DelegateCall:
@@ -73,12 +76,11 @@ class Delegation:
                 f"{name!r} is not an agent this one may delegate to "
                 f"(its delegates: {', '.join(self._names)})"
             )
-        if recorder.lineage is None:  # a run a client started: the root of its tree
-            recorder.lineage = Lineage.root(self._settings)
-        lineage = recorder.lineage
+        lineage = recorder.place(self._settings)
         refusal = lineage.refusal()
         if refusal is not None:
             raise ToolError(refusal)
+        tokens, cost = self._left(lineage, recorder)
         delegate = self._lookup(name)
         if delegate is None:
             raise ToolError(f"agent {name!r} is no longer in this session (it was disposed)")
@@ -86,7 +88,7 @@ class Delegation:
             messages = delegate.validate_run_input(task, "task")
         except InvalidMessageError as error:
             raise ToolError(str(error)) from None
-        child = lineage.child(delegate.config.delegation)
+        child = lineage.child(delegate.config.delegation, tokens=tokens, cost=cost)
         report_activity(f"delegating to {name}")
 
         def nested(event: RunEvent) -> None:
@@ -124,6 +126,20 @@ class Delegation:
             return result["output"] or f"(agent {name!r} answered with no text)"
         status = result["status"]
         raise ToolError(f"agent {name!r} failed: {status.get('message') or status['code']}")
+
+    def _left(self, lineage: Lineage, recorder: RunRecorder) -> tuple[int | None, float | None]:
+        """What the caller has left of its budgets (its own, or what its
+        callers left it), for the delegate to spend at most; ToolError when
+        nothing is left."""
+        token_budget, cost_budget = lineage.budgets(*self._budgets)
+        tokens = None if token_budget is None else token_budget - recorder.tokens_used()
+        cost = None if cost_budget is None else cost_budget - (recorder.cost or 0.0)
+        if (tokens is not None and tokens <= 0) or (cost is not None and cost <= 0):
+            raise ToolError(
+                "this run's budget is spent (maxTokenBudget or maxCostBudget): "
+                "answer with what you have"
+            )
+        return tokens, cost
 
 
 def count_spending(recorder: RunRecorder, delegate: Delegate, result: AgentRunResult) -> None:

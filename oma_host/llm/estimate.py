@@ -134,7 +134,7 @@ class TokenEstimator:
     def sizes(self, conversation: list[LLMMessage]) -> list[int]:
         """Each message's estimated tokens."""
         totals = self._raw_totals(conversation)
-        befores = [0, *totals[:-1]]
+        befores = [0, *totals][: len(totals)]  # none for an empty conversation
         return [self.scaled(total - before) for total, before in zip(totals, befores, strict=True)]
 
     def tokens(self, parts: list[Any]) -> int:

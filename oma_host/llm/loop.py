@@ -1,8 +1,10 @@
 """The LLM agent loop: send the conversation to the provider adapter, stream
 what comes back into the run's recorder, run the tools the model calls, and
 go round again until the model stops calling tools, ``maxTurns`` is reached,
-``maxTokenBudget`` or ``maxCostBudget`` is spent, or the model keeps making
-the same call (``loopDetection``). With ``outputSchema`` the final answer is
+``maxTokenBudget`` or ``maxCostBudget`` is spent (checked after each reply
+and each tool call, a delegate's spending included; a delegate's own are at
+most what its caller had left), or the model keeps making the same call
+(``loopDetection``). With ``outputSchema`` the final answer is
 parsed and validated as JSON, with one repair turn. Provider faults become
 failed results on the normal failure path, but for those another model may
 answer: then the turn falls back to ``fallbackModels`` in order. The tools
@@ -11,11 +13,14 @@ answer: then the turn falls back to ``fallbackModels`` in order. The tools
 with ``errorInfo.kind: "mcp"``. The guards' rules are :mod:`oma_host.llm.guards`'s.
 Before each request the conversation is fitted to the model's context
 window, and a "too long" answer is compacted and asked once more
-(:mod:`oma_host.llm.context`).
+(:mod:`oma_host.llm.context`). With ``environment`` the system prompt opens
+with the host's part (:mod:`oma_host.llm.environment`), gathered before the
+first request and kept for the backend's life.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import time
@@ -26,7 +31,7 @@ from oma_host.core.backends import DelegateLookup, PermissionHandler
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import prices_of
 from oma_host.core.editor_channel import EditorChannel
-from oma_host.core.errors import BackendRequestError
+from oma_host.core.errors import BackendRequestError, ErrorKind
 from oma_host.core.events import Compaction
 from oma_host.core.messages import ContentBlock, LLMMessage, ToolResultBlock, ToolUseBlock
 from oma_host.core.redact import Redactor
@@ -34,6 +39,7 @@ from oma_host.core.results import COST_BUDGET_KIND, MAX_TOKENS_KIND, AgentRunRes
 from oma_host.llm.agent_tools import AgentTools, output_text
 from oma_host.llm.chat_span import chat_span, record_reply
 from oma_host.llm.context import ContextKeeper
+from oma_host.llm.environment import environment_prompt, gather_environment
 from oma_host.llm.guards import RepeatWatch, falls_back, models_to_try
 from oma_host.llm.mcp_errors import McpFailure
 from oma_host.llm.tools.base import ToolOutput
@@ -84,6 +90,13 @@ class _SchemaMismatch(Exception):
     pass
 
 
+@dataclasses.dataclass(frozen=True)
+class _Looping:
+    """The model kept making the same call (``loopDetection``): why the run ends."""
+
+    message: str
+
+
 @dataclasses.dataclass
 class _Relay:
     """Whether a streamed reply has begun to reach the client: if it then
@@ -121,6 +134,23 @@ class LLMBackend:
         self._models = models_to_try(config)
         self._prices = {model: prices_of(config, model) for model in self._models}
         self._context = ContextKeeper(config, self._adapter, self._prices[self._models[0]])
+        # The host's part of the system prompt, until it is gathered.
+        self._environment_pending = bool(config.environment)
+        self._environment_lock = asyncio.Lock()
+
+    async def _gather_environment(self) -> None:
+        """Put the host's part before the system prompt, once (see
+        :mod:`oma_host.llm.environment`)."""
+        async with self._environment_lock:
+            if not self._environment_pending:
+                return
+            environment = await gather_environment(self._tools.registry.root)
+            tools = list(self._tools.registry.tools)
+            host = environment_prompt(environment, self._config, tools)
+            system = self._options.system_prompt
+            system = f"{host}\n\n{system}" if system else host
+            self._options = dataclasses.replace(self._options, system_prompt=system)
+            self._environment_pending = False
 
     async def execute(
         self, messages: list[LLMMessage], prompt: str, recorder: RunRecorder, *, streaming: bool
@@ -141,10 +171,10 @@ class LLMBackend:
         self, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool
     ) -> AgentRunResult:
         max_turns = self._config.max_turns or DEFAULT_MAX_TURNS
-        budget = self._config.max_token_budget
-        cost_budget = self._config.max_cost_budget
         repeats = RepeatWatch.of(self._config)
         output = ""
+        if self._environment_pending:
+            await self._gather_environment()
         # The MCP servers start on the first run; their tools join the built-ins.
         tools = await self._tools.prepare()
         if tools != self._options.tools:
@@ -154,34 +184,51 @@ class LLMBackend:
             report_activity(waiting if turn == 1 else f"turn {turn} of {max_turns}: {waiting}")
             response = await self._turn(conversation, recorder, streaming)
             output = _text_of(response.content)
-            used = recorder.usage["input_tokens"] + recorder.usage["output_tokens"]
-            if budget is not None and used > budget:
-                return recorder.result(
-                    "budget_exhausted",
-                    f"maxTokenBudget={budget} exceeded: {used} tokens used",
-                    output=output,
-                    error_kind=MAX_TOKENS_KIND,
-                )
-            spent = recorder.cost or 0.0
-            if cost_budget is not None and spent >= cost_budget:
-                return recorder.result(
-                    "budget_exhausted",
-                    f"maxCostBudget={cost_budget:g} USD reached: {spent:.6g} USD spent",
-                    output=output,
-                    error_kind=COST_BUDGET_KIND,
-                )
+            spent = self._spent(recorder)
+            if spent is not None:
+                message, kind = spent
+                return recorder.result("budget_exhausted", message, output=output, error_kind=kind)
             calls = [block for block in response.content if block.get("type") == "tool_use"]
             if not calls:
                 break
-            looping = await self._run_tools(calls, conversation, recorder, repeats)
-            if looping is not None:
-                return recorder.result("error", looping, output=looping, error_kind="loop")
+            ended = await self._run_tools(calls, conversation, recorder, repeats)
+            if isinstance(ended, _Looping):
+                return recorder.result(
+                    "error", ended.message, output=ended.message, error_kind="loop"
+                )
+            if ended is not None:
+                message, kind = ended
+                return recorder.result("budget_exhausted", message, output=output, error_kind=kind)
         else:
             # Ends on the tool results the model never saw: ``ended_at_turn_limit``.
             return recorder.result("ok", f"stopped at maxTurns={max_turns}", output=output)
         if self._config.output_schema is None:
             return recorder.result(output=output)
         return await self._structured(output, conversation, recorder, streaming)
+
+    def _spent(self, recorder: RunRecorder) -> tuple[str, ErrorKind] | None:
+        """The budget the run has spent, as (message, errorInfo.kind), or
+        None: ``maxTokenBudget`` is exceeded or ``maxCostBudget`` reached,
+        each the agent's own or, for a delegate, what its caller had left
+        when less (:meth:`Lineage.budgets`). Checked after each reply and
+        after each tool call (a delegate's spending counts)."""
+        own_tokens, own_cost = self._config.max_token_budget, self._config.max_cost_budget
+        lineage = recorder.lineage
+        budget, cost_budget = (
+            (own_tokens, own_cost) if lineage is None else lineage.budgets(own_tokens, own_cost)
+        )
+        used = recorder.tokens_used()
+        if budget is not None and used > budget:
+            whose = "" if budget == own_tokens else " (what its caller had left)"
+            return f"maxTokenBudget={budget}{whose} exceeded: {used} tokens used", MAX_TOKENS_KIND
+        cost = recorder.cost or 0.0
+        if cost_budget is not None and cost >= cost_budget:
+            whose = "" if cost_budget == own_cost else " (what its caller had left)"
+            return (
+                f"maxCostBudget={cost_budget:g} USD{whose} reached: {cost:.6g} USD spent",
+                COST_BUDGET_KIND,
+            )
+        return None
 
     async def _turn(
         self, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool
@@ -286,27 +333,32 @@ class LLMBackend:
         conversation: list[LLMMessage],
         recorder: RunRecorder,
         repeats: RepeatWatch,
-    ) -> str | None:
+    ) -> _Looping | tuple[str, ErrorKind] | None:
         """Run the calls in order and add their results to the conversation.
         With loop detection, a call made ``maxRepeats`` times in a row is
         answered with a warning instead of running, and the same call once
         more ends the run: its message is returned, and that call and those
-        after it are answered without running."""
+        after it are answered without running. A call after which a budget
+        is spent (a delegate's spending counts) ends the run too: the
+        budget's (message, kind) is returned, and the calls after it are
+        answered without running."""
         results: list[ContentBlock] = []
-        looping: str | None = None
+        ended: _Looping | tuple[str, ErrorKind] | None = None
         for call in calls:
             started = time.monotonic()
-            verdict = "run" if looping is not None else repeats.see(call["name"], call["input"])
+            verdict = "run" if ended is not None else repeats.see(call["name"], call["input"])
             if verdict == "end":
-                looping = repeats.ending(call["name"])
+                ended = _Looping(repeats.ending(call["name"]))
             output: ToolOutput
-            if looping is not None:
-                output, is_error = f"Not run: the run ended. {looping}", True
+            if ended is not None:
+                why = ended.message if isinstance(ended, _Looping) else ended[0]
+                output, is_error = f"Not run: the run ended. {why}", True
             elif verdict == "warn":
                 output, is_error = repeats.warning(call["name"]), True
             else:
                 report_activity(f"calling tool {call['name']}")
                 output, is_error = await self._tools.call(call, recorder)
+                ended = self._spent(recorder)
             recorder.tool_calls.append(
                 {
                     "toolName": call["name"],
@@ -327,7 +379,7 @@ class LLMBackend:
         message: LLMMessage = {"role": "user", "content": results}
         conversation.append(message)
         recorder.messages.append(message)
-        return looping
+        return ended
 
     async def _structured(
         self, output: str, conversation: list[LLMMessage], recorder: RunRecorder, streaming: bool

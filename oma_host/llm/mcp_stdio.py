@@ -42,6 +42,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from oma_host.core.config import McpServerStdio
+from oma_host.core.delegation import host_environment
 from oma_host.core.json_ids import recover_id
 from oma_host.core.subreaper import subreaper_enabled
 from oma_host.core.warden import MARKER, hold_marker, keep_child, release_child, release_marker
@@ -184,7 +185,11 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
 @contextlib.asynccontextmanager
 async def stdio_transport(config: McpServerStdio, cwd: str) -> AsyncIterator[Transport]:
     """Start the server and yield the session's streams and the process."""
-    env: dict[str, Any] = {**get_default_environment(), **{v.name: v.value for v in config.env}}
+    env: dict[str, Any] = {
+        **get_default_environment(),
+        **{v.name: v.value for v in config.env},
+        **host_environment(),  # a host it starts counts one level down (delegation limits)
+    }
     marker = None
     if subreaper_enabled():
         marker = hold_marker("mcp")

@@ -19,9 +19,24 @@ it matches (as written, folded, or resolved): a rule that keeps a file out
 must not be talked around. When the targets cannot all be found (an MCP
 tool, whose arguments the host cannot read the meaning of), an ``allow``
 rule with a pattern never applies, and a ``deny`` or ``ask`` rule with one
-applies when any string among the arguments, read as a path, matches. The
-file an approval was given for is the one the call may touch
-(:meth:`oma_host.llm.tools.base.Workspace.confirm`).
+applies when any string among the arguments, read as a path (a ``file:``
+URI as the path it names), matches, or names a folder holding what the
+pattern covers: its fixed beginning lies inside (``secrets`` and ``.`` hold
+``secrets/*``), or a file or folder found beneath it matches (looked for
+only when such a rule names the tool). The file an approval was given for
+is the one the call may touch
+(:meth:`oma_host.llm.tools.base.Workspace.confirm`). A search (``grep``,
+``glob``) decides each file its walk meets by the rules too
+(:class:`SearchRules`): what a ``deny`` or ``ask`` rule covers is left out.
+
+Some places are the host's to guard whatever the rules say
+(:func:`protected`): a path through a ``.git`` or ``.oma`` folder (a
+repository's hooks and config run code; ``.oma`` holds the agent's own
+commands), the host's config folder and the agents file the ACP door
+serves (:func:`oma_host.core.places.own_config`). A call of a tool that
+changes things (every tool but a read) reaching one is asked about even
+when an ``allow`` rule, the ``accept-edits`` mode or a session grant would
+let it run unasked, and its approval is never kept for the session.
 
 A command line (the ``shell`` tool's target) is decided one simple command
 at a time (:func:`oma_host.llm.command_line.split_command`): each part gets
@@ -42,8 +57,9 @@ a pattern: the first such rule makes it ask.
 "tool"``) through the agent's permission handler, for at most
 ``hooks.timeoutMs``. The answer ``{approve: true, scope: "session"}`` allows
 the same tool under the same rule for the rest of the backend's life (the
-agent's, until it is reset or disposed) without asking again; for a command
-line, the same line only. No handler
+agent's, until it is reset or disposed) without asking again: for a tool
+whose target is a path, on the same file only; for a command line, the same
+line only. No handler
 (teams, runs without a client), no answer in time, an error or any other
 answer denies. Every decision becomes a ``permission`` stream event.
 """
@@ -53,15 +69,27 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import os
+import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
 
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import PermissionMode, PermissionRule
+from oma_host.core.places import own_config
 from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, first_string
 from oma_host.llm.command_line import split_command
-from oma_host.llm.confined import Root, ToolError, resolve_beneath
+from oma_host.llm.confined import (
+    Root,
+    Stop,
+    TimeUp,
+    ToolError,
+    open_beneath,
+    resolve_beneath,
+    walk,
+)
 
 Action = Literal["allow", "ask", "deny"]
 # The main argument of a tool that names none (an MCP server's): the first
@@ -82,6 +110,18 @@ def undeclared_tool(name: str, description: str, input_schema: dict[str, Any]) -
 # The strings of an MCP call read as paths at the most (a call of thousands is
 # matched on these and asks, as one whose targets cannot be found does).
 _MAX_STRINGS = 256
+# The folders an MCP call names are looked into for what a deny or ask rule
+# covers: this many entries at most, for this long at most, all folders of
+# the call together. A folder holding more is taken to hold such a file.
+_MAX_BENEATH = 10_000
+_BENEATH_BUDGET_S = 2.0
+# Folder names no tool but a read reaches unasked, wherever they are on the
+# way (compared ignoring case, as a case-insensitive file system would).
+PROTECTED_NAMES = frozenset({".git", ".oma"})
+# Where a pattern's fixed beginning ends.
+_WILDCARD = re.compile(r"[*?\[]")
+# The tool whose rules keep a file's text from a search that reads it.
+READ_TOOL = "file_read"
 
 
 @dataclass(frozen=True)
@@ -103,6 +143,13 @@ class Target:
     # A command line's part whose command cannot be known: it possibly
     # matches every deny or ask rule with a pattern.
     unknown: bool = False
+    # The forms of what may be a folder (an MCP call's arguments): a deny or
+    # ask rule applies when one holds what its pattern covers.
+    folders: tuple[str, ...] = ()
+    # A folder too large to look through: every deny or ask rule applies.
+    unsearched: bool = False
+    # It reaches a place only the user may let a change reach (:func:`protected`).
+    protected: bool = False
 
 
 def _folded(path: str, root: str) -> str:
@@ -142,8 +189,94 @@ def _strings(value: Any) -> Iterator[str]:
             pending.extend(item)
 
 
-def find_target(declaration: ToolDeclaration, arguments: Any, root: Root) -> Target:
-    """How ``declaration``'s call of ``arguments`` is matched (filesystem reads: a worker's)."""
+def _as_paths(text: str) -> tuple[str, ...]:
+    """``text``, and for a ``file:`` URI the path it names too, as written
+    and percent-decoded (whatever host it names: a server may ignore it)."""
+    if text[:5].lower() != "file:":
+        return (text,)
+    path = urlsplit(text).path
+    return tuple(dict.fromkeys(form for form in (text, path, unquote(path)) if form))
+
+
+def protected(root: str, resolved: str | None, path: str) -> bool:
+    """Whether ``path`` (resolved to ``resolved`` beneath ``root``, None
+    outside it) goes through a ``.git`` or ``.oma`` folder, or into the
+    host's own configuration (see the module docstring). Beneath ``root``,
+    only the part below it is looked at for the folder names."""
+    if resolved is not None:
+        absolute, below = os.path.join(root, resolved), resolved
+    else:
+        absolute = os.path.normpath(os.path.join(root, path))
+        if os.path.isabs(path) and "\0" not in path:
+            absolute = os.path.realpath(absolute)
+        below = absolute
+    if any(name.lower() in PROTECTED_NAMES for name in below.split("/")):
+        return True
+    inside = (absolute == own or absolute.startswith(own.rstrip("/") + "/") for own in own_config())
+    return any(inside)
+
+
+def _holds(folder: str, pattern: str) -> bool:
+    """Whether ``folder`` (a form of a path) holds what ``pattern`` names by
+    its fixed beginning, the part before its first wildcard: ``secrets``,
+    ``.`` and the absolute root hold ``secrets/*``; ``*/secrets/*`` says
+    nothing by its beginning."""
+    found = _WILDCARD.search(pattern)
+    fixed = pattern[: found.start()] if found else pattern
+    fixed_folder = fixed[: fixed.rfind("/") + 1]
+    if not fixed_folder:
+        return False
+    if folder == ".":
+        return not fixed_folder.startswith(("/", "../"))
+    return fixed_folder.startswith(folder if folder.endswith("/") else folder + "/")
+
+
+class _Beneath:
+    """What lies beneath the folders an MCP call names, looked through
+    within one bound for the call (``_MAX_BENEATH``, ``_BENEATH_BUDGET_S``);
+    ``complete`` turns False when a folder holds more."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+        self.left = _MAX_BENEATH
+        self.stop = Stop(_BENEATH_BUDGET_S)
+        self.complete = True
+        self.seen: set[str] = set()
+
+    def forms(self, resolved: str) -> Iterator[str]:
+        """The forms of every file and folder beneath ``resolved``, if it is
+        a folder: as walked and as resolved, relative and absolute. Symlinked
+        folders are walked into, as a server following them would."""
+        if resolved in self.seen or not self.complete:
+            return
+        self.seen.add(resolved)
+        try:
+            fd, start = open_beneath(self.root, resolved or ".", "path")
+        except ToolError:
+            return
+        try:
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                return
+            for entry in walk(self.root, fd, start, True, self.stop, lambda entry: True):
+                self.left -= 1
+                if self.left < 0:
+                    self.complete = False
+                    return
+                for form in dict.fromkeys((entry.path, entry.resolved)):
+                    yield form
+                    yield _absolute(self.root, form)
+        except TimeUp:
+            self.complete = False
+        finally:
+            os.close(fd)
+
+
+def find_target(
+    declaration: ToolDeclaration, arguments: Any, root: Root, *, look_beneath: bool = False
+) -> Target:
+    """How ``declaration``'s call of ``arguments`` is matched (filesystem
+    reads: a worker's). ``look_beneath``: an MCP call's folders are looked
+    through for what a deny or ask rule may cover (:class:`_Beneath`)."""
     shown = declaration.target(arguments)
     if declaration.target_kind == "command":
         return command_target(shown)
@@ -153,15 +286,35 @@ def find_target(declaration: ToolDeclaration, arguments: Any, root: Root) -> Tar
         if shown is None:
             return Target(None, None, ())
         resolved, forms = _path_forms(shown, root)
+        guarded = protected(root.path, resolved, shown)
         if resolved is None:
-            return Target(shown, None, forms, None)
-        return Target(shown, (resolved or ".", _absolute(root, resolved)), forms, resolved)
-    possible: list[str] = []
+            return Target(shown, None, forms, None, protected=guarded)
+        names = (resolved or ".", _absolute(root, resolved))
+        return Target(shown, names, forms, resolved, protected=guarded)
+    given: list[str] = []  # the arguments' forms
+    found: list[str] = []  # what lies beneath those that are folders
+    guarded = False
+    beneath = _Beneath(root) if look_beneath else None
     for index, text in enumerate(_strings(arguments)):
         if index == _MAX_STRINGS:
             break
-        possible.extend(_path_forms(text, root)[1] if text else (text,))
-    return Target(shown, None, tuple(dict.fromkeys(possible)))
+        if not text:
+            given.append(text)
+            continue
+        for path in _as_paths(text):
+            resolved, forms = _path_forms(path, root)
+            given.extend(forms)
+            guarded = guarded or protected(root.path, resolved, path)
+            if beneath is not None and resolved is not None:
+                found.extend(beneath.forms(resolved))
+    return Target(
+        shown,
+        None,
+        tuple(dict.fromkeys(given + found)),
+        folders=tuple(dict.fromkeys(form for form in given if form)),
+        unsearched=beneath is not None and not beneath.complete,
+        protected=guarded,
+    )
 
 
 def command_target(line: str | None) -> Target:
@@ -189,7 +342,8 @@ class Verdict:
 
     action: Action
     rule: int | None  # None: the mode or a default
-    by: Literal["rule", "mode", "default"] = "rule"
+    # "protected": a place the rules and the mode cannot let a change reach unasked.
+    by: Literal["rule", "mode", "default", "protected"] = "rule"
 
 
 def default_action(tool: ToolDeclaration) -> Action:
@@ -203,7 +357,16 @@ def _applies(rule: PermissionRule, target: Target) -> bool:
         return True
     if rule.action == "allow":
         return any(fnmatch.fnmatchcase(name, pattern) for name in target.names or ())
-    return any(fnmatch.fnmatchcase(form, pattern) for form in target.possible)
+    return (
+        target.unsearched
+        or any(fnmatch.fnmatchcase(form, pattern) for form in target.possible)
+        or any(_holds(folder, pattern) for folder in target.folders)
+    )
+
+
+def _guarded(tool: ToolDeclaration, target: Target) -> bool:
+    """Whether the call must be asked about, whatever allows it (:func:`protected`)."""
+    return target.protected and tool.effect != "read"
 
 
 # The strictness of each action, for a command line's parts.
@@ -218,23 +381,69 @@ def evaluate(
 ) -> Verdict:
     """In ``read-only`` mode, anything but a read is denied before the rules;
     otherwise the first matching rule's action, else in ``accept-edits``
-    mode a write is allowed, else the default. A command line's verdict is
-    the strictest of its parts' (the first part's among equals)."""
+    mode a write is allowed, else the default; but a change reaching a
+    protected place asks where it would be allowed. A command line's verdict
+    is the strictest of its parts' (the first part's among equals)."""
     if mode == "read-only" and tool.effect != "read":
         return Verdict("deny", None, "mode")
     if target.parts is not None:
         verdicts = [evaluate(rules, tool, part, mode) for part in target.parts]
         return max(verdicts, key=lambda verdict: _STRICTNESS[verdict.action])
+    verdict = Verdict(default_action(tool), None, "default")
     for index, rule in enumerate(rules):
         if not fnmatch.fnmatchcase(tool.name, rule.tool):
             continue
         if _applies(rule, target):
-            return Verdict(rule.action, index)
+            verdict = Verdict(rule.action, index)
+            break
         if target.unknown and rule.pattern is not None and rule.action != "allow":
-            return Verdict("ask", index)  # it may be what the rule keeps out
-    if mode == "accept-edits" and tool.effect == "write":
-        return Verdict("allow", None, "mode")
-    return Verdict(default_action(tool), None, "default")
+            verdict = Verdict("ask", index)  # it may be what the rule keeps out
+            break
+    else:
+        if mode == "accept-edits" and tool.effect == "write":
+            verdict = Verdict("allow", None, "mode")
+    if verdict.action == "allow" and _guarded(tool, target):
+        return Verdict("ask", None, "protected")
+    return verdict
+
+
+class SearchRules:
+    """What a search (``grep``, ``glob``) leaves out of the files and
+    folders its walk meets: each is decided as a call of the search's tool
+    on it would be by the rules with a pattern (the first that applies), and
+    for a search that reads the files' text as a ``file_read`` of it too;
+    a ``deny`` or ``ask`` is left out. A rule without a pattern decided the
+    call itself. Matched as any path is: the path as walked and the file it
+    leads to, relative to ``cwd`` and absolute."""
+
+    def __init__(self, rules: list[PermissionRule], tool: str, root: str) -> None:
+        def naming(name: str) -> tuple[PermissionRule, ...]:
+            return tuple(
+                rule
+                for rule in rules
+                if rule.pattern is not None and fnmatch.fnmatchcase(name, rule.tool)
+            )
+
+        self._own = naming(tool)
+        self._read = naming(READ_TOOL)
+        self._root = root
+
+    def hides(self, path: str, resolved: str, *, reads: bool) -> bool:
+        """Whether the walk must leave out ``path`` (leading to ``resolved``)."""
+        rules = (self._own, self._read) if reads else (self._own,)
+        if not any(rules):
+            return False
+        absolute = (
+            os.path.join(self._root, path) if path else self._root,
+            os.path.join(self._root, resolved) if resolved else self._root,
+        )
+        names = (resolved or ".", absolute[1])
+        target = Target(path, names, tuple(dict.fromkeys((path, resolved, *absolute))))
+        for some in rules:
+            found = next((rule for rule in some if _applies(rule, target)), None)
+            if found is not None and found.action != "allow":
+                return True
+        return False
 
 
 @dataclass(frozen=True)
@@ -265,8 +474,13 @@ class PermissionPolicy:
         self._handler = handler
         self._agent_name = agent_name
         self._timeout_s = timeout_s
-        # (tool, rule, command line or None) allowed for the session.
+        # (tool, rule, what it covers: the file or command line, None for
+        # any call of the tool) allowed for the session.
         self._granted: set[tuple[str, int | None, str | None]] = set()
+
+    def search_rules(self, tool: str) -> SearchRules:
+        """What the search ``tool``'s walk leaves out."""
+        return SearchRules(self._rules, tool, self._root)
 
     async def decide(
         self, declaration: ToolDeclaration, arguments: Any, *, run_id: str, tool_use_id: str
@@ -278,12 +492,25 @@ class PermissionPolicy:
     def _find_target(self, declaration: ToolDeclaration, arguments: Any) -> Target:
         if declaration.target_kind == "command":  # no file to resolve
             return command_target(declaration.target(arguments))
+        look_beneath = declaration.target_kind == "unknown" and self._names_a_pattern(
+            declaration.name
+        )
         try:
             with Root(self._root) as root:
-                return find_target(declaration, arguments, root)
+                return find_target(declaration, arguments, root, look_beneath=look_beneath)
         except OSError:  # no cwd to resolve in (the tools will say so): nothing is certain
             shown = declaration.target(arguments)
             return Target(shown, None, () if shown is None else (shown,))
+
+    def _names_a_pattern(self, tool: str) -> bool:
+        """Whether a deny or ask rule with a pattern names ``tool`` (then
+        the folders its call names are looked through)."""
+        return any(
+            rule.action != "allow"
+            and rule.pattern is not None
+            and fnmatch.fnmatchcase(tool, rule.tool)
+            for rule in self._rules
+        )
 
     async def _decide(
         self,
@@ -302,9 +529,10 @@ class PermissionPolicy:
         if verdict.action != "ask":
             event.update(decision=verdict.action, by=verdict.by)
             return Decision(verdict.action == "allow", event)
-        # A command line's grant is for that line: the next one may do anything.
-        grant = (tool, verdict.rule, target if found.parts is not None else None)
-        if grant in self._granted:
+        grant = (tool, verdict.rule, _covered(declaration, found))
+        # A protected place is asked about every time.
+        guarded = _guarded(declaration, found)
+        if grant in self._granted and not guarded:
             event.update(decision="allow", by="session")
             return Decision(True, event)
         if self._handler is None:
@@ -318,7 +546,10 @@ class PermissionPolicy:
             "kind": EFFECT_KINDS[declaration.effect]
             if declaration.effect in ("write", "execute")
             else None,
-            "optionKinds": ["allow_once", "allow_always", "reject_once"],
+            # No "always" where the approval is not kept.
+            "optionKinds": ["allow_once", "reject_once"]
+            if guarded
+            else ["allow_once", "allow_always", "reject_once"],
             "source": "tool",
             "tool": {
                 "name": tool,
@@ -342,10 +573,21 @@ class PermissionPolicy:
             return Decision(False, event)
         event.update(decision="allow" if approved else "deny", by="client")
         if approved:
-            event["scope"] = scope
-            if scope == "session":
+            event["scope"] = "once" if guarded else scope
+            if scope == "session" and not guarded:
                 self._granted.add(grant)
         return Decision(approved, event)
+
+
+def _covered(declaration: ToolDeclaration, found: Target) -> str | None:
+    """What a session grant of the call covers besides its tool and rule: a
+    command line's grant is for that line, a path's for that file (the next
+    may be a git hook); None: any call of the tool."""
+    if found.parts is not None:
+        return found.shown
+    if declaration.target_kind == "path":
+        return found.resolved if found.resolved is not None else found.shown
+    return None
 
 
 def confirm_approved(path: str, resolved: str, approved: str | None) -> None:

@@ -5,18 +5,22 @@ the locale, an SSH agent's socket, a virtual environment, a JDK, proxies)
 and what no command should see: provider keys, AWS credentials, tokens of
 MCP servers and of whatever started the host. A command gets every variable
 but those (as Codex's default shell policy passes all but key, secret and
-token names): every secret variable a provider declares
+token names), one predicate deciding (:func:`withheld`): every secret
+variable a provider declares
 (:func:`oma_host.core.provider_facts.every_secret_variable`, the one list
 that redaction reads too), any ``AWS_*`` variable, any name that looks
-secret (:func:`oma_host.core.redact.is_secret_name`), any value holding one
-of the agent's secret values (its key wherever it came from, its MCP
-servers' secret variables and headers: ``AgentConfig.secrets``), and any
-URL carrying a password (a proxy's ``user:password@``).
+secret (:func:`oma_host.core.redact.is_secret_name`: ``*KEY*``, ``*TOKEN*``,
+``MYSQL_PWD``, ``SENTRY_DSN``...), any value holding one of the agent's
+secret values (its key wherever it came from, its MCP servers' secret
+variables and headers: ``AgentConfig.secrets``), any value the redactor
+would change (:func:`oma_host.core.redact.redact_patterns`: a connection
+string's ``Password=``, a token's shape), and any URL carrying a password (a
+proxy's ``user:password@``, a database URL's).
 
 In the editor's terminal (ACP ``terminal/create``) the command gets the
-editor's environment, not the host's: there the host's secret variables are
-passed empty (:func:`blanked_variables`), which is the nearest ACP comes to
-unsetting them.
+editor's environment, not the host's: there the variables the same
+predicate withholds are passed empty (:func:`blanked_variables`), which is
+the nearest ACP comes to unsetting them.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from oma_host.core.provider_facts import every_secret_variable
-from oma_host.core.redact import is_secret_name
+from oma_host.core.redact import is_secret_name, redact_patterns
 
 # A URL with a password in it: scheme://user:password@host.
 _URL_PASSWORD = re.compile(r"://[^/@\s:]*:[^/@\s]*@")
@@ -36,15 +40,21 @@ _URL_PASSWORD = re.compile(r"://[^/@\s:]*:[^/@\s]*@")
 _NOT_SECRETS = frozenset({"SSH_AUTH_SOCK"})
 
 
-def _withheld(name: str, value: str, secrets: tuple[str, ...]) -> bool:
-    """Whether a variable of the host's is withheld from commands."""
+def withheld(name: str, value: str, secrets: tuple[str, ...]) -> bool:
+    """Whether a variable of the host's is kept from commands, given the
+    agent's secret values (see the module docstring)."""
     return (
         name in every_secret_variable()
         or name.upper().startswith("AWS_")
         or (is_secret_name(name) and name not in _NOT_SECRETS)
         or any(secret in value for secret in secrets)
         or _URL_PASSWORD.search(value) is not None
+        or redact_patterns(value) != value
     )
+
+
+def _held(secrets: Iterable[str]) -> tuple[str, ...]:
+    return tuple(secret for secret in secrets if secret)
 
 
 def shell_environment(
@@ -52,18 +62,19 @@ def shell_environment(
 ) -> dict[str, str]:
     """The variables of ``host`` a command may see (see the module docstring),
     with ``extra`` over them."""
-    held = tuple(secret for secret in secrets if secret)
-    passed = {name: value for name, value in host.items() if not _withheld(name, value, held)}
+    held = _held(secrets)
+    passed = {name: value for name, value in host.items() if not withheld(name, value, held)}
     passed.update(extra)
     return passed
 
 
-def blanked_variables(host: Mapping[str, str]) -> list[str]:
-    """The secret variables to pass empty to a command the host does not
-    start (the editor's terminal): every provider's, and any of ``host``'s
-    whose name is ``AWS_*`` or looks secret."""
+def blanked_variables(host: Mapping[str, str], secrets: Iterable[str] = ()) -> list[str]:
+    """The variables to pass empty to a command the host does not start (the
+    editor's terminal): every provider's secret variable, and every variable
+    of ``host`` that :func:`shell_environment` would keep from a command."""
+    held = _held(secrets)
     names = dict.fromkeys(every_secret_variable())
-    for name in host:
-        if name.upper().startswith("AWS_") or is_secret_name(name):
+    for name, value in host.items():
+        if withheld(name, value, held):
             names.setdefault(name, None)
     return list(names)

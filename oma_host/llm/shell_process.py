@@ -1,27 +1,40 @@
-"""One ``shell`` command run by the host: spawned in a process group of its
-own, its output read as it comes, and the whole group ended when the
-command is done, times out or is cancelled.
+"""One ``shell`` command run by the host: its output read as it comes, and
+everything it started ended when it is done, times out or is cancelled, and
+when the host ends.
 
 The command is an argv list (``["/bin/sh", "-c", line]``; the host builds
-no shell string) started in a new session (``start_new_session``), so its pid
-is the id of a group that holds everything it starts; stdin is
-``/dev/null`` and stderr goes to the same pipe as stdout, so the two arrive
-interleaved as the command wrote them. The output is decoded as UTF-8 (an
-invalid byte becomes U+FFFD) and kept to a cap, its head and its tail
-(:class:`HeadTail`), the middle counted; what arrives is also handed to a
-callback, gathered for :data:`FLUSH_INTERVAL_S` at a time, so a command
-that prints line by line does not send an event per line.
+no shell string) with stdin ``/dev/null`` and stderr going to the same pipe
+as stdout, so the two arrive interleaved as the command wrote them. The
+output is decoded as UTF-8 (an invalid byte becomes U+FFFD) and kept to a
+cap, its head and its tail (:class:`HeadTail`), the middle counted; what
+arrives is also handed to a callback, gathered for :data:`FLUSH_INTERVAL_S`
+at a time, so a command that prints line by line does not send an event per
+line.
 
-The group is ended with SIGTERM, then SIGKILL for whatever is left after
-:data:`KILL_GRACE_S`: when the time limit passes, when the call is
-cancelled (the turn was), and when the command exits leaving processes
-running in the background (after :data:`LEFTOVER_GRACE_S`, since they would
-hold the output pipe open). When the host is a child subreaper
-(:mod:`oma_host.core.subreaper`), the members of the group that outlive the
-command are reparented to it and are reaped here once they end; the command
-is marked for the warden (:mod:`oma_host.core.warden`), so a descendant that
-left the group still ends with the host, and known to the external bridges'
-orphan sweeps as the host's own.
+On Linux the command runs under a keeper (:mod:`oma_host.llm.shell_keeper`):
+a process started in a session of its own, a child subreaper, so everything
+the command starts stays in its tree whatever it does to its session,
+process group or environment (``setsid``, ``env -i``, a double fork). The
+keeper ends that whole tree (SIGTERM, then SIGKILL for whatever is left
+after :data:`KILL_GRACE_S`) when the command exits leaving processes running
+(after :data:`LEFTOVER_GRACE_S`, since they would hold the output pipe
+open), when the host tells it to (SIGTERM: the time limit passed, the call
+was cancelled) and when the host is gone, however it went; it tells the host
+how the command ended through a pipe of its own. A keeper that does not end
+within :data:`ENDING_S` of being told is killed, and the command's process
+group with it; so is the group of a command that killed its keeper.
+
+Elsewhere the command itself is started in a new session
+(``start_new_session``), its pid the id of a group that holds what it
+starts, and the host ends the group the same way at the same moments. When
+the host is a child subreaper (:mod:`oma_host.core.subreaper`), the members
+of the group that outlive the command are reparented to it and are reaped
+here once they end.
+
+Either way the command is marked for the warden (:mod:`oma_host.core.warden`),
+so a descendant that keeps the marker also ends with a killed host, and the
+keeper or the command is known to the external bridges' orphan sweeps as
+the host's own (the keeper by a marker of its own, which the warden spares).
 
 Python 3.11's ``Process.wait()`` waits for the pipes to close as well, which
 a background descendant can put off for ever, so the command's exit is
@@ -35,17 +48,31 @@ import codecs
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from oma_host.core.subreaper import subreaper_enabled
-from oma_host.core.warden import MARKER, hold_marker, keep_child, release_child, release_marker
+from oma_host.core.warden import (
+    KEEPER,
+    MARKER,
+    hold_marker,
+    keep_child,
+    release_child,
+    release_marker,
+)
+from oma_host.llm import shell_keeper
 from oma_host.llm.confined import ToolError
+from oma_host.llm.shell_keeper import ENDING_S, KILL_GRACE_S, LEFTOVER_GRACE_S
 
-KILL_GRACE_S = 1.0  # SIGTERM first; SIGKILL whatever is left after this
-LEFTOVER_GRACE_S = 0.2  # after the command exits, for its background processes' output
 FLUSH_INTERVAL_S = 0.1  # output is handed on at most this often
 _POLL_S = 0.02  # how often a group being ended is looked at
+# The keeper runs as a script of the interpreter running the host (Linux only).
+_KEEPER = (
+    os.path.abspath(shell_keeper.__file__) if sys.platform == "linux" and sys.executable else None
+)
+# What a command's ending ends, as the tool's result says it.
+ENDS = "every process it started" if _KEEPER is not None else "every process of its group"
 
 
 class HeadTail:
@@ -211,13 +238,24 @@ class _Output:
         self.flush()
 
 
+# Ends what a start cancelled midway began.
+Ender = Callable[[asyncio.SubprocessTransport, _CommandProtocol], Awaitable[None]]
+
+
 async def _start(
     loop: asyncio.AbstractEventLoop,
     argv: Sequence[str],
     cwd: str,
     env: dict[str, str],
     output: _Output,
+    end: Ender,
+    *,
+    name: str,
+    pass_fds: tuple[int, ...] = (),
 ) -> tuple[asyncio.SubprocessTransport, _CommandProtocol]:
+    """Start ``argv`` in a session of its own, its output to ``output``.
+    ToolError (saying ``name``) when it cannot be started; cancelled, what
+    was started is ended with ``end`` before the cancellation goes on."""
     start = asyncio.ensure_future(
         loop.subprocess_exec(
             lambda: _CommandProtocol(loop, output.data),
@@ -228,18 +266,23 @@ async def _start(
             cwd=cwd,
             env=env,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     )
     try:
         return await asyncio.shield(start)
     except asyncio.CancelledError:
         # Forked before asyncio connected its pipes: let the start finish and
-        # end the group, so nothing it began lives on.
+        # end what it began, so nothing of it lives on.
         with contextlib.suppress(Exception):
             transport, protocol = await start
-            await end_group(transport.get_pid(), protocol.exited)
+            await end(transport, protocol)
             transport.close()
         raise
+    except OSError as error:
+        if error.filename == cwd:
+            raise ToolError(f"the working directory {cwd} is not there to run in") from None
+        raise ToolError(f"could not start {name}: {error.strerror or error}") from None
 
 
 async def run_command(
@@ -257,28 +300,232 @@ async def run_command(
     output = _Output(loop, kept, on_output)
     marker = hold_marker("shell") if subreaper_enabled() else None
     try:
+        if _KEEPER is not None:
+            return await _run_kept(loop, _KEEPER, argv, cwd, env, marker, timeout_s, output)
         if marker is not None:
             env = {**env, MARKER: marker}
-        try:
-            transport, protocol = await _start(loop, argv, cwd, env, output)
-        except OSError as error:
-            if error.filename == cwd:
-                raise ToolError(f"the working directory {cwd} is not there to run in") from None
-            raise ToolError(f"could not start {argv[0]}: {error.strerror or error}") from None
-        group = transport.get_pid()
-        keep_child(group)
-        try:
-            return await _wait(group, transport, protocol, timeout_s)
-        except asyncio.CancelledError:
-            await end_group(group, protocol.exited)
-            raise
-        finally:
-            transport.close()  # the pipe; the command has exited (or is killed by this)
-            release_child(group)
-            output.finish()
+        return await _run_grouped(loop, argv, cwd, env, timeout_s, output)
     finally:
         if marker is not None:
             release_marker(marker)
+
+
+# -- under a keeper (Linux) -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Report:
+    """What a keeper wrote to its status pipe: the command's pid, and its
+    last line's words (how the command ended; None if it never said)."""
+
+    command: int | None
+    last: list[str] | None
+
+
+def _read_report(fd: int) -> _Report:
+    """The report of a keeper that has exited (the pipe's writer is closed)."""
+    data = b""
+    os.set_blocking(fd, False)
+    with contextlib.suppress(BlockingIOError):
+        while piece := os.read(fd, 4096):
+            data += piece
+    command, last = None, None
+    for line in data.decode(errors="replace").splitlines():
+        words = line.split(" ", 2)
+        if words[0] == "started" and len(words) == 2 and words[1].isdigit():
+            command = int(words[1])
+        elif words[0] in ("exit", "signal", "unknown", "failed"):
+            last = words
+    return _Report(command, last)
+
+
+def _ending(report: _Report, timed_out: bool) -> Ending | None:
+    """How the command ended, from the keeper's last line; None when it never
+    said (the keeper was killed)."""
+    last = report.last
+    if last is None:
+        return None
+    leftovers = last[-1] == "1"
+    if last[0] == "exit":
+        return Ending(int(last[1]), None, timed_out, leftovers)
+    if last[0] == "signal":
+        return Ending(None, signal_name(int(last[1])), timed_out, leftovers)
+    return Ending(None, None, timed_out, leftovers)
+
+
+async def _stop_keeper(transport: asyncio.SubprocessTransport, protocol: _CommandProtocol) -> None:
+    """Tell the keeper to end the command's tree (SIGTERM) and wait up to
+    ENDING_S for it to exit; SIGKILL it if it has not."""
+    keeper = transport.get_pid()
+    if protocol.exited.done():
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(keeper, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(ENDING_S):
+            await asyncio.shield(protocol.exited)
+            return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(keeper, signal.SIGKILL)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(KILL_GRACE_S):
+            await asyncio.shield(protocol.exited)
+
+
+def _close_when_exited(
+    transport: asyncio.SubprocessTransport,
+    protocol: _CommandProtocol,
+    keeper: int,
+    marker: str | None,
+) -> None:
+    """Close the keeper's transport once it has exited, and let go of it
+    (its pid and its marker): closed earlier, asyncio would kill it, and the
+    tree it is ending would be left."""
+
+    def close(_: object = None) -> None:
+        transport.close()
+        release_child(keeper)
+        if marker is not None:
+            release_marker(marker)
+
+    if protocol.exited.done():
+        close()
+    else:  # a second cancellation while it ends the tree: it finishes on its own
+        protocol.exited.add_done_callback(close)
+
+
+async def _run_kept(
+    loop: asyncio.AbstractEventLoop,
+    keeper_script: str,
+    argv: Sequence[str],
+    cwd: str,
+    env: dict[str, str],
+    marker: str | None,
+    timeout_s: float,
+    output: _Output,
+) -> Ending:
+    # The keeper's own marker, held: the bridges' orphan sweeps leave it be
+    # before it is known as the host's child (keep_child), and the warden
+    # spares it.
+    keeper_marker = hold_marker(KEEPER) if marker is not None else None
+    if keeper_marker is not None:
+        env = {**env, MARKER: keeper_marker}
+    status, status_writer = os.pipe()
+    try:
+        keeper_argv = [
+            sys.executable,
+            "-I",
+            "-S",
+            keeper_script,
+            str(os.getpid()),
+            str(status_writer),
+            f"{MARKER}={marker}" if marker is not None else "-",
+            "--",
+            *argv,
+        ]
+        try:
+            transport, protocol = await _start(
+                loop,
+                keeper_argv,
+                cwd,
+                env,
+                output,
+                _stop_keeper,
+                name=argv[0],
+                pass_fds=(status_writer,),
+            )
+        except BaseException:
+            if keeper_marker is not None:
+                release_marker(keeper_marker)
+            raise
+        finally:
+            os.close(status_writer)
+        keeper = transport.get_pid()
+        keep_child(keeper)
+        try:
+            return await _kept_until_done(loop, transport, protocol, status, timeout_s, argv[0])
+        finally:
+            _close_when_exited(transport, protocol, keeper, keeper_marker)
+            output.finish()
+    finally:
+        os.close(status)
+
+
+async def _kept_until_done(
+    loop: asyncio.AbstractEventLoop,
+    transport: asyncio.SubprocessTransport,
+    protocol: _CommandProtocol,
+    status: int,
+    timeout_s: float,
+    name: str,
+) -> Ending:
+    """Wait for the keeper (told to stop at the time limit or when
+    cancelled); how the command ended, as the keeper says (ToolError, saying
+    ``name``, when it could not be started)."""
+    timed_out = False
+    try:
+        async with asyncio.timeout(timeout_s):
+            await asyncio.shield(protocol.exited)
+    except TimeoutError:
+        timed_out = True
+        await _stop_keeper(transport, protocol)
+    except asyncio.CancelledError:
+        await _stop_keeper(transport, protocol)
+        await _end_unkept(loop, _read_report(status))
+        raise
+    report = _read_report(status)
+    if report.last is not None and report.last[0] == "failed":
+        raise ToolError(f"could not start {name}: {report.last[-1]}")
+    await _end_unkept(loop, report)
+    await _read_to_the_end(protocol)  # what the ended tree wrote last
+    return _ending(report, timed_out) or Ending(None, None, timed_out)
+
+
+async def _end_unkept(loop: asyncio.AbstractEventLoop, report: _Report) -> None:
+    """End the command's process group when its keeper was killed before it
+    said how the command ended (a command can kill its parent): its tree is
+    the host's to end now."""
+    if report.last is None and report.command is not None:
+        await end_group(report.command, _done(loop))
+
+
+def _done(loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+    done: asyncio.Future[None] = loop.create_future()
+    done.set_result(None)
+    return done
+
+
+# -- in a process group (elsewhere) ----------------------------------------------------
+
+
+async def _end_started_group(
+    transport: asyncio.SubprocessTransport, protocol: _CommandProtocol
+) -> None:
+    await end_group(transport.get_pid(), protocol.exited)
+
+
+async def _run_grouped(
+    loop: asyncio.AbstractEventLoop,
+    argv: Sequence[str],
+    cwd: str,
+    env: dict[str, str],
+    timeout_s: float,
+    output: _Output,
+) -> Ending:
+    transport, protocol = await _start(
+        loop, argv, cwd, env, output, _end_started_group, name=argv[0]
+    )
+    group = transport.get_pid()
+    keep_child(group)
+    try:
+        return await _wait(group, transport, protocol, timeout_s)
+    except asyncio.CancelledError:
+        await end_group(group, protocol.exited)
+        raise
+    finally:
+        transport.close()  # the pipe; the command has exited (or is killed by this)
+        release_child(group)
+        output.finish()
 
 
 async def _read_to_the_end(protocol: _CommandProtocol) -> None:

@@ -3,8 +3,9 @@ when the door's editor channel has one
 (:class:`oma_host.core.editor_channel.EditorTerminal`).
 
 As ACP's terminals page lays it out: ``terminal/create`` starts
-``/bin/sh -c COMMAND`` in the agent's ``cwd`` with the host's secret
-variables passed empty (:func:`oma_host.llm.shell_env.blanked_variables`)
+``/bin/sh -c COMMAND`` in the agent's ``cwd`` with the variables the host's
+own shell withholds passed empty
+(:func:`oma_host.llm.shell_env.blanked_variables`)
 and an output limit; the call is then reported as shown in that terminal (a
 ``tool_output`` event with its ``terminalId``, which the ACP door embeds in
 the tool call so the user watches it live); ``terminal/wait_for_exit`` is
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 from oma_host.core.editor_channel import EditorTerminal, TerminalExit
@@ -68,7 +69,7 @@ async def run_in_terminal(
     argv: list[str],
     *,
     cwd: str,
-    blanked: list[str],
+    env: Mapping[str, str],
     timeout_s: float,
     request_timeout_s: float,
     output_byte_limit: int,
@@ -76,10 +77,12 @@ async def run_in_terminal(
     shown: Callable[[str], None],
 ) -> Ending:
     """Run ``argv`` in a new terminal of the editor, as the module docstring
-    says: its output goes to ``kept``, its terminal id to ``shown``."""
+    says, with ``env`` over the editor's environment (the withheld variables
+    empty, the run's delegation limits): its output goes to ``kept``, its
+    terminal id to ``shown``."""
     terminal_id = await _created(
         terminal,
-        terminal.create(argv[0], argv[1:], cwd, dict.fromkeys(blanked, ""), output_byte_limit),
+        terminal.create(argv[0], argv[1:], cwd, dict(env), output_byte_limit),
         request_timeout_s,
     )
     try:

@@ -1,6 +1,7 @@
 """Reading what the store recorded of runs, for ``oma-host runs`` and the
-run viewer: the runs (filtered by agent, time, status and text), one run's
-spans as a tree, and a run's evaluation records.
+run viewer: the runs (filtered by agent, time, status and text), each with
+what it was asked (its captured prompt, its session's title) when the store
+holds it, one run's spans as a tree, and a run's evaluation records.
 
 Pure reads on a read-only connection (``file:...?mode=ro``): a reader
 never writes, never migrates and never holds a lock a host would wait
@@ -18,8 +19,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from oma_host.core.spans import Span
+from oma_host.core.spans import INPUT_MESSAGES, Span
 from oma_host.orchestration.store_schema import DB_NAME, MEMORY, RUN_COLUMNS, SPAN_COLUMNS, RunTrace
+
+# The most of a prompt a run's listing carries.
+PROMPT_CHARS = 300
 
 
 class NoRunDatabase(FileNotFoundError):
@@ -71,6 +75,45 @@ def span_tree(spans: Sequence[Span]) -> list[SpanNode]:
     return roots
 
 
+def _text_of(content: Any) -> str:
+    """A message's text: its string content, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        block["text"]
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    )
+
+
+def prompt_of(input_messages: Any) -> str | None:
+    """What a run was asked, from its captured ``gen_ai.input.messages``
+    (the run's input; a session's turn carries the conversation before it):
+    the text of its last user message that has any, whitespace folded, at
+    most :data:`PROMPT_CHARS` characters. None when there is none, or the
+    capture was cut before its end (a long conversation)."""
+    if not isinstance(input_messages, str):
+        return None
+    try:
+        messages = json.loads(input_messages)
+    except ValueError:
+        return None
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    if not isinstance(messages, list):
+        return None
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            text = " ".join(_text_of(message.get("content")).split())
+            if text:
+                return text if len(text) <= PROMPT_CHARS else text[: PROMPT_CHARS - 1] + "…"
+    return None
+
+
 def _like(text: str) -> str:
     """``text`` as a LIKE pattern matching it anywhere, taken literally."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -91,6 +134,7 @@ class RunRecords:
         tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
         self._has_spans = "run_spans" in tables
         self._has_evaluations = "evaluation_records" in tables
+        self._has_session_info = "session_info" in tables
         have = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
         # A column an older database lacks reads as NULL.
         self._run_columns = ", ".join(c if c in have else f"NULL AS {c}" for c in RUN_COLUMNS)
@@ -120,7 +164,8 @@ class RunRecords:
     ) -> list[RunTrace]:
         """The runs, newest first (at most ``limit``): of ``agent``, started
         at or after ``since`` (epoch seconds), with ``status``, and holding
-        ``text`` (case-insensitive) in their run id, agent, model or error."""
+        ``text`` (case-insensitive) in their run id, agent, model, session
+        id, error, session title or captured input."""
         where: list[str] = []
         params: list[Any] = []
         if agent is not None:
@@ -133,7 +178,17 @@ class RunRecords:
             where.append("status = ?")
             params.append(status)
         if text:
-            fields = ("run_id", "agent", "model", "error", "session_id")
+            fields = ["run_id", "agent", "model", "error", "session_id"]
+            if self._has_session_info:
+                fields.append(
+                    "(SELECT title FROM session_info i WHERE i.session_id = runs.session_id)"
+                )
+            if self._has_spans:
+                fields.append(
+                    "(SELECT json_extract(s.attributes, '$.\"" + INPUT_MESSAGES + "\"') "
+                    "FROM run_spans s WHERE s.trace_id = runs.trace_id AND s.parent_id IS NULL "
+                    "LIMIT 1)"
+                )
             where.append("(" + " OR ".join(f"{f} LIKE ? ESCAPE '\\'" for f in fields) + ")")
             params.extend([_like(text)] * len(fields))
         query = f"SELECT {self._run_columns} FROM runs"
@@ -141,6 +196,38 @@ class RunRecords:
             query += " WHERE " + " AND ".join(where)
         query += " ORDER BY started DESC LIMIT ?"
         return [RunTrace(*row) for row in self._db.execute(query, (*params, limit))]
+
+    def runs_json(self, rows: Sequence[RunTrace]) -> list[dict[str, Any]]:
+        """The runs as JSON (``runs list --json``, the run viewer's list):
+        each run's fields, its ``prompt`` (what it was asked, when its text
+        was captured: :func:`prompt_of`) and its ``sessionTitle`` (an ACP
+        session's title), each null when the store holds none."""
+        traces = sorted({row.trace_id for row in rows if row.trace_id is not None})
+        prompts: dict[str, str] = {}  # by trace: its root span's (the run's)
+        if self._has_spans and traces:
+            marks = ", ".join("?" * len(traces))
+            query = (
+                "SELECT trace_id, json_extract(attributes, '$.\"" + INPUT_MESSAGES + "\"') "
+                f"FROM run_spans WHERE parent_id IS NULL AND trace_id IN ({marks})"
+            )
+            for trace_id, captured in self._db.execute(query, traces):
+                prompt = prompt_of(captured)
+                if prompt is not None:
+                    prompts[trace_id] = prompt
+        titles: dict[str, str] = {}
+        sessions = sorted({row.session_id for row in rows if row.session_id is not None})
+        if self._has_session_info and sessions:
+            marks = ", ".join("?" * len(sessions))
+            query = f"SELECT session_id, title FROM session_info WHERE session_id IN ({marks})"
+            titles = {sid: title for sid, title in self._db.execute(query, sessions) if title}
+        return [
+            {
+                **row.to_json(),
+                "prompt": None if row.trace_id is None else prompts.get(row.trace_id),
+                "sessionTitle": None if row.session_id is None else titles.get(row.session_id),
+            }
+            for row in rows
+        ]
 
     def agents(self) -> list[str]:
         """Every agent that has a run, sorted (the run viewer's filter choices)."""

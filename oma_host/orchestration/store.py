@@ -6,7 +6,10 @@ shapes are :mod:`oma_host.orchestration.store_schema`).
 
 One file, ``oma-host.sqlite3``, in the state directory (``--state-dir``,
 ``initializationOptions.stateDir``, else ``$XDG_STATE_HOME/oma-host``, else
-``~/.local/state/oma-host``); ``:memory:`` keeps everything in memory. A
+``~/.local/state/oma-host``), a folder of the user's alone: made 0700, or
+tightened to it, and refused when it is a symbolic link or another user's
+(:func:`~oma_host.core.places.private_folder`); ``:memory:`` keeps
+everything in memory. A
 completed ``agent/prompt`` turn is committed in one transaction before its
 response is sent, with ``synchronous=FULL``, so a host killed mid-turn loses
 only the turn in flight; a turn's messages are appended to the session's,
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from oma_host.core.messages import LLMMessage
+from oma_host.core.places import private_folder
 from oma_host.orchestration.store_schema import (
     DB_NAME,
     MEMORY,
@@ -100,7 +104,7 @@ class Store:
             self.path = MEMORY
         else:
             directory = Path(state_dir) if state_dir else default_state_dir()
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_folder(str(directory), create=True)  # FolderError: whose, or a link
             self.path = str(directory / DB_NAME)
             # Made 0600 before SQLite opens it: its -wal and -shm files take its mode.
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))

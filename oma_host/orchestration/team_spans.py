@@ -1,7 +1,9 @@
 """A team run's spans (:mod:`oma_host.core.spans`): one ``invoke_workflow``
 span over the whole run (``oma/runTeam``: the coordinator's plan and write-up
 runs too), and under it a ``task`` span per task, over the run of the agent
-that does it (a skipped task's span is an instant, saying why it did not run)."""
+that does it (a skipped task's span is an instant, its status ``skipped``).
+A failed or skipped task's reason is kept in its span's ``local`` part
+(``taskReason``: the store shows it, no exporter sends it)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from oma_host.core.spans import (
+    LOCAL_TASK_REASON,
     OP_TASK,
     OP_TEAM,
     TASK_ASSIGNEE,
@@ -57,10 +60,15 @@ def task_span(task_id: str, assignee: str, depends_on: Sequence[str]) -> Iterato
         yield span
 
 
-def end_task_span(span: Span | None, status: str) -> None:
-    """A task's outcome (completed, failed, skipped) on its span."""
+def end_task_span(span: Span | None, status: str, reason: str | None = None) -> None:
+    """A task's outcome (completed, failed, skipped) on its span, and why
+    it failed or was skipped."""
     if span is None:
         return
     span.attributes[TASK_STATUS] = status
     if status == "failed":
         end_as(span, "error", "task_failed")
+    elif status == "skipped":
+        span.status = "skipped"
+    if reason is not None and status != "completed":
+        span.local[LOCAL_TASK_REASON] = reason

@@ -190,7 +190,7 @@ class TaskGraphRun:
 
     def _skip(self, outcome: TaskOutcome, reason: str) -> None:
         with task_span(outcome.task.id, outcome.task.assignee, outcome.task.depends_on) as span:
-            end_task_span(span, "skipped")
+            end_task_span(span, "skipped", reason)
         outcome.status = "skipped"
         outcome.reason = reason
         self.report(
@@ -256,13 +256,16 @@ class TaskGraphRun:
                     result = await agent.run(prompt, run_id=run_id, abort=self.abort)
                 finally:
                     await agent.close()
-            end_task_span(span, "completed" if result["success"] else "failed")
+            status = "completed" if result["success"] else "failed"
+            reason: str | None = None
+            if not result["success"]:
+                reason = result["status"].get("message", result["status"]["code"])
+            end_task_span(span, status, reason)
         _add_usage(self.usage, result["tokenUsage"])
         self.report("agent_complete", task.assignee, result)
         outcome.result = result
-        outcome.status = "completed" if result["success"] else "failed"
-        if not result["success"]:
-            outcome.reason = result["status"].get("message", result["status"]["code"])
+        outcome.status = status
+        outcome.reason = reason
         self.report(
             "task_complete",
             task.assignee,
@@ -304,7 +307,14 @@ def _coordinator_config(team: Team) -> AgentConfig:
     for config in team.agents.values():
         if config.backend is None:
             return config.model_copy(
-                update={"name": "coordinator", "tools": None, "history": None, "hooks": None}
+                update={
+                    "name": "coordinator",
+                    "tools": None,
+                    "tool_preset": None,
+                    "disallowed_tools": None,
+                    "history": None,
+                    "hooks": None,
+                }
             )
     raise InvalidParamsError(
         "team.coordinator is required when no team agent is LLM-backed (runTeam plans with an LLM)"

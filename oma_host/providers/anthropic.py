@@ -1,5 +1,7 @@
-"""The Anthropic Messages API adapter (``POST {baseURL}/v1/messages``): the
-request it sends, and the adapter that sends it and reads the answer with
+"""The Anthropic Messages API adapter (``POST {baseURL}/v1/messages``, the
+base URL being ``baseURL``, else ``ANTHROPIC_BASE_URL`` as Anthropic's SDK
+reads it, else ``https://api.anthropic.com``): the request it sends, and
+the adapter that sends it and reads the answer with
 :mod:`oma_host.providers.anthropic_reply` (a stream's SSE events read with
 :mod:`oma_host.providers.sse`).
 
@@ -42,6 +44,7 @@ from oma_host.providers.base import (
     checked_messages,
     malformed_error,
     malformed_reply,
+    provider_base_url,
     required_key,
 )
 from oma_host.providers.http import open_response, request_json
@@ -202,8 +205,9 @@ def mark_cache_prefix(messages: list[dict[str, Any]]) -> None:
 
 
 def base_url(config: AgentConfig) -> str:
-    """The agent's ``baseURL``, else Anthropic's, without a trailing slash."""
-    return (config.base_url or _FACTS.default_base_url or "").rstrip("/")
+    """The agent's ``baseURL``, else ``ANTHROPIC_BASE_URL``, else Anthropic's,
+    without a trailing slash (a malformed variable is a ProviderError)."""
+    return provider_base_url(config, _FACTS)
 
 
 def headers(config: AgentConfig) -> dict[str, str]:
@@ -218,8 +222,14 @@ class AnthropicAdapter:
 
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
-        self._url = base_url(config) + "/v1/messages"
+        self._url_found: str | None = None  # asked at the first request, where it can fail
         self._wire = WirePrefix()
+
+    @property
+    def _url(self) -> str:
+        if self._url_found is None:
+            self._url_found = base_url(self._config) + "/v1/messages"
+        return self._url_found
 
     def _headers(self) -> dict[str, str]:
         return headers(self._config)

@@ -17,7 +17,12 @@ import os
 from typing import TYPE_CHECKING
 
 from oma_host.core.provider_facts import facts_of
-from oma_host.providers.base import LLMAdapter, ProviderError, resolve_api_key
+from oma_host.providers.base import (
+    LLMAdapter,
+    ProviderError,
+    configured_base_url,
+    resolve_api_key,
+)
 from oma_host.providers.openai_family import adapter_for
 from oma_host.providers.openai_target import Api, OpenAITarget
 
@@ -25,7 +30,7 @@ if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
 
 _FACTS = facts_of("azure")
-ENDPOINT_ENV = _FACTS.endpoint_variable or ""
+(ENDPOINT_ENV,) = _FACTS.base_url_variables
 # The api-key's variable, then the Entra ID token's.
 KEY_ENV, TOKEN_ENV = _FACTS.key_variables
 _V1 = "/openai/v1"
@@ -45,9 +50,14 @@ def azure_target(config: AgentConfig) -> OpenAITarget:
     """The agent's endpoint and credentials; a missing endpoint or key fails
     the request (``headers`` is asked first), so the run ends with a clear
     result rather than the agent being refused."""
-    endpoint = config.base_url or os.environ.get(ENDPOINT_ENV) or ""
+    try:
+        endpoint, refused = configured_base_url(config, _FACTS) or "", None
+    except ProviderError as error:  # AZURE_OPENAI_ENDPOINT is not a URL
+        endpoint, refused = "", error
 
     def headers() -> dict[str, str]:
+        if refused is not None:
+            raise refused
         if not endpoint:
             raise ProviderError(
                 "azure: no endpoint: set baseURL (https://NAME.openai.azure.com/openai/v1/) "

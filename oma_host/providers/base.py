@@ -18,9 +18,11 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
+from urllib.parse import urlsplit
 
 from oma_host.core.credentials import key_for
 from oma_host.core.errors import ErrorCode, OmaError, ProviderErrorKind
+from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -191,6 +193,57 @@ def missing_key_error(
     else:
         where = f"set apiKey, apiKeyEnv or {' or '.join(variables)}"
     return ProviderError(f"{provider}: no API key: {where}", kind="auth")
+
+
+def configured_base_url(config: AgentConfig, facts: ProviderFacts) -> str | None:
+    """The endpoint the agent names: its ``baseURL``, else the first of the
+    provider's base-URL variables that is set (the ones its official SDK
+    reads, :attr:`~oma_host.core.provider_facts.ProviderFacts.base_url_variables`),
+    else None (the provider's default). A variable that is not an http(s)
+    URL fails the request: a ProviderError of kind ``connection`` naming it."""
+    from oma_host.core.provider_facts import BaseUrlError
+
+    try:
+        return facts.base_url_from(config.base_url)
+    except BaseUrlError as error:
+        raise ProviderError(f"{facts.name}: {error}", kind="connection") from None
+
+
+def provider_base_url(config: AgentConfig, facts: ProviderFacts) -> str:
+    """:func:`configured_base_url`, else the provider's default endpoint,
+    without a trailing slash."""
+    return (configured_base_url(config, facts) or facts.default_base_url or "").rstrip("/")
+
+
+def credential_problem(config: AgentConfig) -> ProviderError | None:
+    """Why an agent cannot authenticate, known before any request: an LLM
+    agent with no ``apiKey`` whose provider needs a key and finds none in
+    the environment or kept by ``oma-host login`` (the error its first
+    request would fail with). None when a key is there or none may be needed:
+    an external agent, a provider with other credentials (Bedrock's AWS
+    chain), or a server of the agent's own that may take none."""
+    if config.backend is not None or config.api_key:
+        return None
+    facts = provider_facts(config.provider or DEFAULT_PROVIDER)
+    if facts is None or not facts.key_variables or facts.key_needed == "not_always":
+        return None
+    if facts.key_needed == "at_default_endpoint" and _own_server(config, facts):
+        return None
+    if resolve_api_key(config, facts.key_variables) is not None:
+        return None
+    return missing_key_error(facts.name, config, facts.key_variables)
+
+
+def _own_server(config: AgentConfig, facts: ProviderFacts) -> bool:
+    """Whether the agent talks to a server other than the provider's own
+    (its ``baseURL`` or the SDK's variable names another host); a malformed
+    variable is left to fail the request, where it is named."""
+    try:
+        base_url = configured_base_url(config, facts)
+    except ProviderError:
+        return True
+    default_host = urlsplit(facts.default_base_url or "").hostname
+    return base_url is not None and urlsplit(base_url).hostname != default_host
 
 
 def required_key(config: AgentConfig, facts: ProviderFacts) -> str:

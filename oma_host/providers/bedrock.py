@@ -5,7 +5,10 @@
 request, signed, and the adapter that sends it and reads the answer with
 :mod:`oma_host.providers.bedrock_reply`.
 
-The base URL defaults to ``https://bedrock-runtime.{region}.amazonaws.com``.
+The base URL is ``baseURL``, else ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, else
+``AWS_ENDPOINT_URL`` (as botocore reads them, unless
+``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true``), else
+``https://bedrock-runtime.{region}.amazonaws.com``.
 Requests are signed with SigV4 (:mod:`oma_host.providers.sigv4`: the AWS
 environment variables, else the shared files' ``AWS_PROFILE``), or carry a
 Bedrock API key as a bearer token when one is given (``apiKey``,
@@ -35,6 +38,7 @@ from oma_host.providers.base import (
     ProviderError,
     ProviderEvent,
     checked_messages,
+    configured_base_url,
     malformed_reply,
     required_key,
     resolve_api_key,
@@ -209,12 +213,13 @@ class BedrockAdapter:
         from oma_host.providers import sigv4
 
         bearer = self._bearer()
+        configured = configured_base_url(self._config, _FACTS)
         try:
-            region = sigv4.resolve_region() if bearer is None or not self._config.base_url else ""
+            region = sigv4.resolve_region() if bearer is None or not configured else ""
             credentials = None if bearer is not None else sigv4.resolve_credentials()
         except sigv4.CredentialsError as error:
             raise ProviderError(f"{NAME}: {error}", kind="auth") from None
-        base = (self._config.base_url or default_base_url(region)).rstrip("/")
+        base = (configured or default_base_url(region)).rstrip("/")
         action = "converse-stream" if stream else "converse"
         # ":" stays as it is: aiohttp would decode a %3A before sending, and the
         # signature must cover the path the server receives (an ARN's "/" is %2F).

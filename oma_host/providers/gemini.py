@@ -1,6 +1,8 @@
 """The Gemini API adapter, native (``POST {baseURL}/v1beta/models/{model}:generateContent``
 and ``:streamGenerateContent?alt=sse``), with the key in ``x-goog-api-key``
-(``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``), never in the URL.
+(``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``), never in the URL. The base URL
+is ``baseURL``, else ``GOOGLE_GEMINI_BASE_URL`` as google-genai reads it,
+else ``https://generativelanguage.googleapis.com``.
 
 Mapping: text parts; images as ``inlineData``; tool_use as ``functionCall``
 and tool_result as ``functionResponse`` (named after the call it answers,
@@ -39,6 +41,7 @@ from oma_host.providers.base import (
     checked_messages,
     malformed_error,
     malformed_reply,
+    provider_base_url,
     required_key,
 )
 from oma_host.providers.http import error_message, open_response, request_json
@@ -278,8 +281,14 @@ class GeminiAdapter:
 
     def __init__(self, config: AgentConfig) -> None:
         self._config = config
-        self._base = (config.base_url or _FACTS.default_base_url or "").rstrip("/")
+        self._base_found: str | None = None  # asked at the first request, where it can fail
         self._wire = WirePrefix()
+
+    @property
+    def _base(self) -> str:
+        if self._base_found is None:
+            self._base_found = provider_base_url(self._config, _FACTS)
+        return self._base_found
 
     def _url(self, model: str, stream: bool) -> str:
         method = "streamGenerateContent?alt=sse" if stream else "generateContent"

@@ -1,9 +1,10 @@
 """Where an OpenAI-family agent (``provider: "openai"`` or ``"azure"``) sends
 its requests, which of the two APIs it speaks, and how it authenticates.
 
-- **openai**: ``baseURL`` (default ``https://api.openai.com/v1``), a bearer
-  key from ``apiKey`` / ``apiKeyEnv`` / the descriptor's variable (none needed for a
-  ``baseURL`` of a local compatible server). ``api`` defaults to
+- **openai**: ``baseURL``, else ``OPENAI_BASE_URL`` as OpenAI's SDK reads
+  it (default ``https://api.openai.com/v1``), a bearer key from ``apiKey`` /
+  ``apiKeyEnv`` / the descriptor's variable (none needed for another server:
+  a local compatible one). ``api`` defaults to
   ``"responses"`` for api.openai.com and to ``"chat"`` for every other base
   URL (the compatible servers: vLLM, llama.cpp, Ollama, OpenRouter...).
 - **azure**: see :mod:`oma_host.providers.azure`; ``api`` defaults to
@@ -24,7 +25,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from oma_host.core.provider_facts import facts_of
-from oma_host.providers.base import ProviderError, missing_key_error, resolve_api_key
+from oma_host.providers.base import (
+    ProviderError,
+    configured_base_url,
+    missing_key_error,
+    resolve_api_key,
+)
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
@@ -58,14 +64,22 @@ def is_openai_host(base_url: str) -> bool:
 
 
 def openai_target(config: AgentConfig) -> OpenAITarget:
-    """The target of a ``provider: "openai"`` agent."""
-    base_url = (config.base_url or _OPENAI.default_base_url or "").rstrip("/")
+    """The target of a ``provider: "openai"`` agent; a malformed
+    ``OPENAI_BASE_URL`` fails its requests (``headers`` is asked first)."""
+    try:
+        configured = configured_base_url(config, _OPENAI)
+        refused = None
+    except ProviderError as error:
+        configured, refused = None, error
+    base_url = (configured or _OPENAI.default_base_url or "").rstrip("/")
     official = is_openai_host(base_url)
 
     def headers() -> dict[str, str]:
+        if refused is not None:
+            raise refused
         key = resolve_api_key(config, _OPENAI.key_variables)
         if key is None:
-            if config.base_url and not official:  # local compatible servers need none
+            if configured and not official:  # local compatible servers need none
                 return {}
             raise missing_key_error(_OPENAI.name, config, _OPENAI.key_variables)
         return {"authorization": f"Bearer {key}"}

@@ -11,10 +11,10 @@ constant time, and removed when the server stops. It also recognises a
 connection that opens like HTTP, which is closed before anything is read.
 
 Where the file lives: ``$XDG_RUNTIME_DIR/oma-host/tcp-PORT.token``, else
-``oma-host-UID/`` in the temporary directory; either directory is made 0700
-and must belong to the user, and a token file is 0600 and must too. The run
-viewer (``oma-host runs serve``) keeps its token by the same rule, as
-``runs-PORT.token``.
+``oma-host-UID/`` in the temporary directory; either directory is made (or
+tightened to) 0700 and must be a real directory of the user's, and a token
+file is 0600 and must belong to the user too. The run viewer (``oma-host
+runs serve``) keeps its token by the same rule, as ``runs-PORT.token``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import stat
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from oma_host.core.places import FolderError, private_folder
 
 _TOKEN_BYTES = 32
 _TOKEN_FILE_MAX = 4096
@@ -88,16 +90,13 @@ def token_path(port: int, kind: str = "tcp") -> Path:
 
 
 def _private_dir(directory: Path, *, create: bool) -> Path:
-    """``directory`` (made 0700 when ``create`` and missing), refused unless it
-    is a real directory of this user that nobody else can enter."""
-    if create:
-        with contextlib.suppress(FileExistsError):
-            directory.mkdir(mode=0o700)
-    info = os.lstat(directory)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise TokenFileError(f"{directory} is not a directory of this user")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise TokenFileError(f"{directory} is open to other users (mode {info.st_mode & 0o777:o})")
+    """``directory`` (made 0700 when ``create`` and missing, else tightened to
+    it), refused unless it is a real directory of this user
+    (:func:`~oma_host.core.places.private_folder`)."""
+    try:
+        private_folder(str(directory), create=create)
+    except FolderError as error:
+        raise TokenFileError(str(error)) from None
     return directory
 
 

@@ -359,7 +359,10 @@ class ModelsListParams(Params):
     base_url: str | None = Field(
         default=None,
         alias="baseURL",
-        description="default: the defaults' baseURL for that provider, or the provider's own",
+        description=(
+            "default: the defaults' baseURL for that provider, else the provider's "
+            "variable (ANTHROPIC_BASE_URL...), else its own endpoint"
+        ),
     )
     api_key_env: str | None = Field(
         default=None,

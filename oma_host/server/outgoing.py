@@ -184,7 +184,9 @@ class PermissionParams(TypedDict):
 
 class PermissionAnswer(TypedDict):
     """``scope: "session"`` (Always this session) allows the same tool under
-    the same rule for the rest of the agent's life; missing means ``once``."""
+    the same rule for the rest of the agent's life (a path: that file only;
+    a command line: that line only; a protected place: never kept);
+    missing means ``once``."""
 
     approve: bool
     scope: NotRequired[Literal["once", "session"]]

@@ -58,9 +58,8 @@ async def tracked_run(
     code = "error"
     reporter = None if work_done_token is None else _Reporter(ctx, work_done_token, title)
     spans = CollectedSpans()
-    export = await ctx.state.span_export()
-    sinks: tuple[SpanSink, ...] = (spans,) if export is None else (spans, export[0])
-    capture = export is not None and export[1]
+    export, capture = await ctx.state.span_export()
+    sinks: tuple[SpanSink, ...] = (spans,) if export is None else (spans, export)
     try:
         with recording(*sinks, capture_content=capture, conversation_id=session_id):
             if reporter is None:

@@ -214,11 +214,12 @@ class SessionState:
             self.supervisor.on_close("the store", close)
         return self._store
 
-    async def span_export(self) -> tuple[SpanSink, bool] | None:
-        """Where a run's spans are exported, and whether with message text:
-        ``initializationOptions.telemetry``, else the ``OTEL_*`` variables;
-        None when they are not exported. The first export a session makes
-        is flushed when the session shuts down."""
+    async def span_export(self) -> tuple[SpanSink | None, bool]:
+        """Where a run's spans are exported (None: they are not), and
+        whether its spans record message text, in the store and the export
+        alike: ``initializationOptions.telemetry``, else the ``OTEL_*``
+        variables. The first export a session makes is flushed when the
+        session shuts down."""
         from oma_host.telemetry.exporters import (
             environment_telemetry,
             flush_telemetry,
@@ -227,14 +228,12 @@ class SessionState:
 
         telemetry = self.settings.telemetry or environment_telemetry()
         if telemetry.config is None and not telemetry.warnings:
-            return None
+            return None, telemetry.capture_content
         sink = await telemetry_sink(telemetry)
-        if sink is None or telemetry.config is None:
-            return None
-        if not self._exporting:
+        if sink is not None and not self._exporting:
             self._exporting = True
             self.supervisor.on_close("the span export", flush_telemetry)
-        return sink, telemetry.config.capture_content
+        return sink, telemetry.capture_content
 
     def evaluator(self) -> OnlineEvaluator | None:
         """The online evaluator, built on first use; None when evaluation is off."""

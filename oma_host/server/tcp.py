@@ -19,6 +19,11 @@ like HTTP is closed unread. TCP also needs bounds that stdio does not:
   is dropped: its runs go on producing output while it is not read, and a
   client that reads nothing would have the host buffer that output forever.
 
+Connections closed under these bounds are counted, not logged one by one:
+one warning line per reason every ``CLOSED_TALLY_S`` (and at the end), so
+a flood of sockets cannot flood stderr (log lines are written off the event
+loop anyway, and dropped when stderr is not read: ``oma_host/cli/stderr_log.py``).
+
 SIGTERM, SIGHUP and Ctrl-C stop the server: sessions are ended as by ``exit`` and
 the token file is removed.
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,6 +49,32 @@ log = logging.getLogger("oma_host.server")
 MAX_UNAUTHENTICATED = 16
 _STOP_WAIT_S = 10.0
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+CLOSED_TALLY_S = 10.0  # connections closed under the bounds are logged this often, counted
+
+
+class _ClosedTally:
+    """The connections closed under the bounds, by reason, logged as one
+    line per reason at most every ``CLOSED_TALLY_S`` seconds."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._counts: Counter[str] = Counter()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def count(self, reason: str) -> None:
+        """One more connection closed for ``reason`` (the end of "closed N connection(s) ...")."""
+        self._counts[reason] += 1
+        if self._timer is None:
+            self._timer = self._loop.call_later(CLOSED_TALLY_S, self.flush)
+
+    def flush(self) -> None:
+        """Log the counts so far."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for reason, closed in self._counts.items():
+            log.warning("closed %d connection(s) %s", closed, reason)
+        self._counts.clear()
 
 
 @dataclass(frozen=True)
@@ -84,15 +116,15 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
     # Of those, the ones that have not shown the token, oldest first, and the served ones.
     waiting: dict[HostSession, asyncio.StreamWriter] = {}
     served: set[HostSession] = set()
+    closed = _ClosedTally(loop)
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         if len(waiting) >= MAX_UNAUTHENTICATED:
             oldest, its_writer = next(iter(waiting.items()))
             del waiting[oldest]
-            log.warning(
-                "closed the connection waiting longest to authenticate: %d are waiting",
-                MAX_UNAUTHENTICATED,
+            closed.count(
+                f"waiting longest to authenticate, for newer ones ({MAX_UNAUTHENTICATED} may wait)"
             )
             its_writer.transport.abort()
         log.info("client connected from %s", peer)
@@ -100,10 +132,8 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
         def admit() -> bool:
             waiting.pop(session, None)
             if len(served) >= tcp.max_connections:
-                log.warning(
-                    "closed a connection from %s: %d are served, the most --max-connections allows",
-                    peer,
-                    len(served),
+                closed.count(
+                    f"with the token over --max-connections ({tcp.max_connections} are served)"
                 )
                 return False
             served.add(session)
@@ -117,10 +147,8 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
 
         def expire() -> None:
             if not session.authenticated:
-                log.warning(
-                    "closed the connection from %s: no authenticated initialize within %g s",
-                    peer,
-                    tcp.handshake_timeout_s,
+                closed.count(
+                    f"with no authenticated initialize within {tcp.handshake_timeout_s:g} s"
                 )
                 writer.transport.abort()
 
@@ -160,6 +188,7 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
             # SIGTERM or SIGHUP, or Ctrl-C (asyncio.run cancels this task): the sessions
             # end their runs in order, before asyncio.run would cancel every
             # task at once (see HostSession._interrupted for why that hangs).
+            closed.flush()
             log.info("stopping: ending %d session(s)", len(sessions))
             server.close()
             for session in list(sessions):

@@ -23,7 +23,11 @@ The rules, in order:
 
 What is left unset here (an endpoint, headers, the service name) the SDK
 reads from its variables when the exporter is built. Content capture is the
-explicit choice, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
+explicit choice, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``,
+whether or not the spans are exported: it says what the runs' spans record
+(in the state directory, and in the export when there is one), so
+``--telemetry-capture-content true`` alone has the run viewer show the
+conversation.
 
 This module imports nothing but ``os`` and ``dataclasses``: a door settles
 its telemetry before it knows whether the SDK is installed.
@@ -47,27 +51,27 @@ INSTALL_HINT = "pip install 'oma-host[otel]'"
 class TelemetryConfig:
     """An export's settings: where (``traces_endpoint``, the full URL of the
     traces; None: the SDK's variables say), the extra ``headers`` (None:
-    the variables'), the ``service_name`` (None: the variables', else
-    ``oma-host``), and whether message text is recorded."""
+    the variables'), and the ``service_name`` (None: the variables', else
+    ``oma-host``)."""
 
     traces_endpoint: str | None = None
     headers: tuple[tuple[str, str], ...] | None = field(default=None, repr=False)
     service_name: str | None = None
-    capture_content: bool = False
 
     @property
     def exporter_key(self) -> tuple[object, ...]:
-        """What makes two configs share one exporter (content capture is the
-        recording's, not the exporter's)."""
+        """What makes two configs share one exporter."""
         return (self.traces_endpoint, self.headers, self.service_name)
 
 
 @dataclass(frozen=True)
 class Telemetry:
-    """A settled config (None: no export) and the warnings to log once."""
+    """A settled config (None: no export), the warnings to log once, and
+    whether the runs' spans record message text (exported or not)."""
 
     config: TelemetryConfig | None
     warnings: tuple[str, ...] = ()
+    capture_content: bool = False
 
 
 def traces_url(endpoint: str) -> str:
@@ -94,10 +98,14 @@ def settle_telemetry(
     ``explicit``: the client or the command line asked for telemetry (with
     the other arguments, or none: the variables then say where).
     ``export``: the client's or command line's explicit on (True, as
-    ``explicit``) or off (False, over the variables); None: not said."""
+    ``explicit``) or off (False, over the variables); None: not said.
+    ``capture_content`` is settled whatever the export: None, the variable says."""
     env = os.environ if environ is None else environ
+    if capture_content is None:
+        capture_content = _true(env.get(CAPTURE_CONTENT_VARIABLE))
+    off = Telemetry(None, capture_content=capture_content)
     if _true(env.get("OTEL_SDK_DISABLED")) or export is False:
-        return Telemetry(None)
+        return off
     exporters = [
         name.strip().lower()
         for name in env.get("OTEL_TRACES_EXPORTER", "").split(",")
@@ -106,10 +114,10 @@ def settle_telemetry(
     explicit = explicit or export is True or endpoint is not None
     if not explicit:
         if "none" in exporters:
-            return Telemetry(None)
+            return off
         wanted = "otlp" in exporters or any(env.get(name) for name in ENDPOINT_VARIABLES)
         if not wanted:
-            return Telemetry(None)
+            return off
     warnings: list[str] = []
     if exporters and "otlp" not in exporters and "none" not in exporters:
         warnings.append(
@@ -124,13 +132,10 @@ def settle_telemetry(
             "OTLP/HTTP port (usually 4318)"
         )
     if warnings:
-        return Telemetry(None, tuple(warnings))
-    if capture_content is None:
-        capture_content = _true(env.get(CAPTURE_CONTENT_VARIABLE))
+        return Telemetry(None, tuple(warnings), capture_content)
     config = TelemetryConfig(
         traces_endpoint=None if endpoint is None else traces_url(endpoint),
         headers=None if headers is None else tuple(sorted(headers.items())),
         service_name=service_name,
-        capture_content=capture_content,
     )
-    return Telemetry(config)
+    return Telemetry(config, capture_content=capture_content)

@@ -21,17 +21,26 @@ IMAGE = (
 )
 
 
-def serve_agents_file(path: Path) -> subprocess.CompletedProcess[str]:
-    """``oma-host acp --agents PATH`` with stdin closed: what it printed and
-    its exit status (a refused file ends it before it serves anything)."""
-    return subprocess.run(
+def refused_agents_file(path: Path) -> tuple[dict[str, Any], str]:
+    """``oma-host acp --agents PATH`` asked for a session, when the file is
+    refused: the error ``session/new`` is answered with, and what the door
+    wrote on stderr (it answers ``initialize`` and goes on serving)."""
+    process = subprocess.Popen(
         [sys.executable, "-m", "oma_host", "acp", "--agents", str(path)],
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
     )
+    assert process.stdin is not None and process.stdout is not None
+    for number, request in enumerate((initialize(), new_session(path.parent)), 1):
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, **request}) + "\n")
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0
+    error: dict[str, Any] = answer["error"]
+    return error, stderr
 
 
 def text(value: str) -> dict[str, Any]:
@@ -93,6 +102,7 @@ class Door:
         self.agents_file = tmp_path / "agents.json"
         self.env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-key"}
         self.flags: list[str] = []  # more options for oma-host acp
+        self.use_agents_file = True  # False: no --agents (the user's file, else the default)
         self.write_agents()
 
     def llm(self, name: str = "claude", **fields: Any) -> dict[str, Any]:
@@ -120,8 +130,7 @@ class Door:
             "-m",
             "oma_host",
             "acp",
-            "--agents",
-            str(self.agents_file),
+            *(["--agents", str(self.agents_file)] if self.use_agents_file else []),
             "--state-dir",
             str(self.state),
             *self.flags,
@@ -133,14 +142,15 @@ class Door:
         permission: str | None = None,
         permission_option_id: str | None = None,
         files: dict[str, str] | None = None,
-        refuse_writes: bool = False,
+        refuse_writes: bool | dict[str, Any] = False,
     ) -> list[dict[str, Any]]:
         """Run ``steps`` in one ``oma-host acp`` through the SDK client; each
         step's ``{method, result | error, updates}``. The client answers a
         permission request with ``permission_option_id``, else the option of
         kind ``permission``, else cancelled; ``fs/read_text_file`` with
         ``files[path]`` (the editor's buffers); ``fs/write_text_file`` by
-        keeping the text as the buffer, or with an error if ``refuse_writes``."""
+        keeping the text as the buffer, or with an error if ``refuse_writes``
+        (-32603; a dict: the error's ``data``)."""
         script = self.tmp / "script.json"
         script.write_text(
             json.dumps(

@@ -2,7 +2,7 @@
 client against the real ``oma-host acp``: ``/compact`` summarises the
 session's conversation with the agent's model, stores it so a new process
 loads the compacted session, and reports the smaller context; a session of
-one turn has nothing to compact; a compaction during a turn shows as a
+one turn, or none, has nothing to compact; a compaction during a turn shows as a
 thought."""
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ def _of(updates: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 def test_compact_summarises_the_session_and_a_new_process_loads_it_so(door: Door) -> None:
+    # No tools and no environment prompt: the context measured is the conversation's.
+    door.write_agents(first=door.llm(tools=[], environment=False))
     given = summaries(door.sim)
     door.sim.script(*(Reply.text(f"answer {n}: {WORDS}") for n in range(3)))
     steps = door.run(
@@ -72,6 +74,13 @@ def test_compact_on_a_session_of_one_turn_has_nothing_to_do(door: Door) -> None:
     assert said.startswith("Nothing to compact: the conversation holds 2 messages in 1 turns")
     assert _of(steps[-1]["updates"], "usage_update") == []
     assert len(posts(door.sim)) == 1
+
+
+def test_compact_in_a_new_session_says_the_conversation_is_empty(door: Door) -> None:
+    steps = door.run(initialize(), new_session(door.cwd), prompt(text("/compact")))
+    assert steps[-1]["result"]["stopReason"] == "end_turn"
+    assert reply_text(steps[-1]["updates"]) == "Nothing to compact: the conversation is empty."
+    assert posts(door.sim) == []
 
 
 def test_a_compaction_during_a_turn_is_shown_as_a_thought(door: Door) -> None:

@@ -8,8 +8,10 @@ whose delegates name no agent of it, or loop, is refused at start."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 
 from oma_host.acp_server.agents import AgentsFileError, parse_agents_file
 from oma_host.acp_server.updates import LIVE_OUTPUT_CHARS
+from oma_host.testing.script import RecordedRequest
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import (
     Door,
@@ -24,10 +27,11 @@ from tests.acp_server.helpers import (
     initialize,
     new_session,
     prompt,
+    refused_agents_file,
     reply_text,
-    serve_agents_file,
     text,
 )
+from tests.providers.helpers import tool_result_text
 from tests.server.helpers import kill_quietly, wait_dead
 
 # Prints exactly what arrived on stdin, quoted, so any wrapping would show.
@@ -165,17 +169,16 @@ def test_an_llm_delegates_cost_is_in_the_turns_usage_update_and_budget(door: Doo
     door.sim.script(
         Reply(content=[delegate_call("d1", "helper", "think")]),  # lead
         Reply.text("thought", usage={"input_tokens": 200, "output_tokens": 50}),  # helper
-        Reply(content=[delegate_call("d2", "helper", "again")]),  # lead
     )
     _, _, turn = door.run(
         initialize(), new_session(door.cwd), prompt(text("go")), permission="allow_once"
     )
     assert turn["result"]["stopReason"] == "max_tokens"  # ACP's word for a spent budget
     (usage,) = [u for u in turn["updates"] if u.get("sessionUpdate") == "usage_update"]
-    own = 2 * (10 * 1.0 + 5 * 2.0) / 1e6
+    own = (10 * 1.0 + 5 * 2.0) / 1e6
     delegated = (200 * 10.0 + 50 * 20.0) / 1e6
     assert usage["cost"]["amount"] == pytest.approx(own + delegated)
-    assert len(door.sim.requests) == 3  # no second delegation
+    assert len(door.sim.requests) == 2  # the budget ended the turn after the delegation
 
 
 def test_a_refused_delegation_runs_nothing(door: Door, tmp_path: Path) -> None:
@@ -221,6 +224,51 @@ def test_cancelling_the_turn_ends_the_delegates_process(door: Door, tmp_path: Pa
     assert len(door.sim.requests) == 1
 
 
+def test_a_delegation_cycle_through_an_acp_agent_stops_at_the_depth(door: Door) -> None:
+    """``lead`` delegates to ``inner``, an ``oma-host acp`` serving the same
+    agents file, whose default agent is ``lead`` again: a loop no check of
+    the file can see. The model delegates whenever it is handed a task (at
+    most six times, which bounds the test). Every host counts from the
+    limits it was started with (``OMA_HOST_DELEGATION``): with ``maxDepth``
+    2, one nested host starts, and its ``lead`` is refused the next one."""
+    started = door.tmp / "hosts-started"
+    nested_host = 'echo "$$" >> "$0"; exec "$1" -m oma_host acp --agents "$2" --state-dir "$3"'
+    args = [str(started), sys.executable, str(door.agents_file), str(door.state)]
+    inner = {
+        "name": "inner",
+        "backend": {"kind": "acp", "command": "sh", "args": ["-c", nested_host, *args]},
+    }
+    first = door.llm(
+        "lead",
+        delegates=["inner"],
+        delegation={"maxDepth": 2, "maxCalls": 2},
+        permissions=[{"tool": "delegate", "action": "allow"}],
+    )
+    door.write_agents(inner, first=first)
+    delegations = itertools.count(1)
+    asked: list[int] = []
+
+    def model(request: RecordedRequest) -> Reply:
+        seen = tool_result_text(request)
+        if seen is not None:
+            return Reply.text(f"inner said: {seen}")
+        asked.append(next(delegations))
+        if len(asked) > 6:
+            return Reply.text("enough")
+        return Reply(content=[delegate_call(f"d{asked[-1]}", "inner", "go on")])
+
+    door.sim.responder = model
+    began = time.monotonic()
+    _, _, turn = door.run(initialize(), new_session(door.cwd), prompt(text("loop")))
+    assert time.monotonic() - began < 60
+    assert turn["result"]["stopReason"] == "end_turn"
+    assert len(started.read_text().split()) == 1  # one nested host, not a chain
+    assert len(asked) == 2  # the outer lead's delegation and the nested one's, refused
+    said = reply_text(turn["updates"])
+    assert "inner said: inner said: delegate: this run is 0 delegation(s) deep" in said
+    assert "this host was started with OMA_HOST_DELEGATION=depth=1,calls=1" in said
+
+
 @pytest.mark.parametrize(
     ("agents", "expected"),
     [
@@ -259,13 +307,13 @@ def test_a_file_whose_delegates_cannot_be_found_or_loop_is_refused(
     assert str(refused.value).startswith(f"{path}: {expected}")
 
 
-def test_oma_host_acp_will_not_start_on_a_delegate_loop(tmp_path: Path) -> None:
+def test_oma_host_acp_serves_no_session_on_a_delegate_loop(tmp_path: Path) -> None:
     path = tmp_path / "agents.json"
     path.write_text(
         '[{"name": "a", "model": "m", "delegates": ["b"]},'
         ' {"name": "b", "model": "m", "delegates": ["a"]}]'
     )
-    done = serve_agents_file(path)
-    assert done.returncode == 2
-    (line,) = done.stderr.strip().splitlines()
+    error, stderr = refused_agents_file(path)
+    assert error["message"].endswith("$[0].delegates: the delegates form a loop: a -> b -> a")
+    (line,) = stderr.strip().splitlines()
     assert line.endswith("$[0].delegates: the delegates form a loop: a -> b -> a")

@@ -17,8 +17,8 @@ from tests.acp_server.helpers import (
     kinds,
     new_session,
     prompt,
+    refused_agents_file,
     reply_text,
-    serve_agents_file,
     step,
     text,
 )
@@ -225,15 +225,15 @@ def test_stop_reasons_for_the_token_budget_and_max_turns(door: Door) -> None:
     assert turns["result"]["stopReason"] == "max_turn_requests"
 
 
-def test_a_bad_agents_file_is_one_line_naming_the_file_and_path(tmp_path: Path) -> None:
+def test_a_bad_agents_file_is_named_to_the_editor_and_in_one_line(tmp_path: Path) -> None:
     agents = tmp_path / "agents.json"
     agents.write_text(
         '[{"name": "a", "model": "m"}, {"name": "b", "backend": {"kind": "process"}}]'
     )
-    done = serve_agents_file(agents)
-    assert done.returncode == 2
-    assert done.stdout == ""
-    lines = done.stderr.strip().splitlines()
+    error, stderr = refused_agents_file(agents)
+    assert error["code"] == -32602
+    assert str(agents) in error["message"] and "$[1].backend.command" in error["message"]
+    lines = stderr.strip().splitlines()
     assert len(lines) == 1
     assert str(agents) in lines[0] and "$[1].backend.command" in lines[0]
 

@@ -236,7 +236,7 @@ def test_it_reads_the_acp_options_the_parser_declares() -> None:
     commands = next(a for a in parser._actions if a.dest == "command")
     acp = commands.choices["acp"]  # type: ignore[index]
     declared = {s for action in acp._actions for s in action.option_strings}
-    assert declared - {"-h", "--help"} == set(ACP_OPTIONS) | ACP_FLAGS
+    assert declared - {"-h", "--help", "--version"} == set(ACP_OPTIONS) | ACP_FLAGS
 
 
 def test_a_flag_is_read_and_a_flag_given_a_value_is_left_to_the_parser(tmp_path: Path) -> None:
@@ -315,23 +315,51 @@ def _acp(args: list[str], stdin: bytes, env: dict[str, str]) -> subprocess.Compl
     )
 
 
-def test_an_invalid_config_is_reported_after_the_early_answer(tmp_path: Path) -> None:
+def _answers(args: list[str], stdin: bytes, tmp_path: Path) -> tuple[list[Any], str]:
+    """The door's answers to the requests in ``stdin`` (read before stdin is
+    closed: the end of stdin cancels what is still running), and its stderr;
+    it exits 0."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "oma_host", "acp", *args, "--state-dir", ":memory:"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(tmp_path),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(stdin)
+    process.stdin.flush()
+    answers = [json.loads(process.stdout.readline()) for _ in range(stdin.count(b"\n"))]
+    _, stderr = process.communicate(timeout=TIMEOUT_S)
+    assert process.returncode == 0
+    return sorted(answers, key=lambda answer: int(answer["id"])), stderr.decode()
+
+
+def test_an_invalid_config_is_reported_to_the_editor_after_the_early_answer(
+    tmp_path: Path,
+) -> None:
+    """The door does not end: ``initialize`` is answered, and every session
+    request is refused with the file, the JSON path and the problem."""
     path = _agents(tmp_path, [{"name": "a", "provider": "openai", "model": "m", "maxTurns": "9"}])
     later = b'{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}\n'
-    done = _acp(["--agents", path], _initialize() + later, _env(tmp_path))
-    assert done.returncode == 2
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [answer["id"] for answer in answers] == [1]  # initialize, and nothing after
-    (line,) = done.stderr.decode().splitlines()
-    assert line.startswith(f"oma-host acp: {path}: $[0].maxTurns")
+    (answered, listed), stderr = _answers(["--agents", path], _initialize() + later, tmp_path)
+    assert answered["id"] == 1 and "result" in answered
+    assert listed["id"] == 2 and listed["error"]["code"] == -32602
+    assert f"{path}: $[0].maxTurns: Input should be a valid integer" in listed["error"]["message"]
+    (line,) = stderr.splitlines()
+    assert f"no session can start: {path}: $[0].maxTurns" in line
 
 
-def test_a_file_that_does_not_parse_is_reported_before_any_traffic(tmp_path: Path) -> None:
+def test_a_file_that_does_not_parse_is_reported_to_the_editor(tmp_path: Path) -> None:
     path = tmp_path / "agents.json"
     path.write_text("[{")
-    done = _acp(["--agents", str(path)], _initialize(), _env(tmp_path))
-    assert done.returncode == 2 and done.stdout == b""
-    assert "not valid JSON" in done.stderr.decode()
+    later = (
+        b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}\n'
+    )
+    (answered, refused), _ = _answers(["--agents", str(path)], _initialize() + later, tmp_path)
+    assert answered["result"]["authMethods"] == []  # no agents: nothing to log in to
+    assert refused["error"]["code"] == -32602
+    assert f"{path}: not valid JSON" in refused["error"]["message"]
 
 
 def test_requests_sent_with_the_initialize_are_served_after_it(tmp_path: Path) -> None:
@@ -361,3 +389,20 @@ def test_requests_sent_with_the_initialize_are_served_after_it(tmp_path: Path) -
     assert [answer["id"] for answer in answers] == [1, 2, 3]
     assert answers[1]["result"] == {"sessions": []}
     assert answers[2]["result"] == answers[0]["result"]
+
+
+def test_the_door_serves_the_agents_file_the_early_answer_read(tmp_path: Path) -> None:
+    """A file replaced between the early answer and the door's checks: the
+    door serves the bytes the answer was made from, never other agents than
+    it advertised."""
+    from oma_host.acp_server.early import EarlyStart
+    from oma_host.acp_server.serve import AcpOptions, served_agents
+
+    path = _agents(tmp_path, [{"name": "answered", "provider": "openai", "model": "m"}])
+    answered = Path(path).read_bytes()
+    _agents(tmp_path, [{"name": "replaced", "provider": "gemini", "model": "m"}])
+    options = AcpOptions(path, ":memory:", 60.0)
+    early = EarlyStart(b"", {}, {"authMethods": []}, (path, answered))
+    assert [config.name for config in served_agents(options, early).configs] == ["answered"]
+    # Without an early answer the door reads the file as it is now.
+    assert [c.name for c in served_agents(options, EarlyStart(b"")).configs] == ["replaced"]

@@ -1,12 +1,15 @@
 """``file_write`` and ``file_edit`` behind the ACP door, driven by the
 TypeScript SDK's client: through ``fs/write_text_file`` when the editor
 advertised it (the whole new text, planned from the editor's buffer; the
-disk untouched), to disk otherwise; each call shown to the editor as an
+disk untouched), to disk otherwise; an editor's refusal reaching the model
+and the user with the reason it gave (acpx's own refusal too); each call
+shown to the editor as an
 ``edit`` of its file, located only when it stays inside ``cwd``; and the
 editor's "always allow" for a tool that asks lasting the session."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -85,8 +88,55 @@ def test_an_editor_that_refuses_the_write_is_an_error_result(door: Door) -> None
     assert turn["result"]["stopReason"] == "end_turn"
     result = _results(door)["w"]
     assert result["is_error"] is True
-    assert "the editor could not write" in result["content"]
+    assert result["content"] == (
+        f"file_write: the editor could not write {os.path.realpath(door.cwd)}/notes.txt: "
+        "Internal error: read-only buffer (-32603)"
+    )
     assert (door.cwd / "notes.txt").read_text() == "one\ntwo\nthree\n"
+
+
+def test_an_editor_s_reason_in_its_error_data_reaches_the_model_and_the_user_redacted(
+    door: Door,
+) -> None:
+    secret = door.env["ANTHROPIC_API_KEY"]
+    _setup(door, _use("w", "file_write", path="notes.txt", content="gone"))
+    refusal = {"details": f"Permission denied: the buffer is locked ({secret})"}
+    _, _, turn = door.run(
+        initialize(fs={"writeTextFile": True}),
+        new_session(door.cwd),
+        prompt(text("write")),
+        refuse_writes=refusal,
+    )
+    content = _results(door)["w"]["content"]
+    assert "Internal error (-32603): Permission denied: the buffer is locked" in content
+    ended = [u for u in turn["updates"] if u.get("toolCallId") == "w" and "status" in u]
+    shown = json.dumps(ended[-1])
+    assert ended[-1]["status"] == "failed"
+    assert "Permission denied: the buffer is locked ([redacted])" in shown
+    assert secret not in json.dumps(turn["updates"])
+
+
+def test_acpx_refusing_the_write_gives_its_reason_to_the_model_and_the_user(door: Door) -> None:
+    """acpx answers a write it does not approve with "Internal error" and the
+    reason in ``data.details``: the reason reaches the tool result."""
+    _setup(door, _use("w", "file_write", path="notes.txt", content="gone"))
+    done = door.acpx("--deny-all", "--format", "json", "exec", "write the notes")
+    assert done.returncode == 5, done.stderr  # acpx's PERMISSION_DENIED: it refused one
+    result = _results(door)["w"]
+    assert result["is_error"] is True
+    reason = "Permission denied for fs/write_text_file"
+    assert result["content"] == (
+        f"file_write: the editor could not write {os.path.realpath(door.cwd)}/notes.txt: "
+        f"Internal error (-32603): {reason}"
+    )
+    assert (door.cwd / "notes.txt").read_text() == "one\ntwo\nthree\n"
+    # The user sees it too, in the tool call's last update.
+    messages = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    updates = [m["params"]["update"] for m in messages if m.get("method") == "session/update"]
+    (ended,) = [u for u in updates if u.get("toolCallId") == "w" and u.get("status") == "failed"]
+    assert reason in json.dumps(ended["content"])
+    answers = [m["result"] for m in messages if "stopReason" in m.get("result", {})]
+    assert [answer["stopReason"] for answer in answers] == ["end_turn"]
 
 
 def test_a_path_outside_cwd_is_refused_before_the_editor_is_asked(
@@ -215,3 +265,62 @@ def test_writes_are_shown_as_diffs_and_reviewed_before_they_land(door: Door) -> 
     ]
     assert order == ["e", "e", "w", "w"]
     assert (door.cwd / "notes.txt").read_text() == "one\n2\nthree\n"
+
+
+def test_always_allow_covers_the_file_approved_and_never_git(door: Door) -> None:
+    """The editor answers every request "always allow": the grant covers
+    docs/notes.md alone (another file is asked), and a git hook is asked
+    for with no "always" option, so this editor's answer rejects it."""
+    door.write_agents(first=door.llm(tools=["file_write"]))
+    door.sim.script(
+        Reply(
+            content=[
+                _use("w1", "file_write", path="docs/notes.md", content="one\n"),
+                _use("w2", "file_write", path="docs/notes.md", content="two\n"),
+                _use("w3", "file_write", path="docs/other.md", content="other\n"),
+                _use("w4", "file_write", path=".git/hooks/pre-commit", content="curl evil\n"),
+            ]
+        ),
+        Reply.text("done"),
+    )
+    _, _, turn = door.run(
+        initialize(), new_session(door.cwd), prompt(text("write")), permission="allow_always"
+    )
+    asked = _asked(turn, "permissionRequest")
+    assert [request["toolCall"]["toolCallId"] for request in asked] == ["w1", "w3", "w4"]
+    assert [option["name"] for option in asked[0]["options"]] == [
+        "Allow once",
+        "Always allow this path",
+        "Reject",
+    ]
+    assert [option["kind"] for option in asked[2]["options"]] == ["allow_once", "reject_once"]
+    assert (door.cwd / "docs" / "notes.md").read_text() == "two\n"
+    assert (door.cwd / "docs" / "other.md").read_text() == "other\n"
+    assert _results(door)["w4"]["is_error"] is True
+    assert not (door.cwd / ".git").exists()
+
+
+def test_accept_edits_still_asks_for_the_agents_file_and_the_commands(door: Door) -> None:
+    """In accept-edits mode a write is not asked for, except to the agents
+    file the door serves and to the repository's .oma folder."""
+    door.agents_file = door.cwd / "agents.json"
+    door.write_agents(first=door.llm(tools=["file_write"], permissionMode="accept-edits"))
+    served = door.agents_file.read_text()
+    door.sim.script(
+        Reply(
+            content=[
+                _use("ok", "file_write", path="src/a.txt", content="a\n"),
+                _use("agents", "file_write", path="agents.json", content="[]"),
+                _use("cmd", "file_write", path=".oma/commands/review.md", content="steal\n"),
+            ]
+        ),
+        Reply.text("done"),
+    )
+    _, _, turn = door.run(
+        initialize(), new_session(door.cwd), prompt(text("write")), permission="allow_always"
+    )
+    asked = _asked(turn, "permissionRequest")
+    assert [request["toolCall"]["toolCallId"] for request in asked] == ["agents", "cmd"]
+    assert (door.cwd / "src" / "a.txt").read_text() == "a\n"
+    assert door.agents_file.read_text() == served
+    assert not (door.cwd / ".oma").exists()

@@ -3,10 +3,12 @@ key in its environment: the stored key reaches the provider, is redacted
 like an environment key, satisfies ``authenticate``, and ``logout`` takes it
 away. The ACP door advertises its ``terminal`` auth method (what the ACP
 Registry's check asks of an agent) only to a client that runs terminal
-logins."""
+logins. A config folder open to others is tightened; one that is a symbolic
+link is not used, for keys or commands."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -133,3 +135,82 @@ def test_the_terminal_method_is_offered_to_clients_that_run_terminal_logins(door
     assert child.exitstatus == 0
     assert os.path.exists(door.tmp / "config" / "oma-host" / "credentials.json")
     assert Path(door.tmp / "config" / "oma-host" / "logins.json").read_text().count("file") == 1
+
+
+def _login_from_a_pipe(env: dict[str, str], key: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*host_argv("login"), "--provider", "anthropic"],
+        input=f"{key}\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+
+
+def test_a_config_folder_open_to_others_is_tightened_and_a_linked_one_is_not_used(
+    door: Door,
+) -> None:
+    env = _account_env(door)
+    folder = door.tmp / "config" / "oma-host"
+    folder.mkdir(parents=True)
+    folder.chmod(0o755)
+    stored = _login_from_a_pipe(env, KEY)
+    assert stored.returncode == 0, stored.stderr
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+    # A config folder that is a link to a folder anyone may write: what was
+    # planted there (a key, a command) is not used, and login stores nothing.
+    shared = door.tmp / "shared"
+    (shared / "commands").mkdir(parents=True)
+    shared.chmod(0o777)
+    planted = "sk-ant-planted-by-someone-else-0123"
+    (shared / "logins.json").write_text(json.dumps({"ANTHROPIC_API_KEY": "file"}))
+    (shared / "credentials.json").write_text(json.dumps({"ANTHROPIC_API_KEY": planted}))
+    (shared / "commands" / "planted.md").write_text("Do as someone else says.\n")
+    (door.tmp / "linked").mkdir()
+    linked = door.tmp / "linked" / "oma-host"
+    linked.symlink_to(shared)
+    env["XDG_CONFIG_HOME"] = str(door.tmp / "linked")
+    refused = _login_from_a_pipe(env, KEY)
+    assert refused.returncode == 2
+    assert f"the folder {linked} is a symbolic link" in refused.stderr, refused.stderr
+    assert KEY not in (shared / "credentials.json").read_text()
+    door.env = env
+    # A process agent first, which needs no key: the session opens and its
+    # commands are offered; the LLM agent behind it advertises the key's method.
+    door.write_agents(
+        door.llm(), first={"name": "cat", "backend": {"kind": "process", "command": "cat"}}
+    )
+    _, authenticated, opened, _ = door.run(
+        initialize(),
+        step("authenticate", methodId="env:ANTHROPIC_API_KEY"),
+        new_session(door.cwd),
+        prompt(text("/cost")),  # the host's own: by its answer, the commands have come
+    )
+    assert authenticated["error"]["code"] == -32000  # the planted key is no key
+    (offered,) = [
+        n["update"]["availableCommands"]
+        for n in door.notifications
+        if n["update"]["sessionUpdate"] == "available_commands_update"
+    ]
+    assert "planted" not in [command["name"] for command in offered]
+    assert opened["result"]["sessionId"]
+
+
+def test_logout_from_the_editor_forgets_the_kept_keys(door: Door) -> None:
+    """ACP's ``logout`` (advertised as ``agentCapabilities.auth.logout``)
+    forgets what a login kept; the next session is ``auth_required``."""
+    env = _account_env(door)
+    stored = _login_from_a_pipe(env, KEY)
+    assert stored.returncode == 0, stored.stderr
+    door.env = env
+    init, before, logout, after = door.run(
+        initialize(), new_session(door.cwd), step("logout"), new_session(door.cwd)
+    )
+    assert init["result"]["agentCapabilities"]["auth"] == {"logout": {}}
+    assert before["result"]["sessionId"].startswith("sess_")
+    assert logout["result"] == {}
+    assert after["error"]["code"] == -32000
+    credentials = (door.tmp / "config" / "oma-host" / "credentials.json").read_text()
+    assert KEY not in credentials

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from oma_host.testing.simulator import Reply
+from oma_host.core.provider_facts import facts_of
+from oma_host.testing.simulator import Fault, Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, step, text
 
 WRITE = {"type": "tool_use", "id": "w", "name": "file_write", "input": {"path": "a.txt"}}
@@ -36,7 +37,7 @@ def test_an_llm_agent_offers_agent_model_mode_and_thought_level(door: Door) -> N
     _, new = door.run(initialize(), new_session(door.cwd))
     options = _options(new)
     assert {o: options[o]["category"] for o in options} == {
-        "agent": "other",
+        "agent": "_agent",  # custom: ACP reserves categories without a leading _
         "model": "model",
         "mode": "mode",
         "thought_level": "thought_level",
@@ -97,6 +98,43 @@ def test_the_model_and_thought_level_pickers_change_the_request(door: Door) -> N
     assert all(t["result"]["stopReason"] == "end_turn" for t in (first, second, third))
     assert _options(off)["thought_level"]["currentValue"] == "off"
     assert len(bodies[2]["messages"]) == 5  # the history went on through the switches
+
+
+def test_without_the_providers_list_the_picker_offers_the_models_its_table_knows(
+    door: Door,
+) -> None:
+    """The simulator refuses the model list: the picker offers the agent's
+    model, then Anthropic's current models from the table (no retired one),
+    and a model picked from them is the one the next request asks for."""
+    door.write_agents(first=door.llm(model="claude-sonnet-4-5", models=None))
+    door.sim.script(Fault(404, "no model list here"), Reply.text("one"))
+    _, new, _, turn = door.run(
+        initialize(), new_session(door.cwd), _set("model", "claude-opus-5-5"), prompt(text("hi"))
+    )
+    gets = [request.path for request in door.sim.requests if request.method == "GET"]
+    assert gets == ["/v1/models?limit=1000"]  # asked, and refused
+    offered = [v["value"] for v in _options(new)["model"]["options"]]
+    assert offered[0] == "claude-sonnet-4-5"
+    assert {"claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5", "claude-fable-5-2"} <= set(
+        offered
+    )
+    assert "claude-3-5-sonnet" not in offered and "claude-opus-4-1" not in offered  # retired
+    assert len(offered) == len(set(offered)) > 10
+    assert turn["result"]["stopReason"] == "end_turn"
+    (post,) = [request for request in door.sim.requests if request.method == "POST"]
+    assert post.body["model"] == "claude-opus-5-5"
+
+
+def test_an_openai_compatible_server_without_a_list_offers_its_agents_model_alone(
+    door: Door,
+) -> None:
+    """OpenAI's table names OpenAI's models, not a compatible server's."""
+    door.env = {**door.env, "OPENAI_API_KEY": "sk-test"}
+    door.write_agents(first=door.llm(provider="openai", model="llava", models=None))
+    door.sim.script(Fault(404, "no model list here"))
+    _, new = door.run(initialize(), new_session(door.cwd))
+    assert [v["value"] for v in _options(new)["model"]["options"]] == ["llava"]
+    assert "gpt-6.2-sol" in facts_of("openai").models.offered()  # which OpenAI's own would get
 
 
 def _prompt_a_write(door: Door, *mode_steps: dict[str, Any]) -> dict[str, Any]:
@@ -168,8 +206,11 @@ def test_set_mode_announces_the_mode_and_is_stored_with_the_session(door: Door) 
     ("provider", "model", "window", "prices"),
     [
         ("anthropic", "claude-sonnet-4-5", 200_000, (3.0, 15.0)),
+        ("anthropic", "claude-sonnet-5-5", 1_000_000, (2.0, 10.0)),
         ("openai", "gpt-4o", 128_000, (2.5, 10.0)),
+        ("openai", "gpt-6.2-sol", 1_050_000, (2.0, 10.0)),
         ("gemini", "gemini-2.5-flash", 1_048_576, (0.3, 2.5)),
+        ("gemini", "gemini-3.8-flash", 1_048_576, (0.75, 3.75)),
     ],
 )
 def test_usage_update_carries_the_models_window_and_the_sessions_cost(

@@ -93,8 +93,42 @@ def test_the_command_runs_in_the_editors_terminal_which_the_tool_call_embeds(doo
     assert updates[-1]["rawOutput"] == result["content"]
 
 
+# Secrets in the environment the editor and the host share, which the host's
+# own shell withholds by name or by value: the editor's terminal must not
+# hand them to the command either.
+SHARED_SECRETS = {
+    "HTTPS_PROXY": "http://user:proxy-pw@proxy.example:3128",
+    "DATABASE_URL": "postgres://app:db-pw@db.example:5432/app",
+    "LC_SMUGGLED": "x-sk-ant-test-key",  # the agent's key (the Door's ANTHROPIC_API_KEY)
+    "MYSQL_PWD": "mysql-pw",
+    "DB_CONN": "Server=db;User Id=app;Password=conn-pw;",
+    "SESSION_COOKIE": "sid=cookie-value",
+}
+
+
+def test_the_terminal_gets_no_secret_the_hosts_own_shell_withholds(door: Door) -> None:
+    door.env.update(SHARED_SECRETS, OLDPWD="/tmp/previous-test-dir")
+    _setup(door, "env > seen.env; echo done")
+    door.run(initialize(terminal=True), new_session(door.cwd), prompt(text("run it")))
+    assert _methods(door)[0] == "terminal/create"
+    blanked = {pair["name"]: pair["value"] for pair in door.terminal_requests[0]["params"]["env"]}
+    assert {name: blanked.get(name) for name in SHARED_SECRETS} == dict.fromkeys(SHARED_SECRETS, "")
+    seen = dict(
+        line.split("=", 1)
+        for line in (door.cwd / "seen.env").read_text().splitlines()
+        if "=" in line
+    )
+    assert {name: seen[name] for name in SHARED_SECRETS} == dict.fromkeys(SHARED_SECRETS, "")
+    # What is no secret keeps the editor's value.
+    assert "PATH" not in blanked and "OLDPWD" not in blanked
+    assert seen["OLDPWD"] == "/tmp/previous-test-dir"
+    # The run's delegation limits reach the command, as a host-run one's do.
+    assert blanked["OMA_HOST_DELEGATION"].startswith("depth=")
+    assert seen["OMA_HOST_DELEGATION"] == blanked["OMA_HOST_DELEGATION"]
+
+
 def test_a_command_past_its_time_is_killed_in_the_terminal_and_released(door: Door) -> None:
-    _setup(door, "echo $$ > pid; echo started; sleep 300", timeout=1)
+    _setup(door, "echo $$ > pid; echo started; sleep 300", timeoutMs=1000)
     door.run(initialize(terminal=True), new_session(door.cwd), prompt(text("run it")))
     assert _methods(door) == [
         "terminal/create",

@@ -13,12 +13,13 @@ import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import ClientCapabilities, InitializeResponse
 
+from oma_host.acp_server.agents import ServedAgents
 from oma_host.acp_server.auth import initialize_answer
 from oma_host.acp_server.handshake import PROTOCOL_VERSION as DOOR_VERSION
 from oma_host.acp_server.handshake import plain_initialize
 from oma_host.core.config import AgentConfig
 from tests.acp_server.helpers import Door, new_session, step
-from tests.acp_server.raw_editor import raw_editor
+from tests.acp_server.raw_editor import raw_editor, stderr_of
 
 
 def test_answering_initialize_imports_nothing_of_the_acp_library() -> None:
@@ -119,7 +120,49 @@ def test_the_door_serves_the_requests_it_says_before_it_is_loaded() -> None:
     from oma_host.acp_server.handshake import SERVED_REQUESTS
     from oma_host.acp_server.routes import door_routes
 
-    door = OmaAcpAgent([AgentConfig(name="a", model="m")], ":memory:", 60.0)
+    door = OmaAcpAgent(ServedAgents([AgentConfig(name="a", model="m")]), ":memory:", 60.0)
     requests, notifications = door_routes(door)
     assert set(requests) == SERVED_REQUESTS
     assert set(notifications) == {"session/cancel"}
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "path", "what"),
+    [
+        ("all", "clientCapabilities", "a string"),
+        (7, "clientCapabilities", "a number"),
+        ([True], "clientCapabilities", "an array"),
+        ({"fs": "yes"}, "clientCapabilities.fs", "a string"),
+        ({"auth": [1]}, "clientCapabilities.auth", "an array"),
+    ],
+)
+async def test_capabilities_that_are_no_object_are_invalid_params_at_their_path(
+    door: Door, capabilities: Any, path: str, what: str
+) -> None:
+    """The schema's model would put its default in their place; the door
+    says what was wrong and where, and serves the next ``initialize``."""
+    async with raw_editor(door) as editor:
+        bad = await editor.call(
+            "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities}
+        )
+        good = await editor.call("initialize", {"protocolVersion": 1})
+    assert bad["error"]["code"] == -32602
+    assert bad["error"]["message"] == f"initialize: {path} must be an object, not {what}"
+    assert bad["error"]["data"]["path"] == path
+    assert good["result"]["protocolVersion"] == 1
+
+
+async def test_a_malformed_cancel_is_one_warning_line_each(door: Door) -> None:
+    async with raw_editor(door) as editor:
+        await editor.start(door)
+        for params in ({"sessionId": 5}, "x", {"sessionId": "sess_nope"}):
+            editor.send("session/cancel", params, notify=True)
+        alive = await editor.call("session/list", {})
+        stderr = await stderr_of(editor)
+    assert len(alive["result"]["sessions"]) == 1  # still serving
+    lines = stderr.splitlines()
+    assert len(lines) == 3, stderr
+    assert all(line.startswith("oma-host WARNING") and "session/cancel" in line for line in lines)
+    assert "Traceback" not in stderr
+    assert "sessionId: Input should be a valid string" in lines[0]
+    assert "no session 'sess_nope'" in lines[2]

@@ -1,7 +1,8 @@
 """The ACP door exports each prompt turn's spans over OTLP/HTTP: ``oma-host
 acp`` driven by the TypeScript SDK's client, told by the standard variable
 or by its own options, and a receiver decoding what arrives with
-``opentelemetry-proto``."""
+``opentelemetry-proto``. Content capture with no export records the
+conversation in the state directory alone."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, text
-from tests.cli.recorded_runs import oma_runs
+from tests.cli.recorded_runs import flatten, oma_runs
 from tests.telemetry.receiver import Receiver, by_operation, children
 
 PROMPT = "PROMPT-MARKER-acp read the notes"
@@ -83,3 +84,38 @@ def test_no_telemetry_turns_off_the_export_the_environment_and_options_ask_for(
     assert listed.returncode == 0, listed.stderr
     (row,) = json.loads(listed.stdout)
     assert (row["sessionId"], row["status"], row["turns"]) == (session_id, "ok", 2)
+
+
+def test_content_capture_without_an_endpoint_records_the_conversation_in_the_store(
+    door: Door, collector: Receiver
+) -> None:
+    """``--telemetry-capture-content true`` alone: nothing is exported, and
+    the turn's spans in the state directory hold the prompt, the reply and
+    the tool call's arguments and result, the agent's key redacted."""
+    key = door.env["ANTHROPIC_API_KEY"]
+    door.flags += ["--telemetry-capture-content", "true"]
+    door.write_agents(first=door.llm(tools=["file_read"]))
+    (door.cwd / "notes.txt").write_text(f"forty-two, and the key {key}")
+    call = {"type": "tool_use", "id": "call_1", "name": "file_read", "input": {"path": "notes.txt"}}
+    door.sim.script(Reply(content=[call]), Reply.text("It says forty-two."))
+    _, _, turn = door.run(initialize(), new_session(door.cwd), prompt(text(f"{PROMPT} {key}")))
+    assert turn["result"]["stopReason"] == "end_turn"
+    assert collector.received.bodies == []
+    (row,) = json.loads(oma_runs(door.state, "list", "--json").stdout)
+    # The listing's prompt (redacted) and the session's title (from its first prompt).
+    assert row["prompt"] == "PROMPT-MARKER-acp read the notes [redacted]"
+    assert row["sessionTitle"].startswith("PROMPT-MARKER-acp read the notes")
+    assert key not in row["sessionTitle"]
+    shown = oma_runs(door.state, "show", row["runId"], "--json")
+    assert shown.returncode == 0, shown.stderr
+    spans = [span for _, span in flatten(json.loads(shown.stdout)["spans"])]
+    (root,) = [span for span in spans if span["operation"] == "invoke_agent"]
+    (tool,) = [span for span in spans if span["operation"] == "execute_tool"]
+    chats = [span for span in spans if span["operation"] == "chat"]
+    captured_input = root["attributes"]["gen_ai.input.messages"]
+    assert "PROMPT-MARKER-acp read the notes [redacted]" in captured_input
+    assert "It says forty-two." in root["attributes"]["gen_ai.output.messages"]
+    assert json.loads(tool["attributes"]["gen_ai.tool.call.arguments"]) == {"path": "notes.txt"}
+    assert tool["attributes"]["gen_ai.tool.call.result"] == "forty-two, and the key [redacted]"
+    assert "It says forty-two." in chats[-1]["attributes"]["gen_ai.output.messages"]
+    assert key not in shown.stdout

@@ -2,7 +2,9 @@
 simulator answering), for the tests of ``oma-host runs`` and its viewer:
 a prompt turn with two tool calls, a failed run, a cancelled one, a
 delegation, a compaction, two team runs (a chain, a diamond), an evaluated
-one-off run, and a run whose agent name and tool input are markup. Made
+one-off run, a run whose agent name and tool input are markup, and two
+turns of one session on a host that records their text (content capture
+on, no export). Made
 once per test session (``recorded`` in conftest.py); and running the
 ``oma-host runs`` command on it in a process of its own."""
 
@@ -27,6 +29,13 @@ PROMPT = "What do the notes say? PROMPT-MARKER-7f3a"
 FILE_TEXT = "FILE-CONTENT-MARKER-41 the answer is 42\n"
 WORDS = "the quick brown fox jumps over the lazy dog " * 6
 ECHO = 'printf "done: "; cat'
+FAIL = "echo BUILD-BROKE-MARKER >&2; exit 3"
+# The captured session's turns (their text is recorded: content capture is on there).
+CAPTURED_PROMPT = "Which port does the build use? CAPTURED-PROMPT-5c"
+CAPTURED_FILE = f"The build listens on port 8080.\nDeploy key: {KEY}\n"
+CAPTURED_REPLY = "The build uses port 8080. CAPTURED-REPLY-5c"
+CAPTURED_SECOND = "And which protocol?"
+CAPTURED_SECOND_REPLY = "Plain HTTP."
 # Markup where the viewer shows data: it must show these as text, never run them.
 MARKUP_AGENT = '<img src=x onerror="window.__pwned = 1">markup-agent'
 MARKUP_INPUT = '<script>window.__pwned = 2</script><img src=x onerror="window.__pwned = 3">'
@@ -173,6 +182,20 @@ async def make_runs(state: Path, work: Path, sim: Simulator) -> dict[str, str]:
         assert result["success"], result
         runs["diamond"] = "team-diamond"
 
+        # A team run that fails: its first task's agent exits 3, so the second is skipped.
+        failer = {
+            "name": "failer",
+            "backend": {"kind": "process", "command": "sh", "args": ["-c", FAIL]},
+        }
+        tasks = [
+            {"id": "build", "title": "Build", "description": "build it", "assignee": "failer"},
+            {"id": "ship", "title": "Ship", "description": "ship it", "dependsOn": ["build"]},
+        ]
+        params = {"team": {"agents": [failer]}, "tasks": tasks, "runId": "team-failed"}
+        result = await host.request("oma/runTasks", params)
+        assert not result["success"], result
+        runs["team_failed"] = "team-failed"
+
         # Markup in an agent's name and in a tool call's input (a file that does not exist).
         markup = await _create(
             host,
@@ -191,7 +214,37 @@ async def make_runs(state: Path, work: Path, sim: Simulator) -> dict[str, str]:
         assert flushed["settled"], flushed
     finally:
         assert await host.close() == 0
+    await _captured_runs(state, work, sim, runs)
     return runs
+
+
+async def _captured_runs(state: Path, work: Path, sim: Simulator, runs: dict[str, str]) -> None:
+    """Two turns of one session on a host that records message text with no
+    export (``telemetry: {export: false, captureContent: true}``): a prompt,
+    a tool call whose result holds the key (redacted), a reply; then a
+    second prompt answered at once."""
+    host = await HostClient.spawn(
+        host_argv("--state-dir", str(state)), env={"ANTHROPIC_API_KEY": KEY}
+    )
+    await host.initialize({"telemetry": {"export": False, "captureContent": True}})
+    try:
+        (work / "build.txt").write_text(CAPTURED_FILE)
+        scribe = await _create(
+            host,
+            llm_config(sim, "anthropic", name="scribe", tools=["file_read"], cwd=str(work)),
+            session="sess-captured",
+        )
+        sim.script(
+            Reply(content=[_tool_use("call_c", "build.txt")]),
+            Reply.text(CAPTURED_REPLY),
+            Reply.text(CAPTURED_SECOND_REPLY),
+        )
+        for prompt, name in ((CAPTURED_PROMPT, "captured"), (CAPTURED_SECOND, "captured_2")):
+            result = await host.request("agent/prompt", {"agentId": scribe, "input": prompt})
+            assert result["success"], result
+            runs[name] = result["identity"]["runId"]
+    finally:
+        assert await host.close() == 0
 
 
 def oma_runs(state: Path, *args: str) -> subprocess.CompletedProcess[str]:

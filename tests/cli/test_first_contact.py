@@ -1,6 +1,7 @@
 """What a newcomer meets first: a bare ``oma-host`` on a terminal says what it
-waits for, and ``.ci/install-dev`` names a missing prerequisite before it
-installs anything."""
+waits for, ``--version`` says the version (``oma-host acp --version`` too,
+without waiting for an editor), and ``.ci/install-dev`` names a missing
+prerequisite before it installs anything."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
+
+from oma_host.core.version import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,6 +38,24 @@ def test_a_bare_host_on_a_pipe_prints_nothing() -> None:
     assert done.returncode == 0
     assert done.stdout == b""
     assert b"waiting" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [[], ["acp"]])
+def test_version_prints_the_version_and_exits_0(command: list[str]) -> None:
+    # stdin a pipe kept open: the door's early answer must not wait on it.
+    reading, writing = os.pipe()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "oma_host", *command, "--version"],
+            stdin=reading,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    finally:
+        os.close(reading)
+        os.close(writing)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"oma-host {__version__}\n", "")
 
 
 def test_install_dev_names_what_is_missing_before_installing(tmp_path: Path) -> None:

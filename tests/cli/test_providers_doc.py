@@ -36,9 +36,16 @@ def test_the_model_table_is_what_the_model_facts_generate() -> None:
     assert with_models(document) == document, (
         "docs/providers.md is stale: run `python3 -m oma_host.cli.providers_doc`"
     )
-    rows = [line for line in models_table().splitlines() if line.startswith("| `")]
+    lines = models_table().splitlines()
+    rows = [line for line in lines if line.startswith("| `") and line.count("|") == 9]
     assert len(rows) == sum(len(facts.models.models) for facts in PROVIDERS)
+    assert "| `anthropic` | `claude-sonnet-5-5` | 1,000,000 | 2 | 10 | 2.5 | 0.1 | yes |" in rows
     assert "| `anthropic` | `claude-sonnet-4-5` | 200,000 | 3 | 15 | 3.75 | 0.3 | yes |" in rows
+    assert "| `anthropic` | `claude-3-5-sonnet` (retired) | 200,000 |" in "\n".join(rows)
+    # Each provider's table says where it was read and when.
+    claude = "https://platform.claude.com/docs/en/about-claude/pricing"
+    assert "| `anthropic` | 2026-12-06 | <https://platform.claude.com" in document
+    assert claude in document
 
 
 def test_the_estimates_table_is_what_the_descriptors_generate() -> None:

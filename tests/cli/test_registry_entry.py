@@ -1,13 +1,18 @@
 """The ACP Registry entry (``packaging/acp-registry/oma-host/``): valid
-against the registry's own ``agent.schema.json`` (a copy in the steering
-repository's ``shared/acp-registry/``, beside the checkout), its version and
-pinned package the package's own, and a 16x16 icon drawn in
-``currentColor``, as the registry asks of an icon."""
+against the registry's own ``agent.schema.json``, its version and pinned
+package the package's own, and a 16x16 icon drawn in ``currentColor``, as
+the registry asks of an icon.
+
+The schema is vendored beside this test, unchanged:
+``acp_registry/agent.schema.json`` is the registry's
+https://cdn.agentclientprotocol.com/registry/v1/latest/agent.schema.json
+(its ``$id``), so a clone with nothing beside it runs this test."""
 
 from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ElementTree
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -16,7 +21,7 @@ from oma_host.cli.schema import ROOT
 from oma_host.core.version import __version__
 
 ENTRY = ROOT / "packaging" / "acp-registry" / "oma-host"
-REGISTRY_SCHEMA = ROOT.parent / "shared" / "acp-registry" / "agent.schema.json"
+REGISTRY_SCHEMA = Path(__file__).resolve().parent / "acp_registry" / "agent.schema.json"
 
 
 def _entry() -> dict[str, Any]:
@@ -25,8 +30,8 @@ def _entry() -> dict[str, Any]:
 
 
 def test_the_entry_validates_against_the_registrys_schema() -> None:
-    assert REGISTRY_SCHEMA.is_file(), f"the registry's schema is expected at {REGISTRY_SCHEMA}"
     schema = json.loads(REGISTRY_SCHEMA.read_text(encoding="utf-8"))
+    assert schema["$id"].endswith("/registry/v1/latest/agent.schema.json")
     validator = jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(_entry())]
     assert not errors

@@ -18,7 +18,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from oma_host.orchestration.run_records import RunRecords
-from tests.cli.recorded_runs import DIAMOND, MARKUP_AGENT, MARKUP_INPUT
+from tests.cli.recorded_runs import (
+    CAPTURED_FILE,
+    CAPTURED_PROMPT,
+    CAPTURED_REPLY,
+    CAPTURED_SECOND,
+    CAPTURED_SECOND_REPLY,
+    DIAMOND,
+    KEY,
+    MARKUP_AGENT,
+    MARKUP_INPUT,
+)
 from tests.cli.viewer_helpers import Viewer, serve_viewer
 from tests.headless_chromium import CHROMIUM, require_chromium
 
@@ -108,19 +118,75 @@ def _section(page: Page, title: str) -> str:
     return section.inner_text()
 
 
+def _grouped(run_ids_and_sessions: list[tuple[str, str | None]]) -> list[str]:
+    """Newest-first runs as the page orders them: a session's runs together,
+    at the place of its newest run."""
+    order: list[list[str]] = []
+    groups: dict[str, list[str]] = {}
+    for run_id, session in run_ids_and_sessions:
+        if session is None:
+            order.append([run_id])
+        elif session in groups:
+            groups[session].append(run_id)
+        else:
+            groups[session] = [run_id]
+            order.append(groups[session])
+    return [run_id for group in order for run_id in group]
+
+
+def _cell(page: Page, run_id: str, column: str) -> str:
+    return page.locator(f'.run-row[data-run-id="{run_id}"] td.{column}').inner_text()
+
+
 def test_the_page_lists_every_run_with_its_columns_newest_first(
     page: Page, recorded: tuple[Path, dict[str, str]]
 ) -> None:
     state, runs = recorded
     with RunRecords(state) as records:
-        newest_first = [row.run_id for row in records.list_runs()]
-    assert _rows(page) == newest_first and set(newest_first) == set(runs.values())
-    cells = page.locator(f'.run-row[data-run-id="{runs["tools"]}"] td').all_inner_texts()
-    assert cells[1:7] == ["coder", "ok", "2", "30", "-", cells[6]]
-    assert cells[6].endswith("ms") or cells[6].endswith(" s")
-    assert cells[7] == runs["tools"]
+        listed = [(row.run_id, row.session_id) for row in records.list_runs()]
+    assert _rows(page) == _grouped(listed) and {r for r, _ in listed} == set(runs.values())
+    tools = runs["tools"]
+    cells = {
+        column: _cell(page, tools, column)
+        for column in ("agent", "status", "turns", "tokens", "cost", "duration", "run-id")
+    }
+    assert cells == {
+        "agent": "coder",
+        "status": "ok",
+        "turns": "2",
+        "tokens": "30",
+        "cost": "-",
+        "duration": cells["duration"],
+        "run-id": tools,
+    }
+    assert cells["duration"].endswith("ms") or cells["duration"].endswith(" s")
     assert page.locator(f'.run-row[data-run-id="{runs["failed"]}"] .badge').inner_text() == "error"
     assert page.inner_text("#load-state") == f"{len(runs)} runs"
+
+
+def test_a_session_s_runs_are_grouped_under_it_each_with_its_prompt(
+    page: Page, recorded: tuple[Path, dict[str, str]]
+) -> None:
+    _state, runs = recorded
+    order = page.eval_on_selector_all(
+        "#runs tbody tr",
+        "rows => rows.map(r => r.dataset.sessionId ? `session ${r.dataset.sessionId}`"
+        " : r.dataset.runId)",
+    )
+    at = order.index("session sess-captured")
+    assert order[at + 1 : at + 3] == [runs["captured_2"], runs["captured"]]
+    header = page.locator('.session-row[data-session-id="sess-captured"]').inner_text()
+    assert "sess-captured" in header and "2 runs" in header
+    assert order[order.index("session sess-1") + 1] == runs["tools"]
+    # Each run of the captured session shows what it was asked.
+    assert _cell(page, runs["captured"], "prompt") == CAPTURED_PROMPT
+    assert _cell(page, runs["captured_2"], "prompt") == CAPTURED_SECOND
+    # A run whose text was not captured shows its method, marked as no prompt.
+    assert _cell(page, runs["failed"], "prompt") == "agent/run"
+    assert page.locator(f'.run-row[data-run-id="{runs["failed"]}"] td.prompt.none').count() == 1
+    # The text filter finds a run by its prompt.
+    page.fill("#filter-text", "which port")
+    _wait_rows(page, {runs["captured"], runs["captured_2"]})
 
 
 def test_the_filters_narrow_the_list(page: Page, recorded: tuple[Path, dict[str, str]]) -> None:
@@ -134,7 +200,7 @@ def test_the_filters_narrow_the_list(page: Page, recorded: tuple[Path, dict[str,
     page.fill("#filter-text", "x-api-key")  # the failed run's error, in any case
     _wait_rows(page, {runs["failed"]})
     page.fill("#filter-text", "team")
-    _wait_rows(page, {runs["team"], runs["diamond"]})
+    _wait_rows(page, {runs["team"], runs["diamond"], runs["team_failed"]})
     page.select_option("#filter-agent", "team")
     page.fill("#filter-text", "diamond")
     _wait_rows(page, {runs["diamond"]})
@@ -301,12 +367,172 @@ def test_the_page_is_refused_without_its_token(browser: Browser, viewer: Viewer)
         context.close()
 
 
+def test_a_captured_run_shows_its_prompt_tool_call_result_and_reply(
+    page: Page, recorded: tuple[Path, dict[str, str]]
+) -> None:
+    _state, runs = recorded
+    _open_run(page, runs["captured"])
+    items = page.locator("#conversation .conversation > .msg")
+    roles = items.locator(".msg-role").all_inner_texts()
+    assert [role.lower() for role in roles] == ["prompt", "tool call: file_read", "reply"]
+    assert CAPTURED_PROMPT in items.nth(0).inner_text()
+    tool = items.nth(1)
+    assert json.loads(tool.locator("pre.tool-arguments").inner_text()) == {"path": "build.txt"}
+    assert tool.locator("pre.tool-result").inner_text() == CAPTURED_FILE.replace(KEY, "[redacted]")
+    assert CAPTURED_REPLY in items.nth(2).inner_text()
+    assert KEY not in page.content()
+    # The tool call opens its step, its result shown as text, not as an attribute.
+    tool.click()
+    page.wait_for_function(
+        "() => document.querySelector('#detail .detail-name')?.textContent"
+        " === 'execute_tool file_read'"
+    )
+    assert "port 8080" in _section(page, "Tool result")
+    assert "gen_ai.tool.call.result" not in _section(page, "Attributes")
+    # The run's top step shows the messages it was given and its reply, readably.
+    _detail(page, "invoke_agent scribe")
+    assert CAPTURED_PROMPT in _section(page, "Messages in")
+    assert CAPTURED_REPLY in _section(page, "Reply")
+    # The session's second turn: its own prompt and reply, the first turn folded away.
+    _open_run(page, runs["captured_2"])
+    roles = page.locator("#conversation .conversation > .msg .msg-role").all_inner_texts()
+    assert [role.lower() for role in roles] == ["prompt", "reply"]
+    assert CAPTURED_SECOND in page.inner_text("#conversation .conversation > .msg >> nth=0")
+    assert CAPTURED_SECOND_REPLY in page.inner_text("#conversation .conversation > .msg >> nth=1")
+    earlier = page.locator("#conversation details.earlier")
+    assert earlier.get_attribute("open") is None
+    assert "Earlier in the session: 4 messages" in earlier.locator("summary").inner_text()
+    earlier.locator("summary").click()
+    assert CAPTURED_PROMPT in earlier.inner_text()
+
+
+def test_a_run_without_captured_text_says_how_to_record_it(
+    page: Page, recorded: tuple[Path, dict[str, str]]
+) -> None:
+    _state, runs = recorded
+    _open_run(page, runs["tools"])
+    hint = page.inner_text("#conversation .hint")
+    assert "--telemetry-capture-content true" in hint and "captureContent" in hint
+    assert page.locator("#conversation .msg").count() == 0
+    _open_run(page, runs["diamond"])  # a team run: its tasks' runs have their own
+    assert page.locator("#conversation").is_hidden()
+
+
+def test_a_failed_team_run_says_why_and_shows_its_skipped_task(
+    page: Page, recorded: tuple[Path, dict[str, str]]
+) -> None:
+    _state, runs = recorded
+    _open_run(page, runs["team_failed"])
+    failure = page.locator("#run-summary .run-error")
+    assert failure.locator(".error-kind").inner_text() == "process"
+    assert failure.locator(".error-message").inner_text() == (
+        "task build failed: sh exited with code 3: BUILD-BROKE-MARKER; "
+        "task ship skipped: dependency 'build' did not complete"
+    )
+    ship = page.locator('#graph .node[data-task-id="ship"]')
+    assert "task-skipped" in str(ship.get_attribute("class"))
+    assert ship.locator(".task-meta").text_content() == "failer · skipped"
+    bar = page.locator(
+        "#timeline .span-row", has=page.locator(".label", has_text="task ship")
+    ).locator(".bar")
+    assert "status-skipped" in str(bar.get_attribute("class"))
+    _detail(page, "task ship")
+    assert page.inner_text("#detail header .badge") == "skipped"
+    assert _section(page, "Why it was skipped") == (
+        "Why it was skipped\ndependency 'build' did not complete"
+    )
+    _detail(page, "task build")
+    assert "sh exited with code 3: BUILD-BROKE-MARKER" in _section(page, "Why it failed")
+
+
+def test_the_timeline_has_a_legend_of_its_colours_and_marks(
+    page: Page, recorded: tuple[Path, dict[str, str]]
+) -> None:
+    _state, runs = recorded
+    _open_run(page, runs["delegation"])
+    legend = page.locator("#legend li")
+    assert legend.all_inner_texts() == [
+        "agent run",
+        "model request",
+        "tool call",
+        "delegation",
+        "compaction",
+        "team run",
+        "task",
+        "failed (red outline)",
+        "cancelled (striped)",
+        "skipped (hollow)",
+    ]
+    # Each kind's swatch has the colour of its bars.
+    for operation, label in (("invoke_agent", "invoke_agent lead"), ("chat", "chat sim-1")):
+        swatch = page.locator(f"#legend .swatch.op-{operation}")
+        bar = page.locator(
+            "#timeline .span-row", has=page.locator(".label", has_text=label)
+        ).first.locator(".bar")
+        colour = "el => getComputedStyle(el).backgroundColor"
+        assert swatch.evaluate(colour) == bar.evaluate(colour)
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_the_layout_fits_the_window_with_a_captured_run_shown(
+    browser: Browser, viewer: Viewer, recorded: tuple[Path, dict[str, str]], width: int
+) -> None:
+    """At 800 and 1400 px: nothing wider than the window, the timeline's
+    labels, bars and durations side by side, the step's detail beside the
+    timeline when there is room and under it when there is not. Leaves a
+    screenshot of each (in ``OMA_VIEWER_SHOTS`` too, when set)."""
+    _state, runs = recorded
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(viewer.url)
+        page.wait_for_selector(".run-row")
+        _open_run(page, runs["captured"])
+        _detail(page, "execute_tool file_read")
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        for selector in ("#runs-pane", "#run-summary", "#conversation", "#timeline", "#detail"):
+            box = page.locator(selector).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, selector
+        rows = page.locator("#timeline .span-row").all()
+        for row in rows:
+            label, track, duration = (
+                row.locator(part).bounding_box() for part in (".label", ".track", ".dur")
+            )
+            assert label and track and duration
+            assert label["x"] + label["width"] <= track["x"] + 1
+            assert track["x"] + track["width"] <= duration["x"] + duration["width"]
+            assert track["width"] > width / 4  # the bars have room
+        timeline = page.locator("#timeline").bounding_box()
+        detail = page.locator("#detail").bounding_box()
+        assert timeline and detail
+        if width < 1100:
+            assert detail["y"] >= timeline["y"] + timeline["height"]  # under it
+            assert page.locator("#runs th.run-id").is_hidden()
+        else:
+            assert detail["x"] >= timeline["x"] + timeline["width"]  # beside it
+            assert page.locator("#runs th.run-id").is_visible()
+        prompt = page.locator(f'.run-row[data-run-id="{runs["captured"]}"] td.prompt')
+        assert prompt.is_visible() and (prompt.bounding_box() or {"width": 0})["width"] > 100
+        shot = page.screenshot(full_page=True)
+        assert shot.startswith(b"\x89PNG\r\n\x1a\n") and len(shot) > 20_000
+        shots = os.environ.get("OMA_VIEWER_SHOTS")
+        if shots:
+            Path(shots).mkdir(parents=True, exist_ok=True)
+            (Path(shots) / f"run-viewer-{width}.png").write_bytes(shot)
+        assert errors == [], errors
+    finally:
+        context.close()
+
+
 def test_a_screenshot_of_a_run_s_timeline(
     page: Page, recorded: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
     _state, runs = recorded
-    _open_run(page, runs["delegation"])
-    _detail(page, "execute_tool delegate")
+    _open_run(page, runs["captured"])
+    _detail(page, "execute_tool file_read")
     shot = tmp_path / "run-viewer.png"
     page.screenshot(path=str(shot), full_page=True)
     data = shot.read_bytes()

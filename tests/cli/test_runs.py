@@ -5,10 +5,23 @@ read back by the ``oma-host runs`` command itself, in a process of its own."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from tests.cli.recorded_runs import KEY, flatten, oma_runs, show_json
+from tests.cli.recorded_runs import (
+    CAPTURED_FILE,
+    CAPTURED_PROMPT,
+    CAPTURED_REPLY,
+    CAPTURED_SECOND,
+    KEY,
+    flatten,
+    oma_runs,
+    show_json,
+)
 
 
 def test_list_shows_every_run_newest_first_with_its_columns(
@@ -48,10 +61,14 @@ def test_list_shows_every_run_newest_first_with_its_columns(
         "COST",
         "DURATION",
         "RUN",
+        "PROMPT",
     ]
     assert len(lines) == len(runs)
     line = next(line for line in lines if runs["tools"] in line)
     assert line.split()[2:7] == ["coder", "ok", "2", "30", "-"]
+    assert line.endswith(f"{runs['tools']}  -")  # its text was not captured
+    captured = next(line for line in lines if runs["captured"] in line)
+    assert captured.endswith(f"{runs['captured']}  {CAPTURED_PROMPT}")
 
 
 def test_list_filters_by_agent_status_text_and_time(
@@ -209,6 +226,90 @@ def test_show_gives_a_team_run_its_tasks_each_over_its_agent_run(
     assert document["run"]["turns"] == 2
 
 
+def test_a_failed_team_run_says_which_task_failed_and_why_and_which_was_skipped(
+    recorded: tuple[Path, dict[str, str]],
+) -> None:
+    state, runs = recorded
+    listed = oma_runs(state, "list", "--json", "--text", "build-broke-marker")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert (row["runId"], row["status"], row["errorKind"]) == (
+        runs["team_failed"],
+        "error",
+        "process",
+    )
+    assert row["error"] == (
+        "task build failed: sh exited with code 3: BUILD-BROKE-MARKER; "
+        "task ship skipped: dependency 'build' did not complete"
+    )
+    document = show_json(state, runs["team_failed"])
+    assert document["run"]["error"] == row["error"]
+    spans = flatten(document["spans"])
+    shape = [(depth, span["name"], span["status"]) for depth, span in spans]
+    assert shape == [
+        (0, "invoke_workflow team", "error"),
+        (1, "task build", "error"),
+        (2, "invoke_agent failer", "error"),
+        (1, "task ship", "skipped"),
+    ]
+    build, ship = spans[1][1], spans[3][1]
+    assert build["stored"]["taskReason"] == "sh exited with code 3: BUILD-BROKE-MARKER"
+    assert ship["stored"]["taskReason"] == "dependency 'build' did not complete"
+    assert ship["attributes"]["oma.task.status"] == "skipped"
+    shown = oma_runs(state, "show", runs["team_failed"])
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert f"error (process): {row['error']}" in lines
+    assert any(
+        line.startswith("  task ship  skipped  ")
+        and line.endswith("skipped (dependency 'build' did not complete)")
+        for line in lines
+    ), lines
+    assert any("failed (sh exited with code 3: BUILD-BROKE-MARKER)" in line for line in lines)
+    # Exported: the skipped task UNSET with oma.status, no reason (it is the host's own).
+    exported = oma_runs(state, "export", runs["team_failed"])
+    spans_out = exported_spans(exported.stdout)
+    skipped = next(span for span in spans_out if span["name"] == "task ship")
+    assert skipped["status"] == {"code": 0}
+    assert {"key": "oma.status", "value": {"stringValue": "skipped"}} in skipped["attributes"]
+    assert "BUILD-BROKE-MARKER" not in exported.stdout and "did not complete" not in exported.stdout
+
+
+def exported_spans(text: str) -> list[dict[str, Any]]:
+    spans: list[dict[str, Any]] = json.loads(text)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    return spans
+
+
+def test_a_host_capturing_content_with_no_export_records_the_conversation(
+    recorded: tuple[Path, dict[str, str]],
+) -> None:
+    """``telemetry: {export: false, captureContent: true}``: the turns' text
+    is in the state directory's spans (the key redacted), and the listing
+    gives each turn's prompt (the second turn's, not the first's it carries
+    as its history) and finds a run by it."""
+    state, runs = recorded
+    listed = {row["runId"]: row for row in json.loads(oma_runs(state, "list", "--json").stdout)}
+    assert listed[runs["captured"]]["prompt"] == CAPTURED_PROMPT
+    assert listed[runs["captured_2"]]["prompt"] == CAPTURED_SECOND
+    assert listed[runs["captured"]]["sessionId"] == "sess-captured"
+    assert listed[runs["tools"]]["prompt"] is None  # not captured: no text kept
+    assert all(row["sessionTitle"] is None for row in listed.values())  # no ACP session
+    found = oma_runs(state, "list", "--json", "--text", "captured-prompt-5c")
+    assert {row["runId"] for row in json.loads(found.stdout)} == {
+        runs["captured"],
+        runs["captured_2"],  # its input holds the first turn
+    }
+    spans = [span for _, span in flatten(show_json(state, runs["captured"])["spans"])]
+    by_name = {span["name"]: span for span in spans}
+    root = by_name["invoke_agent scribe"]["attributes"]
+    assert CAPTURED_PROMPT in root["gen_ai.input.messages"]
+    assert root["gen_ai.output.messages"] == CAPTURED_REPLY
+    tool = by_name["execute_tool file_read"]["attributes"]
+    assert json.loads(tool["gen_ai.tool.call.arguments"]) == {"path": "build.txt"}
+    assert tool["gen_ai.tool.call.result"] == CAPTURED_FILE.replace(KEY, "[redacted]")
+    assert KEY not in json.dumps(spans)
+
+
 def test_show_lists_a_run_s_evaluation_scores(recorded: tuple[Path, dict[str, str]]) -> None:
     state, runs = recorded
     document = show_json(state, runs["evaluated"])
@@ -285,3 +386,95 @@ def test_the_store_records_no_key_and_no_message_text_in_spans(
     assert rows and KEY not in dumped
     for marker in ("PROMPT-MARKER", "FILE-CONTENT-MARKER", "It says 42"):
         assert marker not in dumped
+
+
+def _oma(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    """``oma-host ARGS`` in a process of its own, as a user types it."""
+    return subprocess.run(
+        [sys.executable, "-m", "oma_host", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_state_directory_may_be_given_before_or_after_the_action(
+    recorded: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    state, runs = recorded
+    expected = json.loads(oma_runs(state, "list", "--json").stdout)
+    nowhere = str(tmp_path / "nowhere")
+    for args in (
+        ["runs", "list", "--state-dir", str(state), "--json"],
+        ["runs", "list", "--json", "--state-dir", str(state)],
+        ["--state-dir", str(state), "runs", "list", "--json"],
+        # The last one given stands.
+        [
+            "--state-dir",
+            nowhere,
+            "runs",
+            "--state-dir",
+            nowhere,
+            "list",
+            "--state-dir",
+            str(state),
+            "--json",
+        ],
+    ):
+        done = _oma(*args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert json.loads(done.stdout) == expected, args
+    shown = _oma("runs", "show", runs["tools"], "--json", "--state-dir", str(state))
+    assert shown.returncode == 0 and json.loads(shown.stdout)["run"]["runId"] == runs["tools"]
+    exported = _oma("runs", "export", runs["tools"], "--state-dir", str(state))
+    assert exported.returncode == 0 and "resourceSpans" in json.loads(exported.stdout)
+    missing = _oma("--state-dir", str(state), "runs", "list", "--state-dir", nowhere)
+    assert missing.returncode == 1 and f"no runs recorded in {nowhere}" in missing.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(
+    recorded: tuple[Path, dict[str, str]],
+) -> None:
+    """``oma-host runs ... | head``: the reader closes the pipe; no traceback,
+    status 141 (128 + SIGPIPE) as for any program a closed pipe ends."""
+    state, runs = recorded
+    for action in (
+        ["list"],
+        ["list", "--json"],
+        ["show", runs["diamond"]],
+        ["export", runs["tools"]],
+    ):
+        reading, writing = os.pipe()
+        os.close(reading)  # gone before the first line is written
+        try:
+            done = _oma("runs", "--state-dir", str(state), *action, stdout=writing)
+        finally:
+            os.close(writing)
+        assert (done.returncode, done.stderr) == (141, ""), action
+    # Through a real ``head -n 1``: its first line, and nothing on stderr.
+    with (
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "oma_host",
+                "runs",
+                "--state-dir",
+                str(state),
+                "export",
+                runs["diamond"],
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as runs_export,
+        subprocess.Popen(
+            ["head", "-n", "1"], stdin=runs_export.stdout, stdout=subprocess.PIPE
+        ) as head,
+    ):
+        assert runs_export.stdout is not None and runs_export.stderr is not None
+        runs_export.stdout.close()  # head holds the pipe's read end alone
+        first, _ = head.communicate(timeout=60)
+        assert first == b"{\n"
+        assert runs_export.stderr.read() == b""
+        assert runs_export.wait(timeout=60) in (0, 141)

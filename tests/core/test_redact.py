@@ -250,3 +250,34 @@ def test_a_rule_s_beginning_repeated_costs_memory_of_one_copy_of_the_text(unit: 
         tracemalloc.stop()
     assert redacted == redact._PATTERNS.sub(redact._replace, text)
     assert peak < 3 * sys.getsizeof(text)
+
+
+@pytest.mark.parametrize(
+    ("url", "found", "shown"),
+    [
+        ("https://gw.test/v1", (), "https://gw.test/v1"),
+        (
+            "http://me:p%40ss@gw.test:8080/v1",
+            ("p%40ss", "p@ss"),
+            "http://me:[redacted]@gw.test:8080/v1",
+        ),
+        ("https://gw.test/?key=abc&x=1", ("abc",), "https://gw.test/?key=[redacted]&x=1"),
+        ("https://h.test/?sig=a%2Fb&sv=1", ("a%2Fb", "a/b"), "https://h.test/?sig=[redacted]&sv=1"),
+        ("https://h.test/?api_key=", (), "https://h.test/?api_key="),
+        ("not a url", (), "not a url"),
+    ],
+)
+def test_a_urls_password_and_key_parameters_are_its_secrets(
+    url: str, found: tuple[str, ...], shown: str
+) -> None:
+    assert redact.url_secrets(url) == found
+    assert redact.redacted_url(url) == shown
+
+
+def test_a_base_url_in_a_message_keeps_its_place_without_its_secrets() -> None:
+    message = {"params": {"config": {"baseURL": "https://me:hunter22@gw.test/?token=t0k3n"}}}
+    clean, found = redact.scrub_credentials(message)
+    assert clean["params"]["config"]["baseURL"] == (
+        "https://me:[redacted]@gw.test/?token=[redacted]"
+    )
+    assert {"hunter22", "t0k3n"} <= found

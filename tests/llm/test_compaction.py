@@ -204,6 +204,10 @@ async def test_agent_compact_compacts_on_request_or_says_why_not(
     host = await _spawn(tmp_path / "state")
     config = _config(sim, history=_history(1), pricing={"input": 3, "output": 15})
     agent = await _agent(host, config, session="s")
+    empty = await host.request("agent/compact", {"agentId": await _agent(host, _config(sim))})
+    assert empty["compacted"] is False
+    assert empty["reason"] == "nothing to compact: the conversation is empty"
+    assert empty["tokenUsage"] == {"input_tokens": 0, "output_tokens": 0}
     nothing = await host.request("agent/compact", {"agentId": agent})
     assert nothing["compacted"] is False and "nothing to compact" in nothing["reason"]
     assert nothing["tokenUsage"] == {"input_tokens": 0, "output_tokens": 0} and posts(sim) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,10 +20,11 @@ from typing import Any
 import pytest
 
 from oma_host.cli.client import HostClient
+from oma_host.testing.script import RecordedRequest
 from oma_host.testing.simulator import Reply, Simulator
 from tests.interop.helpers import whoami
 from tests.npm_packages import ensure_npm_packages
-from tests.providers.helpers import llm_config
+from tests.providers.helpers import llm_config, tool_result_text
 from tests.server.helpers import (
     create,
     expect_error,
@@ -171,6 +173,35 @@ async def test_an_acp_delegate_streams_nested_and_keeps_to_text(
     assert {d["agent"] for d in nested} == {"coder"}
 
 
+def _limits_of(pid: int) -> str:
+    """The OMA_HOST_DELEGATION a running process was started with."""
+    with open(f"/proc/{pid}/environ", "rb") as environ:
+        entries = environ.read().split(b"\0")
+    (value,) = [e for e in entries if e.startswith(b"OMA_HOST_DELEGATION=")]
+    return value.decode().split("=", 1)[1]
+
+
+async def test_an_acp_agents_process_carries_the_limits_of_the_run_that_started_it(
+    host: HostClient, sim: Simulator, acp_agent_script: str
+) -> None:
+    """Run directly, the ACP agent's process gets the root's room; handed a
+    task by ``lead``, a run one level down, it is started afresh with the
+    smaller room, and kept for the next delegation at that room."""
+    coder = await create(host, **acp_agent(acp_agent_script))
+    lead = await create(host, **caller(sim, ["coder"]))
+    direct = await host.request("agent/run", {"agentId": coder, "input": "[whoami]"})
+    first = int(whoami(direct["output"])["pid"])
+    assert _limits_of(first) == "depth=3,calls=16"
+    pids = []
+    for call_id in ("d1", "d2"):
+        sim.script(Reply(content=[delegate_call(call_id, "coder", "[whoami]")]), Reply.text("ok"))
+        assert (await stream(host, lead, call_id))["success"] is True
+        pids.append(int(whoami(tool_results(sim, -1)[0]["content"])["pid"]))
+    assert pids[0] != first and pids[1] == pids[0]
+    assert _limits_of(pids[0]) == "depth=2,calls=15"
+    assert await wait_dead_async(first)
+
+
 async def test_cancelling_the_caller_ends_a_process_delegate(
     host: HostClient, sim: Simulator, tmp_path: Path
 ) -> None:
@@ -280,6 +311,88 @@ async def test_the_delegations_of_one_request_are_bounded(host: HostClient, sim:
     assert "2 delegations have been made for this request" in third["content"]
 
 
+async def test_hosts_started_from_the_shell_run_a_level_down_each(
+    host: HostClient, sim: Simulator, tmp_path: Path
+) -> None:
+    """A model that answers every task by running ``oma-host call`` on its
+    own config from the shell (at most six times, which bounds the test).
+    The shell's commands get ``OMA_HOST_DELEGATION``, so each host started
+    that way runs the agent one level down, and one started beneath a run
+    with no room left runs no agent: with ``maxDepth`` 1, two hosts start
+    and the second refuses its run."""
+    started = tmp_path / "hosts-started"
+    config = llm_config(
+        sim,
+        "anthropic",
+        name="looper",
+        apiKey=KEY,  # the host's variable is no command's
+        tools=["shell"],
+        cwd=str(tmp_path),
+        permissions=[{"tool": "shell", "action": "allow"}],
+        delegation={"maxDepth": 1},
+    )
+    params = json.dumps({"config": config, "input": "go"})
+    command = (
+        f"echo $$ >> {shlex.quote(str(started))}; "
+        f"{shlex.quote(sys.executable)} -m oma_host call oma/runAgent {shlex.quote(params)}"
+    )
+    asked: list[int] = []
+
+    def model(request: RecordedRequest) -> Reply:
+        seen = tool_result_text(request)
+        if seen is not None:
+            return Reply.text(f"shell said: {seen}")
+        asked.append(len(asked) + 1)
+        if len(asked) > 6:
+            return Reply.text("enough")
+        call = {"type": "tool_use", "id": f"s{asked[-1]}", "name": "shell"}
+        return Reply(content=[{**call, "input": {"command": command}}])
+
+    sim.responder = model
+    agent = await create(host, **config)
+    result = await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=120)
+    assert result["success"] is True
+    assert len(started.read_text().split()) == 2
+    assert len(asked) == 2  # the second host's run never reached the model
+    assert "this host was started beneath a run that may delegate no deeper" in result["output"]
+    assert "OMA_HOST_DELEGATION=depth=0,calls=16" in result["output"]
+    # The second host's result, as the first host's output quotes it.
+    assert '\\"kind\\": \\"delegation\\"' in result["output"]
+
+
+async def test_a_reply_of_ten_delegations_stays_within_the_token_budget(
+    host: HostClient, sim: Simulator
+) -> None:
+    """``maxTokenBudget`` 500, and one reply that calls ``delegate`` ten
+    times, each delegate's reply reporting 5,000 tokens. The first delegate
+    may spend only what the caller has left, and the budget is checked
+    after each tool call: the run ends after the first delegation, the
+    other nine are not run, and the total stays within the budget plus one
+    model reply."""
+    await create(host, **llm_config(sim, "anthropic", name="helper"))
+    lead = await create(host, **caller(sim, ["helper"], maxTokenBudget=500))
+    calls = [delegate_call(f"d{n}", "helper", f"task {n}") for n in range(10)]
+    big = {"input_tokens": 4_000, "output_tokens": 1_000}
+    sim.script(
+        Reply(content=calls, usage={"input_tokens": 90, "output_tokens": 10}),  # lead
+        *[Reply.text(f"done {n}", usage=big) for n in range(10)],  # helpers
+    )
+    result = await stream(host, lead, "t")
+    assert result["status"]["code"] == "budget_exhausted"
+    assert result["errorInfo"]["kind"] == "max_tokens"
+    used = result["tokenUsage"]["input_tokens"] + result["tokenUsage"]["output_tokens"]
+    assert used <= 500 + 5_000, used
+    assert used == 100 + 5_000
+    assert "maxTokenBudget=500 exceeded: 5100 tokens used" in result["status"]["message"]
+    assert len(sim.requests) == 2  # the lead's reply and one delegate's
+    results = [e["data"] for e in host.progress("t") if e["type"] == "tool_result"]
+    assert len(results) == 10
+    first, *rest = results
+    # The delegate was given the 400 tokens the caller had left as its budget.
+    assert "maxTokenBudget=400 (what its caller had left) exceeded" in first["content"]
+    assert all(r["content"].startswith("Not run: the run ended. maxTokenBudget=500") for r in rest)
+
+
 async def test_delegate_usage_and_cost_count_toward_the_callers_budget(
     host: HostClient, sim: Simulator
 ) -> None:
@@ -292,16 +405,16 @@ async def test_delegate_usage_and_cost_count_toward_the_callers_budget(
     sim.script(
         Reply(content=[delegate_call("d1", "helper", "think hard")]),  # lead: 10 + 5
         Reply.text("deep thoughts", usage={"input_tokens": 200, "output_tokens": 50}),  # helper
-        Reply(content=[delegate_call("d2", "helper", "again")]),  # lead: 10 + 5
     )
     result = await stream(host, lead, "b")
     assert result["status"]["code"] == "budget_exhausted"
-    assert result["tokenUsage"] == {"input_tokens": 220, "output_tokens": 60}
-    assert "280 tokens used" in result["status"]["message"]
-    own = (20 * 1.0 + 10 * 2.0) / 1e6
+    assert result["tokenUsage"] == {"input_tokens": 210, "output_tokens": 55}
+    assert "265 tokens used" in result["status"]["message"]
+    own = (10 * 1.0 + 5 * 2.0) / 1e6
     delegated = (200 * 10.0 + 50 * 20.0) / 1e6
     assert result["cost"]["amount"] == pytest.approx(own + delegated)
-    assert len(sim.requests) == 3  # the budget ended the run before the second delegation
+    # The budget is checked after the tool call: the run ended before the lead's next reply.
+    assert len(sim.requests) == 2
 
 
 async def test_a_delegates_cost_ends_the_callers_run_by_its_cost_budget(
@@ -315,10 +428,9 @@ async def test_a_delegates_cost_ends_the_callers_run_by_its_cost_budget(
     sim.script(
         Reply(content=[delegate_call("d1", "helper", "think hard")]),  # lead
         Reply.text("deep thoughts", usage={"input_tokens": 200, "output_tokens": 50}),  # helper
-        Reply(content=[delegate_call("d2", "helper", "again")]),  # lead
     )
     result = await stream(host, lead, "c")
-    own = 2 * (10 * 1.0 + 5 * 2.0) / 1e6
+    own = (10 * 1.0 + 5 * 2.0) / 1e6
     delegated = (200 * 10.0 + 50 * 20.0) / 1e6
     assert result["status"]["code"] == "budget_exhausted"
     assert result["errorInfo"]["kind"] == "budget" and result["budgetExceeded"] is True
@@ -327,7 +439,7 @@ async def test_a_delegates_cost_ends_the_callers_run_by_its_cost_budget(
         in (result["status"]["message"])
     )
     assert result["cost"]["amount"] == pytest.approx(own + delegated)
-    assert len(sim.requests) == 3  # the budget ended the run before the second delegation
+    assert len(sim.requests) == 2  # the run ended after the delegation, not a reply later
     # The caller's agent/state counts the same cost; the delegate's its own.
     state = await host.request("agent/state", {"agentId": lead})
     assert state["cost"]["amount"] == pytest.approx(own + delegated)

@@ -53,11 +53,12 @@ SCHEMAS = {
                 "type": "string",
                 "description": "the command line, run by /bin/sh -c in the working directory",
             },
-            "timeout": {
+            "timeoutMs": {
                 "type": "number",
                 "minimum": 0,
-                "description": "seconds it may run before it is ended; absent or 0: the most "
-                "allowed (120 unless the agent sets toolTimeoutMs), and never more than that",
+                "description": "milliseconds it may run before it is ended; absent or 0: the "
+                "most allowed (120000 unless the agent sets toolTimeoutMs), and never more than "
+                "that",
             },
         },
         "required": ["command"],

@@ -1,5 +1,6 @@
 """Persistent sessions: completed prompt turns survive a host killed with
-SIGKILL mid-turn; the interrupted turn does not; the database opens cleanly."""
+SIGKILL mid-turn; the interrupted turn does not; the database opens cleanly;
+the state directory is kept to its owner."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import os
 import signal
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
@@ -178,6 +180,36 @@ async def test_an_unusable_state_dir_is_a_clear_error_and_the_host_keeps_serving
         await client.request("agent/create", {"config": config, "sessionId": "s"})
     assert caught.value.code == -32603 and caught.value.data == {"type": "StoreError"}
     assert str(blocker) in caught.value.message
+    agent = (await client.request("agent/create", {"config": config}))["agentId"]
+    assert (await client.request("agent/run", {"agentId": agent, "input": "x"}))["success"]
+    assert await client.close() == 0
+
+
+async def test_a_state_dir_is_kept_to_its_owner_and_a_linked_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    config = {"name": "t", "provider": "test", "model": "echo"}
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(0o755)
+    client = await HostClient.spawn(host_argv("--state-dir", str(state)))
+    await client.initialize()
+    await client.request("agent/create", {"config": config, "sessionId": "s"})
+    assert await client.close() == 0
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700  # the conversations are the user's
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    linked = tmp_path / "linked"
+    linked.symlink_to(shared)
+    client = await HostClient.spawn(host_argv("--state-dir", str(linked)))
+    await client.initialize()
+    with pytest.raises(RpcError) as caught:
+        await client.request("agent/create", {"config": config, "sessionId": "s"})
+    assert caught.value.code == -32603 and caught.value.data == {"type": "StoreError"}
+    assert f"the folder {linked} is a symbolic link" in caught.value.message
+    assert list(shared.iterdir()) == []  # nothing was kept where others can reach it
     agent = (await client.request("agent/create", {"config": config}))["agentId"]
     assert (await client.request("agent/run", {"agentId": agent, "input": "x"}))["success"]
     assert await client.close() == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from oma_host.cli.client import HostClient
+from oma_host.testing.script import RecordedRequest
 from oma_host.testing.simulator import Simulator
 from tests import builders
 from tests.builders import text
@@ -93,6 +94,18 @@ def system_text(provider: str, body: dict[str, Any]) -> str:
         return system if isinstance(system, str) else "".join(b["text"] for b in system)
     content: str = body["messages"][0]["content"]
     return content
+
+
+def tool_result_text(request: RecordedRequest) -> str | None:
+    """The text of the first tool result an Anthropic-wire request's last
+    message carries, None when it carries none (a responder tells a turn
+    after a tool call from a fresh task by it)."""
+    content = request.body["messages"][-1]["content"]
+    for block in content if isinstance(content, list) else []:
+        if block.get("type") == "tool_result":
+            inner = block["content"]
+            return inner if isinstance(inner, str) else "".join(b["text"] for b in inner)
+    return None
 
 
 def results_sent(sim: Simulator, index: int = 1) -> list[dict[str, Any]]:

@@ -5,12 +5,16 @@ unsent replies)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +22,8 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.core.framing import encode_frame, read_frames
-from tests.server.helpers import TcpHost, process_config, read_until_closed
+from oma_host.server.tcp import MAX_UNAUTHENTICATED
+from tests.server.helpers import PY, TcpHost, process_config, read_tcp_banner, read_until_closed
 
 
 def _line(message: dict[str, Any]) -> bytes:
@@ -403,3 +408,163 @@ async def test_silent_connections_do_not_lock_out_the_client_with_the_token(
         for _, writer in silent:
             writer.close()
         await host.stop()
+
+
+class _UnreadHost:
+    """A real ``oma-host --tcp 0`` whose stderr is a 64 KiB pipe that no one
+    reads after its banner, but for :meth:`read_until` and :meth:`end`."""
+
+    def __init__(self, process: asyncio.subprocess.Process, stderr: int, banner: bytes) -> None:
+        self.process = process
+        self.stderr = stderr
+        self.text = banner.decode(errors="replace")
+        lines = banner.splitlines(keepends=True)
+        at = next(i for i, line in enumerate(lines) if line.startswith(b"oma-host listening on"))
+        self.port, self.token_file = read_tcp_banner(lines[at], lines[at + 1])
+
+    @classmethod
+    async def start(cls, runtime_dir: Path, *flags: str) -> _UnreadHost:
+        read_end, write_end = os.pipe()
+        fcntl.fcntl(read_end, fcntl.F_SETPIPE_SZ, 65536)
+        process = await asyncio.create_subprocess_exec(
+            PY,
+            "-m",
+            "oma_host",
+            *flags,
+            "--tcp",
+            "0",
+            stderr=write_end,
+            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime_dir)},
+        )
+        os.close(write_end)
+        banner = b""
+        while b"oma-host token file: " not in banner or not banner.endswith(b"\n"):
+            piece = await asyncio.wait_for(asyncio.to_thread(os.read, read_end, 4096), 30)
+            assert piece, banner
+            banner += piece
+        return cls(process, read_end, banner)
+
+    async def open_silent(self, count: int, within_s: float = 30.0) -> list[asyncio.StreamWriter]:
+        """Up to ``count`` connections that never speak (fewer if the host
+        stops accepting them within ``within_s``)."""
+        opened: list[asyncio.StreamWriter] = []
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within_s):
+                for _ in range(count):
+                    _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+                    opened.append(writer)
+        return opened
+
+    async def clients_served(self, count: int) -> int:
+        """How many of ``count`` clients with the token get an answer within 10 s each."""
+        served = 0
+        for _ in range(count):
+            client: HostClient | None = None
+            try:
+                async with asyncio.timeout(10):
+                    client = await HostClient.connect(
+                        "127.0.0.1", self.port, token_file=self.token_file
+                    )
+                    await client.initialize()
+                    served += await client.request("agent/list", {}) == {"agents": []}
+            except TimeoutError:
+                pass
+            finally:
+                if client is not None:
+                    await client.close(timeout=2)
+        return served
+
+    async def read_until(self, text: str, timeout: float = 30.0) -> None:
+        """Read stderr until ``text`` has appeared in it, then stop reading."""
+        async with asyncio.timeout(timeout):
+            while text not in self.text:
+                piece = await asyncio.to_thread(os.read, self.stderr, 65536)
+                assert piece, f"stderr ended before {text!r}: {self.text[-2000:]}"
+                self.text += piece.decode(errors="replace")
+
+    async def terminate(self) -> float:
+        """SIGTERM; the seconds it took to exit (the host is killed after 10)."""
+        started = time.monotonic()
+        self.process.terminate()
+        try:
+            await asyncio.wait_for(self.process.wait(), 10)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        return time.monotonic() - started
+
+    async def end(self) -> str:
+        """Kill the host if it still runs; all it wrote on stderr."""
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        if self.stderr >= 0:
+            while piece := await asyncio.to_thread(os.read, self.stderr, 65536):
+                self.text += piece.decode(errors="replace")
+            os.close(self.stderr)
+            self.stderr = -1
+        return self.text
+
+
+def _closed_waiting(text: str) -> int:
+    """How many connections the host says it closed for newer ones."""
+    return sum(
+        int(count)
+        for count in re.findall(
+            r"closed (\d+) connection\(s\) waiting longest to authenticate", text
+        )
+    )
+
+
+async def test_silent_connections_make_a_few_log_lines_not_one_each(tmp_path: Path) -> None:
+    """Eight hundred silent connections, with the host's stderr a pipe no one
+    reads: each one closed for a newer one is counted, not logged, so the
+    pipe does not fill and stop the host. Five clients with the token are
+    served, SIGTERM ends the host at once, and the count is on stderr."""
+    host = await _UnreadHost.start(tmp_path)
+    silent: list[asyncio.StreamWriter] = []
+    try:
+        silent = await host.open_silent(800)
+        assert await host.clients_served(5) == 5
+        assert await host.terminate() < 5
+    finally:
+        for writer in silent:
+            writer.close()
+        text = await host.end()
+    assert len(silent) == 800
+    # Each silent one past the 16 waiting closed the oldest; so did the first
+    # client (the others came when it had shown the token).
+    assert _closed_waiting(text) == 800 + 1 - MAX_UNAUTHENTICATED, text
+    assert len(text.splitlines()) < 20, text
+
+
+async def _flood(client: HostClient) -> None:
+    """4 MB of notifications, each logged whole at DEBUG; then a request
+    that must be answered within 10 s."""
+    for _ in range(200):
+        client.notify("$/oma-test/padding", {"text": "x" * 20_000})
+    async with asyncio.timeout(10):
+        assert await client.request("agent/list", {}) == {"agents": []}
+
+
+async def test_a_full_stderr_drops_log_lines_and_never_stops_the_host(tmp_path: Path) -> None:
+    """At ``--log-level DEBUG`` the host logs every message whole; a client
+    sends 4 MB of them while the host's stderr is a pipe no one reads. The
+    host goes on answering: the lines that do not fit are dropped, and
+    counted on stderr once it is read again. Flooded again, the host still
+    ends within a couple of seconds of SIGTERM."""
+    host = await _UnreadHost.start(tmp_path, "--log-level", "DEBUG")
+    try:
+        async with asyncio.timeout(10):
+            client = await HostClient.connect("127.0.0.1", host.port, token_file=host.token_file)
+            await client.initialize()
+        await _flood(client)
+        await host.read_until("log line(s) dropped")
+        assert re.search(r"oma-host WARNING oma_host: \d+ log line\(s\) dropped", host.text)
+        await _flood(client)  # the pipe fills again
+        assert await host.terminate() < 5
+        await client.wait()
+    finally:
+        text = await host.end()
+    assert host.process.returncode == 0
+    assert "Fatal Python error" not in text

@@ -55,14 +55,13 @@ def test_explicit_settings_and_content_capture() -> None:
         traces_endpoint="https://c.example/otel/v1/traces",
         headers=(("a", "1"), ("b", "2")),
         service_name="svc",
-        capture_content=True,
     )
     assert "2" not in repr(settled)  # header values (tokens) stay out of reprs
     capture = {**ENDPOINT, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
-    from_env = settle_telemetry(environ=capture).config
-    assert from_env is not None and from_env.capture_content
-    overridden = settle_telemetry(capture_content=False, explicit=True, environ=capture).config
-    assert overridden is not None and not overridden.capture_content
+    from_env = settle_telemetry(environ=capture)
+    assert from_env.config is not None and from_env.capture_content
+    overridden = settle_telemetry(capture_content=False, explicit=True, environ=capture)
+    assert overridden.config is not None and not overridden.capture_content
     # An empty ask (initializationOptions.telemetry: {}) is an ask: the variables say where.
     assert settle_telemetry(explicit=True, environ={}).config == TelemetryConfig()
 
@@ -76,7 +75,25 @@ def test_an_explicit_off_wins_over_the_variables_and_the_other_options() -> None
     asked = settle_telemetry(
         endpoint="http://c:4318", capture_content=True, explicit=True, export=False, environ={}
     )
-    assert asked == Telemetry(None)
+    assert asked == Telemetry(None, capture_content=True)  # recorded, not exported
+
+
+def test_content_capture_is_settled_whether_or_not_the_spans_are_exported() -> None:
+    """What the runs' spans record, in the state directory too: the explicit
+    choice, else the variable, with no export, and with export turned off."""
+    variable = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+    assert settle_telemetry(capture_content=True, environ={}) == Telemetry(
+        None, capture_content=True
+    )
+    assert settle_telemetry(environ=variable) == Telemetry(None, capture_content=True)
+    assert not settle_telemetry(capture_content=False, environ=variable).capture_content
+    assert not settle_telemetry(environ={}).capture_content
+    for off in ({"OTEL_SDK_DISABLED": "true"}, {"OTEL_TRACES_EXPORTER": "none"}):
+        settled = settle_telemetry(environ={**variable, **off})
+        assert settled == Telemetry(None, capture_content=True)
+    grpc = {**ENDPOINT, **variable, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    refused = settle_telemetry(environ=grpc)
+    assert refused.config is None and refused.warnings and refused.capture_content
 
 
 def test_an_explicit_on_turns_it_on_unless_the_sdk_is_disabled() -> None:

@@ -1,14 +1,26 @@
 // One step's detail, in the side panel: what it was, when, its outcome and
-// error, the permission decision and stored input of a tool call, the run's
-// evaluation scores on its top span, and every attribute.
+// error (a task's reason), the permission decision and stored input of a
+// tool call, its captured content shown readably (the messages in, the
+// reply, a tool call's arguments and result), the run's evaluation scores
+// on its top span, and every other attribute.
 
 import { el, clear, asText, formatMs, statusBadge } from "./dom.js";
+import {
+  CONTENT_ATTRIBUTES,
+  INPUT_MESSAGES,
+  OUTPUT_MESSAGES,
+  TOOL_ARGUMENTS,
+  TOOL_RESULT,
+  contentElement,
+  parsed,
+} from "./conversation.js";
 
 const PERMISSION_DECISION = "oma.permission.decision";
 const PERMISSION_BY = "oma.permission.by";
 const PERMISSION_RULE = "oma.permission.rule";
 const ERROR_TYPE = "error.type";
 const TOOL_INPUT = "toolInput";
+const TASK_REASON = "taskReason";
 
 function section(title, ...content) {
   return el("section", { cls: `detail-section` }, el("h3", { text: title }), ...content);
@@ -81,6 +93,10 @@ export function renderDetail(box, span, run, evaluations, runStartNs) {
     if (span.parentId === null && run.error) lines.push(el("pre", { cls: "error-text", text: run.error }));
     box.appendChild(section("Error", ...lines));
   }
+  if (stored[TASK_REASON] !== undefined) {
+    const title = span.status === "skipped" ? "Why it was skipped" : "Why it failed";
+    box.appendChild(section(title, el("pre", { cls: "task-reason", text: asText(stored[TASK_REASON]) })));
+  }
   if (attributes[PERMISSION_DECISION] !== undefined) {
     const rule = attributes[PERMISSION_RULE];
     const by = attributes[PERMISSION_BY];
@@ -89,15 +105,31 @@ export function renderDetail(box, span, run, evaluations, runStartNs) {
   }
   if (stored[TOOL_INPUT] !== undefined) {
     box.appendChild(section("Tool input", el("pre", { cls: "tool-input", text: asText(stored[TOOL_INPUT]) })));
+  } else if (attributes[TOOL_ARGUMENTS] !== undefined) {
+    box.appendChild(section("Tool input", el("pre", { cls: "tool-input", text: asText(parsed(attributes[TOOL_ARGUMENTS]).data) })));
   }
-  const others = Object.entries(stored).filter(([name]) => name !== TOOL_INPUT);
+  if (attributes[TOOL_RESULT] !== undefined) {
+    const failed = span.status === "error";
+    box.appendChild(
+      section(failed ? "Tool error" : "Tool result", el("pre", { cls: `tool-output${failed ? " is-error" : ""}`, text: asText(parsed(attributes[TOOL_RESULT]).data) })),
+    );
+  }
+  if (attributes[INPUT_MESSAGES] !== undefined) {
+    box.appendChild(section("Messages in", contentElement(attributes[INPUT_MESSAGES])));
+  }
+  if (attributes[OUTPUT_MESSAGES] !== undefined) {
+    box.appendChild(section("Reply", contentElement(attributes[OUTPUT_MESSAGES], "Reply")));
+  }
+  const others = Object.entries(stored).filter(([name]) => name !== TOOL_INPUT && name !== TASK_REASON);
   if (others.length) {
     box.appendChild(section("Stored", facts(others.map(([name, value]) => [name, asText(value)]))));
   }
   if (span.parentId === null && evaluations.length) {
     box.appendChild(section("Evaluation scores", evaluationTable(evaluations)));
   }
-  const names = Object.keys(attributes).sort();
+  const names = Object.keys(attributes)
+    .filter((name) => !CONTENT_ATTRIBUTES.has(name)) // shown above, readably
+    .sort();
   box.appendChild(
     section(
       "Attributes",

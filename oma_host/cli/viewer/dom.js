@@ -74,8 +74,8 @@ export function asText(value) {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
 }
 
-/** A status as a badge: ok, error, cancelled, or whatever the store says. */
+/** A status as a badge: ok, error, cancelled, skipped, or whatever the store says. */
 export function statusBadge(status) {
-  const known = ["ok", "error", "cancelled"].includes(status) ? status : "other";
+  const known = ["ok", "error", "cancelled", "skipped"].includes(status) ? status : "other";
   return el("span", { cls: `badge status-${known}`, text: status });
 }

@@ -123,12 +123,13 @@ export function renderGraph(box, tasks, onSelect) {
     const attributes = task.span.attributes;
     const outcome = attributes[TASK_STATUS] ?? task.span.status;
     const assignee = attributes[ASSIGNEE] ?? "";
+    const reason = task.span.stored?.taskReason;
     box.appendChild(
       svg(
         "g",
         {
           cls: `node task-${["completed", "failed", "skipped"].includes(outcome) ? outcome : "other"}`,
-          title: `task ${task.id}: ${assignee} ${outcome}`,
+          title: `task ${task.id}: ${assignee} ${outcome}${reason ? ` (${reason})` : ""}`,
           attrs: { transform: `translate(${x} ${y})`, tabindex: "0", "data-task-id": task.id },
           on: {
             click: () => onSelect(task.span),

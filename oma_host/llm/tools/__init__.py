@@ -3,8 +3,10 @@
 Each built-in is one module here, declared once with :func:`.base.declare`:
 ``file_read``, ``grep`` and ``glob`` read, ``file_write`` and ``file_edit``
 write, each confined to the agent's ``cwd``; ``shell`` runs a command line
-there; ``update_plan`` streams the agent's plan. Tools are off unless
-``config.tools`` lists them; ``delegate`` is offered to an agent whose
+there; ``update_plan`` streams the agent's plan. Tools are off unless the
+config grants them (``toolPreset``, ``tools``, ``disallowedTools``:
+:meth:`~oma_host.core.config.AgentConfig.granted_tools`, whose names are
+checked here); ``delegate`` is offered to an agent whose
 ``config.delegates`` lists agents instead. Importing this package registers every
 built-in's declaration with the core (:func:`oma_host.core.tools.builtin_tool`),
 where a door reads it by name.
@@ -16,7 +18,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from oma_host.core.config import TOOL_PRESETS, AgentConfig
 from oma_host.core.errors import InvalidParamsError
+from oma_host.core.suggest import did_you_mean
 from oma_host.core.tools import register_builtin_tool
 from oma_host.llm.tools import (
     delegate,
@@ -45,25 +49,32 @@ BUILTIN_TOOLS: dict[str, BuiltinTool[Any]] = {
 }
 for _tool in (*BUILTIN_TOOLS.values(), delegate.TOOL):
     register_builtin_tool(_tool.declaration)
+assert all(name in BUILTIN_TOOLS for names in TOOL_PRESETS.values() for name in names)
+
+
+def check_tool_names(config: AgentConfig) -> None:
+    """InvalidParamsError naming the field, the index and the name, for a
+    name in ``tools`` or ``disallowedTools`` that is no built-in tool."""
+    for field, names in (("tools", config.tools), ("disallowedTools", config.disallowed_tools)):
+        for index, name in enumerate(names or []):
+            if name in BUILTIN_TOOLS:
+                continue
+            known = ", ".join(sorted(BUILTIN_TOOLS))
+            hint = " (delegate is offered by listing agents in config.delegates)"
+            raise InvalidParamsError(
+                f"config.{field}[{index}]: unknown tool {name!r}{did_you_mean(name, BUILTIN_TOOLS)}"
+                f" (available: {known})" + (hint if name == delegate.NAME else "")
+            )
 
 
 class ToolRegistry:
     """The built-in tools one agent may use, and the directory they are confined to."""
 
-    def __init__(
-        self, names: list[str] | None, cwd: str | None, delegates: list[str] | None = None
-    ) -> None:
-        """InvalidParamsError for a name that is no built-in."""
-        self.tools: dict[str, Tool] = {}
-        for index, name in enumerate(names or []):
-            if name not in BUILTIN_TOOLS:
-                known = ", ".join(sorted(BUILTIN_TOOLS))
-                hint = " (delegate is offered by listing agents in config.delegates)"
-                raise InvalidParamsError(
-                    f"config.tools[{index}]: unknown tool {name!r} (available: {known})"
-                    + (hint if name == delegate.NAME else "")
-                )
-            self.tools[name] = BUILTIN_TOOLS[name]
+    def __init__(self, config: AgentConfig, delegates: list[str] | None = None) -> None:
+        """The tools ``config`` grants (InvalidParamsError for a name that is
+        no built-in), and ``delegate`` when ``delegates`` are offered."""
+        check_tool_names(config)
+        self.tools: dict[str, Tool] = {name: BUILTIN_TOOLS[name] for name in config.granted_tools()}
         if delegates:
             self.tools[delegate.NAME] = delegate.for_delegates(delegates)
-        self.root = str(Path(cwd or os.getcwd()).resolve())
+        self.root = str(Path(config.cwd or os.getcwd()).resolve())

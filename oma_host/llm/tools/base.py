@@ -22,8 +22,8 @@ found so far. Whatever goes wrong is an error result, never an exception.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Protocol, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
@@ -36,7 +36,7 @@ from oma_host.core.events import EmitFn
 from oma_host.core.tools import ArgumentReader, ChangeReader, Effect, TargetKind, ToolDeclaration
 from oma_host.core.validation import describe_validation_error, predicate_error
 from oma_host.llm.confined import Root, Stop, ToolError
-from oma_host.llm.permissions import confirm_approved
+from oma_host.llm.permissions import SearchRules, confirm_approved
 
 CALL_BUDGET_S = 20.0  # then grep and glob answer with what they found
 DEFAULT_EDITOR_TIMEOUT_S = 30.0
@@ -105,6 +105,8 @@ class Workspace:
     # The file the permission policy decided for, as it resolved then
     # (relative to the root), when the call's target is a path.
     approved: str | None = None
+    # What a search's walk leaves out by the permission rules (None: nothing).
+    search_rules: SearchRules | None = None
     # Where a tool reports an event of the run (update_plan's plan, the
     # shell's output), and the id of the call being run.
     report: EmitFn | None = None
@@ -113,11 +115,20 @@ class Workspace:
     # the ``delegate`` tool's call (ToolError when it cannot or the delegate
     # fails); None for an agent without ``delegates``.
     delegate: Callable[[str, str], Awaitable[str]] | None = None
+    # Variables every command the call starts gets over the host's: the
+    # run's delegation limits (oma_host.core.delegation.Lineage.environment).
+    command_env: Mapping[str, str] = field(default_factory=dict)
 
     def confirm(self, path: str, resolved: str) -> None:
         """Refuse a call whose file is no longer the one the permission
         policy decided for (:func:`oma_host.llm.permissions.confirm_approved`)."""
         confirm_approved(path, resolved, self.approved)
+
+    def left_out(self, path: str, resolved: str, *, reads: bool) -> bool:
+        """Whether a search leaves out ``path`` (leading to ``resolved``),
+        which the permission rules keep from it (:class:`SearchRules`)."""
+        rules = self.search_rules
+        return rules is not None and rules.hides(path, resolved, reads=reads)
 
     async def in_thread(self, work: Callable[[Root], T]) -> T:
         """``work`` in a worker thread, given the root opened."""
@@ -207,6 +218,12 @@ def declare(
         bounded,
     )
     return BuiltinTool(declaration, params, run)
+
+
+def left_out_note(count: int) -> str:
+    """The line a search ends with when the permission rules kept ``count``
+    files or folders out of it."""
+    return f"[{count} {'path' if count == 1 else 'paths'} left out by the permission rules]"
 
 
 def unknown_tool(name: str, available: list[str]) -> tuple[ToolOutput, bool]:

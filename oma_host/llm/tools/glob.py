@@ -4,7 +4,11 @@ such as ``**/*.py``, with pathlib's rules (``**`` goes through no symlink).
 The walk (:func:`oma_host.llm.confined.walk`) is lazy, in name order,
 confined beneath ``cwd``, and goes into a directory only while the pattern
 can still match beneath it; it stops at 500 paths or when the call's time
-budget runs out (answering what it found).
+budget runs out (answering what it found). A path the permission rules keep
+from ``glob`` (:class:`oma_host.llm.permissions.SearchRules`), matched as
+what it leads to, is neither listed nor walked into, and the answer ends
+saying how many were left out. A glob lists names and reads no file, so the
+rules of ``file_read`` do not hide a name.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 from oma_host.core.tools import first_string
 from oma_host.llm.confined import Entry, Root, Stop, TimeUp, ToolError, open_beneath, walk
-from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare, left_out_note
 
 MAX_RESULTS = 500
 
@@ -69,7 +73,7 @@ class _GlobPattern:
         return inner if any(state < len(self.components) for state in inner) else None
 
 
-def _glob(params: GlobParams, root: Root, stop: Stop) -> str:
+def _glob(params: GlobParams, root: Root, stop: Stop, workspace: Workspace) -> str:
     text = params.pattern
     pure = PurePosixPath(text)
     if pure.is_absolute() or ".." in pure.parts:
@@ -77,24 +81,43 @@ def _glob(params: GlobParams, root: Root, stop: Stop) -> str:
     if not pure.parts:
         raise ToolError(f"pattern {text!r} names no path; give one such as **/*.py")
     pattern = _GlobPattern(pure.parts)
+
+    def enter(entry: Entry[frozenset[int]]) -> frozenset[int] | None:
+        inner = pattern.enter(entry)
+        if inner is None or workspace.left_out(entry.path, entry.resolved, reads=False):
+            return None
+        return inner
+
     found = ["."] if pattern.accepts(pattern.start) else []
+    left_out = 0
+    note = ""
     start_fd, _ = open_beneath(root, ".", "path")
     try:
-        for entry in walk(root, start_fd, "", pattern.start, stop, pattern.enter):
-            if pattern.accepts(pattern.step(entry.context, entry)):
-                found.append(entry.path)
-                if len(found) >= MAX_RESULTS:
-                    found.append(f"[stopped at {MAX_RESULTS} paths]")
-                    break
+        for entry in walk(root, start_fd, "", pattern.start, stop, enter):
+            if not pattern.accepts(pattern.step(entry.context, entry)):
+                continue
+            if workspace.left_out(entry.path, entry.resolved, reads=False):
+                left_out += 1
+                continue
+            found.append(entry.path)
+            if len(found) >= MAX_RESULTS:
+                note = f"[stopped at {MAX_RESULTS} paths]"
+                break
     except TimeUp:
-        found.append(f"[stopped after {stop.budget_s:g} s; use a narrower pattern]")
+        note = f"[stopped after {stop.budget_s:g} s; use a narrower pattern]"
     finally:
         os.close(start_fd)
-    return "\n".join(found) if found else "no paths match"
+    # "no paths match" only when the search went through: a stopped one says so.
+    lines = found or ([] if note else ["no paths match"])
+    if left_out:
+        lines.append(left_out_note(left_out))
+    if note:
+        lines.append(note)
+    return "\n".join(lines)
 
 
 async def _run(params: GlobParams, workspace: Workspace, stop: Stop) -> str:
-    return await workspace.in_thread(lambda root: _glob(params, root, stop))
+    return await workspace.in_thread(lambda root: _glob(params, root, stop, workspace))
 
 
 def _the_cwd(arguments: Any) -> str:

@@ -7,6 +7,9 @@ backreferences or lookaround. The walk (:func:`oma_host.llm.confined.walk`)
 is lazy, in name order, confined beneath ``cwd``; it skips hidden and
 symlinked directories, files over 1 MiB and binary files, and stops at 200
 matches or when the call's time budget runs out (answering what it found).
+A file or folder the permission rules keep from ``grep`` or ``file_read``
+(:class:`oma_host.llm.permissions.SearchRules`) is left out, matched as the
+file it leads to, and the answer ends saying how many were.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from oma_host.llm.confined import (
     read_at_most,
     walk,
 )
-from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare, left_out_note
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_MATCHES = 200
@@ -114,21 +117,38 @@ def _enter(entry: Entry[bool]) -> bool | None:
     return None if entry.linked or entry.name.startswith(".") else True
 
 
-def _grep(params: GrepParams, root: Root, stop: Stop) -> str:
+def _grep(params: GrepParams, root: Root, stop: Stop, workspace: Workspace) -> str:
     search = _LineSearch(params.pattern)
     start_fd, start = open_beneath(root, params.path, "path")
     matches: list[str] = []
+    left_out = 0
     note = ""
+
+    def enter(entry: Entry[bool]) -> bool | None:
+        nonlocal left_out
+        inner = _enter(entry)
+        if inner is not None and workspace.left_out(entry.path, entry.resolved, reads=True):
+            left_out += 1
+            return None
+        return inner
+
     try:
         if not stat.S_ISDIR(os.fstat(start_fd).st_mode):
-            _search_file(start_fd, start, search, matches, stop)
+            if workspace.left_out(start, start, reads=True):
+                left_out += 1
+            else:
+                _search_file(start_fd, start, search, matches, stop)
         else:
-            for entry in walk(root, start_fd, start, True, stop, _enter):
-                fd = None if entry.is_dir else open_file(root, entry)
-                if fd is None:
+            for entry in walk(root, start_fd, start, True, stop, enter):
+                opened = None if entry.is_dir else open_file(root, entry)
+                if opened is None:
                     continue
+                fd, resolved = opened
                 try:
-                    _search_file(fd, entry.path, search, matches, stop)
+                    if workspace.left_out(entry.path, resolved, reads=True):
+                        left_out += 1
+                    else:
+                        _search_file(fd, entry.path, search, matches, stop)
                 finally:
                     os.close(fd)
                 if len(matches) >= MAX_MATCHES:
@@ -139,13 +159,17 @@ def _grep(params: GrepParams, root: Root, stop: Stop) -> str:
         os.close(start_fd)
     if len(matches) >= MAX_MATCHES:
         note = f"[stopped at {MAX_MATCHES} matches]"
+    # "no matches" only when the search went through: a stopped one says so.
+    lines = matches or ([] if note else ["no matches"])
+    if left_out:
+        lines.append(left_out_note(left_out))
     if note:
-        matches.append(note)
-    return "\n".join(matches) if matches else "no matches"
+        lines.append(note)
+    return "\n".join(lines)
 
 
 async def _run(params: GrepParams, workspace: Workspace, stop: Stop) -> str:
-    return await workspace.in_thread(lambda root: _grep(params, root, stop))
+    return await workspace.in_thread(lambda root: _grep(params, root, stop, workspace))
 
 
 TOOL = declare(

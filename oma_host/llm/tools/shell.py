@@ -1,22 +1,24 @@
-"""``shell {command, timeout?}``: a command line run by ``/bin/sh -c`` in the
-agent's ``cwd`` (open-multi-agent's ``bash``).
+"""``shell {command, timeoutMs?}``: a command line run by ``/bin/sh -c`` in
+the agent's ``cwd`` (open-multi-agent's ``bash``).
 
 The host hands ``["/bin/sh", "-c", command]`` to the system as an argv list
 and builds no shell string of its own. The command runs for at most the
-agent's ``toolTimeoutMs`` (120 s by default), or the fewer seconds the model
-asks for; stdin is ``/dev/null``; it sees the host's environment without
-the host's secrets (:mod:`oma_host.llm.shell_env`). Where it runs follows the
-door's editor channel: in the editor's terminal when the editor has
-terminals (:mod:`oma_host.llm.shell_terminal`), else by the host in a
-process group of its own (:mod:`oma_host.llm.shell_process`), whose output
-is streamed as ``tool_output`` events as it comes. Either way the group is
-ended on timeout and when the turn is cancelled.
+agent's ``toolTimeoutMs`` (120 s by default), or the fewer milliseconds the
+model asks for (``timeoutMs``; a call sending the ``timeout`` of before is
+refused by name); stdin is ``/dev/null``; it sees the host's environment
+without the host's secrets (:mod:`oma_host.llm.shell_env`). Where it runs
+follows the door's editor channel: in the editor's terminal when the editor
+has terminals (:mod:`oma_host.llm.shell_terminal`), else by the host
+(:mod:`oma_host.llm.shell_process`), which ends every process the command
+started when it exits and with the host, and streams its output as
+``tool_output`` events as it comes. Either way the command is ended on
+timeout and when the turn is cancelled.
 
 The model reads the output (stdout and stderr interleaved), kept to
 :data:`OUTPUT_CAP` characters, its head and tail, the cut marked
 ``[... N characters cut ...]``, then a line with the exit code. A non-zero
 exit is a normal result, marked as a failure in that line; a command that
-ran out of time is an error result that says its process group was ended.
+ran out of time is an error result that says what was ended.
 
 Its effect is ``execute``: the permission policy asks by default, and rules
 match the command line one simple command at a time
@@ -29,11 +31,14 @@ import os
 from typing import Any
 
 from pydantic import Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from oma_host.core.tools import first_string
+from oma_host.core.validation import predicate_error
 from oma_host.llm.confined import Stop, ToolError
 from oma_host.llm.shell_env import blanked_variables, shell_environment
-from oma_host.llm.shell_process import KILL_GRACE_S, Ending, HeadTail, run_command
+from oma_host.llm.shell_keeper import KILL_GRACE_S
+from oma_host.llm.shell_process import ENDS, Ending, HeadTail, run_command
 from oma_host.llm.shell_terminal import run_in_terminal
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
 
@@ -51,22 +56,34 @@ class ShellParams(ToolParams):
     command: NonEmpty = Field(
         description="the command line, run by /bin/sh -c in the working directory"
     )
-    timeout: float = Field(
+    timeout_ms: float = Field(
         0,
         ge=0,
-        description="seconds it may run before it is ended; absent or 0: the most allowed "
-        "(120 unless the agent sets toolTimeoutMs), and never more than that",
+        alias="timeoutMs",
+        description="milliseconds it may run before it is ended; absent or 0: the most "
+        "allowed (120000 unless the agent sets toolTimeoutMs), and never more than that",
     )
+    # Not an input (left out of the schema): a call that sends it is refused
+    # by name, since its unit is a guess (seconds here once, milliseconds in
+    # other agents' shells), and ignored it would give the command the most.
+    timeout: SkipJsonSchema[Any] = None
 
-    @field_validator("timeout", mode="before")
+    @field_validator("timeout_ms", mode="before")
     @classmethod
     def _most_allowed(cls, value: Any) -> Any:
         return 0 if value is None else value
 
+    @field_validator("timeout")
+    @classmethod
+    def _renamed(cls, value: Any) -> Any:
+        raise predicate_error(
+            "is not an input of this tool: give the time limit as timeoutMs, in milliseconds"
+        )
+
 
 def _limit(params: ShellParams, workspace: Workspace) -> float:
     most = workspace.call_timeout_s
-    return min(params.timeout, most) if params.timeout > 0 else most
+    return min(params.timeout_ms / 1000, most) if params.timeout_ms > 0 else most
 
 
 def _outcome(ending: Ending) -> str:
@@ -105,7 +122,12 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
             terminal,
             argv,
             cwd=workspace.root,
-            blanked=blanked_variables(os.environ),
+            # The editor's environment, less what the host's own shell withholds,
+            # with the run's delegation limits (as a host-run command has them).
+            env={
+                **dict.fromkeys(blanked_variables(os.environ, workspace.secrets), ""),
+                **workspace.command_env,
+            },
             timeout_s=limit,
             request_timeout_s=workspace.editor_timeout_s,
             output_byte_limit=TERMINAL_OUTPUT_BYTES,
@@ -119,7 +141,9 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
             if report is not None and call_id is not None:
                 report({"type": "tool_output", "data": {"toolUseId": call_id, "text": text}})
 
-        environment = shell_environment(os.environ, workspace.secrets, PWD=workspace.root)
+        environment = shell_environment(
+            os.environ, workspace.secrets, PWD=workspace.root, **workspace.command_env
+        )
         ending = await run_command(
             argv,
             cwd=workspace.root,
@@ -129,8 +153,7 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
             on_output=streamed,
         )
         where = (
-            f"the command and every process of its group were ended (SIGTERM, then SIGKILL "
-            f"after {KILL_GRACE_S:g} s)"
+            f"the command and {ENDS} were ended (SIGTERM, then SIGKILL after {KILL_GRACE_S:g} s)"
         )
     output = kept.text() or "(no output)"
     if ending.timed_out:

@@ -7,7 +7,7 @@
 // stderr}, where notifications are every session/update's params in the order they came.
 //
 // SCRIPT: {permission?: optionKind, permissionOptionId?: id, files?: {path: text},
-//          refuseWrites?: bool, steps: [{method, params, cancelAfterChunks?, cancelOnUpdate?}]}
+//          refuseWrites?: bool | data, steps: [{method, params, cancelAfterChunks?, cancelOnUpdate?}]}
 //   - the string "$session" anywhere in params is the sessionId of the latest
 //     session/new answer; a step with `saveAs: NAME` keeps its answer's
 //     sessionId (session/fork's) as "$NAME" for the steps after it;
@@ -26,7 +26,8 @@
 //     only if the script's initialize step does;
 //   - fs/write_text_file requests are recorded as {writeTextFile: params} and
 //     put the content in `files[path]` (the buffer; the disk is not touched),
-//     or, with refuseWrites, answered with an error -32603;
+//     or, with refuseWrites, answered with an error -32603 (refuseWrites an object:
+//     that error's data, as acpx gives {details: "Permission denied ..."});
 //   - terminal/* requests are served for real: terminal/create spawns the command
 //     (its env entries over the client's own environment, in a process group of
 //     its own) and keeps its stdout and stderr within outputByteLimit (cut from
@@ -151,7 +152,8 @@ const app = acp
   })
   .onRequest(M.client.fs.writeTextFile, async ({ params }) => {
     if (current !== null) current.updates.push({ writeTextFile: params });
-    if (script.refuseWrites) throw acp.RequestError.internalError(undefined, "read-only buffer");
+    if (script.refuseWrites === true) throw acp.RequestError.internalError(undefined, "read-only buffer");
+    if (script.refuseWrites) throw acp.RequestError.internalError(script.refuseWrites);
     script.files = { ...(script.files ?? {}), [params.path]: params.content };
     return {};
   })

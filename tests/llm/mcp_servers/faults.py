@@ -9,13 +9,15 @@ middle of a call, and ``fail`` raises, which the SDK answers as an error result.
 ``garble`` writes a line that is not JSON on the protocol's stdout and never
 answers. ``move`` renames a file in the server's working directory: its paths
 are in fields the host cannot know the meaning of (and ``path`` is a decoy), as
-an MCP server's often are.
+an MCP server's often are. ``read`` answers the text of the file a ``file:``
+URI names, and ``read_in`` that of the file ``name`` in the folder ``dir``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from urllib.parse import unquote, urlsplit
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -69,6 +71,18 @@ async def garble() -> str:
 def move(source: str, target: str, path: str = "") -> str:
     os.replace(source, target)
     return f"moved {source} to {target}"
+
+
+@server.tool(description="The text of the file a file: URI names.")
+def read(uri: str) -> str:
+    with open(unquote(urlsplit(uri).path), encoding="utf-8") as file:
+        return file.read()
+
+
+@server.tool(description="The text of the file name in the folder dir.")
+def read_in(dir: str, name: str) -> str:
+    with open(os.path.join(dir, name), encoding="utf-8") as file:
+        return file.read()
 
 
 if MODE == "http":

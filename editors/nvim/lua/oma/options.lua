@@ -33,7 +33,7 @@ function M.defaults()
     agent = {
       name = 'claude',
       provider = 'anthropic',
-      model = 'claude-sonnet-4-5',
+      model = 'claude-sonnet-5-5',
       apiKeyEnv = 'ANTHROPIC_API_KEY',
     },
     agents = {},
