@@ -52,6 +52,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+import oma_host.llm.shell_keeper as shell_keeper
 from oma_host.core.subreaper import subreaper_enabled
 from oma_host.core.warden import (
     KEEPER,
@@ -61,7 +62,6 @@ from oma_host.core.warden import (
     release_child,
     release_marker,
 )
-from oma_host.llm import shell_keeper
 from oma_host.llm.confined import ToolError
 from oma_host.llm.shell_keeper import ENDING_S, KILL_GRACE_S, LEFTOVER_GRACE_S
 
