@@ -69,8 +69,21 @@ class SessionStorage:
         self._store: Store | None = None
 
     async def store(self) -> Store:
+        """The store, opened on first use; a state directory that cannot be
+        used (a link, another user's, unwritable) is -32603 naming it and why,
+        a refusal like any other rather than a crash with a traceback."""
         if self._store is None:
-            self._store = await asyncio.to_thread(Store, self._state_dir)
+            try:
+                self._store = await asyncio.to_thread(Store, self._state_dir)
+            except OSError as error:  # StoreError and FolderError are OSErrors
+                raise RequestError(
+                    -32603,
+                    f"the state directory cannot be used: {error}",
+                    {
+                        "type": "StoreError",
+                        "message": f"the state directory cannot be used: {error}",
+                    },
+                ) from None
         return self._store
 
     async def create(self, session: StoredSession, history: list[LLMMessage]) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from oma_host.acp_server.session_store import LIST_PAGE
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, step, text
+from tests.acp_server.raw_editor import raw_editor, stderr_of
 
 
 def _roles_and_texts(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -190,3 +191,23 @@ def test_acpx_shows_the_explanation_of_an_error(door: Door) -> None:
     refused = door.acpx("set", "agent", "nobody")
     assert refused.returncode != 0
     assert "session/set_config_option: agent: 'nobody' is not one of ['claude']" in (refused.stderr)
+
+
+async def test_a_state_directory_that_cannot_be_used_is_refused_without_a_traceback(
+    door: Door,
+) -> None:
+    """A state directory that is a link (anyone's folder could be behind
+    it): ``session/new`` is refused naming it, the door logs one line and
+    goes on serving."""
+    target = door.tmp / "elsewhere"
+    target.mkdir()
+    door.state.symlink_to(target)
+    async with raw_editor(door) as editor:
+        await editor.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        refused = await editor.call("session/new", {"cwd": str(door.cwd), "mcpServers": []})
+        again = await editor.call("initialize", {"protocolVersion": 1})
+        stderr = await stderr_of(editor)
+    assert refused["error"]["code"] == -32603
+    assert f"the folder {door.state} is a symbolic link" in refused["error"]["message"]
+    assert "result" in again
+    assert "Traceback" not in stderr
