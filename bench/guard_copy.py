@@ -1,8 +1,9 @@
 """Micro benchmark: the shape guard and its copy, against ``copy.deepcopy``.
 
 ``oma_host.core.messages.guard_run_input`` copies caller data as plain JSON data
-and validates the copy (PROTOCOL.md section 4); ``copy.deepcopy`` of the same
-data is the naive baseline, the copy alone without any checking. Two inputs:
+and validates the copy (docs/protocol.md, "The shape guard");
+``copy.deepcopy`` of the same data is the naive baseline, the copy alone
+without any checking. Two inputs:
 
 * a 10,000-message conversation, alternating user and assistant, one text
   block each (many small objects: the cost is per object);

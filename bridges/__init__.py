@@ -1,4 +1,4 @@
-"""External backends behind the string-only boundary (PROTOCOL.md section 9).
+"""External backends behind the string-only boundary (docs/protocol.md, "External backends").
 
 Process and ACP agents carry text only. Importing this package registers the
 ``"process"`` and ``"acp"`` kinds with the core's backend registry

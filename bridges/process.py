@@ -1,4 +1,4 @@
-"""The process bridge: a fresh subprocess per run (PROTOCOL.md section 9).
+"""The process bridge: a fresh subprocess per run (docs/protocol.md, "External backends").
 
 The prompt (``systemPrompt`` and the text, joined by a blank line) goes to the
 command on stdin, as its last argument, or not at all. stdout streams as

@@ -1,5 +1,5 @@
-"""Builders for the seed's data types (PROTOCOL.md section 3), shared by every
-test: content blocks and messages exactly as a client writes them."""
+"""Builders for the seed's data types (docs/protocol.md, "Data types"), shared
+by every test: content blocks and messages exactly as a client writes them."""
 
 from __future__ import annotations
 

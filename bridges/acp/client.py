@@ -1,4 +1,5 @@
-"""The ACP ``Client`` oma-host presents to one agent process (PROTOCOL.md section 9).
+"""The ACP ``Client`` oma-host presents to one agent process
+(docs/protocol.md, "External backends").
 
 ``session/update`` notifications go to the running turn
 (:class:`bridges.acp.mapping.Turn`), checked against the schema first (a

@@ -1,4 +1,4 @@
-"""How ACP traffic becomes oma-host results (PROTOCOL.md section 9).
+"""How ACP traffic becomes oma-host results (docs/protocol.md, "External backends").
 
 Owns what one turn makes of an ACP session's updates: ``session/update``
 bodies (already checked against the schema by the client,

@@ -1,5 +1,5 @@
 """The ACP bridge: oma-host as the client of an Agent Client Protocol agent
-(PROTOCOL.md section 9).
+(docs/protocol.md, "External backends").
 
 On an agent's first run the bridge spawns ``command`` + ``args`` in ``cwd``
 (its own process group, ``env`` merged over the host's environment, and the

@@ -1,4 +1,5 @@
-"""AgentConfig and its backends' configs (PROTOCOL.md section 3), as pydantic models.
+"""AgentConfig and its backends' configs (docs/protocol.md, "Data types"), as
+pydantic models.
 
 Wire names are camelCase (``systemPrompt``); Python code may use either the
 wire name or the snake_case attribute. Unknown fields are rejected. ``history``
@@ -98,9 +99,9 @@ class AcpBackend(_ExternalBackend):
     allow_writes: bool = False
 
 
-# A config's ``backend``: the external kinds the wire accepts (PROTOCOL.md
-# section 3), told apart by ``kind``. The code that runs each kind is found
-# through the registry of :mod:`oma_host.core.backends` (the ``Backend``
+# A config's ``backend``: the external kinds the wire accepts (docs/protocol.md,
+# "External backends"), told apart by ``kind``. The code that runs each kind is
+# found through the registry of :mod:`oma_host.core.backends` (the ``Backend``
 # protocol): a new kind adds its model here and registers its entry there.
 BackendConfig = Annotated[ProcessBackend | AcpBackend, Field(discriminator="kind")]
 # The tags of that union, which pydantic puts into error locations.

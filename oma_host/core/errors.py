@@ -15,7 +15,7 @@ the words a failure is classed by.
                                   run) failed (-32004, BackendError, data.kind)
 
 Each error's ``code`` is an :class:`ErrorCode`, which carries the
-``error.data.type`` name of the JSON-RPC error (PROTOCOL.md section 5); an
+``error.data.type`` name of the JSON-RPC error (docs/protocol.md, "Errors"); an
 error whose ``data.type`` is not its code's own name says so in
 ``type_name``. Failures *while executing* a valid request are not
 exceptions: they come back as an AgentRunResult with ``success: false`` and

@@ -2,16 +2,15 @@
 
 LSP framing is ``Content-Length: N\\r\\n\\r\\n`` + N bytes of JSON; ndjson is one
 JSON message per line, for people typing at a terminal and line-oriented tools.
-PROTOCOL.md section 1 asks for an answer to a frame that cannot be parsed and
-for a size limit, which off-the-shelf readers (pygls's) do not give, so the
-readers live here. Each
-yields one :class:`Frame` per message: the parsed JSON, or the reason it could
-not be parsed (and, for an oversized message, the id recovered from its head or
-tail when possible). A bad message never ends the loop; only end of input does.
-:func:`detect_framing` picks the framing from the first bytes a client sends.
-Both doors read with these (the ACP door, whose framing is ndjson, with
-:func:`read_lines`), and both find a lone surrogate in what they read with
-:func:`lone_surrogate_at`.
+A frame that cannot be parsed gets an answer and frames have a size limit
+(docs/protocol.md, "Transport and framing"), which off-the-shelf readers
+(pygls's) do not give, so the readers live here. Each yields one :class:`Frame`
+per message: the parsed JSON, or the reason it could not be parsed (and, for an
+oversized message, the id recovered from its head or tail when possible). A bad
+message never ends the loop; only end of input does. :func:`detect_framing`
+picks the framing from the first bytes a client sends. Both doors read with
+these (the ACP door, whose framing is ndjson, with :func:`read_lines`), and both
+find a lone surrogate in what they read with :func:`lone_surrogate_at`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one shape guard, and the copying rules (PROTOCOL.md section 4).
+"""The one shape guard, and the copying rules (docs/protocol.md, "The shape guard").
 
 Every structured input (run input, prompt blocks, ``config.history``, messages
 returned by a beforeRun hook) goes through :func:`guard_run_input`,
@@ -135,7 +135,7 @@ def clone_messages(messages: Sequence[LLMMessage]) -> list[LLMMessage]:
 
 
 # --------------------------------------------------------------------------
-# The shape guard (PROTOCOL.md section 4)
+# The shape guard (docs/protocol.md, "The shape guard")
 #
 # One pass over the message list copies and validates together. Plain data
 # (exact dicts, lists and strings, as JSON parsing yields them) in the shapes

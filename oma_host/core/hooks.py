@@ -1,5 +1,5 @@
 """beforeRun / afterRun hooks: their contexts, and the rules that apply their
-answers (PROTOCOL.md section 8).
+answers (docs/protocol.md, "Hooks and other requests to the client").
 
 A hook is a Python callable, sync or async; the server wires client requests
 in through the same callables. Answers are read defensively: a malformed

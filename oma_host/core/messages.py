@@ -1,7 +1,7 @@
 """The message contract's types: LLMMessage and its content blocks
-(PROTOCOL.md section 3), the message a string input is shorthand for, and the
-views of a conversation that hooks and bridges read (the latest user prompt,
-and its rewrite by a hook's ``prompt``).
+(docs/protocol.md, "Data types"), the message a string input is shorthand
+for, and the views of a conversation that hooks and bridges read (the latest
+user prompt, and its rewrite by a hook's ``prompt``).
 
 Values of these types are plain JSON data; :mod:`.guard` is the one place
 that checks caller data against them and copies it.

@@ -1,9 +1,10 @@
 """AgentRunResult, StreamEvent and the recorder every backend fills while it runs.
 
-Results are plain dicts shaped exactly as PROTOCOL.md section 3 writes them, so
-the Python API and the wire return the same thing. A :class:`RunRecorder` is
-the running tally of one run (text, messages, usage, tool calls); when a run is
-cancelled or times out, the partial result is built from it.
+Results are plain dicts shaped exactly as docs/protocol.md writes them
+("Data types", "Runs and their results"), so the Python API and the wire
+return the same thing. A :class:`RunRecorder` is the running tally of one run
+(text, messages, usage, tool calls); when a run is cancelled or times out, the
+partial result is built from it.
 
 The recorder is also where a run's events (:mod:`.events`) are emitted, each
 method taking its payload's type, and it keeps an agent's own secret values

@@ -1,5 +1,6 @@
 """OpenMultiAgent: one-off agents with tracing, progress and online evaluation
-(PROTOCOL.md section 7), and task graphs (``run_tasks``, as ``oma/runTasks``).
+(``oma/runAgent``, docs/protocol.md, "Methods"), and task graphs
+(``run_tasks``, as ``oma/runTasks``).
 
 ``run_agent`` validates config and input first (the guard, then the
 string-only boundary), and only then reports progress, runs, and hands a

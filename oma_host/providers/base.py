@@ -138,9 +138,10 @@ ProviderEvent = ProviderText | ProviderReasoning | ProviderToolUse | ProviderDon
 
 def checked_messages(messages: list[LLMMessage], options: ChatOptions) -> list[LLMMessage]:
     """What an adapter's entry points send: ``messages`` after the one shape
-    guard (PROTOCOL.md section 4), so an adapter called directly with a
-    malformed message raises InvalidMessageError naming its path, not an
-    AttributeError from deep inside the mapping. Skipped for ``guarded`` options."""
+    guard (docs/protocol.md, "The shape guard"), so an adapter called
+    directly with a malformed message raises InvalidMessageError naming its
+    path, not an AttributeError from deep inside the mapping. Skipped for
+    ``guarded`` options."""
     if options.guarded:
         return messages
     # Imported here: the registry imports this module to answer initialize,

@@ -1,6 +1,6 @@
-"""The JSON-RPC host (PROTOCOL.md sections 1, 2, 5, 6, 7, 11), served over
-stdio here and over TCP by ``tcp``, where ``auth``'s token guards every
-connection.
+"""The JSON-RPC host (docs/protocol.md, "Transport and framing", "Lifecycle",
+"Errors", "Methods", "Cancellation and progress"), served over stdio here and
+over TCP by ``tcp``, where ``auth``'s token guards every connection.
 
 ``app`` serves one connection (lifecycle, requests, cancellation) over
 ``rpc`` (JSON-RPC messages) and ``framing`` (LSP and ndjson; ``auto`` picks

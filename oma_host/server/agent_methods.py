@@ -1,5 +1,5 @@
-"""The agent methods (``agent/*``, PROTOCOL.md section 6) and ``oma/runAgent``
-(section 7): each handler takes its parsed params, delegates to the core, and
+"""The agent methods (``agent/*``) and ``oma/runAgent`` (docs/protocol.md,
+"Methods"): each handler takes its parsed params, delegates to the core, and
 shapes the answer. Errors are OmaError subclasses, answered in one place
 (``server/app.py``). Imported on first use, not at start-up.
 """

@@ -5,7 +5,8 @@ It reads frames (``core/framing.py``), has each checked by the connection
 ``initialize`` before it, nothing after ``shutdown``), one task per request
 with its own abort signal and :class:`RequestContext`, ``$/cancelRequest``
 (the run stops and answers -32800 with its partial result), and
-``shutdown``/``exit`` (PROTOCOL.md sections 1, 2, 5 and 11). Methods come from
+``shutdown``/``exit`` (docs/protocol.md, "Transport and framing",
+"Lifecycle", "Errors", "Cancellation and progress"). Methods come from
 the registry: a handler's module is imported on the method's first use.
 
 Also the session's side of the door's rules: a guarded (TCP) connection must

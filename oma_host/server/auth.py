@@ -1,4 +1,4 @@
-"""Who may talk to the host over a network (PROTOCOL.md section 1, TCP).
+"""Who may talk to the host over a network (docs/protocol.md, "Transport and framing").
 
 Stdio needs no check: whoever spawned the host owns its pipes. A TCP port is
 open to every local user and to every web page the user visits (a browser

@@ -1,4 +1,4 @@
-"""``initialize`` and ``shutdown`` (PROTOCOL.md section 2).
+"""``initialize`` and ``shutdown`` (docs/protocol.md, "Lifecycle").
 
 Editors spawn the host on every window, so this module is light: answering
 a plain ``initialize`` imports neither pydantic nor the agent core. Its

@@ -94,8 +94,8 @@ _GONE = "the client is gone"
 
 
 class RpcError(Exception):
-    """A JSON-RPC error answer; ``data.type`` names the kind (PROTOCOL.md
-    section 5): the code's own name unless ``type_name`` says otherwise."""
+    """A JSON-RPC error answer; ``data.type`` names the kind (docs/protocol.md,
+    "Errors"): the code's own name unless ``type_name`` says otherwise."""
 
     def __init__(
         self, code: ErrorCode, message: str, type_name: str | None = None, **data: Any

@@ -1,4 +1,5 @@
-"""$/cancelRequest, timeouts, and the process bridge of PROTOCOL.md section 9."""
+"""$/cancelRequest, timeouts, and the process bridge
+(docs/protocol.md, "Cancellation and progress", "External backends")."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def copy_plain(value: object, path: str = "input") -> Any:
 
 
 # --------------------------------------------------------------------------
-# The shape guard (PROTOCOL.md section 4)
+# The shape guard (docs/protocol.md, "The shape guard")
 
 
 def _fail(path: str, problem: str) -> InvalidMessageError:

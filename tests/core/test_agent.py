@@ -1,6 +1,6 @@
-"""The Agent core through its Python API (PROTOCOL.md sections 6, 7, 8 and the
-string-only boundary of section 9), with the in-process ``test`` provider and
-real process-backend commands."""
+"""The Agent core through its Python API (docs/protocol.md, "Methods",
+"Hooks and other requests to the client", "External backends"), with the
+in-process ``test`` provider and real process-backend commands."""
 
 from __future__ import annotations
 

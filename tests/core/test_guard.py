@@ -1,4 +1,4 @@
-"""The shape guard (PROTOCOL.md section 4) and the copying rules of
+"""The shape guard (docs/protocol.md, "The shape guard") and the copying rules of
 ``oma_host.core.messages``: guard_run_input, guard_prompt_input, guard_messages,
 latest_user_prompt and rewrite_latest_prompt."""
 
@@ -447,7 +447,7 @@ INVALID_RUN_INPUTS: list[tuple[str, Any, str, str]] = [
         "input[0].content[0].redactedData",
         "must be a string",
     ),
-    # the example from PROTOCOL.md section 4
+    # the example (docs/protocol.md, "The shape guard")
     (
         "protocol example",
         [

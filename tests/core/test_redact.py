@@ -1,6 +1,6 @@
-"""The one redaction module: what ``redacted`` takes out (PROTOCOL.md section
-10), in every form it appears in, without breaking JSON, twice the same as
-once, and as fast on a 20 MB image as on a line of text."""
+"""The one redaction module: what ``redacted`` takes out (docs/protocol.md,
+"Online evaluation"), in every form it appears in, without breaking JSON,
+twice the same as once, and as fast on a 20 MB image as on a line of text."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """ACP agents through the real host when things go wrong: structured input,
 faults at every stage, cancellation, timeouts, and the end of the process
-(PROTOCOL.md sections 9 and 11)."""
+(docs/protocol.md, "External backends",
+"Cancellation and progress")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """ACP agents through the real host: how a turn of an independent agent (the
 official TypeScript SDK) becomes events and an AgentRunResult, session reuse,
-and permissions (PROTOCOL.md section 9)."""
+and permissions (docs/protocol.md, "External backends")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Online evaluation over the wire (PROTOCOL.md section 10): what scorers
-receive, what records keep in each storePayloads mode, the bounded queue, and
-that evaluation never changes or delays a run's result."""
+"""Online evaluation over the wire (docs/protocol.md, "Online evaluation"):
+what scorers receive, what records keep in each storePayloads mode, the
+bounded queue, and that evaluation never changes or delays a run's result."""
 
 from __future__ import annotations
 

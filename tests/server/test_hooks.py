@@ -1,5 +1,5 @@
 """agent/beforeRun and agent/afterRun: server-to-client requests and the
-rewrite rules of PROTOCOL.md section 8."""
+rewrite rules (docs/protocol.md, "Hooks and other requests to the client")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Online evaluation of ``oma/runAgent`` results (PROTOCOL.md section 10).
+"""Online evaluation of ``oma/runAgent`` results
+(docs/protocol.md, "Online evaluation").
 
 config      EvaluationConfig and the scorer models (``initializationOptions.evaluation``)
 sample      EvaluationSample and the Evaluator protocol runs hand samples to

@@ -1,6 +1,6 @@
-"""``initializationOptions.evaluation`` (PROTOCOL.md section 10): the
-EvaluationConfig and scorer models, parsed and checked once, when the host is
-initialized or OpenMultiAgent is built."""
+"""``initializationOptions.evaluation`` (docs/protocol.md,
+"Online evaluation"): the EvaluationConfig and scorer models, parsed and
+checked once, when the host is initialized or OpenMultiAgent is built."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What scorers are given, and records keep, of a run's input and output:
-``storePayloads`` (PROTOCOL.md section 10), one policy for both.
+``storePayloads`` (docs/protocol.md, "Online evaluation"), one policy for both.
 
 ``none``      a content-free description: ``[array input omitted; 3 items]``,
               ``[string output omitted; 120 characters]``

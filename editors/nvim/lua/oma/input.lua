@@ -1,4 +1,5 @@
--- Request building: what an ask turns into on the wire (PROTOCOL.md section 3).
+-- Request building: what an ask turns into on the wire
+-- (docs/protocol.md, "Data types").
 --
 -- An ask is a question, optionally a selection, optionally an image file. It
 -- becomes content blocks (question text, selection text, a base64 ImageBlock

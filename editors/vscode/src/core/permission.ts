@@ -3,7 +3,7 @@
  * "Allow once" / "Always this session" / "Deny", and the button picked back
  * into the answer `{approve, scope}`.
  *
- * Two sources ask (the agreed shape extending PROTOCOL.md section 9):
+ * Two sources ask (docs/protocol.md, "Hooks and other requests to the client"):
  * - `source: "acp"` (or no source, as older hosts send): a wrapped ACP agent
  *   with `permission: "ask-client"`; only the decisions it offers in
  *   `optionKinds` become buttons ("Always this session" selects its

@@ -1,5 +1,7 @@
 /**
- * The oma-host wire types this client uses (PROTOCOL.md sections 3, 6, 7, 9, 11).
+ * The oma-host wire types this client uses (docs/protocol.md, "Data types",
+ * "Runs and their results", "External backends", "Cancellation and progress",
+ * "Methods").
  *
  * Field names follow the wire exactly: camelCase protocol params, and the seed
  * data types' own names (`media_type`, `input_tokens`, `is_error`).
@@ -159,7 +161,7 @@ export interface InitializeResult {
   serverInfo?: { name: string; version: string };
 }
 
-/** JSON-RPC error codes the client treats specially (PROTOCOL.md section 5). */
+/** JSON-RPC error codes the client treats specially (docs/protocol.md, "Errors"). */
 export const ErrorCode = {
   InvalidParams: -32602,
   AgentNotFound: -32001,
