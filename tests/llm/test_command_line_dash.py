@@ -85,8 +85,9 @@ from oma_host.llm.command_line import (
 from oma_host.llm.permissions import command_target, evaluate
 
 DASH = shutil.which("dash")
+# Outside CI a machine without them skips; under CI (CI set) it fails instead.
 pytestmark = pytest.mark.skipif(
-    DASH is None or not hasattr(socket, "SO_PASSCRED"),
+    (DASH is None or not hasattr(socket, "SO_PASSCRED")) and not os.environ.get("CI"),
     reason="needs dash (Debian's /bin/sh) and Linux's SO_PASSCRED",
 )
 
