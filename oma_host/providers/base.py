@@ -228,17 +228,19 @@ def credential_problem(config: AgentConfig) -> ProviderError | None:
     facts = provider_facts(config.provider or DEFAULT_PROVIDER)
     if facts is None or not facts.key_variables or facts.key_needed == "not_always":
         return None
-    if facts.key_needed == "at_default_endpoint" and _own_server(config, facts):
+    if facts.key_needed == "at_default_endpoint" and own_server(config, facts):
         return None
     if resolve_api_key(config, facts.key_variables) is not None:
         return None
     return missing_key_error(facts.name, config, facts.key_variables)
 
 
-def _own_server(config: AgentConfig, facts: ProviderFacts) -> bool:
+def own_server(config: AgentConfig, facts: ProviderFacts) -> bool:
     """Whether the agent talks to a server other than the provider's own
-    (its ``baseURL`` or the SDK's variable names another host); a malformed
-    variable is left to fail the request, where it is named."""
+    (its ``baseURL`` or the SDK's variable names another host), which may
+    take no key: the one reading of it, for the adapter's headers and the
+    doors' credential check. A malformed variable is left to fail the
+    request, where it is named."""
     try:
         base_url = configured_base_url(config, facts)
     except ProviderError:

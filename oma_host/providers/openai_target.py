@@ -29,6 +29,7 @@ from oma_host.providers.base import (
     ProviderError,
     configured_base_url,
     missing_key_error,
+    own_server,
     resolve_api_key,
 )
 
@@ -79,7 +80,7 @@ def openai_target(config: AgentConfig) -> OpenAITarget:
             raise refused
         key = resolve_api_key(config, _OPENAI.key_variables)
         if key is None:
-            if configured and not official:  # local compatible servers need none
+            if own_server(config, _OPENAI):  # local compatible servers need none
                 return {}
             raise missing_key_error(_OPENAI.name, config, _OPENAI.key_variables)
         return {"authorization": f"Bearer {key}"}
