@@ -9,7 +9,7 @@ Nothing else is imported here: a bridge module (and, for ACP, the
 when the first agent of its kind runs.
 
 The bridges import the core and nothing above it; the rules they share live
-in :mod:`bridges.common` and :mod:`bridges.procgroup`.
+in :mod:`oma_host.bridges.common` and :mod:`oma_host.process.groups`.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from oma_host.core.config import AcpBackend, AgentConfig, ProcessBackend
 
 
 def _process(config: AgentConfig, context: BackendContext) -> Backend:
-    from bridges.process import ProcessBridge
+    from oma_host.bridges.process import ProcessBridge
 
     assert isinstance(config.backend, ProcessBackend)
     return ProcessBridge(config, config.backend)
 
 
 def _acp(config: AgentConfig, context: BackendContext) -> Backend:
-    from bridges.acp.session import AcpBridge
+    from oma_host.bridges.acp.session import AcpBridge
 
     assert isinstance(config.backend, AcpBackend)
     return AcpBridge(

@@ -8,9 +8,9 @@ a signal fails the run with the stderr text, secrets redacted. Output past
 ``errorInfo.kind: "output_limit"``, keeping the first part; of stderr only the
 tail a failure quotes is kept. Each run gets its own process group, so
 cancellation, timeouts and ``close`` kill the whole tree, not just the direct
-child (descendants that left the group too: :mod:`bridges.orphans`). With
+child (descendants that left the group too: :mod:`oma_host.process.orphans`). With
 ``terminal: true`` the command runs under a pseudo-terminal
-(:mod:`bridges.pty`) and this module still owns the prompt, spawn-failure,
+(:mod:`oma_host.bridges.pty`) and this module still owns the prompt, spawn-failure,
 output-limit and exit-status rules.
 """
 
@@ -22,7 +22,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bridges.common import (
+from oma_host.bridges.common import (
     Launch,
     OutputBudget,
     StderrTail,
@@ -35,7 +35,11 @@ from bridges.common import (
     tail,
     working_directory,
 )
-from bridges.procgroup import (
+from oma_host.core.config import AgentConfig, ProcessBackend
+from oma_host.core.messages import LLMMessage
+from oma_host.core.redact import Redactor
+from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.process.groups import (
     ORPHAN_GRACE_S,
     TERM_GRACE_S,
     GroupProcess,
@@ -45,13 +49,9 @@ from bridges.procgroup import (
     spawn_group,
     wait_for_exit,
 )
-from oma_host.core.config import AgentConfig, ProcessBackend
-from oma_host.core.messages import LLMMessage
-from oma_host.core.redact import Redactor
-from oma_host.core.results import AgentRunResult, RunRecorder
 
 if TYPE_CHECKING:
-    from bridges.pty import TerminalRunner
+    from oma_host.bridges.pty import TerminalRunner
 
 _READ_SIZE = 65536
 
@@ -112,7 +112,7 @@ class ProcessBridge:
 
     def _terminal_runner(self) -> TerminalRunner:
         if self._terminal is None:
-            from bridges.pty import TerminalRunner
+            from oma_host.bridges.pty import TerminalRunner
 
             self._terminal = TerminalRunner(self._backend.input)
         return self._terminal

@@ -19,7 +19,7 @@ line by line as it would for a person. What differs from the pipe mode:
 
 Everything else (the empty-prompt error, spawn failures, exit statuses,
 cancellation and timeouts killing the whole process group, redaction) follows
-the pipe mode: :mod:`bridges.process` calls :meth:`TerminalRunner.run` and
+the pipe mode: :mod:`oma_host.bridges.process` calls :meth:`TerminalRunner.run` and
 applies its rules to the exit code. pexpect is
 synchronous, so it is used only to spawn: output is read from the pty with
 ``loop.add_reader``, input written with ``loop.add_writer``, and the exit is
@@ -44,16 +44,16 @@ from typing import TYPE_CHECKING, Literal
 
 import pexpect
 
-from bridges.common import Launch, OutputBudget
-from bridges.orphans import Spawn, pidfd_ended
-from bridges.procgroup import (
+from oma_host.bridges.common import Launch, OutputBudget
+from oma_host.core.results import RunRecorder
+from oma_host.process.groups import (
     ORPHAN_GRACE_S,
     TERM_GRACE_S,
     SpawnError,
     check_directory,
     terminate_group,
 )
-from oma_host.core.results import RunRecorder
+from oma_host.process.orphans import Spawn, pidfd_ended
 
 if TYPE_CHECKING:
     Child = pexpect.spawn[bytes]

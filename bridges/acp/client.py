@@ -2,15 +2,15 @@
 (docs/protocol.md, "External backends").
 
 ``session/update`` notifications go to the running turn
-(:class:`bridges.acp.mapping.Turn`), checked against the schema first (a
+(:class:`oma_host.bridges.acp.mapping.Turn`), checked against the schema first (a
 plain text chunk, most of a turn's traffic, by a shape test that accepts
 exactly what the schema would); those between turns are held for the next
 run. ``session/request_permission`` is answered by the agent's permission
 policy (with ``ask-client``, a handler that is an ``OptionPicker``, as the
 ACP door's is, picks among the agent's own options; any other answers
-approve or reject); ``fs/*`` is handed to :mod:`bridges.acp.files`;
+approve or reject); ``fs/*`` is handed to :mod:`oma_host.bridges.acp.files`;
 ``terminal/*`` is answered with method-not-found. Typed updates are also
-shown to a watcher (the session's choices, :mod:`bridges.acp.config_options`),
+shown to a watcher (the session's choices, :mod:`oma_host.bridges.acp.config_options`),
 and while a ``session/load`` replays history every update is dropped.
 """
 
@@ -36,8 +36,8 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from bridges.acp.files import AgentFiles
-from bridges.acp.mapping import (
+from oma_host.bridges.acp.files import AgentFiles
+from oma_host.bridges.acp.mapping import (
     KNOWN_UPDATES,
     Turn,
     UsageMeter,
@@ -100,7 +100,7 @@ class BridgeClient:
         self._held: deque[AcpUpdateEvent] = deque(maxlen=_HELD_UPDATES)
         self.muted = False  # during session/load: the replayed history is no run's
         self.watch: Callable[[Any], None] | None = None  # sees each typed update (choices)
-        self.files: AgentFiles | None = None  # serves fs/* (bridges.acp.files)
+        self.files: AgentFiles | None = None  # serves fs/* (oma_host.bridges.acp.files)
 
     @property
     def ask_s(self) -> float:

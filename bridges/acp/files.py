@@ -3,7 +3,7 @@ client: ``fs/read_text_file`` always, ``fs/write_text_file`` only with
 ``backend.allowWrites: true``.
 
 Every path is confined to the agent's ``cwd`` by the LLM tools' own code
-(:mod:`oma_host.llm.confined`): resolved one component at a time beneath a
+(:mod:`oma_host.workspace.confined`): resolved one component at a time beneath a
 descriptor of the root, so ``..``, an absolute path elsewhere or a symlink
 leading out is refused, however names change meanwhile. A confined read goes
 to the editor when the door's editor channel reads files
@@ -15,9 +15,9 @@ runs read the disk.
 A write is planned as ``file_write`` plans it (a write that cannot happen is
 refused before anyone is asked), then put to the agent's permission policy
 (``config.permissions`` rules for the tool ``file_write``, whose declaration
-asks the client by default, :mod:`oma_host.llm.permissions`); allowed, it is
+asks the client by default, :mod:`oma_host.workspace.permissions`); allowed, it is
 planned again and carried out where ``file_write``'s would be
-(:func:`oma_host.llm.editor_files.carry_out`: the ACP editor's write, the
+(:func:`oma_host.workspace.editor_files.carry_out`: the ACP editor's write, the
 JSON-RPC client's ``workspace/applyEdit``, or the disk).
 
 A refused or failed call answers the agent with a JSON-RPC error whose
@@ -38,11 +38,11 @@ from acp import RequestError
 
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.events import ToolPermission
-from oma_host.llm.confined import Root, ToolError, open_beneath, read_at_most
-from oma_host.llm.editor_files import EditorFailed, carry_out, editor_text
-from oma_host.llm.edits import Edit, plan_write
-from oma_host.llm.permissions import PermissionPolicy, confirm_approved
 from oma_host.llm.tools import BUILTIN_TOOLS
+from oma_host.workspace.confined import Root, ToolError, open_beneath, read_at_most
+from oma_host.workspace.editor_files import EditorFailed, carry_out, editor_text
+from oma_host.workspace.edits import Edit, plan_write
+from oma_host.workspace.permissions import PermissionPolicy, confirm_approved
 
 MAX_READ_BYTES = 4 * 1024 * 1024  # what one fs/read_text_file answers at most
 _EDITOR_TIMEOUT_S = 30.0

@@ -3,7 +3,7 @@ process, its connection and session, what it said at ``initialize``), and
 how a request to it fails: every way an answer can go wrong (an error
 answer, a lost connection, an answer the schema refuses) becomes a
 :class:`Fault` naming the agent and the cause. The bridge
-(:mod:`bridges.acp.session`) opens, prompts and discards these.
+(:mod:`oma_host.bridges.acp.session`) opens, prompts and discards these.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import acp
 from acp.schema import AgentCapabilities
 from pydantic import BaseModel, ValidationError
 
-from bridges.acp.auth import describe
-from bridges.acp.client import BridgeClient
-from bridges.acp.config_options import SessionChoices
-from bridges.acp.transport import SHOWN_LINE, NdjsonPipe
-from bridges.common import StderrTail
-from bridges.procgroup import GroupProcess, describe_exit, end_process_group, wait_for_exit
+from oma_host.bridges.acp.client import BridgeClient
+from oma_host.bridges.acp.config_options import SessionChoices
+from oma_host.bridges.acp.login import describe
+from oma_host.bridges.acp.transport import SHOWN_LINE, NdjsonPipe
+from oma_host.bridges.common import StderrTail
 from oma_host.core.errors import ErrorKind
 from oma_host.core.events import McpFiltered, RunEvent
+from oma_host.process.groups import GroupProcess, describe_exit, end_process_group, wait_for_exit
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -2,10 +2,10 @@
 
 Owns what one turn makes of an ACP session's updates: ``session/update``
 bodies (already checked against the schema by the client,
-:mod:`bridges.acp.client`) turned into run events
+:mod:`oma_host.bridges.acp.client`) turned into run events
 (:mod:`oma_host.core.events`), output text, ``toolCalls`` and per-run token
 usage, and the shape test for a plain text chunk. The process, the
-handshake and the run lifecycle live in :mod:`bridges.acp.session`.
+handshake and the run lifecycle live in :mod:`oma_host.bridges.acp.session`.
 
 Event names a client sees on ``agent/stream`` besides ``text``:
 

@@ -7,13 +7,13 @@ run's delegation limits, ``OMA_HOST_DELEGATION``, over both: a run whose
 delegation room differs from that of the run that started the process
 starts it afresh; see :mod:`oma_host.core.delegation`), sends
 ``initialize`` advertising ``fs.readTextFile`` (``writeTextFile`` with
-``backend.allowWrites``; see :mod:`bridges.acp.files`) and no terminal, and
+``backend.allowWrites``; see :mod:`oma_host.bridges.acp.files`) and no terminal, and
 opens the session: resumed when the host's session remembers one and the
-agent can (:mod:`bridges.acp.resume`), else ``session/new``, logging in with
-``authenticate`` when asked (:mod:`bridges.acp.auth`), then applying
-``backend.config`` (:mod:`bridges.acp.config_options`). ``session/new`` gets
+agent can (:mod:`oma_host.bridges.acp.resume`), else ``session/new``, logging in with
+``authenticate`` when asked (:mod:`oma_host.bridges.acp.login`), then applying
+``backend.config`` (:mod:`oma_host.bridges.acp.config_options`). ``session/new`` gets
 the agent's ``mcpServers`` (those it can take, see
-:mod:`bridges.acp.mcp_servers`); later runs reuse that session, one prompt
+:mod:`oma_host.bridges.acp.mcp_servers`); later runs reuse that session, one prompt
 at a time.
 ``systemPrompt`` is prepended to the first prompt of each session only. A
 cancelled or timed-out run sends ``session/cancel`` and returns at once; the
@@ -26,11 +26,11 @@ The schema, and the serving of what the agent asks of the client, are the
 ``agent-client-protocol`` library's; the bridge's own requests (the handshake
 and each prompt) and the updates of a turn go through the transport, which
 keeps a turn to one write, one future and one callback per update (see
-:mod:`bridges.acp.transport`). This module is imported on an ACP agent's first
+:mod:`oma_host.bridges.acp.transport`). This module is imported on an ACP agent's first
 run only, because that library takes a few hundred milliseconds to import. The
-process as held and how a request to it fails are :mod:`bridges.acp.live`'s;
-what the agent asks of the client, :mod:`bridges.acp.client`'s; how updates
-map to results, :mod:`bridges.acp.mapping`'s.
+process as held and how a request to it fails are :mod:`oma_host.bridges.acp.live`'s;
+what the agent asks of the client, :mod:`oma_host.bridges.acp.client`'s; how updates
+map to results, :mod:`oma_host.bridges.acp.mapping`'s.
 """
 
 from __future__ import annotations
@@ -54,16 +54,16 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
-from bridges.acp.auth import choose, describe
-from bridges.acp.client import BridgeClient
-from bridges.acp.config_options import ChoiceError
-from bridges.acp.files import AgentFiles
-from bridges.acp.live import Fault, Live, agent_label, read_answer, send
-from bridges.acp.mapping import Turn, wire
-from bridges.acp.mcp_servers import session_servers
-from bridges.acp.resume import CHOICE_ANSWERS, RESUME_ANSWERS, resume_method
-from bridges.acp.transport import NdjsonPipe, PendingRequest
-from bridges.common import (
+from oma_host.bridges.acp.client import BridgeClient
+from oma_host.bridges.acp.config_options import ChoiceError
+from oma_host.bridges.acp.files import AgentFiles
+from oma_host.bridges.acp.live import Fault, Live, agent_label, read_answer, send
+from oma_host.bridges.acp.login import choose, describe
+from oma_host.bridges.acp.mapping import Turn, wire
+from oma_host.bridges.acp.mcp_servers import session_servers
+from oma_host.bridges.acp.resume import CHOICE_ANSWERS, RESUME_ANSWERS, resume_method
+from oma_host.bridges.acp.transport import NdjsonPipe, PendingRequest
+from oma_host.bridges.common import (
     StderrTail,
     compose_prompt,
     could_not_start,
@@ -71,10 +71,6 @@ from bridges.common import (
     failed,
     replied,
     working_directory,
-)
-from bridges.procgroup import (
-    SpawnError,
-    spawn_group,
 )
 from oma_host.core.backends import PermissionHandler, SessionLink
 from oma_host.core.config import AcpBackend, AgentConfig
@@ -91,7 +87,11 @@ from oma_host.core.results import (
     RunRecorder,
 )
 from oma_host.core.version import __version__
-from oma_host.llm.permissions import PermissionPolicy
+from oma_host.process.groups import (
+    SpawnError,
+    spawn_group,
+)
+from oma_host.workspace.permissions import PermissionPolicy
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -329,7 +329,7 @@ class AcpBridge:
         """session/new. A method named in ``backend.auth`` is logged in with
         first (``authenticate``); else, refused for want of a login, the bridge
         logs in with the only method the environment meets (see
-        :mod:`bridges.acp.auth`) and tries once more."""
+        :mod:`oma_host.bridges.acp.login`) and tries once more."""
         wanted = self._backend.auth
         if wanted is not None:
             await self._authenticate(live, wanted)

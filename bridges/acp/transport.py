@@ -1,6 +1,6 @@
 """The byte side of an ACP connection: newline-delimited JSON-RPC over an
 agent process's stdin and stdout (its stderr is drained by
-:class:`bridges.common.StderrTail`).
+:class:`oma_host.bridges.common.StderrTail`).
 
 ``NdjsonPipe`` is the message transport the ``agent-client-protocol``
 library's ``Connection`` accepts, and more: it sends the bridge's own
@@ -13,13 +13,13 @@ bridge directly. It is ours rather than the library's stdio transport because:
   builds and dumps a pydantic model and is awaited in a task of its own, and
   each update becomes a task, a tracing span and a schema validation before
   the bridge sees it. Here a request is one write and one future, and an
-  update is one callback (see :meth:`bridges.acp.client.BridgeClient.take_update`
+  update is one callback (see :meth:`oma_host.bridges.acp.client.BridgeClient.take_update`
   for how it is checked);
 - an update kind the library's schema does not know would be dropped by its
   validation, while oma-host streams it to the client.
 
 The ids, the futures of the pipe's requests and the reading of the agent's
-answers are the JSON-RPC peer core's (:mod:`oma_host.core.jsonrpc`), shared
+answers are the JSON-RPC peer core's (:mod:`oma_host.wire.peer`), shared
 with both doors; the pipe keeps the line framing, the routing below and the
 library's ids.
 
@@ -42,7 +42,7 @@ from typing import Any
 
 from acp import RequestError
 
-from oma_host.core.jsonrpc import JsonRpcPeer, valid_id
+from oma_host.wire.peer import JsonRpcPeer, valid_id
 
 LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line; images make lines long
 SHOWN_LINE = 200  # how much of a garbage line a failure message quotes
@@ -74,7 +74,7 @@ class NdjsonPipe(JsonRpcPeer):
     """Newline-delimited JSON-RPC over an agent's stdin and stdout; ``fault``
     says why it stopped reading, when it was not the end of the stream.
 
-    The pipe is the agent's :class:`~bridges.procgroup.StdoutSink`
+    The pipe is the agent's :class:`~oma_host.process.groups.StdoutSink`
     (``spawn_group(..., stdout_sink=pipe)``; then :meth:`attach` its stdin):
     each line is read in the event loop's read callback, so a turn's traffic
     wakes no reader task. An answer to one of the pipe's requests resolves it

@@ -18,7 +18,7 @@ where, so nothing typed is dropped). Commands are sent to the editor as
 A repository is untrusted, and reading its commands must not let it reach
 past them: ``.oma`` and ``commands`` must be real directories (a symbolic
 link is not followed), and a command file is opened beneath that folder with
-the tools' confined opener (:mod:`oma_host.llm.confined`), so a link may name
+the tools' confined opener (:mod:`oma_host.workspace.confined`), so a link may name
 another file of the folder but never leads out of it. The user's folder is
 the user's own (its config folder must pass
 :func:`~oma_host.core.places.private_folder`); links there are followed.
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from oma_host.core.places import FolderError, config_dir, private_folder
 from oma_host.core.results import TokenUsage
-from oma_host.llm.confined import Root, ToolError, open_beneath, read_at_most
+from oma_host.workspace.confined import Root, ToolError, open_beneath, read_at_most
 
 if TYPE_CHECKING:
     from oma_host.core.events import Compaction

@@ -34,8 +34,8 @@ from oma_host.acp_server.handshake import env_var_method, initialize_result, pla
 from oma_host.core import quickjson
 from oma_host.core.cli_options import ACP_FLAGS, ACP_OPTIONS
 from oma_host.core.credentials import stored_key, stored_variables
-from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.places import config_dir, private_folder
+from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:

@@ -25,10 +25,10 @@ from oma_host.acp_server.agents import (
 from oma_host.acp_server.auth import initialize_answer
 from oma_host.acp_server.early import EarlyStart
 from oma_host.acp_server.handshake import SERVED_REQUESTS, plain_initialize
-from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.places import serve_agents_file
-from oma_host.core.stdio import protect_stdout, stdin_reader, stream_writer
-from oma_host.core.termination import Termination
+from oma_host.process.termination import Termination
+from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.wire.stdio import protect_stdout, stdin_reader, stream_writer
 
 if TYPE_CHECKING:
     from oma_host.acp_server.door import OmaAcpAgent

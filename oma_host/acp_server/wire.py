@@ -14,7 +14,7 @@ messages are written in the order they are made, with no task and no wait:
 notifications are gathered and written together once the event loop comes
 round (or sooner, when an answer or a request is written, which carries them
 with it), by the JSON-RPC peer core both doors share
-(:mod:`oma_host.core.jsonrpc`, which also keeps the ids and futures of the
+(:mod:`oma_host.wire.peer`, which also keeps the ids and futures of the
 door's requests and reads the editor's answers). So every update of a turn
 is on the wire before the turn's answer, usually in the same write. The
 handlers decide what to validate and build (:mod:`.routes`); this module
@@ -43,7 +43,7 @@ What it keeps of the library's wire behaviour:
 - the bytes: compact separators and ASCII escapes, as the library wrote them.
 
 What it adds, as the JSON-RPC door does (the lines are read by
-:func:`oma_host.core.framing.read_lines`):
+:func:`oma_host.wire.framing.read_lines`):
 
 - a line over ``--max-message-bytes`` (64 MiB by default) is read and
   dropped piecewise, never held whole; a request is answered -32600 with
@@ -70,16 +70,16 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pydantic import ValidationError
 
-from oma_host.core.collector import count_in_flight
 from oma_host.core.errors import ErrorCode
-from oma_host.core.framing import (
+from oma_host.process.collector import count_in_flight
+from oma_host.wire.framing import (
     Frame,
     lone_surrogate_at,
     read_lines,
     surrogate_problem,
 )
-from oma_host.core.jsonrpc import JsonRpcPeer
-from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.wire.peer import JsonRpcPeer
 
 if TYPE_CHECKING:
     from acp import RequestError
@@ -115,7 +115,7 @@ CANCEL_REQUEST = "$/cancel_request"
 class AcpWire(JsonRpcPeer):
     """One ACP connection on a stream pair; :meth:`serve` runs it to the end
     of the input. The ids, futures, answer parsing and batched writes are
-    :class:`~oma_host.core.jsonrpc.JsonRpcPeer`'s."""
+    :class:`~oma_host.wire.peer.JsonRpcPeer`'s."""
 
     peer = "the editor"
     # The TypeScript SDK leaves a void handler's null result out of its answer.

@@ -29,7 +29,7 @@ from typing import Any
 from oma_host.cli.client import HostClient, RpcError, host_argv, unwrap
 from oma_host.core.cli_options import INTERRUPTED
 from oma_host.core.errors import ErrorCode
-from oma_host.server.auth import TokenFileError
+from oma_host.server.tcp_token import TokenFileError
 
 EXIT_FAILED_RUN = 1
 EXIT_ERROR_RESPONSE = 2

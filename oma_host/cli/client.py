@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from oma_host.core.errors import ErrorCode
-from oma_host.core.framing import encode_frame
-from oma_host.core.jsonrpc import JsonRpcPeer, answer_failure
-from oma_host.server.auth import discover_token
+from oma_host.server.tcp_token import discover_token
+from oma_host.wire.framing import encode_frame
+from oma_host.wire.peer import JsonRpcPeer, answer_failure
 
 ServerRequestHandler = Callable[[Any], Any]
 
@@ -110,7 +110,7 @@ def host_argv(*extra: str) -> list[str]:
 class HostClient(JsonRpcPeer):
     """Talks to one host: a spawned process (``spawn``) or a TCP one
     (``connect``). Its request ids and futures are the JSON-RPC peer core's
-    (:class:`~oma_host.core.jsonrpc.JsonRpcPeer`); a request's future gets
+    (:class:`~oma_host.wire.peer.JsonRpcPeer`); a request's future gets
     the host's whole answer, which :func:`unwrap` reads."""
 
     peer = "the host"

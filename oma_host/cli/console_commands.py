@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from oma_host.cli.client import HostClient, RpcError
 from oma_host.core.errors import ErrorCode
-from oma_host.core.jsonrpc import valid_id
+from oma_host.wire.peer import valid_id
 
 _IMAGE_TYPES = {
     ".png": "image/png",
@@ -467,6 +467,6 @@ def _read_image(path_text: str) -> tuple[str, str]:
 
 
 def _frame(line: str) -> bytes:
-    from oma_host.core.framing import encode_frame
+    from oma_host.wire.framing import encode_frame
 
     return encode_frame(line.encode())

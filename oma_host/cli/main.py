@@ -20,16 +20,16 @@ from oma_host.core.cli_options import (
     positive_seconds,
     true_or_false,
 )
-from oma_host.core.collector import tune_for_serving
-from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.core.provider_facts import default_providers
-from oma_host.core.subreaper import enable_subreaper
 from oma_host.core.version import __version__
+from oma_host.process.collector import tune_for_serving
+from oma_host.process.subreaper import enable_subreaper
 from oma_host.server.limits import (
     DEFAULT_DRAIN_TIMEOUT_S,
     DEFAULT_HANDSHAKE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
 )
+from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from oma_host.acp_server.early import EarlyStart
@@ -370,8 +370,8 @@ def _serve(args: argparse.Namespace) -> int:
     or a port that cannot be bound, ends with status 2 and the reason."""
     from oma_host.server import serve_stdio
     from oma_host.server.app import SessionOptions
-    from oma_host.server.auth import TokenFileError
     from oma_host.server.tcp import TcpOptions, serve_tcp
+    from oma_host.server.tcp_token import TokenFileError
 
     enable_subreaper()  # a host: what its runs leave behind comes back to it
     tune_for_serving()

@@ -9,7 +9,7 @@ the store holds it: its captured prompt, else its session's title),
 indented tree of its steps (provider replies, tool calls with their input
 and permission decision, delegations, compactions, team tasks, errors) and
 its evaluation scores, ``export RUN`` the run's spans as OTLP JSON for any
-trace viewer (:mod:`oma_host.core.otlp`). ``--json`` gives ``list`` and
+trace viewer (:mod:`oma_host.telemetry.otlp`). ``--json`` gives ``list`` and
 ``show`` as JSON. An unknown run id ends with status 2, a state directory
 with no database with status 1; each says why on stderr.
 """
@@ -25,10 +25,10 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from oma_host.core import spans as names
-from oma_host.core.otlp import resource_spans
 from oma_host.core.spans import Span
 from oma_host.orchestration.run_records import NoRunDatabase, RunRecords
 from oma_host.orchestration.store_schema import RunTrace, default_state_dir
+from oma_host.telemetry.otlp import resource_spans
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _RELATIVE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")

@@ -1,5 +1,5 @@
 """Who may read the run viewer (``oma-host runs serve``): the token rule of
-``--tcp`` (:mod:`oma_host.server.auth`), for a browser.
+``--tcp`` (:mod:`oma_host.server.tcp_token`), for a browser.
 
 The viewer listens on 127.0.0.1, which every local user and every web page
 the user visits can reach, and what it serves (agents' names, tool inputs,
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import Enum
 
-from oma_host.server.auth import new_token, token_matches
+from oma_host.server.tcp_token import new_token, token_matches
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 TOKEN_PARAMETER = "token"

@@ -34,9 +34,9 @@ from typing import Any
 from aiohttp import web
 
 from oma_host.cli.viewer_guard import TOKEN_PARAMETER, Verdict, ViewerGuard, is_loopback_host
-from oma_host.core.termination import ENDING_SIGNALS
 from oma_host.orchestration.run_records import NoRunDatabase, RunRecords
-from oma_host.server.auth import (
+from oma_host.process.termination import ENDING_SIGNALS
+from oma_host.server.tcp_token import (
     TokenFileError,
     new_token,
     read_token_file,

@@ -7,7 +7,7 @@ called, and only then touch state, hooks or the backend. ``run`` and
 persistent history when, and only when, the turn completes: only its new
 messages are copied, appended and stored (:class:`~oma_host.core.history.Conversation`).
 A compaction of the conversation by the LLM backend during the turn
-(``oma_host/llm/context.py``) is made to the history too, which the store
+(``oma_host/llm/context_window.py``) is made to the history too, which the store
 then keeps in place of its own (:meth:`Agent.compact`: on request). What the
 runs add up to (status, usage, cost) is :mod:`oma_host.core.agent_tally`'s.
 """

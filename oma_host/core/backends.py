@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 LLM_KIND = "llm"
 # Imported on the first lookup of a kind nobody registered; each registers its kinds.
-PLUGINS = ("oma_host.llm", "bridges")
+PLUGINS = ("oma_host.llm", "oma_host.bridges")
 
 # Answers a backend's permission request: an LLM agent's tool call under its
 # ``permissions`` (``source: "tool"``), or an ACP agent's with ``permission:

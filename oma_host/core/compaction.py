@@ -1,5 +1,5 @@
 """What compacting a conversation leaves of it, as both sides apply it: the
-LLM backend compacts the conversation it sends (``oma_host/llm/context.py``),
+LLM backend compacts the conversation it sends (``oma_host/llm/context_window.py``),
 and the agent then makes the same change to the history it keeps and stores
 (:meth:`oma_host.core.agent.Agent.prompt_turn`, :meth:`~oma_host.core.agent.Agent.compact`).
 

@@ -196,7 +196,7 @@ ContextStrategy = Literal["summarize", "sliding-window", "off"]
 class ContextConfig(_Model):
     """``context``: when a request's estimated tokens would pass ``compactAt``
     of the window (less the room kept for the reply), the conversation is
-    compacted first (``llm/context.py``); ``keepTurns`` turns at its end are
+    compacted first (``llm/context_window.py``); ``keepTurns`` turns at its end are
     kept as they are (default: as many as fit in a share of the window)."""
 
     strategy: ContextStrategy = "summarize"

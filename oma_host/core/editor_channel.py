@@ -12,7 +12,7 @@ the JSON-RPC door's client may apply a workspace edit (LSP's
 empty one, reads and writes the disk. The tools still confine every path to
 the agent's ``cwd`` themselves and hand the channel only absolute paths that
 resolve beneath it; which part a write uses is decided in one place
-(:mod:`oma_host.llm.editor_files`).
+(:mod:`oma_host.workspace.editor_files`).
 """
 
 from __future__ import annotations

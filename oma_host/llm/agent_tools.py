@@ -4,7 +4,7 @@
 the agent's MCP servers' tools (:mod:`oma_host.llm.mcp_servers`, imported
 only when ``config.mcpServers`` lists some), each a :class:`Tool` with its
 declaration, and sends every call of a known tool through the permission
-policy (:mod:`oma_host.llm.permissions`) first; each decision is streamed as
+policy (:mod:`oma_host.workspace.permissions`) first; each decision is streamed as
 a ``permission`` event. A denied call is an error result telling the model so.
 A search (``grep``, ``glob``) is handed the rules its walk leaves files out by.
 An agent with ``delegates`` also has the ``delegate`` tool, whose call is
@@ -15,7 +15,7 @@ The door's client callbacks reach here as the permission handler, which
 answers ``agent/requestPermission``, and the editor channel
 (:class:`oma_host.core.editor_channel.EditorChannel`), which every call is
 run with: where the write tools' edits go and where ``file_read`` reads is
-decided from it in :mod:`oma_host.llm.editor_files`.
+decided from it in :mod:`oma_host.workspace.editor_files`.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ from oma_host.core.spans import (
 )
 from oma_host.core.tools import ToolSpec
 from oma_host.llm.delegation import Delegation
-from oma_host.llm.permissions import PermissionPolicy
 from oma_host.llm.tools import ToolRegistry, delegate
 from oma_host.llm.tools.base import Tool, ToolOutput, Workspace, call_tool, unknown_tool
+from oma_host.workspace.permissions import PermissionPolicy
 
 if TYPE_CHECKING:
     from oma_host.llm.mcp_servers import McpServers, McpTool

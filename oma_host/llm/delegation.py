@@ -49,7 +49,7 @@ from oma_host.core.spans import (
     end_as,
     open_span,
 )
-from oma_host.llm.confined import ToolError
+from oma_host.workspace.confined import ToolError
 
 # What the ``delegate`` tool is handed for one call: (agent, task) -> output.
 DelegateCall = Callable[[str, str], Awaitable[str]]

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 
 from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS, AgentConfig, PermissionMode
 from oma_host.core.places import config_dir
-from oma_host.llm.confined import Root, ToolError, open_beneath, read_at_most
-from oma_host.llm.shell_process import HeadTail, run_command
+from oma_host.workspace.confined import Root, ToolError, open_beneath, read_at_most
+from oma_host.workspace.shell.runner import HeadTail, run_command
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """How many tokens a request to an LLM provider holds, estimated before it
-is sent (an LLM agent's context compaction, :mod:`oma_host.llm.context`).
+is sent (an LLM agent's context compaction, :mod:`oma_host.llm.context_window`).
 
 The characters of its text (text blocks, tool calls as their name and JSON
 input, tool results, reasoning, the system prompt and the tool

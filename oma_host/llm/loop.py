@@ -13,7 +13,7 @@ answer: then the turn falls back to ``fallbackModels`` in order. The tools
 with ``errorInfo.kind: "mcp"``. The guards' rules are :mod:`oma_host.llm.guards`'s.
 Before each request the conversation is fitted to the model's context
 window, and a "too long" answer is compacted and asked once more
-(:mod:`oma_host.llm.context`). With ``environment`` the system prompt opens
+(:mod:`oma_host.llm.context_window`). With ``environment`` the system prompt opens
 with the host's part (:mod:`oma_host.llm.environment`), gathered before the
 first request and kept for the backend's life.
 """
@@ -38,7 +38,7 @@ from oma_host.core.redact import Redactor
 from oma_host.core.results import COST_BUDGET_KIND, MAX_TOKENS_KIND, AgentRunResult, RunRecorder
 from oma_host.llm.agent_tools import AgentTools, output_text
 from oma_host.llm.chat_span import chat_span, record_reply
-from oma_host.llm.context import ContextKeeper
+from oma_host.llm.context_window import ContextKeeper
 from oma_host.llm.environment import environment_prompt, gather_environment
 from oma_host.llm.guards import RepeatWatch, falls_back, models_to_try
 from oma_host.llm.mcp_errors import McpFailure

@@ -41,8 +41,8 @@ from oma_host.core.redact import Redactor
 from oma_host.core.tools import ToolDeclaration
 from oma_host.llm.mcp_errors import McpFailure
 from oma_host.llm.mcp_stdio import ServerProcess, stdio_transport
-from oma_host.llm.permissions import undeclared_tool
 from oma_host.llm.tools.base import ToolOutput, Workspace
+from oma_host.workspace.permissions import undeclared_tool
 
 TOOL_NAME_LIMIT = 64  # the providers' limit on a tool name
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
@@ -64,7 +64,7 @@ def offered_name(server: str, tool: str, taken: set[str]) -> str:
 class McpTool:
     """One tool of one server, as offered to the model: a
     :class:`oma_host.llm.tools.base.Tool` declared from the server's listing
-    (:func:`oma_host.llm.permissions.undeclared_tool`: the host cannot tell
+    (:func:`oma_host.workspace.permissions.undeclared_tool`: the host cannot tell
     what it does)."""
 
     declaration: ToolDeclaration

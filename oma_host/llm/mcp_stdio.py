@@ -10,12 +10,12 @@ matter to a host that must not be slowed, filled or outlived by a server:
   search stopped (linear), and a message over :data:`MAX_MESSAGE_BYTES` is
   not kept: it is read and dropped, and the call it answers gets an error
   naming the limit (its id read from its first and last bytes,
-  :func:`oma_host.core.json_ids.recover_id`);
+  :func:`oma_host.wire.ids.recover_id`);
 - its stderr goes to a file that grows for as long as the server lives;
   here a task keeps the last :data:`STDERR_TAIL_BYTES` (for the failure
   message) and drops the rest;
 - the host cannot learn the server's process: here it is spawned in a
-  session of its own, marked for the warden (:mod:`oma_host.core.warden`)
+  session of its own, marked for the warden (:mod:`oma_host.process.warden`)
   and known to the orphan sweeps as the host's own, so it neither outlives
   a killed host nor is taken for an orphan when a process agent's run ends.
 
@@ -43,9 +43,9 @@ from mcp.shared.message import SessionMessage
 
 from oma_host.core.config import McpServerStdio
 from oma_host.core.delegation import host_environment
-from oma_host.core.json_ids import recover_id
-from oma_host.core.subreaper import subreaper_enabled
-from oma_host.core.warden import MARKER, hold_marker, keep_child, release_child, release_marker
+from oma_host.process.subreaper import subreaper_enabled
+from oma_host.process.warden import MARKER, hold_marker, keep_child, release_child, release_marker
+from oma_host.wire.ids import recover_id
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # as a process agent's output (maxOutputBytes)
 STDERR_TAIL_BYTES = 8192

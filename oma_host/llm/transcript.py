@@ -1,6 +1,6 @@
 """The older turns of a conversation as the model summarising them reads
 them, and what a compaction says of what it took out
-(:mod:`oma_host.llm.context`).
+(:mod:`oma_host.llm.context_window`).
 
 A summary request sends no tools, so the turns go as a transcript rather than
 as they were: text with a label per speaker, each tool call as its name and

@@ -11,7 +11,7 @@ process or ACP agent through its bridge, in its process group and the
 config's ``cwd`` on this node; an LLM agent with ``placement: "ray"``
 through the LLM backend) and answers with the run's result, one JSON line on
 its stdout. What a member leaves behind comes back to the runner and is
-ended with the member, and the runner's warden (:mod:`oma_host.core.warden`)
+ended with the member, and the runner's warden (:mod:`oma_host.process.warden`)
 ends the members' processes if the runner itself is killed.
 
 Cancelling ends the member's process tree on the worker:
@@ -171,7 +171,7 @@ def _error(message: str) -> str:
 def main() -> int:
     """The runner: answer each payload line with its member's result, until
     the end of stdin."""
-    from oma_host.core.subreaper import enable_subreaper
+    from oma_host.process.subreaper import enable_subreaper
 
     enable_subreaper()  # before anything starts: what a member leaves comes back here
     # Answers go out on the original stdout; anything else printed goes to stderr.

@@ -18,8 +18,8 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from oma_host.core.stdio import protect_stdout, stdin_reader
-from oma_host.core.termination import Termination
+from oma_host.process.termination import Termination
+from oma_host.wire.stdio import protect_stdout, stdin_reader
 
 if TYPE_CHECKING:
     from oma_host.server.app import SessionOptions

@@ -1,6 +1,6 @@
 """The host session: one client connection, from its first byte to ``exit``.
 
-It reads frames (``core/framing.py``), has each checked by the connection
+It reads frames (``wire/framing.py``), has each checked by the connection
 (``server/rpc.py``), and handles what passes: the lifecycle gate (nothing but
 ``initialize`` before it, nothing after ``shutdown``), one task per request
 with its own abort signal and :class:`RequestContext`, ``$/cancelRequest``
@@ -28,9 +28,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oma_host.core.abort import AbortSignal
-from oma_host.core.collector import count_in_flight
 from oma_host.core.errors import ErrorCode, OmaError
-from oma_host.core.framing import (
+from oma_host.core.suggest import did_you_mean
+from oma_host.process.collector import count_in_flight
+from oma_host.server.context import RequestContext
+from oma_host.server.limits import DEFAULT_DRAIN_TIMEOUT_S
+from oma_host.server.registry import Method, load, lookup
+from oma_host.server.rpc import Call, Connection, RpcError
+from oma_host.server.state import SessionState, Settings
+from oma_host.server.supervisor import Supervisor
+from oma_host.server.tcp_token import (
+    UNAUTHENTICATED_MAX_MESSAGE_BYTES,
+    looks_like_http,
+    token_matches,
+)
+from oma_host.wire.framing import (
     Frame,
     Framing,
     FramingChoice,
@@ -38,16 +50,8 @@ from oma_host.core.framing import (
     frame_reader,
     surrogate_problem,
 )
-from oma_host.core.jsonrpc import MsgId, valid_id
-from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
-from oma_host.core.suggest import did_you_mean
-from oma_host.server.auth import UNAUTHENTICATED_MAX_MESSAGE_BYTES, looks_like_http, token_matches
-from oma_host.server.context import RequestContext
-from oma_host.server.limits import DEFAULT_DRAIN_TIMEOUT_S
-from oma_host.server.registry import Method, load, lookup
-from oma_host.server.rpc import Call, Connection, RpcError
-from oma_host.server.state import SessionState, Settings
-from oma_host.server.supervisor import Supervisor
+from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.wire.peer import MsgId, valid_id
 
 if TYPE_CHECKING:
     from oma_host.server.trace import FrameTracer

@@ -11,7 +11,7 @@ JSON, framed by the session's framing, recorded by ``--trace``, none above
 reading of the client's answers and the batched writes (notifications sent
 together, such as the deltas of a stream read from one network chunk,
 leave in one write) are the JSON-RPC peer core's,
-:class:`oma_host.core.jsonrpc.JsonRpcPeer`, which the ACP door, the ACP
+:class:`oma_host.wire.peer.JsonRpcPeer`, which the ACP door, the ACP
 bridge and the CLI client share.
 
 Why not pygls: it would serve only the handlers' tasks and the futures of
@@ -37,16 +37,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oma_host.core.errors import ErrorCode
-from oma_host.core.framing import (
+from oma_host.core.redact import remember_secrets, scrub_credentials
+from oma_host.wire.framing import (
     Framing,
     Location,
     frame_encoder,
     lone_surrogate_at,
     surrogate_problem,
 )
-from oma_host.core.jsonrpc import JsonRpcPeer, MsgId, valid_id
-from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
-from oma_host.core.redact import remember_secrets, scrub_credentials
+from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.wire.peer import JsonRpcPeer, MsgId, valid_id
 
 if TYPE_CHECKING:
     from oma_host.server.trace import FrameTracer
@@ -133,7 +133,7 @@ class Call:
 class Connection(JsonRpcPeer):
     """One client: what goes out to it, and the host's requests awaiting its
     answers (the ids, futures and answer parsing of
-    :class:`~oma_host.core.jsonrpc.JsonRpcPeer`).
+    :class:`~oma_host.wire.peer.JsonRpcPeer`).
 
     No frame above ``max_message_bytes`` is ever built for the client: an
     answer that would be is replaced by a -32603 ``ResponseTooLarge`` error, a

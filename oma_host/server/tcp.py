@@ -2,7 +2,7 @@
 
 A port is open to every local user and to every web page the user visits, so
 each connection is a guarded :class:`HostSession`: it must open with an
-``initialize`` carrying the token (``server/auth.py``), and one that opens
+``initialize`` carrying the token (``server/tcp_token.py``), and one that opens
 like HTTP is closed unread. TCP also needs bounds that stdio does not:
 
 - at most ``max_connections`` served connections at once (one more that
@@ -38,11 +38,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from oma_host.core.termination import ENDING_SIGNALS
+from oma_host.process.termination import ENDING_SIGNALS
 from oma_host.server import close_http_client, close_telemetry
 from oma_host.server.app import HostSession, SessionOptions
-from oma_host.server.auth import new_token, read_token_file, remove_token_file, write_token_file
 from oma_host.server.limits import DEFAULT_HANDSHAKE_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
+from oma_host.server.tcp_token import (
+    new_token,
+    read_token_file,
+    remove_token_file,
+    write_token_file,
+)
 
 log = logging.getLogger("oma_host.server")
 

@@ -5,7 +5,7 @@ the SDK's ``ReadableSpan`` and hands it to a ``BatchSpanProcessor`` over an
 
 A span keeps the host's own trace and span ids, so a trace a collector
 shows is the one ``oma-host runs export`` writes; its kind, status and
-exported attributes are :mod:`oma_host.core.otlp`'s (a cancelled span is
+exported attributes are :mod:`oma_host.telemetry.otlp`'s (a cancelled span is
 UNSET with ``oma.status: "cancelled"``; ``local`` never leaves). The
 resource is the SDK's (``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_SERVICE_NAME``,
 the SDK's own attributes) with ``service.name`` ``oma-host`` and
@@ -31,9 +31,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from oma_host.core import otlp
 from oma_host.core.spans import Span
 from oma_host.core.version import __version__
+from oma_host.telemetry import otlp
 from oma_host.telemetry.settings import TelemetryConfig
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)

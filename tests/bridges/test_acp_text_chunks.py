@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from bridges.acp.client import BridgeClient
-from bridges.acp.mapping import plain_text_chunk
+from oma_host.bridges.acp.client import BridgeClient
+from oma_host.bridges.acp.mapping import plain_text_chunk
 
 KINDS: dict[str, type[Any]] = {
     "agent_message_chunk": AgentMessageChunk,

@@ -17,8 +17,8 @@ import acp
 import pytest
 from acp.schema import ClientCapabilities, FileSystemCapabilities
 
-from bridges.acp.transport import NdjsonPipe
-from bridges.procgroup import GroupProcess, end_process_group, spawn_group
+from oma_host.bridges.acp.transport import NdjsonPipe
+from oma_host.process.groups import GroupProcess, end_process_group, spawn_group
 from tests.npm_packages import ensure_npm_packages
 
 AGENT_DIR = Path(__file__).resolve().parent.parent / "interop" / "acp_agent"

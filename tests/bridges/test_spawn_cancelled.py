@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bridges.procgroup import end_process_group, spawn_group
+from oma_host.process.groups import end_process_group, spawn_group
 from tests.server.helpers import pid_alive
 
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oma_host.cli.client import HostClient, parse_frames
-from oma_host.core.framing import encode_frame, read_frames
+from oma_host.wire.framing import encode_frame, read_frames
 
 _MESSAGE = st.dictionaries(
     st.sampled_from(["jsonrpc", "id", "method", "params"]),

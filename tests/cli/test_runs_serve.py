@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from oma_host.server.auth import new_token
+from oma_host.server.tcp_token import new_token
 from tests.cli.recorded_runs import KEY, oma_runs, show_json
 from tests.cli.viewer_helpers import Viewer, get, serve_viewer, viewer_argv
 

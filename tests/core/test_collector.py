@@ -10,7 +10,7 @@ import subprocess
 import sys
 from typing import Any
 
-from oma_host.core.collector import (
+from oma_host.process.collector import (
     BUSY_YOUNG_THRESHOLD,
     MIDDLE_THRESHOLD,
     OLD_THRESHOLD,
@@ -26,7 +26,7 @@ def _thresholds_seen(steps: str) -> dict[str, Any]:
     recording the thresholds at that point) in a fresh interpreter."""
     script = (
         "import gc, json\n"
-        "from oma_host.core import collector as c\n"
+        "from oma_host.process import collector as c\n"
         "thresholds = {}\n"
         "def seen(name): thresholds[name] = list(gc.get_threshold())\n"
         f"{steps}\n"

@@ -58,7 +58,7 @@ def children_of(parent: int) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except (FileNotFoundError, ProcessLookupError):
             continue
-        if any(arg.endswith(b"/core/warden.py") for arg in argv):
+        if any(arg.endswith(b"/process/warden.py") for arg in argv):
             continue
         if int(fields[1]) == parent and fields[0] != "Z":
             children.append(int(entry.name))

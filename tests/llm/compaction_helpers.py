@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from oma_host.core.provider_facts import facts_of
-from oma_host.llm.context import SUMMARY_INSTRUCTION
+from oma_host.llm.context_window import SUMMARY_INSTRUCTION
 from oma_host.testing.script import RecordedRequest, Reply
 from oma_host.testing.simulator import Simulator, TokenCounter
 

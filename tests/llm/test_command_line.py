@@ -1,4 +1,4 @@
-"""The shell command splitter (``oma_host.llm.command_line``) and the
+"""The shell command splitter (``oma_host.workspace.command_line``) and the
 permission rules it serves: a line cut into the simple commands ``/bin/sh``
 runs, quotes respected, and certain only when nothing in it runs or touches
 more than its parts say; then the policy's verdict on command lines, one
@@ -14,9 +14,9 @@ import pytest
 
 from oma_host.core.config import PermissionRule
 from oma_host.core.tools import builtin_tool
-from oma_host.llm.command_line import split_command
-from oma_host.llm.permissions import command_target, evaluate
-from oma_host.llm.shell_env import blanked_variables, shell_environment
+from oma_host.workspace.command_line import split_command
+from oma_host.workspace.permissions import command_target, evaluate
+from oma_host.workspace.shell.env import blanked_variables, shell_environment
 
 CERTAIN = [
     ("git status", ["git status"]),

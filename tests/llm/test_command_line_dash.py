@@ -1,4 +1,4 @@
-"""The shell command splitter (``oma_host.llm.command_line``) against
+"""The shell command splitter (``oma_host.workspace.command_line``) against
 ``dash`` itself: seeded, generated lines full of what sh reads in its own
 way (quotes of every kind, ``$``, ``$$``, ``${...}`` with operators,
 ``$(...)``, backquotes, arithmetic, escapes, separators, comments,
@@ -75,14 +75,14 @@ import pytest
 
 from oma_host.core.config import PermissionRule
 from oma_host.core.tools import builtin_tool
-from oma_host.llm.command_line import (
+from oma_host.workspace.command_line import (
     SYNTAX_ERROR,
     UNBALANCED,
     UNCLOSED,
     CommandSplit,
     split_command,
 )
-from oma_host.llm.permissions import command_target, evaluate
+from oma_host.workspace.permissions import command_target, evaluate
 
 DASH = shutil.which("dash")
 # Outside CI a machine without them skips; under CI (CI set) it fails instead.

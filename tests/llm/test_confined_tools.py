@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oma_host.core.patterns import Pattern, PatternError
-from oma_host.llm.confined import Cancelled, Root, Stop, ToolError, open_beneath, walk
 from oma_host.llm.tools import BUILTIN_TOOLS
 from oma_host.llm.tools.base import Workspace, call_tool
 from oma_host.llm.tools.grep import _LineSearch
+from oma_host.workspace.confined import Cancelled, Root, Stop, ToolError, open_beneath, walk
 
 
 def run_tool(name: str, root: Path, stop: Stop | None = None, **arguments: str) -> str:

@@ -17,9 +17,9 @@ import pytest
 from oma_host.cli.client import HostClient
 from oma_host.core.config import PermissionRule
 from oma_host.core.tools import builtin_tool
-from oma_host.llm.confined import Root
-from oma_host.llm.permissions import evaluate, find_target, target_of, undeclared_tool
 from oma_host.testing.simulator import Reply, Simulator
+from oma_host.workspace.confined import Root
+from oma_host.workspace.permissions import evaluate, find_target, target_of, undeclared_tool
 from tests.providers.helpers import llm_config, results_sent
 
 KEY = "sk-ant-api03-permission-test-key-DO-NOT-LEAK-99"

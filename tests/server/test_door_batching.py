@@ -13,8 +13,8 @@ import time
 from typing import Any
 
 from oma_host.cli.client import HostClient, host_argv
-from oma_host.core.framing import encode_frame
 from oma_host.server.rpc import Connection
+from oma_host.wire.framing import encode_frame
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
 

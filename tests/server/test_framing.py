@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from oma_host.cli.client import HostClient, host_argv
-from oma_host.core.framing import encode_frame
+from oma_host.wire.framing import encode_frame
 from tests.server.helpers import create, expect_error
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from oma_host.cli.client import HostClient, RpcError, host_argv
-from oma_host.core.framing import encode_frame
+from oma_host.wire.framing import encode_frame
 from tests.server.helpers import create, expect_error, nested_object
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from oma_host.cli.client import HostClient
-from oma_host.core.framing import encode_frame
+from oma_host.wire.framing import encode_frame
 from tests.server.helpers import create, expect_error, process_config, wait_dead, wait_for_file
 
 ALL_METHODS = {
@@ -111,21 +111,29 @@ async def test_shutdown_kills_running_children(tmp_path: Path) -> None:
 
 # The host's own modules that answering initialize may load: the light half
 # of the method registry and the core's dependency-free leaves.
-LIGHT_CORE = {"oma_host.core", "oma_host.core.abort", "oma_host.core.errors"}
-LIGHT_CORE |= {"oma_host.core.redact", "oma_host.core.version", "oma_host.core.subreaper"}
-LIGHT_CORE |= {"oma_host.core.suggest", "oma_host.core.collector", "oma_host.core.termination"}
-LIGHT_CORE |= {
-    "oma_host.core.json_ids",
+LIGHT_CORE = {
+    "oma_host.core",
+    "oma_host.core.abort",
+    "oma_host.core.errors",
+    "oma_host.core.redact",
+    "oma_host.core.version",
+    "oma_host.core.suggest",
     "oma_host.core.provider_facts",
-    "oma_host.core.jsonrpc",
-    "oma_host.core.framing",
-    "oma_host.core.stdio",
     "oma_host.core.model_facts",  # the providers' model tables: plain data
     "oma_host.core.credentials",  # login's keys: nothing read until a key is looked up
     "oma_host.core.cli_options",
-    "oma_host.core.limits",
     "oma_host.core.places",
     "oma_host.core.quickjson",
+    "oma_host.process",
+    "oma_host.process.subreaper",
+    "oma_host.process.collector",
+    "oma_host.process.termination",
+    "oma_host.wire",
+    "oma_host.wire.ids",
+    "oma_host.wire.peer",
+    "oma_host.wire.framing",
+    "oma_host.wire.stdio",
+    "oma_host.wire.limits",
 }
 _REPORT_MODULES = (
     "import atexit, sys\n"
@@ -194,10 +202,10 @@ _REPORT_COLLECTOR = (
 
 async def test_a_serving_host_runs_with_the_collector_tuned_for_many_runs() -> None:
     """Both doors serve with what startup built frozen and the thresholds of
-    oma_host.core.collector (CPython's 700, 10, 10 cost a third of the
+    oma_host.process.collector (CPython's 700, 10, 10 cost a third of the
     host's CPU with 1,000 runs in flight): the busy one while a request is
     in flight, the idle one once none is."""
-    from oma_host.core import collector
+    from oma_host.process import collector
 
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
     acp_init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}

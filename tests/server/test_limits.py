@@ -11,8 +11,8 @@ import os
 import threading
 
 from oma_host.cli.client import HostClient, host_argv
-from oma_host.core.framing import encode_frame
 from oma_host.server.app import stdout_writer
+from oma_host.wire.framing import encode_frame
 from tests.server.helpers import create, expect_error, process_config
 
 

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oma_host.core.framing import Framing
 from oma_host.server.registry import Notification
 from oma_host.server.rpc import Connection
+from oma_host.wire.framing import Framing
 
 # Text with non-ASCII characters, JSON escapes and lone surrogates.
 _TEXT = st.text(alphabet=st.sampled_from('ab"\\\n\x00é€😀\ud800\udfff/'), max_size=10)

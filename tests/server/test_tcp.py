@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from oma_host.cli.client import HostClient
-from oma_host.core.framing import encode_frame, read_frames
 from oma_host.server.tcp import MAX_UNAUTHENTICATED
+from oma_host.wire.framing import encode_frame, read_frames
 from tests.server.helpers import PY, TcpHost, process_config, read_tcp_banner, read_until_closed
 
 

@@ -35,8 +35,8 @@ from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.events import EmitFn
 from oma_host.core.tools import ArgumentReader, ChangeReader, Effect, TargetKind, ToolDeclaration
 from oma_host.core.validation import describe_validation_error, predicate_error
-from oma_host.llm.confined import Root, Stop, ToolError
-from oma_host.llm.permissions import SearchRules, confirm_approved
+from oma_host.workspace.confined import Root, Stop, ToolError
+from oma_host.workspace.permissions import SearchRules, confirm_approved
 
 CALL_BUDGET_S = 20.0  # then grep and glob answer with what they found
 DEFAULT_EDITOR_TIMEOUT_S = 30.0
@@ -121,7 +121,7 @@ class Workspace:
 
     def confirm(self, path: str, resolved: str) -> None:
         """Refuse a call whose file is no longer the one the permission
-        policy decided for (:func:`oma_host.llm.permissions.confirm_approved`)."""
+        policy decided for (:func:`oma_host.workspace.permissions.confirm_approved`)."""
         confirm_approved(path, resolved, self.approved)
 
     def left_out(self, path: str, resolved: str, *, reads: bool) -> bool:

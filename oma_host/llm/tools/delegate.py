@@ -28,8 +28,8 @@ from typing import Any
 from pydantic import Field
 
 from oma_host.core.tools import first_string
-from oma_host.llm.confined import Stop, ToolError
 from oma_host.llm.tools.base import BuiltinTool, NonEmpty, ToolParams, Workspace, declare
+from oma_host.workspace.confined import Stop, ToolError
 
 NAME = "delegate"
 

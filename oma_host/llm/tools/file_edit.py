@@ -7,7 +7,7 @@ The file is located and confined beneath ``cwd`` on disk. When the door's
 editor reads files (ACP ``fs/read_text_file``), ``old`` is looked for in the
 editor's text of it (an unsaved buffer: the text the model read), else in
 the disk's. The edit is then carried out where the editor channel says
-(:func:`oma_host.llm.editor_files.carry_out`).
+(:func:`oma_host.workspace.editor_files.carry_out`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 from pydantic import Field
 
 from oma_host.core.tools import first_string, path_argument, string_fields
-from oma_host.llm.confined import Stop
-from oma_host.llm.editor_files import carry_out, editor_text
-from oma_host.llm.edits import existing_file, plan_edit, replace_once
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+from oma_host.workspace.confined import Stop
+from oma_host.workspace.editor_files import carry_out, editor_text
+from oma_host.workspace.edits import existing_file, plan_edit, replace_once
 
 
 class FileEditParams(ToolParams):

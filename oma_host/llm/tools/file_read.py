@@ -1,7 +1,7 @@
 """``file_read {path}``: a regular file's text under the agent's ``cwd``,
 up to 256 KiB (then a truncation note).
 
-The path is confined beneath ``cwd`` (:mod:`oma_host.llm.confined`); only a
+The path is confined beneath ``cwd`` (:mod:`oma_host.workspace.confined`); only a
 regular file is read, so a FIFO cannot block the call. When the door's
 editor reads files (ACP ``fs/read_text_file``), the path is confined the
 same way on disk, then the editor's text of that file is read instead, so
@@ -16,9 +16,9 @@ import stat
 from pydantic import Field
 
 from oma_host.core.tools import first_string, path_argument
-from oma_host.llm.confined import Root, Stop, ToolError, open_beneath, read_at_most
-from oma_host.llm.editor_files import editor_text
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+from oma_host.workspace.confined import Root, Stop, ToolError, open_beneath, read_at_most
+from oma_host.workspace.editor_files import editor_text
 
 MAX_READ_BYTES = 256 * 1024
 

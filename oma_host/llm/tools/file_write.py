@@ -2,9 +2,9 @@
 or replace all of its text.
 
 Planned beneath ``cwd`` with the read tools' confinement (missing folders of
-a new file are made beneath it; :func:`oma_host.llm.edits.plan_write`), then
+a new file are made beneath it; :func:`oma_host.workspace.edits.plan_write`), then
 carried out where the door's editor channel says
-(:func:`oma_host.llm.editor_files.carry_out`): the editor's own write, the
+(:func:`oma_host.workspace.editor_files.carry_out`): the editor's own write, the
 JSON-RPC client's ``workspace/applyEdit``, or an atomic write to disk.
 """
 
@@ -13,10 +13,10 @@ from __future__ import annotations
 from pydantic import Field
 
 from oma_host.core.tools import first_string, path_argument, string_fields
-from oma_host.llm.confined import Stop
-from oma_host.llm.editor_files import carry_out
-from oma_host.llm.edits import plan_write
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+from oma_host.workspace.confined import Stop
+from oma_host.workspace.editor_files import carry_out
+from oma_host.workspace.edits import plan_write
 
 
 class FileWriteParams(ToolParams):

@@ -1,11 +1,11 @@
 """``glob {pattern}``: the paths under the agent's ``cwd`` matching a glob
 such as ``**/*.py``, with pathlib's rules (``**`` goes through no symlink).
 
-The walk (:func:`oma_host.llm.confined.walk`) is lazy, in name order,
+The walk (:func:`oma_host.workspace.confined.walk`) is lazy, in name order,
 confined beneath ``cwd``, and goes into a directory only while the pattern
 can still match beneath it; it stops at 500 paths or when the call's time
 budget runs out (answering what it found). A path the permission rules keep
-from ``glob`` (:class:`oma_host.llm.permissions.SearchRules`), matched as
+from ``glob`` (:class:`oma_host.workspace.permissions.SearchRules`), matched as
 what it leads to, is neither listed nor walked into, and the answer ends
 saying how many were left out. A glob lists names and reads no file, so the
 rules of ``file_read`` do not hide a name.
@@ -20,8 +20,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from oma_host.core.tools import first_string
-from oma_host.llm.confined import Entry, Root, Stop, TimeUp, ToolError, open_beneath, walk
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare, left_out_note
+from oma_host.workspace.confined import Entry, Root, Stop, TimeUp, ToolError, open_beneath, walk
 
 MAX_RESULTS = 500
 

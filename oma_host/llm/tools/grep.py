@@ -3,12 +3,12 @@ files under the agent's ``cwd`` (or under ``path``), as ``path:line: text``.
 
 Patterns run on RE2 (:mod:`oma_host.core.patterns`): matching takes time
 linear in the text, so no pattern can backtrack for seconds, but RE2 has no
-backreferences or lookaround. The walk (:func:`oma_host.llm.confined.walk`)
+backreferences or lookaround. The walk (:func:`oma_host.workspace.confined.walk`)
 is lazy, in name order, confined beneath ``cwd``; it skips hidden and
 symlinked directories, files over 1 MiB and binary files, and stops at 200
 matches or when the call's time budget runs out (answering what it found).
 A file or folder the permission rules keep from ``grep`` or ``file_read``
-(:class:`oma_host.llm.permissions.SearchRules`) is left out, matched as the
+(:class:`oma_host.workspace.permissions.SearchRules`) is left out, matched as the
 file it leads to, and the answer ends saying how many were.
 """
 
@@ -26,7 +26,8 @@ from pydantic import Field, field_validator
 
 from oma_host.core.patterns import Pattern, PatternError, encode
 from oma_host.core.tools import path_argument
-from oma_host.llm.confined import (
+from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare, left_out_note
+from oma_host.workspace.confined import (
     Entry,
     Root,
     Stop,
@@ -37,7 +38,6 @@ from oma_host.llm.confined import (
     read_at_most,
     walk,
 )
-from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare, left_out_note
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_MATCHES = 200

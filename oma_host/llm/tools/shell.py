@@ -6,10 +6,10 @@ and builds no shell string of its own. The command runs for at most the
 agent's ``toolTimeoutMs`` (120 s by default), or the fewer milliseconds the
 model asks for (``timeoutMs``; a call sending the ``timeout`` of before is
 refused by name); stdin is ``/dev/null``; it sees the host's environment
-without the host's secrets (:mod:`oma_host.llm.shell_env`). Where it runs
+without the host's secrets (:mod:`oma_host.workspace.shell.env`). Where it runs
 follows the door's editor channel: in the editor's terminal when the editor
-has terminals (:mod:`oma_host.llm.shell_terminal`), else by the host
-(:mod:`oma_host.llm.shell_process`), which ends every process the command
+has terminals (:mod:`oma_host.workspace.shell.terminal`), else by the host
+(:mod:`oma_host.workspace.shell.runner`), which ends every process the command
 started when it exits and with the host, and streams its output as
 ``tool_output`` events as it comes. Either way the command is ended on
 timeout and when the turn is cancelled.
@@ -22,7 +22,7 @@ ran out of time is an error result that says what was ended.
 
 Its effect is ``execute``: the permission policy asks by default, and rules
 match the command line one simple command at a time
-(:mod:`oma_host.llm.command_line`).
+(:mod:`oma_host.workspace.command_line`).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from pydantic.json_schema import SkipJsonSchema
 
 from oma_host.core.tools import first_string
 from oma_host.core.validation import predicate_error
-from oma_host.llm.confined import Stop, ToolError
-from oma_host.llm.shell_env import blanked_variables, shell_environment
-from oma_host.llm.shell_keeper import KILL_GRACE_S
-from oma_host.llm.shell_process import ENDS, Ending, HeadTail, run_command
-from oma_host.llm.shell_terminal import run_in_terminal
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+from oma_host.workspace.confined import Stop, ToolError
+from oma_host.workspace.shell.env import blanked_variables, shell_environment
+from oma_host.workspace.shell.keeper import KILL_GRACE_S
+from oma_host.workspace.shell.runner import ENDS, Ending, HeadTail, run_command
+from oma_host.workspace.shell.terminal import run_in_terminal
 
 SHELL = "/bin/sh"
 # What the model reads of the output: the first OUTPUT_HEAD characters and

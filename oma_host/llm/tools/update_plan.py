@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from oma_host.core.events import PlanEntry
 from oma_host.core.tools import first_string
-from oma_host.llm.confined import Stop
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
+from oma_host.workspace.confined import Stop
 
 
 class PlanStep(BaseModel):

@@ -11,7 +11,7 @@ arrives is also handed to a callback, gathered for :data:`FLUSH_INTERVAL_S`
 at a time, so a command that prints line by line does not send an event per
 line.
 
-On Linux the command runs under a keeper (:mod:`oma_host.llm.shell_keeper`):
+On Linux the command runs under a keeper (:mod:`oma_host.workspace.shell.keeper`):
 a process started in a session of its own, a child subreaper, so everything
 the command starts stays in its tree whatever it does to its session,
 process group or environment (``setsid``, ``env -i``, a double fork). The
@@ -27,11 +27,11 @@ group with it; so is the group of a command that killed its keeper.
 Elsewhere the command itself is started in a new session
 (``start_new_session``), its pid the id of a group that holds what it
 starts, and the host ends the group the same way at the same moments. When
-the host is a child subreaper (:mod:`oma_host.core.subreaper`), the members
+the host is a child subreaper (:mod:`oma_host.process.subreaper`), the members
 of the group that outlive the command are reparented to it and are reaped
 here once they end.
 
-Either way the command is marked for the warden (:mod:`oma_host.core.warden`),
+Either way the command is marked for the warden (:mod:`oma_host.process.warden`),
 so a descendant that keeps the marker also ends with a killed host, and the
 keeper or the command is known to the external bridges' orphan sweeps as
 the host's own (the keeper by a marker of its own, which the warden spares).
@@ -52,9 +52,9 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-import oma_host.llm.shell_keeper as shell_keeper
-from oma_host.core.subreaper import subreaper_enabled
-from oma_host.core.warden import (
+import oma_host.workspace.shell.keeper as shell_keeper
+from oma_host.process.subreaper import subreaper_enabled
+from oma_host.process.warden import (
     KEEPER,
     MARKER,
     hold_marker,
@@ -62,8 +62,8 @@ from oma_host.core.warden import (
     release_child,
     release_marker,
 )
-from oma_host.llm.confined import ToolError
-from oma_host.llm.shell_keeper import ENDING_S, KILL_GRACE_S, LEFTOVER_GRACE_S
+from oma_host.workspace.confined import ToolError
+from oma_host.workspace.shell.keeper import ENDING_S, KILL_GRACE_S, LEFTOVER_GRACE_S
 
 FLUSH_INTERVAL_S = 0.1  # output is handed on at most this often
 _POLL_S = 0.02  # how often a group being ended is looked at

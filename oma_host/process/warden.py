@@ -2,7 +2,7 @@
 
 Every command the host starts carries a marker in its environment,
 ``OMA_HOST_SPAWN=<host pid>-<tag>``, which its descendants inherit: the
-external bridges' process and ACP agents (:mod:`bridges.orphans` gives each
+external bridges' process and ACP agents (:mod:`oma_host.process.orphans` gives each
 its own tag) and the LLM agents' MCP servers. A host that ends on purpose
 (``exit``, end of input, SIGTERM, SIGHUP, Ctrl-C) ends them itself. One that
 is killed cannot, so the first time it starts a command, the host starts a
@@ -13,7 +13,7 @@ of file, and the warden ends every process whose environment holds the
 host's marker, and their process groups: SIGTERM, then SIGKILL for what is
 left a second later. A descendant that cleared its environment is ended with
 its process group, if it stayed in it. A ``shell`` command's keeper
-(:mod:`oma_host.llm.shell_keeper`) carries a marker of the kind
+(:mod:`oma_host.workspace.shell.keeper`) carries a marker of the kind
 :data:`KEEPER` and is spared: it sees the host gone and ends its command's
 whole tree itself, over a grace the warden's SIGKILL would cut short (the
 command and its descendants carry a marker of their own, and the warden ends
@@ -45,7 +45,7 @@ _warden: subprocess.Popen[bytes] | None = None
 _numbers = itertools.count(1)
 # Markers held by owners that are not a bridge's spawn (an MCP server), and
 # the host's children that are no command's (the warden, MCP servers): the
-# orphan sweeps of ``bridges.orphans`` leave both alone.
+# orphan sweeps of ``oma_host.process.orphans`` leave both alone.
 _held: set[str] = set()
 _kept: set[int] = set()
 

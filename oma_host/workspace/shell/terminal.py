@@ -5,7 +5,7 @@ when the door's editor channel has one
 As ACP's terminals page lays it out: ``terminal/create`` starts
 ``/bin/sh -c COMMAND`` in the agent's ``cwd`` with the variables the host's
 own shell withholds passed empty
-(:func:`oma_host.llm.shell_env.blanked_variables`)
+(:func:`oma_host.workspace.shell.env.blanked_variables`)
 and an output limit; the call is then reported as shown in that terminal (a
 ``tool_output`` event with its ``terminalId``, which the ACP door embeds in
 the tool call so the user watches it live); ``terminal/wait_for_exit`` is
@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 from oma_host.core.editor_channel import EditorTerminal, TerminalExit
-from oma_host.llm.confined import ToolError
-from oma_host.llm.shell_process import Ending, HeadTail
+from oma_host.workspace.confined import ToolError
+from oma_host.workspace.shell.runner import Ending, HeadTail
 
 T = TypeVar("T")
 

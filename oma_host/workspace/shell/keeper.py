@@ -2,7 +2,7 @@
 host and the command that ends everything the command started, however it
 left the command's process group, and however the host ends.
 
-:mod:`oma_host.llm.shell_process` starts it as ``python -I -S
+:mod:`oma_host.workspace.shell.runner` starts it as ``python -I -S
 shell_keeper.py HOST_PID STATUS_FD MARKER -- ARGV...``, in a session of its
 own, with stdin ``/dev/null`` and stdout and stderr the host's output pipe.
 It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a process
@@ -13,7 +13,7 @@ session, process group or environment. It starts ARGV in a process group of
 its own, with stdin, stdout and stderr its own, the signals Python ignores
 back to their defaults (a pipeline's ``head`` ends its writer with SIGPIPE),
 and ``MARKER`` (``NAME=VALUE``, the host's marker for the warden,
-:mod:`oma_host.core.warden`; ``-`` for none) added to its environment; it
+:mod:`oma_host.process.warden`; ``-`` for none) added to its environment; it
 writes ``started PID`` to STATUS_FD before the command runs.
 
 It ends its whole tree (SIGTERM to every process in it, SIGKILL to what is

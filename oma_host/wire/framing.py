@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from oma_host.core.errors import ErrorCode
-from oma_host.core.json_ids import recover_id
-from oma_host.core.limits import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.wire.ids import recover_id
+from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
 
 _ID_SCAN_BYTES = 65536
 _DISCARD_CHUNK = 1 << 20

@@ -1,7 +1,7 @@
 """Process groups for the external bridges: spawn a command in a group of its
 own, hear its exit at once, and end the whole group (the command and every
 descendant) with SIGTERM, then SIGKILL; descendants that left the group are
-ended alongside it (:mod:`bridges.orphans`).
+ended alongside it (:mod:`oma_host.process.orphans`).
 
 The process bridge (pipe and terminal modes) and the ACP bridge all use it,
 and it imports none of them.
@@ -16,7 +16,7 @@ import signal
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
-from bridges.orphans import Spawn, Stray, strays
+from oma_host.process.orphans import Spawn, Stray, strays
 
 TERM_GRACE_S = 1.0  # SIGTERM first; SIGKILL whatever is left after this
 ORPHAN_GRACE_S = 0.2  # after exit, how long descendants may hold stdout open

@@ -3,7 +3,7 @@ so they end with it, and reaped.
 
 Ending a command's process group misses a descendant that called
 ``setsid()`` or ``setpgid()`` (a daemon's double fork, ``setsid cmd &``).
-When the host is a child subreaper (:mod:`oma_host.core.subreaper`), every
+When the host is a child subreaper (:mod:`oma_host.process.subreaper`), every
 descendant of the commands it starts stays in its process tree: below the
 command while its chain of parents holds, else reparented to the host. So when
 a spawn ends, the host's tree is read from ``/proc`` (every ``stat``, one
@@ -23,8 +23,8 @@ with the pid, so a pid reused in between is never hit. Orphans that are the
 host's children are reaped when they end, and any zombie orphan met on the
 way too (the host started none of them, so no one else waits for them).
 
-Every process the host starts is a :class:`Spawn` (:mod:`bridges.procgroup`
-and :mod:`bridges.pty` see to it): a child started any other way would be
+Every process the host starts is a :class:`Spawn` (:mod:`oma_host.process.groups`
+and :mod:`oma_host.bridges.pty` see to it): a child started any other way would be
 taken for an orphan.
 
 Cheap when nothing escaped: if the host has no children at all when a spawn
@@ -43,8 +43,8 @@ import signal
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from oma_host.core.subreaper import subreaper_enabled
-from oma_host.core.warden import MARKER, kept_child, marker_held, marker_value, start_warden
+from oma_host.process.subreaper import subreaper_enabled
+from oma_host.process.warden import MARKER, kept_child, marker_held, marker_value, start_warden
 
 _numbers = itertools.count(1)
 # Spawns started and not yet ended, by marker.
@@ -66,7 +66,7 @@ class Spawn:
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         """``env`` with this spawn's marker, when orphans are tracked; the
         warden that ends marked processes if the host is killed is started
-        with the first (:mod:`oma_host.core.warden`)."""
+        with the first (:mod:`oma_host.process.warden`)."""
         if not subreaper_enabled():
             return env
         start_warden()

@@ -1,6 +1,6 @@
 """The write tools' planning: what ``file_write {path, content}`` and
 ``file_edit {path, old, new}`` change, worked out beneath the agent's
-``cwd`` with the read tools' confinement (:mod:`oma_host.llm.confined`), and
+``cwd`` with the read tools' confinement (:mod:`oma_host.workspace.confined`), and
 the two ways the host itself can make it.
 
 An :class:`Edit` is planned first: the file read (if it exists) through
@@ -17,7 +17,7 @@ to be the very file planned, so its other names and its owner keep to it.
 Missing directories of a new file are made one by one the same way. A
 read-only file (no write bit) is refused, as is a text over 4 MiB, which
 the tools could not read or edit again. Which of those, or the editor's own
-write, carries an edit out is decided in :mod:`oma_host.llm.editor_files`.
+write, carries an edit out is decided in :mod:`oma_host.workspace.editor_files`.
 
 ``file_edit`` replaces exactly one occurrence of ``old``; none, or more than
 one, is an error result that tells the model what to do instead. Where the
@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from oma_host.llm.confined import Root, ToolError, locate_missing, open_beneath, read_at_most
+from oma_host.workspace.confined import Root, ToolError, locate_missing, open_beneath, read_at_most
 
 MAX_EDIT_BYTES = 4 * 1024 * 1024
 

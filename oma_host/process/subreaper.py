@@ -7,7 +7,7 @@ The ``oma-host`` command enables it as the process starts (``oma_host.cli.main``
 before any agent runs. The library never does on its own: a subreaper must
 collect the exit status of every orphan that comes to it, and an application
 embedding the library may reap its children its own way. Ending and reaping
-the orphans is the external bridges' work (``bridges.orphans``), done only
+the orphans is the external bridges' work (``oma_host.process.orphans``), done only
 when this was enabled.
 """
 

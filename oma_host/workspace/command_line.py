@@ -1,5 +1,5 @@
 """A shell command line cut into the simple commands ``/bin/sh`` would run,
-for the permission rules of the ``shell`` tool (:mod:`oma_host.llm.permissions`).
+for the permission rules of the ``shell`` tool (:mod:`oma_host.workspace.permissions`).
 
 A rule's pattern is matched against each simple command on its own, so an
 ``allow`` for ``git status*`` cannot be talked into ``git status && touch

@@ -39,7 +39,7 @@ when an ``allow`` rule, the ``accept-edits`` mode or a session grant would
 let it run unasked, and its approval is never kept for the session.
 
 A command line (the ``shell`` tool's target) is decided one simple command
-at a time (:func:`oma_host.llm.command_line.split_command`): each part gets
+at a time (:func:`oma_host.workspace.command_line.split_command`): each part gets
 the action of the first rule that applies to it, and the line the strictest
 of its parts' (``deny`` over ``ask`` over ``allow``), so ``git status &&
 touch pwned`` is allowed only if both commands are. An ``allow`` rule with a
@@ -48,7 +48,7 @@ certain (no redirect to a file, no command substitution, nothing sh would
 refuse: then no such rule applies to any part); a ``deny`` or ``ask`` rule
 when the part, one of its normalised forms (quotes removed, a path's
 basename, wrappers such as ``env`` or ``xargs`` unwrapped, ``sh -c`` and
-``eval`` strings read: :attr:`oma_host.llm.command_line.Command.forms`), or
+``eval`` strings read: :attr:`oma_host.workspace.command_line.Command.forms`), or
 the whole line matches. A part whose command cannot be known (``eval "$x"``,
 a command word ``$x``) possibly matches every ``deny`` or ``ask`` rule with
 a pattern: the first such rule makes it ask.
@@ -80,8 +80,8 @@ from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import PermissionMode, PermissionRule
 from oma_host.core.places import own_config
 from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, first_string
-from oma_host.llm.command_line import split_command
-from oma_host.llm.confined import (
+from oma_host.workspace.command_line import split_command
+from oma_host.workspace.confined import (
     Root,
     Stop,
     TimeUp,

@@ -1,7 +1,7 @@
 """Where a run's file text comes from and where its edits go: the one place
 that reads the door's editor channel (:class:`oma_host.core.editor_channel.EditorChannel`).
 
-A planned :class:`oma_host.llm.edits.Edit` is carried out by
+A planned :class:`oma_host.workspace.edits.Edit` is carried out by
 :func:`carry_out`, for the write tools and for an ACP agent's
 ``fs/write_text_file`` alike: through the editor's own write when it serves
 one (ACP ``fs/write_text_file``, the whole new text), else as a workspace
@@ -23,8 +23,8 @@ import asyncio
 from typing import Any
 
 from oma_host.core.editor_channel import EditorChannel, FileReader
-from oma_host.llm.confined import Root, ToolError
-from oma_host.llm.edits import Edit, workspace_edit, write_file
+from oma_host.workspace.confined import Root, ToolError
+from oma_host.workspace.edits import Edit, workspace_edit, write_file
 
 
 class EditorFailed(ToolError):
