@@ -21,69 +21,14 @@ from typing import Any, Self
 
 from oma_host.core.errors import ErrorCode
 from oma_host.server.tcp_token import discover_token
-from oma_host.wire.framing import encode_frame
+from oma_host.wire.framing import encode_frame, read_frames
 from oma_host.wire.peer import JsonRpcPeer, answer_failure
 
 ServerRequestHandler = Callable[[Any], Any]
 
-_READ_SIZE = 1 << 20
-_HEAD = b"Content-Length: "  # how the host frames every message: this header alone
-_LENGTH = b"content-length:"
-# json.loads's own scanner: the value at an index and where it ends.
-_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
-class FrameError(Exception):
-    """The host wrote something that is not an LSP-framed message."""
-
-
-def _frame_at(data: bytes | bytearray, start: int) -> tuple[int, int] | None:
-    """Where the body of the frame at ``start`` begins and ends, or None when
-    its header block has not all arrived."""
-    end = data.find(b"\r\n\r\n", start)
-    if end < 0:
-        return None
-    head = data[start:end]
-    if head.startswith(_HEAD) and head[len(_HEAD) :].isdigit():  # the usual frame
-        return end + 4, end + 4 + int(head[len(_HEAD) :])
-    for line in head.split(b"\r\n"):
-        if line[: len(_LENGTH)].lower() == _LENGTH and line[len(_LENGTH) :].strip().isdigit():
-            return end + 4, end + 4 + int(line[len(_LENGTH) :])
-    raise FrameError(f"a header block without a Content-Length: {head[:200]!r}")
-
-
-def parse_frames(buffer: bytearray) -> list[Any]:
-    """Take every complete frame off the front of ``buffer`` and return its
-    JSON message (None for a body that is not JSON), in order; a frame still
-    arriving stays in ``buffer``. FrameError for a header block without a
-    length: nothing after it can be read."""
-    first = _frame_at(buffer, 0)
-    if first is None or first[1] > len(buffer):
-        return []  # a long message still arriving is not copied on every read
-    data = bytes(buffer)
-    # Byte offsets are character offsets in ASCII text: the messages are
-    # then read from one decoded string by the JSON scanner, without a slice
-    # and a decode per message.
-    text = data.decode("ascii") if data.isascii() else None
-    messages: list[Any] = []
-    start = 0
-    while (frame := _frame_at(data, start)) is not None:
-        body, end = frame
-        if end > len(data):
-            break
-        message, stop = (None, -1)
-        if text is not None and text[body : body + 1] == "{":
-            with contextlib.suppress(ValueError, RecursionError):
-                message, stop = _scan_json(text, body)
-        if stop != end:  # not ASCII, or not one object from first byte to last
-            try:
-                message = json.loads(data[body:end])
-            except (ValueError, RecursionError):
-                message = None
-        messages.append(message)
-        start = end
-    del buffer[:start]
-    return messages
+# The host's answers are as large as the conversations it is given: the client
+# reads every frame, however large.
+_NO_LIMIT = sys.maxsize
 
 
 def _time_out(future: asyncio.Future[Any], timeout: float) -> None:
@@ -273,18 +218,16 @@ class HostClient(JsonRpcPeer):
         ]
 
     async def _read(self) -> None:
-        """Take whatever the host has written and dispatch every complete
-        frame in it: one await per read, not two per frame."""
-        buffer = bytearray()
+        """Dispatch every frame the host writes, read by the host's own frame
+        reader; a frame that is not LSP-framed JSON ends the reading."""
         why = "the host closed its stdout"
         try:
-            while chunk := await self.reader.read(_READ_SIZE):
-                buffer += chunk
-                for message in parse_frames(buffer):
-                    if isinstance(message, dict):
-                        self._dispatch(message)
-        except FrameError as error:
-            why = f"the host's output is not LSP-framed: {error}"
+            async for frame in read_frames(self.reader, _NO_LIMIT):
+                if frame.error is not None:
+                    why = f"the host's output is not LSP-framed JSON: {frame.error}"
+                    break
+                if isinstance(frame.message, dict):
+                    self._dispatch(frame.message)
         finally:
             self._fail_pending(ConnectionError(why))
 
