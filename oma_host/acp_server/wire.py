@@ -1,13 +1,11 @@
 """The ACP door's JSON-RPC peer: newline-delimited JSON on stdio, as ACP specifies.
 
 The project's own rather than the ``agent-client-protocol`` library's
-connection, because a prompt turn is the hot path: messages are written in the
-order they are made, with no queue and no sender task, so a turn's updates are
-on the wire before its answer. It keeps the library's wire behaviour (a bad
-line skipped, each request in its own task, its error codes) but gives a
-``message`` saying what was wrong, and adds the JSON-RPC door's guards: a
-message size limit, lone surrogates refused, reading paused while the editor
-does not read.
+connection because a prompt turn is the hot path: messages are written in order
+with no queue or sender task, so a turn's updates are on the wire before its
+answer. It keeps the library's wire behaviour, with error messages saying what
+was wrong, and adds the JSON-RPC door's guards (size limit, lone surrogates,
+backpressure).
 """
 
 from __future__ import annotations

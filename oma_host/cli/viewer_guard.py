@@ -1,11 +1,10 @@
 """Who may read the run viewer (``oma-host runs serve``): the ``--tcp`` token rule, for a browser.
 
-Every local user and web page can reach 127.0.0.1, and what the viewer serves
-is the user's, so every request shows the token: once on the URL (then a
-redirect sets a cookie), then the cookie, or a Bearer header. The cookie holds
-a key of this viewer process, not the token, because cookies are not kept apart
-by port. A ``Host`` that does not name the loopback is refused, against DNS
-rebinding. docs/security.md, "The run viewer".
+127.0.0.1 is reachable by every local user and web page, so every request shows
+the token: on the URL once (a redirect then sets a cookie), the cookie, or a
+Bearer header. The cookie holds a key of this viewer process, not the token,
+since cookies are not kept apart by port. A ``Host`` not naming the loopback is
+refused, against DNS rebinding. docs/security.md, "The run viewer".
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """The Ray executor, host side: a task graph's members run as Ray tasks.
 
-Ray is imported only here, when a run asks for it. Ray holds one connection per
-process, so a host connects to one cluster, in a thread so it keeps serving. An
-unreachable address, or a task no node has resources for, is refused up front,
-where Ray would wait for ever. A member is one Ray task without retry (it may
-have changed files); its result comes back in the shape of a run in the host,
-redacted again here, and what Ray could not run fails with ``errorInfo.kind:
+Ray is imported only here, when a run asks for it. A host connects to one
+cluster (Ray holds one connection per process), in a thread so it keeps
+serving; an unreachable address or a task no node can fit is refused up front,
+where Ray would wait for ever. A member is one Ray task without retry, since it
+may have changed files; what Ray could not run fails with ``errorInfo.kind:
 "executor"``.
 """
 

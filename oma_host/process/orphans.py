@@ -1,13 +1,12 @@
 """The descendants of a spawned command that left its process group: found, ended, reaped.
 
-With the host as a child subreaper (:mod:`oma_host.process.subreaper`) such a
-process stays in the host's tree. When a spawn ends, ``/proc`` is read once and
-each process is put down to a spawn: by its chain of parents; for an orphan, by
-its session or process group, else by the ``OMA_HOST_SPAWN`` marker in its
-environment; an orphan with no marker of ours ends with the last open spawn.
-Signals go through pidfds checked against the start time, so a reused pid is
-never hit. A child started other than as a :class:`Spawn` would be taken for an
-orphan. Without the subreaper this does nothing.
+With the host a child subreaper (:mod:`oma_host.process.subreaper`) they stay
+in its tree. When a spawn ends, ``/proc`` is read once and each process is put
+down to a spawn: by its parents, else its session or process group, else the
+``OMA_HOST_SPAWN`` marker in its environment; an orphan with no marker of ours
+ends with the last open spawn. Signals go through pidfds, so a reused pid is
+never hit. A child not started as a :class:`Spawn` would be taken for an
+orphan.
 """
 
 from __future__ import annotations

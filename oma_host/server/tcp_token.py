@@ -2,10 +2,9 @@
 
 Stdio needs no check: whoever spawned the host owns its pipes. A TCP port is
 open to every local user and web page (a browser will POST to 127.0.0.1), so a
-connection proves it can read a file only the user can: its ``initialize``
-carries ``initializationOptions.authToken``. The token lives in a 0600 file in
-a private 0700 directory named by the port, so clients find it, is compared in
-constant time and removed when the server stops. docs/security.md, "TCP".
+connection's ``initialize`` must carry a token only the user can read: kept in
+a private file named by the port, compared in constant time, removed when the
+server stops. docs/security.md, "TCP".
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """A shell command line cut into the simple commands ``/bin/sh`` would run, for the permissions.
 
-A rule's pattern is matched against each simple command on its own, so an
-``allow`` for ``git status*`` cannot be talked into ``git status && touch
-pwned``. The reader follows dash's parser step by step
-(``tests/llm/test_command_line_dash.py`` checks it against ``dash``). A split
-is *certain* only when nothing in the line runs or touches more than its parts
-say (no substitution, no redirect to a file, nothing sh would refuse);
-otherwise it says why, and no ``allow`` rule with a pattern applies. Each part
-also has its *forms* for ``deny`` and ``ask`` rules (:attr:`Command.forms`:
-quotes removed, wrappers such as ``env`` unwrapped, ``sh -c`` strings read),
-and what cannot be known from the line is said in :attr:`Command.unknown`. When
-unsure it splits more, never less: over-splitting is safe. docs/tools.md,
-"Permissions".
+Each simple command is matched on its own, so an ``allow`` for ``git status*``
+cannot be talked into ``git status && touch pwned``. The reader follows dash's
+parser (``tests/llm/test_command_line_dash.py`` checks it against ``dash``). A
+split is *certain* only when nothing in the line runs or touches more than its
+parts say; otherwise no ``allow`` rule with a pattern applies. Each part also
+has its *forms* for ``deny`` and ``ask`` rules (:attr:`Command.forms`), and
+what the line cannot tell is in :attr:`Command.unknown`. When unsure it splits
+more: over-splitting is safe.
 """
 
 from __future__ import annotations

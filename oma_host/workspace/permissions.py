@@ -1,14 +1,12 @@
 """The permission policy for an LLM agent's tools (``config.permissions``).
 
-Rules are tried in order and the first that matches the tool and its target
-(:class:`Target`) decides; when none does, a read is allowed and anything else
-asks. An ``allow`` pattern matches the file a path resolves to; a ``deny`` or
-``ask`` pattern matches any form of it, so a rule that keeps a file out cannot
-be talked around. A command line is decided one simple command at a time
-(:mod:`oma_host.workspace.command_line`), and the line takes its strictest
-part. Places the host guards whatever the rules say (:func:`protected`:
-``.git``, ``.oma``, the host's config) are always asked about. ``ask`` goes to
-the client; no answer denies. docs/tools.md, "Permissions".
+The first rule matching the tool and its target (:class:`Target`) decides; with
+none, a read is allowed and anything else asks. An ``allow`` pattern matches
+the file a path resolves to, a ``deny`` or ``ask`` pattern any form of it, so a
+rule keeping a file out cannot be talked around. A command line is decided per
+simple command and takes its strictest part. :func:`protected` places
+(``.git``, ``.oma``, the host's config) are always asked about. docs/tools.md,
+"Permissions".
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The keeper of one ``shell`` command (Linux): it ends everything the command started.
 
-A small process between the host and the command, in a session of its own and a
-child subreaper, so whatever the command's descendants do to their session,
-process group or environment they stay in its tree. It ends that tree when the
-command exits leaving processes running, when the host tells it to, and when
-the host is gone (SIGKILL too), then writes how the command ended to its status
-descriptor. Standard library only: the host imports its constants, never the
-reverse.
+A small process between host and command, in a session of its own and a child
+subreaper, so the command's descendants stay in its tree whatever they do to
+their session, group or environment. It ends that tree when the command exits
+leaving processes running, when told to, and when the host is gone (SIGKILL
+too). Standard library only: the host imports its constants.
 """
 
 from __future__ import annotations

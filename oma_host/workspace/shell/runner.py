@@ -1,13 +1,11 @@
 """One ``shell`` command run by the host: its output as it comes, its processes ended after.
 
-The command is an argv list (``["/bin/sh", "-c", line]``) with stderr on
-stdout's pipe; the output is kept to its head and tail (:class:`HeadTail`) and
-handed on in gathered pieces. On Linux it runs under a keeper
-(:mod:`oma_host.workspace.shell.keeper`), elsewhere in a session of its own
-whose group the host ends; either way it carries the warden's marker. Its exit
-is heard through a protocol of its own (:class:`_CommandProtocol`):
-``Process.wait()`` waits for pipes a background descendant can hold open for
-ever.
+The command is an argv list with stderr on stdout's pipe, its output kept to
+head and tail (:class:`HeadTail`). On Linux it runs under a keeper
+(:mod:`oma_host.workspace.shell.keeper`), elsewhere in a session whose group
+the host ends. Its exit is heard by :class:`_CommandProtocol`, since
+``Process.wait()`` also waits for pipes a background descendant may hold open
+for ever.
 """
 
 from __future__ import annotations
