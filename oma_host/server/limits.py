@@ -1,5 +1,4 @@
-"""The JSON-RPC door's default limits, importable without the door (the command line prints them).
-"""
+"""The JSON-RPC door's default limits, which the command line reads without the door."""
 
 # ndjson: after the end of input, how long the requests in flight may finish.
 DEFAULT_DRAIN_TIMEOUT_S = 600.0
