@@ -1,4 +1,4 @@
-"""An ACP session's choices (models, modes), as the agent reports them and a client changes them.
+"""An ACP session's models and modes, as the agent reports them and a client changes them.
 
 :class:`SessionChoices` keeps what was last reported, as ``configOptions`` or
 the older ``modes`` and ``models``, and turns a change into the request the

@@ -1,4 +1,4 @@
-"""One running ACP agent process as the bridge holds it (:class:`Live`), and how a request fails.
+"""One running ACP agent process as the bridge holds it, and how a request to it fails.
 
 Every way an answer can go wrong (an error, a lost connection, an answer the
 schema refuses) becomes a :class:`Fault` naming the agent and the cause.

@@ -1,4 +1,4 @@
-"""The choices an ACP session offers the editor: config options, and ACP modes for older clients.
+"""The choices an ACP session offers the editor: config options, and modes for older clients.
 
 ``agent``, ``model``, ``mode`` (the permission presets) and ``thought_level``;
 a process or ACP agent has only ``agent``. The category of ``agent`` is

@@ -1,4 +1,4 @@
-"""How the ACP door's sessions are stored and read back for ``session/load`` and ``session/list``.
+"""The ACP door's sessions in the store, read back for ``session/load`` and ``session/list``.
 
 A session is stored like a JSON-RPC session (each turn committed before the
 prompt is answered) plus its ``cwd``, title and settings, so a new process can

@@ -1,4 +1,4 @@
-"""The ACP door's live sessions: agent, model, ``cwd``, turns in flight, agents resting when idle.
+"""The ACP door's live sessions: agent, model, ``cwd``, turns in flight, idle agents resting.
 
 Switching the agent or model builds a new core Agent on the same history. The
 editor's MCP servers are kept with the session, not stored. A session builds

@@ -1,4 +1,4 @@
-"""A turn's events as ACP ``session/update`` notifications, and its result as the prompt answer.
+"""A turn's events as ACP ``session/update`` notifications, its result as the prompt answer.
 
 :func:`event_update` matches every event type and mypy checks it, so an event
 added to the core fails the type check here until it is mapped. The updates

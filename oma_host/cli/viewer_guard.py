@@ -1,4 +1,4 @@
-"""Who may read the run viewer (``oma-host runs serve``): the ``--tcp`` token rule, for a browser.
+"""Who may read the run viewer: the ``--tcp`` token rule, for a browser.
 
 127.0.0.1 is reachable by every local user and web page, so every request shows
 the token: on the URL once (a redirect then sets a cookie), the cookie, or a

@@ -1,4 +1,4 @@
-"""Regular expressions from untrusted hands (a model's ``grep``, a ``regex`` scorer), run with RE2.
+"""Regular expressions from untrusted hands (a model's ``grep``, a scorer), run with RE2.
 
 Python's ``re`` backtracks, and a pattern such as ``(a+)+$`` holds the GIL
 while nothing else is answered; RE2 matches in linear time and releases the

@@ -1,4 +1,4 @@
-"""Keeps an LLM agent's conversation within its model's context window (``AgentConfig.context``).
+"""An LLM agent's conversation kept within its model's context window.
 
 Before each request the loop calls :meth:`ContextKeeper.fit`, which compacts
 when the estimate passes ``compactAt`` of the input budget; a provider's "too

@@ -1,4 +1,4 @@
-"""OpenMultiAgent: one-off agents with tracing, progress and online evaluation, and task graphs.
+"""OpenMultiAgent: one-off agents with tracing, progress and evaluation, and task graphs.
 
 ``run_agent`` validates config and input before it reports progress, runs, or
 samples. Progress payloads and evaluation inputs are copies, so what a callback

@@ -1,4 +1,4 @@
-"""Reading the Anthropic Messages API's answers: errors, a reply's blocks and usage, the stream.
+"""Reading the Anthropic Messages API's answers: errors, blocks, usage, the stream.
 
 Reply blocks the core has no type for (server tools, citations) are kept as
 they came.

@@ -1,4 +1,4 @@
-"""Azure OpenAI (``provider: "azure"``) on its v1 endpoint: the OpenAI wire, no ``api-version``.
+"""Azure OpenAI on its v1 endpoint: the OpenAI wire, no ``api-version``.
 
 The deployment name is the ``model``; the endpoint may be the resource's root
 or the full v1 URL. Authentication is the ``api-key`` header, else a Microsoft

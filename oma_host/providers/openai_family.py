@@ -1,4 +1,4 @@
-"""The OpenAI family's adapter factories: Chat Completions or Responses, by the target's ``api``."""
+"""The OpenAI family's adapter factories: Chat Completions or Responses, by ``api``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""AWS Signature Version 4 for the Bedrock adapter, and where its credentials and region come from.
+"""AWS Signature Version 4 for the Bedrock adapter, with its credentials and region.
 
 Signing is the standard-library recipe, checked against botocore's signer in
 the tests; credentials and region are found as the AWS SDKs find them. Profiles

@@ -1,4 +1,4 @@
-"""The process's OTLP exporters: one per distinct config, shared, flushed and shut down in time.
+"""The process's OTLP exporters: one per config, shared, flushed and shut down within a bound.
 
 The SDK is imported in a thread on the first run that exports, so a door with
 telemetry off never loads it; without the ``otel`` extra one warning says so

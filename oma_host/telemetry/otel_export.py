@@ -1,4 +1,4 @@
-"""The OpenTelemetry SDK's half of the export (the ``otel`` extra): spans to the SDK's processor.
+"""The OpenTelemetry SDK's half of the export (the ``otel`` extra): spans to its processor.
 
 A span keeps the host's own trace and span ids, so a collector shows the trace
 that ``oma-host runs export`` writes. The run's path only builds the

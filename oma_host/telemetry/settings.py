@@ -1,4 +1,4 @@
-"""Whether a door exports its spans over OTLP, and where, settled into :class:`TelemetryConfig`.
+"""Whether a door exports its spans over OTLP, and where (:class:`TelemetryConfig`).
 
 The standard ``OTEL_*`` variables and a client's or the command line's explicit
 ask are settled by the rules of docs/telemetry.md, "Turning it on". Content

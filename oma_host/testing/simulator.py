@@ -1,4 +1,4 @@
-"""The provider simulator: a real HTTP server on 127.0.0.1 speaking each provider's wire format.
+"""The provider simulator: an HTTP server on 127.0.0.1 speaking each provider's wire format.
 
 Tests and ``oma-host demo`` script it per call with a queue of :class:`Reply`
 and :class:`Fault`; every request is recorded with its headers and parsed body,

@@ -1,4 +1,4 @@
-"""The OpenAI Chat Completions wire for the simulator: a completion, its chunks, the error body."""
+"""The OpenAI Chat Completions wire for the simulator: completions, chunks, the error body."""
 
 from __future__ import annotations
 

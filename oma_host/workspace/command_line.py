@@ -1,4 +1,4 @@
-"""A shell command line cut into the simple commands ``/bin/sh`` would run, for the permissions.
+"""A shell command line cut into the simple commands ``/bin/sh`` would run.
 
 Each simple command is matched on its own, so an ``allow`` for ``git status*``
 cannot be talked into ``git status && touch pwned``. The reader follows dash's

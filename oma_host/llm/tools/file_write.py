@@ -1,4 +1,4 @@
-"""``file_write {path, content}``: create a file under the agent's ``cwd``, or replace its text."""
+"""``file_write {path, content}``: create a file under ``cwd``, or replace its text."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``shell {command, timeoutMs?}``: a command line run by ``/bin/sh -c`` in the agent's ``cwd``.
+"""``shell {command, timeoutMs?}``: a command line run by ``/bin/sh -c`` in ``cwd``.
 
 The host passes an argv list and builds no shell string. The command runs in
 the editor's terminal when the editor has one, else under the host's runner,

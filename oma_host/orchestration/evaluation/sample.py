@@ -1,4 +1,4 @@
-"""What a run hands the online evaluator: an :class:`EvaluationSample`, through :class:`Evaluator`.
+"""What a run hands the online evaluator (:class:`EvaluationSample`, :class:`Evaluator`).
 
 OpenMultiAgent depends on these two only, not on the evaluator that scores
 them.
