@@ -1,9 +1,8 @@
-"""The rules every external bridge follows (docs/protocol.md,
-"External backends"), written once for the process bridge (pipe and terminal
-modes) and the ACP bridge: the prompt they send, where their command runs, how
-a failure reads (redacted, the end of stderr kept), the success result of a
-text reply, and how much output a process agent may write
-(``backend.maxOutputBytes``).
+"""The rules every external bridge follows, written once for the process and ACP bridges.
+
+The prompt they send, where their command runs, how a failure reads (redacted,
+the end of stderr kept), the result of a text reply, and the output budget.
+docs/protocol.md, "External backends".
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """The process bridge: a fresh subprocess per run (docs/protocol.md, "External backends").
 
-The prompt (``systemPrompt`` and the text, joined by a blank line) goes to the
-command on stdin, as its last argument, or not at all. stdout streams as
-``text`` events and becomes the output; exit 0 is success; a non-zero exit or
-a signal fails the run with the stderr text, secrets redacted. Output past
-``backend.maxOutputBytes`` ends the command and fails the run with
-``errorInfo.kind: "output_limit"``, keeping the first part; of stderr only the
-tail a failure quotes is kept. Each run gets its own process group, so
-cancellation, timeouts and ``close`` kill the whole tree, not just the direct
-child (descendants that left the group too: :mod:`oma_host.process.orphans`). With
-``terminal: true`` the command runs under a pseudo-terminal
-(:mod:`oma_host.bridges.pty`) and this module still owns the prompt, spawn-failure,
-output-limit and exit-status rules.
+The prompt goes on stdin, as the last argument, or not at all; stdout streams
+as ``text`` and exit 0 is success. Each run gets its own process group, so
+cancellation, timeouts and ``close`` end the whole tree, and output past
+``backend.maxOutputBytes`` ends it with ``errorInfo.kind: "output_limit"``.
+``terminal: true`` runs the command under :mod:`oma_host.bridges.pty` with the
+same rules.
 """
 
 from __future__ import annotations

@@ -1,30 +1,10 @@
 """Terminal mode for process agents (``backend.terminal: true``).
 
-The command runs under a pseudo-terminal (spawned with pexpect), so a CLI that
-block-buffers its output on a pipe, or refuses to run without a TTY, streams
-line by line as it would for a person. What differs from the pipe mode:
-
-- ``input: "stdin"``: the prompt is *typed* to the terminal with echo off and
-  ended with end-of-file (VEOF), so the command must read in canonical mode.
-  Control characters are typed literally (each behind VLNEXT), and long lines
-  are pushed in pieces, because a canonical line holds at most 4095 bytes.
-  With ``argument`` and ``none`` end-of-file is typed at once, so a command
-  reading stdin sees what ``/dev/null`` would give it.
-- stdout and stderr are one stream (the terminal); it becomes the output, with
-  ANSI escape sequences removed and CRLF normalised to LF (also when a
-  sequence or a CR/LF pair is split between two reads).
-- A non-zero exit fails the run with that merged output as the detail.
-- ``backend.maxOutputBytes`` counts the bytes read from the terminal, so
-  stderr is capped with stdout.
-
-Everything else (the empty-prompt error, spawn failures, exit statuses,
-cancellation and timeouts killing the whole process group, redaction) follows
-the pipe mode: :mod:`oma_host.bridges.process` calls :meth:`TerminalRunner.run` and
-applies its rules to the exit code. pexpect is
-synchronous, so it is used only to spawn: output is read from the pty with
-``loop.add_reader``, input written with ``loop.add_writer``, and the exit is
-awaited on a pidfd (polling ``isalive`` where there is none), never blocking
-the event loop.
+Under a pseudo-terminal, a CLI that block-buffers on a pipe or wants a TTY
+streams line by line. The prompt is typed with echo off and ended with
+end-of-file, control characters typed literally; stdout and stderr are one
+stream, with ANSI escapes removed. pexpect only spawns: reading, writing and
+waiting for the exit go through the event loop, never blocking it.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""The ACP ``Client`` oma-host presents to one agent process
-(docs/protocol.md, "External backends").
+"""The ACP ``Client`` oma-host presents to one agent process.
 
-``session/update`` notifications go to the running turn
-(:class:`oma_host.bridges.acp.mapping.Turn`), checked against the schema first (a
-plain text chunk, most of a turn's traffic, by a shape test that accepts
-exactly what the schema would); those between turns are held for the next
-run. ``session/request_permission`` is answered by the agent's permission
-policy (with ``ask-client``, a handler that is an ``OptionPicker``, as the
-ACP door's is, picks among the agent's own options; any other answers
-approve or reject); ``fs/*`` is handed to :mod:`oma_host.bridges.acp.files`;
-``terminal/*`` is answered with method-not-found. Typed updates are also
-shown to a watcher (the session's choices, :mod:`oma_host.bridges.acp.config_options`),
-and while a ``session/load`` replays history every update is dropped.
+Updates go to the running turn, checked against the schema (a plain text chunk
+by a shape test that accepts exactly what the schema would); those between
+turns wait for the next run, and a ``session/load`` replay is dropped.
+Permission requests go through the agent's permission policy, ``fs/*`` to
+:mod:`oma_host.bridges.acp.files`; ``terminal/*`` is method-not-found.
 """
 
 from __future__ import annotations

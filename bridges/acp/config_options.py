@@ -1,18 +1,9 @@
-"""An ACP session's choices (its models and modes), as the agent reports them
-and as a client changes them.
+"""An ACP session's models and modes, as the agent reports them and a client changes them.
 
-Agents report ``configOptions`` (selects and booleans, each with an ``id``, a
-``category`` such as ``mode`` or ``model``, and its ``currentValue``) in the
-answer to ``session/new``, ``session/load`` or ``session/resume``, and again
-in ``config_option_update`` notifications; older agents send ``modes``
-(``currentModeId``, ``availableModes``) and ``models`` (``currentModelId``,
-``availableModels``) instead, the former kept current by
-``current_mode_update``. :class:`SessionChoices` keeps what was last reported,
-in wire form, for ``agent/state``, and turns a change (``agent/configure``,
-``backend.config``) into the request that makes it: ``session/set_config_option``
-for a config option, else ``session/set_mode`` (id ``mode``) or
-``session/set_model`` (id ``model``) for an agent with only the older fields.
-A value the agent never offered is refused here, naming what it offers.
+:class:`SessionChoices` keeps what was last reported, as ``configOptions`` or
+the older ``modes`` and ``models``, and turns a change into the request the
+agent understands. A value the agent never offered is refused here, naming what
+it offers.
 """
 
 from __future__ import annotations

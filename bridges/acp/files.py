@@ -1,29 +1,11 @@
-"""The files an external ACP agent reads and writes through oma-host, its
-client: ``fs/read_text_file`` always, ``fs/write_text_file`` only with
-``backend.allowWrites: true``.
+"""The files an external ACP agent reads and writes through oma-host, its client.
 
-Every path is confined to the agent's ``cwd`` by the LLM tools' own code
-(:mod:`oma_host.workspace.confined`): resolved one component at a time beneath a
-descriptor of the root, so ``..``, an absolute path elsewhere or a symlink
-leading out is refused, however names change meanwhile. A confined read goes
-to the editor when the door's editor channel reads files
-(:class:`oma_host.core.editor_channel.EditorChannel`: the ACP door's client,
-whose unsaved buffers win), else to the disk. The JSON-RPC door has no
-method to read the editor's buffers (its contract has no ``fs/read``), so its
-runs read the disk.
-
-A write is planned as ``file_write`` plans it (a write that cannot happen is
-refused before anyone is asked), then put to the agent's permission policy
-(``config.permissions`` rules for the tool ``file_write``, whose declaration
-asks the client by default, :mod:`oma_host.workspace.permissions`); allowed, it is
-planned again and carried out where ``file_write``'s would be
-(:func:`oma_host.workspace.editor_files.carry_out`: the ACP editor's write, the
-JSON-RPC client's ``workspace/applyEdit``, or the disk).
-
-A refused or failed call answers the agent with a JSON-RPC error whose
-message says why (``-32602`` for a write that cannot happen: a path outside
-``cwd``, not a file, read-only or too big; ``-32603`` for a refused or
-failed one).
+Reads always, writes only with ``backend.allowWrites: true``. Paths are
+confined to the agent's ``cwd`` by the tools' own code
+(:mod:`oma_host.workspace.confined`); a read goes to the editor when the door's
+channel reads files, else to the disk. A write is planned as ``file_write``
+plans it, put to the agent's permission policy, and carried out where
+``file_write``'s would be. A refusal is a JSON-RPC error saying why.
 """
 
 from __future__ import annotations

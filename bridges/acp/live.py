@@ -1,9 +1,7 @@
-"""One running ACP agent process as the bridge holds it (:class:`Live`: the
-process, its connection and session, what it said at ``initialize``), and
-how a request to it fails: every way an answer can go wrong (an error
-answer, a lost connection, an answer the schema refuses) becomes a
-:class:`Fault` naming the agent and the cause. The bridge
-(:mod:`oma_host.bridges.acp.session`) opens, prompts and discards these.
+"""One running ACP agent process as the bridge holds it, and how a request to it fails.
+
+Every way an answer can go wrong (an error, a lost connection, an answer the
+schema refuses) becomes a :class:`Fault` naming the agent and the cause.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""Logging an ACP agent in: which of the ``authMethods`` its ``initialize``
-answer lists to ``authenticate`` with when ``session/new`` answers
-"authentication required", and how to tell a user what each needs.
+"""Logging an ACP agent in: which of its ``authMethods`` to ``authenticate`` with, when asked.
 
-The method is the one ``backend.auth`` names, else the only ``env_var``
-method whose variables are all set (non-empty) in the agent's environment
-(the host's with ``backend.env`` over it). Methods of other types (``agent``:
-the agent's own login, ``terminal``: an interactive login) are never picked
-on their own, since oma-host cannot tell whether they would succeed.
+The one ``backend.auth`` names, else the only ``env_var`` method whose
+variables are all set. ``agent`` and ``terminal`` methods are never picked on
+their own, since oma-host cannot tell whether they would succeed.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
-"""How ACP traffic becomes oma-host results (docs/protocol.md, "External backends").
+"""How an ACP turn's ``session/update`` traffic becomes oma-host events and results.
 
-Owns what one turn makes of an ACP session's updates: ``session/update``
-bodies (already checked against the schema by the client,
-:mod:`oma_host.bridges.acp.client`) turned into run events
-(:mod:`oma_host.core.events`), output text, ``toolCalls`` and per-run token
-usage, and the shape test for a plain text chunk. The process, the
-handshake and the run lifecycle live in :mod:`oma_host.bridges.acp.session`.
-
-Event names a client sees on ``agent/stream`` besides ``text``:
-
-- ``reasoning`` (data: the text) for ``agent_thought_chunk`` text;
-- ``tool_use`` / ``tool_result`` for a tool call starting and finishing;
-- ``permission`` (data: ``{title, kind, optionKinds, decision, optionId?}``)
-  for each permission request and what was answered;
-- ``acp_update`` (data: ``{kind, ...}``, the update's own camelCase fields,
-  ``kind`` being its ``sessionUpdate``) for everything else: plans, mode and
-  command changes, ``usage_update``, intermediate ``tool_call_update``
-  notifications, non-text content chunks, and update kinds this build does
-  not know.
+Updates become run events, output text, ``toolCalls`` and token usage; what has
+no event of its own (plans, mode changes, unknown kinds) is streamed as
+``acp_update`` with its own fields, so nothing is lost. docs/protocol.md,
+"External backends".
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""Which of an agent's ``mcpServers`` the ACP bridge passes to the wrapped
-agent in ``session/new``, as the ACP library's types.
+"""Which of an agent's ``mcpServers`` the ACP bridge passes to the wrapped agent.
 
-A stdio server always goes (every ACP agent must take stdio); an HTTP server
-goes only when the agent advertised ``agentCapabilities.mcpCapabilities.http``
-at ``initialize``. A server left out is not dropped silently: it comes back
-as the data of an ``mcp_filtered`` stream event (``{name, type, reason}``),
-which the bridge emits in the first run of the session.
+stdio servers always, HTTP ones only when the agent advertised
+``mcpCapabilities.http``. One left out is not dropped silently: the session's
+first run emits an ``mcp_filtered`` event saying why.
 """
 
 from __future__ import annotations

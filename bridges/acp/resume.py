@@ -1,16 +1,8 @@
-"""Which request brings back an ACP session a previous host opened, and how
-the answers to the session requests the bridge makes are read.
+"""Which request brings back an ACP session a previous host opened, and how answers are read.
 
-A host keeps each ACP agent's ``sessionId`` with its own persistent session
-(``agent/create {sessionId}``, see :class:`oma_host.core.backends.SessionLink`).
-An agent restored in a new host asks its new process for that session:
-``session/resume`` when the agent advertises ``sessionCapabilities.resume``
-(the agent restores it without replaying anything), else ``session/load``
-when it advertises ``loadSession`` (it replays the conversation as
-``session/update`` notifications before answering; those are history, not
-any run's output, and the bridge drops them). An agent with neither, or one
-that refuses, gets a new session, and the next run a ``session_restarted``
-event saying why.
+``session/resume`` when the agent can, else ``session/load``, whose replayed
+history the bridge drops; an agent with neither, or one that refuses, gets a
+new session, and the next run a ``session_restarted`` event saying why.
 """
 
 from __future__ import annotations

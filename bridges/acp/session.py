@@ -1,36 +1,12 @@
-"""The ACP bridge: oma-host as the client of an Agent Client Protocol agent
-(docs/protocol.md, "External backends").
+"""The ACP bridge: oma-host as the client of an Agent Client Protocol agent.
 
-On an agent's first run the bridge spawns ``command`` + ``args`` in ``cwd``
-(its own process group, ``env`` merged over the host's environment, and the
-run's delegation limits, ``OMA_HOST_DELEGATION``, over both: a run whose
-delegation room differs from that of the run that started the process
-starts it afresh; see :mod:`oma_host.core.delegation`), sends
-``initialize`` advertising ``fs.readTextFile`` (``writeTextFile`` with
-``backend.allowWrites``; see :mod:`oma_host.bridges.acp.files`) and no terminal, and
-opens the session: resumed when the host's session remembers one and the
-agent can (:mod:`oma_host.bridges.acp.resume`), else ``session/new``, logging in with
-``authenticate`` when asked (:mod:`oma_host.bridges.acp.login`), then applying
-``backend.config`` (:mod:`oma_host.bridges.acp.config_options`). ``session/new`` gets
-the agent's ``mcpServers`` (those it can take, see
-:mod:`oma_host.bridges.acp.mcp_servers`); later runs reuse that session, one prompt
-at a time.
-``systemPrompt`` is prepended to the first prompt of each session only. A
-cancelled or timed-out run sends ``session/cancel`` and returns at once; the
-next run waits briefly for the agent to end the abandoned turn, and starts a
-fresh process if it never does. Any fault (the command missing, the agent
-exiting or writing garbage, a refused handshake) fails the run with a message
-naming the cause and discards the process, so the next run starts afresh.
-
-The schema, and the serving of what the agent asks of the client, are the
-``agent-client-protocol`` library's; the bridge's own requests (the handshake
-and each prompt) and the updates of a turn go through the transport, which
-keeps a turn to one write, one future and one callback per update (see
-:mod:`oma_host.bridges.acp.transport`). This module is imported on an ACP agent's first
-run only, because that library takes a few hundred milliseconds to import. The
-process as held and how a request to it fails are :mod:`oma_host.bridges.acp.live`'s;
-what the agent asks of the client, :mod:`oma_host.bridges.acp.client`'s; how updates
-map to results, :mod:`oma_host.bridges.acp.mapping`'s.
+On the first run it spawns the agent in its own process group, does the
+handshake and opens a session (resumed when it can, logging in when asked);
+later runs reuse it, one prompt at a time. A cancelled run sends
+``session/cancel`` and returns at once. Any fault fails the run naming the
+cause and discards the process, so the next run starts afresh. Imported on an
+ACP agent's first run only: the ``agent-client-protocol`` library is slow to
+import. docs/protocol.md, "External backends"; docs/backends.md.
 """
 
 from __future__ import annotations

@@ -1,33 +1,11 @@
-"""The byte side of an ACP connection: newline-delimited JSON-RPC over an
-agent process's stdin and stdout (its stderr is drained by
-:class:`oma_host.bridges.common.StderrTail`).
+"""The byte side of an ACP connection: newline-delimited JSON-RPC over an agent's stdio.
 
-``NdjsonPipe`` is the message transport the ``agent-client-protocol``
-library's ``Connection`` accepts, and more: it sends the bridge's own
-requests and routes their answers, and hands every ``session/update`` to the
-bridge directly. It is ours rather than the library's stdio transport because:
-
-- that one logs and skips a line that is not JSON, while an agent writing
-  anything but protocol to stdout is broken and the run must say so;
-- a turn's traffic is the host's hot path: through the library each request
-  builds and dumps a pydantic model and is awaited in a task of its own, and
-  each update becomes a task, a tracing span and a schema validation before
-  the bridge sees it. Here a request is one write and one future, and an
-  update is one callback (see :meth:`oma_host.bridges.acp.client.BridgeClient.take_update`
-  for how it is checked);
-- an update kind the library's schema does not know would be dropped by its
-  validation, while oma-host streams it to the client.
-
-The ids, the futures of the pipe's requests and the reading of the agent's
-answers are the JSON-RPC peer core's (:mod:`oma_host.wire.peer`), shared
-with both doors; the pipe keeps the line framing, the routing below and the
-library's ids.
-
-The library's ``Connection`` still serves what the agent asks of the client
-(``session/request_permission``, ``fs/*``, ``terminal/*``, extension methods)
-and sends ``session/cancel``. A request it sends itself still works: the pipe
-numbers every request on the wire, so the library's ids and its own never
-meet, and hands the answer back under the library's id.
+``NdjsonPipe`` is the transport the ``agent-client-protocol`` library's
+``Connection`` accepts, and more: it sends the bridge's own requests and hands
+updates straight to the bridge. Ours because an agent writing anything but
+protocol to stdout is broken and the run must say so, a turn is the hot path
+(one write, one future, one callback per update), and unknown update kinds must
+reach the client rather than be dropped by validation.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""Which ACP auth methods the door's agents need, from their checked
-configs: each LLM agent's key variables (its ``apiKeyEnv``, else its
-provider's, :mod:`oma_host.core.provider_facts`), the ``initialize`` answer
-that offers them, the method ``authenticate`` checks, and the
-``auth_required`` error (-32000) that sends the editor to its login when a
-session's agent has no key or the provider refused it."""
+"""Which ACP auth methods the door's agents need, and the ``auth_required`` error.
+
+Worked out from the checked configs: each LLM agent's key variables, offered in
+the ``initialize`` answer and checked by ``authenticate``; ``auth_required``
+(-32000) sends the editor to its login when a session's agent has no key or its
+provider refused it.
+"""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
-"""What an LLM agent is on the ACP door when its config does not say: a
-coding agent, as editors expect.
+"""What an LLM agent is on the ACP door when its config does not say: a coding agent.
 
-An LLM agent whose config grants no tools (neither ``tools`` nor
-``toolPreset``) gets open-multi-agent's ``full`` preset (``file_read``,
-``grep``, ``glob``, ``file_write``, ``file_edit``, ``shell``) and
-``update_plan``, as open-multi-agent's ``defaultToolPreset`` does; its
-``disallowedTools`` still take tools away. One that leaves ``environment``
-unset is told where it works and the project's instructions
-(:mod:`oma_host.llm.environment`). Every call still goes through the
-session's permission mode. The default agent (no agents file) is such an
-agent; a process or ACP agent is left as it is.
+One that grants no tools gets open-multi-agent's ``full`` preset and
+``update_plan``, and one that leaves ``environment`` unset gets the environment
+prompt, as editors expect of an agent; every call still goes through the
+session's permission mode. A process or ACP agent is left as it is.
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
-"""Slash commands of the ACP door: the host's own (``/compact``, ``/clear``,
-``/agent``, ``/model``, ``/cost``), carried out by the door without a turn
-(``/compact`` asks the agent's model for a summary, as a compaction does),
-and the user's prompt templates, expanded into the prompt.
+"""Slash commands of the ACP door: the host's own and the user's prompt templates.
 
-A user command is a Markdown file named for the command, in
-``<cwd>/.oma/commands/`` (the project's) or
-``$XDG_CONFIG_HOME/oma-host/commands/`` (the user's). The project's wins
-over the user's of the same name; neither may take a built-in's name, in any
-case (``Clear.md`` would pass for ``/clear``); the description the editor
-shows ends with ``(project)`` or ``(user)``. Its first line may give its
-description (``description: ...``, or a ``---`` front matter holding that
-line); the rest is the template, where ``$ARGUMENTS`` stands for what follows
-the command (appended after a blank line when the template does not say
-where, so nothing typed is dropped). Commands are sent to the editor as
-``available_commands_update`` when a session opens.
-
-A repository is untrusted, and reading its commands must not let it reach
-past them: ``.oma`` and ``commands`` must be real directories (a symbolic
-link is not followed), and a command file is opened beneath that folder with
-the tools' confined opener (:mod:`oma_host.workspace.confined`), so a link may name
-another file of the folder but never leads out of it. The user's folder is
-the user's own (its config folder must pass
-:func:`~oma_host.core.places.private_folder`); links there are followed.
-Either way only a regular file is read, opened without blocking (a FIFO
-waits for no writer), and no more than :data:`MAX_TEMPLATE_BYTES` of it (a
-link to ``/dev/zero`` reads no further); anything else is skipped with a
-warning. The door reads them in a worker thread, never on its event loop.
+The host's (``/compact``, ``/clear``, ``/agent``, ``/model``, ``/cost``) run
+without a turn; a user command is a Markdown template in
+``<cwd>/.oma/commands/`` or the user's config folder, expanded into the prompt.
+A repository is untrusted: its folders must be real directories and a command
+file is opened with the confined opener, regular files only and bounded, in a
+worker thread. docs/acp.md, "What it serves".
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""ACP content blocks to the core's content blocks, and back for replay.
+"""ACP content blocks to the core's content blocks, and stored turns back for replay.
 
-A ``session/prompt`` becomes one user turn: ``text`` -> text; ``image`` ->
-an image with a base64 source; an embedded text resource -> a text block
-naming its URI; an embedded blob whose MIME type is an image -> an image; a
-``resource_link`` -> a text block naming it (and, for a ``file://`` link
-inside the session's ``cwd``, the relative path ``file_read`` takes).
-Audio and non-image blobs are refused with InvalidMessageError and the path
-of the block: nothing is dropped silently.
-
-A prompt of plain text blocks arrives as a :class:`TextPrompt` (shape-checked
-on the wire by :func:`.routes.plain_text_prompt`, no model built); any other
-as the schema's models.
-
-``session/load`` replays stored turns with :func:`replay_updates`.
+A block the core cannot carry (audio, a non-image blob) is refused with the
+block's path: nothing is dropped silently. A prompt of plain text blocks
+arrives as a :class:`TextPrompt`, with no schema model built.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""A delegate's text, gathered into pieces of its ``delegate`` tool call's
-running output.
+"""A delegate's text, gathered into pieces of its ``delegate`` tool call's running output.
 
-The ACP door shows a delegation as the one ``tool_call`` the caller's
-``delegate`` call is; the delegate's own events arrive nested under it
-(``delegate`` events). Its text deltas are gathered per call and handed on
-at most every :data:`UPDATE_INTERVAL_S` (the first at once, the rest
-gathered), as the shell's output is: :class:`~.updates.UpdateSender` shows
-each piece as the call's running output (a ``tool_output`` of the call, the
-text so far as the call's content), so a long answer does not send an
-update per token. The call's result, which the door sends as usual, then
-carries the delegate's whole output.
-
-The delegate's other events (its own tool calls, reasoning, a delegation of
-its own) are its business and are not shown: ACP has no nested tool calls.
+Pieces go at most every :data:`UPDATE_INTERVAL_S`, so a long answer does not
+send an update per token. The delegate's other events are not shown: ACP has no
+nested tool calls.
 """
 
 from __future__ import annotations

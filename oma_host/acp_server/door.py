@@ -1,32 +1,10 @@
-"""The ACP agent oma-host presents to an editor: one method per ACP request,
-each a few lines over :mod:`.sessions`, :mod:`.content` and :mod:`.updates`
-(:mod:`.routes` validates the requests and calls them; what they send to the
-editor goes through :class:`.editor.EditorClient`).
+"""The ACP agent oma-host presents to an editor: one method per ACP request.
 
-A prompt is one ``Agent.prompt`` turn, with every rule of the structured-input
-contract (one guard, copies, history committed when the turn completes). For
-an agent whose backend takes strings only, a prompt of text blocks is sent as
-one string (the blocks joined by newlines) and anything else is answered
--32602 ``InvalidMessageError`` before a process is spawned or an inner
-session opened. ``session/cancel`` aborts the turn in flight: it answers
-``cancelled``, its partial reply is in the updates already sent, and the
-history does not keep it. Each turn is recorded as a run, with its spans
-(``oma-host runs``; :mod:`.run_traces`), which are exported too when
-telemetry is on (:mod:`oma_host.telemetry`).
-
-Of the editor, a turn may ask four things: ``session/request_permission``
-(:class:`EditorPermission`); when the editor advertised ``fs.readTextFile``,
-``fs/read_text_file`` for ``file_read`` (and for planning ``file_edit``);
-when it advertised ``fs.writeTextFile``, ``fs/write_text_file`` with the
-whole new text for ``file_write`` and ``file_edit``, the host writing
-nothing; and when it advertised ``terminal``, ``terminal/*`` to run the
-``shell`` tool's commands in its own terminals.
-Each session's agent is given both, the permission handler and the editor
-channel (:class:`oma_host.core.editor_channel.EditorChannel`), as its client
-callbacks (:meth:`OmaAcpAgent._callbacks`).
-
-The editor's ``mcpServers`` from ``session/new`` and ``session/load`` join
-the session's agent (:mod:`.editor_mcp`, :meth:`.SessionBook._agent`).
+A prompt is one ``Agent.prompt`` turn under the structured-input contract; for
+a backend that takes strings only, text blocks are joined and anything else is
+refused before a process starts. ``session/cancel`` aborts the turn, and the
+history does not keep it. Each session's agent gets the editor as its client
+callbacks: the permission handler and the editor channel (files, terminals).
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""The editor as the door calls it, over :class:`.wire.AcpWire`: the turn's
-``session/update`` notifications, and the requests a turn may make of the
-editor (``session/request_permission``, ``fs/read_text_file``,
-``fs/write_text_file``, and ``terminal/*`` for the ``shell`` tool through
-:class:`SessionTerminals`).
+"""The editor as the door calls it: ``session/update`` notifications and the turn's requests.
 
-Updates arrive here in their wire form (built by :mod:`.updates`) and are
-written at once, in order. The requests are rare and are made as the
-library's ``AgentSideConnection`` made them: their params built as the
-schema's request models and dumped, the editor's answer validated with the
-response model (an answer the schema refuses raises ``ValidationError`` in
-the turn, as it did).
+Updates arrive in wire form and are written at once, in order. The rare
+requests (permission, files, terminals) are built and their answers validated
+with the schema's models.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""The editor's ``mcpServers`` from ``session/new`` and ``session/load``, as
-the host's own MCP server configs (``AgentConfig.mcpServers`` entries).
+"""The editor's ``mcpServers`` from ``session/new`` and ``session/load``, as host MCP configs.
 
-The door advertises ``mcpCapabilities.http`` (the host speaks streamable
-HTTP and stdio) and not ``sse``: an SSE server, or any other transport, is
-refused with -32602 naming the server and where it is in the request, as is
-a server the host's config model refuses (an empty command, say).
+The door advertises ``mcpCapabilities.http`` and not ``sse``: any other
+transport, or a server the config model refuses, is -32602 naming the server
+and where it is in the request.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
-"""The choices an ACP session offers the editor, as config options (and, for
-clients that predate them, as ACP modes), in wire form:
+"""The choices an ACP session offers the editor: config options, and modes for older clients.
 
-- ``agent`` (category ``_agent``: ACP reserves the names without a leading
-  ``_``): which of the agents file's agents runs;
-- ``model`` (category ``model``): the agent's ``models``, else its provider's
-  own list (``models/list``'s, fetched once a process), else, when that
-  cannot be fetched, the models its provider's table knows
-  (:mod:`oma_host.core.model_facts`: not the retired ones, and none for
-  Bedrock and Azure, whose model names are the account's, nor for an
-  OpenAI-compatible server), the agent's model first;
-- ``mode`` (category ``mode``): the permission presets of
-  ``AgentConfig.permissionMode`` (``ask``, ``accept-edits``, ``read-only``),
-  also served as ``session/set_mode``;
-- ``thought_level`` (category ``thought_level``): ``off``, ``low``,
-  ``medium`` or ``high``, sent as ``thinking.effort``; offered where the
-  model can think (its table says so, or the agent sets ``thinking``).
-
-``model``, ``mode`` and ``thought_level`` are an LLM agent's; a process or
-ACP agent has only ``agent``. A session's choices are :class:`Choices`,
-stored with it as its settings.
+``agent``, ``model``, ``mode`` (the permission presets) and ``thought_level``;
+a process or ACP agent has only ``agent``. The category of ``agent`` is
+``_agent`` because ACP reserves names without a leading ``_``. A session's
+:class:`Choices` are stored with it.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""The ACP methods the door serves, as :class:`.wire.AcpWire` handlers over
-:class:`.door.OmaAcpAgent`: each request's params validated with the
-schema's request model, as the library's router validated them (so a
-malformed request is answered -32602 ``Invalid params`` with the model's
-``errors``), passed to the door's method of that name, and its answer dumped
-as the library dumped it.
+"""The ACP methods the door serves, each request validated with the schema's model.
 
-``session/prompt`` is the hot path: a prompt of plain text blocks in the one
-shape :func:`plain_text_prompt` takes (a subset of what ``PromptRequest``
-accepts) goes to the door with no model built, and the door answers it in
-wire form; any other prompt is validated by ``PromptRequest``. The method
-table is the library's for the door's methods; a method the door does not
-serve (extension methods, the unstable ``session/set_model``) is -32601.
+A malformed request is -32602 with the model's ``errors``, as the
+``agent-client-protocol`` library's router answers. ``session/prompt`` is the
+hot path: a prompt of plain text blocks in the shape :func:`plain_text_prompt`
+takes reaches the door with no model built.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""The ACP door's run traces: each prompt turn is a run, recorded in the
-store as the JSON-RPC door records its runs (a row of ``runs`` and the
-run's spans, :mod:`oma_host.orchestration.run_log`). A trace is written
-after the turn's answer, in a thread, never on the prompt's path; turns
-come at a person's pace, so each is written alone. Closing the door waits
-for what is still being written."""
+"""The ACP door's run traces: each prompt turn recorded as a run, as the JSON-RPC door does.
+
+A trace is written in a thread after the turn's answer, never on the prompt's
+path; closing the door waits for what is still being written.
+"""
 
 from __future__ import annotations
 

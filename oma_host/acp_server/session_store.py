@@ -1,13 +1,8 @@
-"""How the ACP door's sessions are stored, and read back for ``session/load``
-and ``session/list``.
+"""The ACP door's sessions in the store, read back for ``session/load`` and ``session/list``.
 
-A session is stored like a JSON-RPC session (``Store.create_session``, each
-completed turn committed by ``append_turn`` before the prompt is answered,
-the whole history by ``replace_history`` when a compaction changed it),
-plus its ``cwd``, a title (the first prompt's text) and its settings (the
-chosen agent and model) in ``session_info``, so ``session/load`` in a new
-process restores it and ``session/list`` can show it, a page at a time.
-The live sessions, their agents and turns are :mod:`.sessions`'.
+A session is stored like a JSON-RPC session (each turn committed before the
+prompt is answered) plus its ``cwd``, title and settings, so a new process can
+restore it and list it a page at a time.
 """
 
 from __future__ import annotations

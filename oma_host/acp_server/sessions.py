@@ -1,16 +1,9 @@
-"""The ACP door's live sessions: which agent and model each runs, in which
-``cwd``, the turns in flight, and the agent resting when idle; each is
-stored as :mod:`.session_store` says. Switching the agent or the model
-builds a new core Agent on the same history. The editor's MCP
-servers (``session/new`` / ``session/load``) are kept with the session, not
-stored, and join each agent it builds (see :meth:`SessionBook._agent`).
+"""The ACP door's live sessions: agent, model, ``cwd``, turns in flight, idle agents resting.
 
-An agent whose config lists ``delegates`` finds them among the agents file's
-agents: each session builds a delegate the first time one of its agents
-hands it a task (in the session's ``cwd``, with the editor's MCP servers and
-the session's editor callbacks, without history), keeps it for the
-session's later delegations, and ends it with the session's agent (closed,
-or rested when idle).
+Switching the agent or model builds a new core Agent on the same history. The
+editor's MCP servers are kept with the session, not stored. A session builds
+each delegate the first time one of its agents hands it a task and keeps it
+while the session's agent lives.
 """
 
 from __future__ import annotations

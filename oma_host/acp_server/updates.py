@@ -1,49 +1,11 @@
-"""A turn's events (:mod:`oma_host.core.events`) as ACP ``session/update``
-notifications, and its result as a ``session/prompt`` answer.
+"""A turn's events as ACP ``session/update`` notifications, its result as the prompt answer.
 
-- ``text`` -> ``agent_message_chunk``; ``reasoning`` -> ``agent_thought_chunk``;
-- ``tool_use`` -> ``tool_call``, its ``kind`` and ``locations`` from the
-  built-in tool's declaration (:func:`oma_host.core.tools.builtin_tool`):
-  ``read`` (``search`` for grep and glob), ``edit`` for the write tools,
-  ``execute``; ``other`` for any other tool (an MCP tool, whose declaration
-  says ``other``, a wrapped agent's own). A location is sent only for a path
-  that stays inside the session's ``cwd``; ``tool_output`` (a running
-  call's output) -> ``tool_call_update`` whose content is the output so far
-  (its last :data:`LIVE_OUTPUT_CHARS`), or the editor's terminal that shows
-  it (``{type: "terminal", terminalId}``); ``tool_result`` ->
-  ``tool_call_update`` with the status and the output as content (a call
-  shown in a terminal keeps the terminal as its content, the output in
-  ``rawOutput``);
-- ``acp_update`` (a wrapped ACP agent's own update) -> that update, unchanged,
-  also when its kind is one the library does not know;
-- ``compaction`` -> ``agent_thought_chunk`` saying what was compacted
-  (ACP has no update of its own for it; a thought is shown, and is not part
-  of the answer);
-- ``delegate`` (an event of a delegate's run, under the caller's
-  ``delegate`` call) -> the delegate's text, gathered by :class:`UpdateSender`
-  (:mod:`.delegate_text`), as that call's running output (as ``tool_output``);
-  its other events are not shown;
-- ``permission`` and ``error`` send nothing: the first was the permission
-  request itself, the second is in the answer to ``session/prompt``;
-  ``mcp_filtered`` (an editor's MCP server a wrapped ACP agent cannot take),
-  ``authenticated`` and ``session_restarted`` have no ACP form and are logged.
-
-:func:`event_update` matches every event type (mypy checks it does), so an
-event added to the core fails the type check here until it is mapped.
-
-Updates are made in their wire form (what the ``agent-client-protocol``
-library's models dump to). The ones every turn sends (a text or thought
-chunk, ``usage_update``) and the ``session/prompt`` answer are built as
-plain dicts when their values are of the types the schema takes, with no
-model built (``tests/acp_server/test_wire_forms.py`` holds them equal to the
-models' dumps); the rest are built as the schema's models and dumped
-(:func:`wire_update`), which validates them.
-
-The agent emits events synchronously; :class:`UpdateSender` writes each at
-once, in order, so all of a turn's updates are on the wire before its answer.
-Stop reasons: ``end_turn``; ``max_tokens`` for the token budget;
-``max_turn_requests`` for ``maxTurns``; ``refusal``; ``cancelled``. A run
-that failed otherwise is answered with an ACP error carrying its status.
+:func:`event_update` matches every event type and mypy checks it, so an event
+added to the core fails the type check here until it is mapped. The updates
+every turn sends and the answer are built as plain dicts, held equal to the
+schema models' dumps by ``tests/acp_server/test_wire_forms.py``; the rest are
+built as models. Every update of a turn is written before its answer.
+docs/acp.md, "What it serves".
 """
 
 from __future__ import annotations

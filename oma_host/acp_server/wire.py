@@ -1,61 +1,11 @@
-"""The door's JSON-RPC peer: newline-delimited JSON on stdio, one message a
-line, as ACP specifies. It reads the editor's requests and notifications and
-hands each to its handler (:mod:`.routes` owns the table), writes the
-answers, and sends the door's own notifications and requests to the editor,
-routing each answer to the one future that awaits it.
+"""The ACP door's JSON-RPC peer: newline-delimited JSON on stdio, as ACP specifies.
 
-It is ours rather than the ``agent-client-protocol`` library's
-``AgentSideConnection`` because a prompt turn is the door's hot path, and
-through the library every message of a turn paid for machinery the door does
-not need: each write went through a queue and a sender task and was awaited
-(two event-loop passes a message), each request ran in a tracing span, and
-each ``session/update`` was built as a pydantic model and dumped again. Here
-messages are written in the order they are made, with no task and no wait:
-notifications are gathered and written together once the event loop comes
-round (or sooner, when an answer or a request is written, which carries them
-with it), by the JSON-RPC peer core both doors share
-(:mod:`oma_host.wire.peer`, which also keeps the ids and futures of the
-door's requests and reads the editor's answers). So every update of a turn
-is on the wire before the turn's answer, usually in the same write. The
-handlers decide what to validate and build (:mod:`.routes`); this module
-keeps the line framing and the dispatch.
-
-What it keeps of the library's wire behaviour:
-
-- a line that is not JSON (or JSON that is not an object) is logged and
-  skipped, and the connection carries on;
-- every request runs in a task of its own, so a long ``session/prompt`` never
-  holds up ``session/cancel`` or another session's requests; notifications
-  likewise;
-- errors: a method without a handler is -32601 with ``data: {method}``; a
-  handler's :class:`acp.RequestError` is answered with its code and data; a
-  pydantic ``ValidationError`` is -32602 with ``data: {errors}``; anything
-  else is logged and answered -32603 (its text as ``data``, parsed when it
-  is JSON). Unlike the library, whose messages are bare names ("Invalid
-  params"), the ``message`` says what was wrong (clients such as acpx show
-  nothing else): the method, then the error's own ``data.message`` or
-  ``data.reason``, or where validation failed and why;
-- an answer to one of the door's requests without ``result`` is a null
-  result (the TypeScript SDK leaves it out); an ``error`` without an
-  integer ``code`` is a -32603 saying the answer was malformed;
-- at the end of the input every request of the door awaiting the editor
-  fails with ConnectionError, and the requests still running are cancelled;
-- the bytes: compact separators and ASCII escapes, as the library wrote them.
-
-What it adds, as the JSON-RPC door does (the lines are read by
-:func:`oma_host.wire.framing.read_lines`):
-
-- a line over ``--max-message-bytes`` (64 MiB by default) is read and
-  dropped piecewise, never held whole; a request is answered -32600 with
-  the sizes in ``data.reason`` (its id read from the line's ends), anything
-  else is logged;
-- a request whose params hold a lone UTF-16 surrogate, which no UTF-8 text
-  can carry, is answered -32602 naming where (``data.path``, and
-  ``data.reason``), a
-  notification with one is dropped, and an answer with one fails the
-  request that awaits it the same way;
-- while more than 1 MiB of what the door wrote is unsent (the editor is not
-  reading), the door reads no more until the editor has read it down.
+The project's own rather than the ``agent-client-protocol`` library's
+connection because a prompt turn is the hot path: messages are written in order
+with no queue or sender task, so a turn's updates are on the wire before its
+answer. It keeps the library's wire behaviour, with error messages saying what
+was wrong, and adds the JSON-RPC door's guards (size limit, lone surrogates,
+backpressure).
 """
 
 from __future__ import annotations

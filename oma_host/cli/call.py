@@ -1,18 +1,11 @@
 """``oma-host call METHOD [JSON|-]``: one request by hand, for debugging.
 
-It spawns a host (or connects to one with ``--connect HOST:PORT``, sending
-the token the host keeps for that port, or the one in ``--token-file``),
-initializes it, optionally creates an agent first (``--agent CONFIG``, whose
-``agentId`` is put into the params), sends the request, prints progress and
-other notifications live on stderr (on a terminal, a run's work-done
-reports as a status line and a stream's text as it comes), and prints the result (or the error) as
-pretty JSON on stdout, so ``| jq`` works.
-
-The exit code says how it went: 0 for a result (a run's with ``success:
-true``), 1 for a run's result with ``success: false``, 2 for an error answer
-(or a usage problem, or no answer at all), 130 after Ctrl-C. The spawned host
-runs in its own process group so a terminal's Ctrl-C reaches only ``call``,
-which cancels the request and prints the partial result the host answers with.
+It spawns a host (or connects to one with ``--connect``), sends the request,
+shows notifications live on stderr and prints the answer as JSON on stdout, so
+``| jq`` works. The exit code says how it went: 0 a result, 1 a failed run, 2
+an error, 130 after Ctrl-C. The host runs in its own process group, so a
+terminal's Ctrl-C reaches only ``call``, which cancels the request and prints
+the partial result.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""A small asyncio JSON-RPC client for oma-host, used by the demo and the tests.
+"""A small asyncio JSON-RPC client for oma-host.
 
-It spawns ``oma-host`` as an editor would (stdio, LSP framing), or connects
-to one serving ``--tcp`` (sending the token the host keeps for that port with
-``initialize``), sends requests, answers server-to-client requests (hooks,
-permission prompts) through registered handlers, and records every
-notification in arrival order.
+It spawns ``oma-host`` as an editor would (stdio, LSP framing) or connects to
+one serving ``--tcp`` with its token, answers the host's requests through
+registered handlers, and records every notification in arrival order.
 """
 
 from __future__ import annotations

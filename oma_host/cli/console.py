@@ -1,21 +1,9 @@
 """``oma-host console``: an interactive console for a person at a terminal.
 
-It spawns a host over stdio as an editor would (LSP framing, through
-:class:`~oma_host.cli.client.HostClient`), initializes it, and reads short
-commands (``help`` lists them; they live in ``oma_host.cli.console_commands``)
-and raw JSON-RPC lines. Two threads: the main
-thread runs the input loop, so readline's line editing and history and Ctrl-C
-behave as at any shell prompt; an asyncio loop in a second thread owns the
-client. A run is sent and the prompt comes back at once, so ``cancel`` or other
-commands can be typed while a reply streams; output from the loop thread is
-written above the prompt (the prompt is cleared, the output written, the prompt
-and what was typed so far redrawn). Ctrl-C cancels every run in flight
-(``$/cancelRequest``), never the console; Ctrl-D or ``quit`` shuts the host
-down. With stdin not a terminal (a script piped in) there is no prompt and each
-command finishes before the next is read. While runs that do not stream are
-in flight, a status line above the prompt shows what each is doing (the
-host's work-done reports: ``eye: waiting for claude-sonnet-4-5 (3 s)``)
-behind a spinner; it goes when they end.
+The main thread runs the input loop, so readline's editing and history and
+Ctrl-C behave as at any shell prompt; an asyncio loop in a second thread owns
+the client, so commands can be typed while a reply streams, and output is
+written above the prompt. Ctrl-C cancels the runs in flight, never the console.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The commands of ``oma-host console`` and its connection to the host.
 
-:class:`Console` turns a command line into requests to a host it spawned
-(through :class:`~oma_host.cli.client.HostClient`, LSP framing) and writes what
-comes back, one readable line at a time, to an :class:`Output` (the console's
-screen, which ``oma_host.cli.console`` owns along with the terminal, readline and
-Ctrl-C). Every :class:`Console` method runs on the console's event loop.
+:class:`Console` turns a command line into requests and writes what comes back,
+one readable line at a time, to an :class:`Output`; the terminal belongs to
+:mod:`oma_host.cli.console`. Every :class:`Console` method runs on the
+console's event loop.
 """
 
 from __future__ import annotations

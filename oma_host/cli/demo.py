@@ -1,12 +1,9 @@
-"""``oma-host demo``: spawn a real host over stdio, as an editor would, and
-print a readable transcript of what goes over the wire.
+"""``oma-host demo``: a real host spawned over stdio, and a readable transcript of the wire.
 
-It shows a process-backend agent streaming its reply, the structured-input
-fast-fail on that agent (and that no process was spawned), and a
-prompt/history round trip with text and image blocks on an LLM-backed agent
-against the provider simulator (or, with ``--live`` and a key in the
-environment, the real provider). The exit code is non-zero if anything did
-not behave as the protocol says.
+A process agent streaming, the structured-input fast-fail, and a prompt and
+history round trip on an LLM agent against the provider simulator (or the real
+provider with ``--live``). A non-zero exit means something did not behave as
+the protocol says.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""A generated part of a hand-written doc: the text between two marker lines,
-written by a function from the code, so the doc cannot drift from it.
+"""A generated part of a hand-written doc, between two marker lines, so it cannot drift.
 
-Each generator (``protocol_doc``, ``providers_doc``) declares its part once;
-``python3 -m <its module>`` rewrites the file, and its test checks that
-:meth:`GeneratedPart.spliced` leaves the file as it is.
+Each generator declares its part once; ``python3 -m <its module>`` rewrites the
+file, and its test checks that :meth:`GeneratedPart.spliced` leaves the file as
+it is.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""``oma-host login`` and ``oma-host logout``: keep a provider's key for
-both doors (:mod:`oma_host.core.credentials`), so an editor that starts
-oma-host without the key in its environment still has it.
+"""``oma-host login`` and ``oma-host logout``: keep a provider's key for both doors.
 
-``login`` asks which provider (or takes ``--provider``) and reads the key
-without echoing it; with no terminal (a script: ``echo "$KEY" | oma-host
-login --provider anthropic``) it reads one line of stdin. It is also the ACP
-door's ``terminal`` auth method: an editor runs ``oma-host acp login`` in a
-terminal of its own, and a zero exit means logged in.
+So an editor that starts oma-host without the key in its environment still has
+it (:mod:`oma_host.core.credentials`). The key is read without echo, or one
+line of stdin with no terminal. ``oma-host acp login`` is the ACP door's
+``terminal`` auth method: a zero exit means logged in.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""The generated half of ``docs/protocol.md``: one reference entry per method,
-server-to-client request and notification, written from the method registry
-and the JSON Schema (``oma-host schema``), so the reference cannot drift from
-the code: a summary table (``?`` marks an optional field), then each method's
-params, result and errors, the requests the host sends the client, its
-notifications, and the stream events with what each carries. The prose
-around it (transport, lifecycle, examples) is written by hand; the text
-between the ``reference`` markers is this module's output, and a test fails
-when it differs. ``python3 -m oma_host.cli.protocol_doc`` rewrites it.
+"""The generated reference of docs/protocol.md, from the method registry and the JSON Schema.
+
+So the reference cannot drift from the code: the text between the ``reference``
+markers is this module's output and a test fails when it differs; the prose
+around it is written by hand. ``python3 -m oma_host.cli.protocol_doc`` rewrites
+it.
 """
 
 from __future__ import annotations

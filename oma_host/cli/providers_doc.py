@@ -1,12 +1,8 @@
-"""The generated tables of ``docs/providers.md``, written from the
-descriptors (:mod:`oma_host.core.provider_facts`) so the docs say what the
-code does: one row per provider (the wire, the endpoint without a
-``baseURL``: the SDK's base-URL variables, then the default, the key
-variables in the order they are read, the default model, the model list and
-the ACP auth methods), one per model its table knows (context window,
-prices, thinking), and one per provider for its token estimates. The text
-between each pair of markers is this module's output, and a test fails when
-it differs; ``python3 -m oma_host.cli.providers_doc`` rewrites them all.
+"""The generated tables of docs/providers.md, from the provider descriptors.
+
+So the docs say what the code does: the text between each pair of markers is
+this module's output and a test fails when it differs. ``python3 -m
+oma_host.cli.providers_doc`` rewrites them.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""``oma-host runs list|show|export``: what the runs recorded in a state
-directory did, read from its database (:mod:`oma_host.orchestration.run_records`);
-``runs serve`` hands over to the run viewer (:mod:`.viewer_server`).
+"""``oma-host runs list|show|export``: what the runs recorded in a state directory did.
 
-``list`` shows one line per run (newest first: when it started, the agent,
-its status, turns, tokens, cost and duration, and what it was asked when
-the store holds it: its captured prompt, else its session's title),
-``show RUN`` one run as an
-indented tree of its steps (provider replies, tool calls with their input
-and permission decision, delegations, compactions, team tasks, errors) and
-its evaluation scores, ``export RUN`` the run's spans as OTLP JSON for any
-trace viewer (:mod:`oma_host.telemetry.otlp`). ``--json`` gives ``list`` and
-``show`` as JSON. An unknown run id ends with status 2, a state directory
-with no database with status 1; each says why on stderr.
+``list`` one line a run, ``show RUN`` a run's steps as a tree with its scores,
+``export RUN`` its spans as OTLP JSON for any trace viewer; ``runs serve``
+hands over to the run viewer (:mod:`.viewer_server`).
 """
 
 from __future__ import annotations

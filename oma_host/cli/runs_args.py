@@ -1,6 +1,8 @@
-"""The command line of ``oma-host runs`` (argparse only: the parser is
-built on every start of ``oma-host``, and what carries the command out,
-:mod:`.runs`, is imported only when it is the command)."""
+"""The command line of ``oma-host runs``, argparse only.
+
+The parser is built on every start of ``oma-host``; :mod:`.runs` is imported
+only when it is the command.
+"""
 
 from __future__ import annotations
 

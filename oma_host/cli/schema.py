@@ -1,13 +1,8 @@
-"""``oma-host schema``: a JSON Schema (draft 2020-12) document of every
-method's params and result, every notification and every server-to-client
-request, so client authors can generate types.
+"""``oma-host schema``: a JSON Schema of every method, notification and client request.
 
-It is generated from the method registry (``oma_host/server/registry.py``):
-each method's params model and result type come from its handler's
-signature, the client-bound types from ``oma_host/server/outgoing.py``.
-``docs/protocol.schema.json`` holds the current schema; a test regenerates it
-and fails when it differs. ``docs/protocol.md``'s reference is written from
-the same registry and schema (``oma_host/cli/protocol_doc.py``).
+Generated from the method registry and the handlers' signatures, so client
+authors can generate types. docs/protocol.schema.json holds the current schema,
+and a test fails when it differs.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
-"""The command's log lines on stderr, written by a thread of their own from
-a bounded queue, so that a stderr no one reads never blocks the host.
+"""The command's log lines on stderr, written by a thread of their own from a bounded queue.
 
-A host's stderr is often a pipe: an editor's or a service manager's, or a
-launcher's that stopped reading. When it fills, a write to it blocks; a
-log call made on the event loop would then stop every session, and SIGTERM
-with them. So a log call only formats the line (redacted, as before) and
-puts it on a queue holding at most :data:`QUEUE_CHARS` characters, never
-waiting: a line that does not fit is dropped and counted. A writer thread takes the
-lines off the queue and writes them to the stderr file descriptor itself
-(``os.write``, holding none of Python's stream locks, so a write stuck at
-exit cannot stop the interpreter from ending). After a write, lines dropped
-since the last report are reported: ``oma-host WARNING oma_host: N log
-line(s) dropped: stderr was not read``. At exit the queue is written out,
-waiting at most :data:`EXIT_WAIT_S` for a stderr no one reads.
+A stderr pipe no one reads blocks a write, and a log call on the event loop
+would then stop every session, SIGTERM's handling too. So a log call only
+queues the redacted line (dropped and counted when the queue is full), and a
+writer thread writes it with ``os.write``; dropped lines are reported, and exit
+waits at most :data:`EXIT_WAIT_S`.
 """
 
 from __future__ import annotations

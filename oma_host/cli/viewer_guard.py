@@ -1,27 +1,10 @@
-"""Who may read the run viewer (``oma-host runs serve``): the token rule of
-``--tcp`` (:mod:`oma_host.server.tcp_token`), for a browser.
+"""Who may read the run viewer: the ``--tcp`` token rule, for a browser.
 
-The viewer listens on 127.0.0.1, which every local user and every web page
-the user visits can reach, and what it serves (agents' names, tool inputs,
-errors) is the user's. So every request must show the token, in one of
-three ways:
-
-- ``?token=T`` on the page's URL (the one the command prints): answered by a
-  redirect to the same path without it, setting a cookie, so the token
-  leaves the address bar and the history;
-- that cookie (``HttpOnly``, ``SameSite=Strict``: the page's script cannot
-  read it, and no other site's page can send it). Its value is a key made
-  for this viewer process, not the token: cookies are not kept apart by port,
-  so the cookie also reaches other servers on 127.0.0.1 the browser visits,
-  and the token may be a ``--tcp`` host's too (``--token-file``), which runs
-  agents;
-- ``Authorization: Bearer T``, for scripts reading the JSON API.
-
-A request without any of them is answered 401, one with a wrong one 403,
-both with no data. Before that, a request whose ``Host`` header does not
-name the loopback (``127.0.0.1``, ``localhost``, ``[::1]``) is answered 403:
-a page of another site whose name was made to resolve to 127.0.0.1 (DNS
-rebinding) sends its own name there.
+127.0.0.1 is reachable by every local user and web page, so every request shows
+the token: on the URL once (a redirect then sets a cookie), the cookie, or a
+Bearer header. The cookie holds a key of this viewer process, not the token,
+since cookies are not kept apart by port. A ``Host`` not naming the loopback is
+refused, against DNS rebinding. docs/security.md, "The run viewer".
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """``oma-host runs serve``: the run viewer, an HTTP server on 127.0.0.1 (aiohttp).
 
-It serves one page (``viewer/``: HTML, JavaScript modules and CSS shipped
-with the package, no build step, nothing from the network) and the JSON the
-page reads, both from the state directory's database through
-:class:`~oma_host.orchestration.run_records.RunRecords` (read-only, one
-connection per request, in a worker thread so a slow read never stalls
-the server):
-
-- ``GET /api/runs?agent=&status=&text=&limit=``: ``{runs, agents, statuses}``,
-  the runs newest first (``runs list --json``'s objects: each with its
-  captured ``prompt`` and its ``sessionTitle`` when the store holds them)
-  and every agent and status there is, for the page's filters;
-- ``GET /api/runs/RUN``: ``{run, spans, evaluations}``, as ``runs show --json``.
-
-Every request passes :mod:`.viewer_guard` first (a loopback ``Host``, then
-the token), and every answer carries a Content-Security-Policy that lets
-the page run only its own scripts and talk only to this server. SIGTERM,
-SIGHUP and Ctrl-C stop it; its token file is removed then.
+One page shipped with the package (no build step, nothing from the network) and
+the JSON it reads, from the state directory's database in a worker thread so a
+slow read never stalls the server. Every request passes :mod:`.viewer_guard`
+first, and a Content-Security-Policy lets the page run only its own scripts and
+talk only to this server.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
-"""What a run is doing right now, in words ("waiting for claude-sonnet-4-5",
-"calling tool grep"), for a door that shows it while the run is under way.
+"""What a run is doing right now, in words ("calling tool grep"), for a door that shows it.
 
-The words travel beside the run rather than through it: a door that wants
-them sets a sink with :func:`watching` around the run, and a backend calls
-:func:`report_activity` at each step. A context variable carries the sink,
-so it reaches the run's tasks without a parameter on every layer between,
-and a run nobody watches pays one lookup per step.
+The words travel beside the run, not through it: a door sets a sink with
+:func:`watching` and a backend calls :func:`report_activity` at each step. A
+context variable carries the sink, so no layer in between takes a parameter,
+and an unwatched run pays one lookup per step.
 """
 
 from __future__ import annotations

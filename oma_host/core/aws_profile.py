@@ -1,12 +1,8 @@
-"""The AWS shared credentials and config files, read as the AWS SDKs read
-them: which files (``AWS_SHARED_CREDENTIALS_FILE``, ``AWS_CONFIG_FILE``, else
-``~/.aws/credentials`` and ``~/.aws/config``), which profile (``AWS_PROFILE``,
-else ``default``) and that profile's section in each.
+"""The AWS shared credentials and config files, read as the AWS SDKs read them.
 
-A leaf of the core (the standard library only) because two layers read the
-same files: the Bedrock adapter signs with the keys found there
-(``providers/sigv4.py``), and redaction must know those keys as secrets
-(``AgentConfig.secrets``) so that a model echoing one shows ``[redacted]``.
+Standard library only, because two layers read the same files: the Bedrock
+adapter signs with the keys found there, and redaction must know those keys as
+secrets.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""A run's content (a string, or messages and other JSON data) as bounded,
-redacted text: what evaluation records keep under ``storePayloads:
-"redacted"`` (:mod:`oma_host.orchestration.evaluation.payloads`) and what a
-span's content attributes carry when content capture is on
-(:func:`oma_host.core.spans.set_span_content`), one rule for both.
+"""A run's content as bounded, redacted text, one rule for evaluation records and spans.
 
-Bounded means at most :data:`PAYLOAD_LIMIT` characters (code points); a text
-cut to fit ends with :data:`TRUNCATED`, inside the bound. A cut never splits
-a character, nor a surrogate pair: surrogate code points, which have no UTF-8
-form (a lone ``"\\ud800"`` is valid JSON), are written as their JSON escape
-(``\\ud800``) first, so every text can be sent and stored.
+At most :data:`PAYLOAD_LIMIT` code points, a cut marked with :data:`TRUNCATED`;
+a cut never splits a character, and surrogate code points (valid in JSON, with
+no UTF-8 form) are written as their JSON escape, so every text can be sent and
+stored.
 """
 
 from __future__ import annotations

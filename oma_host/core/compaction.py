@@ -1,22 +1,11 @@
-"""What compacting a conversation leaves of it, as both sides apply it: the
-LLM backend compacts the conversation it sends (``oma_host/llm/context_window.py``),
-and the agent then makes the same change to the history it keeps and stores
-(:meth:`oma_host.core.agent.Agent.prompt_turn`, :meth:`~oma_host.core.agent.Agent.compact`).
+"""What compacting a conversation leaves of it, applied alike by the LLM backend and the agent.
 
-A compaction keeps the messages at the end of a conversation as they were
-(the tail: the last turns, and every tool call with its result) and puts, in
-place of the older ones, either one summary text block (``summarize``) or
-nothing (``sliding-window``). The summary block goes first in the first
-user message: a tail that begins with the user's turn gets it in front of
-that turn's own blocks, a tail that begins with the model's answer gets a
-user message of its own. Either way the roles still alternate from a user
-message, which some providers require (Bedrock's Converse refuses two user
-messages in a row).
-
-The change is recorded as a :class:`CompactionMark`: the summary and how
-many messages at the conversation's end were kept. Counting from the end is
-what lets the agent apply it to its own list, which holds the caller's turn
-as it was sent where the backend may have run a beforeRun hook's rewrite.
+The tail (the last turns, each tool call with its result) is kept and the older
+messages become one summary block (``summarize``) or nothing
+(``sliding-window``), with roles still alternating from a user message as some
+providers require. A :class:`CompactionMark` counts the kept messages from the
+end, so the agent can apply it to its own history, which may differ from what
+the backend sent where a beforeRun hook rewrote the turn.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""AgentConfig and its backends' configs (docs/protocol.md, "Data types"), as
-pydantic models.
+"""AgentConfig and its backends' configs as pydantic models (docs/protocol.md, "Data types").
 
-Wire names are camelCase (``systemPrompt``); Python code may use either the
-wire name or the snake_case attribute. Unknown fields are rejected. ``history``
-is kept raw here and validated by the shape guard in the agent, so its errors
-are InvalidMessageError with a path rather than a pydantic report. A config
-also knows its own secret values (``secrets``), worked out once from it and the
-environment, so every redaction of one agent's runs uses the same set.
+Wire names are camelCase and unknown fields are rejected. ``history`` is kept
+raw, for the shape guard to report with a path. A config works out its secret
+values once (``secrets``), so every redaction of one agent's runs uses the same
+set.
 """
 
 from __future__ import annotations

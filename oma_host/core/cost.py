@@ -1,8 +1,8 @@
-"""What a run of an agent costs, in US dollars, and how large its model's
-context window is: from the agent's ``pricing`` and ``contextWindow`` when
-it sets them, else from its provider's model table
-(:mod:`oma_host.core.model_facts`). Unknown prices give no cost (never a
-guess); the ACP door's ``usage_update`` and the results' ``cost`` read this.
+"""What a run costs in US dollars, and its model's context window.
+
+From the agent's ``pricing`` and ``contextWindow``, else its provider's model
+table (:mod:`oma_host.core.model_facts`); unknown prices give no cost, never a
+guess.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""Provider keys kept by ``oma-host login``, read after the environment.
+"""Provider keys kept by ``oma-host login``, read after the environment (:func:`key_for`).
 
-A key is stored under its provider's key variable (``ANTHROPIC_API_KEY``):
-in the OS keyring through the ``keyring`` package where one is available
-(service ``oma-host``), else in ``$XDG_CONFIG_HOME/oma-host/credentials.json``
-(mode 0600 in a 0700 folder: the folder is tightened to 0700 when read or
-written, and not used at all when it is a symbolic link or another user's,
-:func:`~oma_host.core.places.private_folder`; ``login`` then fails naming
-it, and a host reads no stored key and warns once). Either way an index file beside it,
-``logins.json``, names the variables stored and where, never a key, so
-that reading an agent's secrets (redaction) costs one small file read and
-imports ``keyring`` only when a key is in it.
-
-:func:`key_for` is what the providers and the ACP door read: the variable
-from the environment, else the stored key. An empty environment variable
-counts as unset, as the providers have always read it.
+A key is stored in the OS keyring when there is one, else in a 0600 file in a
+private folder (:func:`~oma_host.core.places.private_folder`). An index beside
+it names the variables stored, never a key, so reading an agent's secrets costs
+one small file read and imports ``keyring`` only when a key is there.
 """
 
 from __future__ import annotations

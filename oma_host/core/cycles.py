@@ -1,5 +1,4 @@
-"""The first cycle in a directed graph of named nodes: a team's tasks along
-``dependsOn``, agents along ``delegates``."""
+"""The first cycle in a directed graph of named nodes (tasks' ``dependsOn``, ``delegates``)."""
 
 from __future__ import annotations
 

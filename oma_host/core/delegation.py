@@ -1,36 +1,13 @@
-"""Delegation, the core's part: where a run stands among delegations, and
-the check of a set of agents' ``delegates`` that an agents file gets.
+"""Delegation's bounds: a run's place among delegations (:class:`Lineage`), the delegate check.
 
-An LLM agent whose config lists ``delegates`` has a ``delegate`` tool
-(``oma_host/llm/tools/delegate.py``) that hands one of them a task, a
-string, as a fresh run, and answers with its output. The runs this makes
-form a tree under the run a client started: its root. :class:`Lineage` is
-one run's place in that tree, carried by the run's recorder, and holds the
-bounds:
-
-- **depth**: each agent's ``delegation.maxDepth`` (default 3) is how many
-  levels of delegation may go on beneath its runs; a delegate gets the
-  smaller of its own and what its caller had left, less one. A run with no
-  room left is refused a delegation (an error result to its model).
-- **fan-out**: the root's ``delegation.maxCalls`` (default 16) is how many
-  delegations the whole tree may make. A run's tool calls run one after
-  another, so at most one delegation per run is in flight, and at most the
-  depth along the tree.
-- **budgets**: a delegate's ``maxTokenBudget`` and ``maxCostBudget`` are
-  at most what its caller had left of its own (``tokens``, ``cost``).
-
-Cycles: a door refuses what it can see at creation (an agents file whose
-``delegates`` loop, :func:`check_delegate_graph`; on the JSON-RPC door a
-delegate is an agent created earlier, so no loop can be made); the depth
-bound ends any other, across hosts too: every process a run starts (a
-process or ACP agent's command, a shell command, an MCP server) gets
-``OMA_HOST_DELEGATION=depth=D,calls=C`` (:meth:`Lineage.environment`), the
-run's room and the delegations its tree has left; a host started with it
-(:func:`inherited_limits`) runs its agents one level down, their room at
-most ``D - 1`` and their delegations at most ``C``, and with ``D`` 0 runs
-no agent at all (:func:`host_refusal`). So an agent that reaches itself
-through an ACP agent, a process agent or a shell command that starts
-``oma-host`` again stops at the depth, however many hosts it takes.
+A ``delegate`` call runs another agent as a fresh run beneath the caller;
+:class:`Lineage` bounds the tree by depth (``delegation.maxDepth``), by the
+delegations the whole tree may make (``delegation.maxCalls``) and by the
+caller's remaining budgets. The depth bound also ends cycles the doors cannot
+see at creation, across hosts: every process a run starts gets
+``OMA_HOST_DELEGATION`` (:meth:`Lineage.environment`), and a host started with
+it runs its agents one level down (:func:`inherited_limits`,
+:func:`host_refusal`). docs/tools.md, "Delegation".
 """
 
 from __future__ import annotations

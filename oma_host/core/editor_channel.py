@@ -1,18 +1,10 @@
-"""What a door's client can do with the files a run's tools touch: the
-:class:`EditorChannel` a door hands each agent with its other client
-callbacks (:class:`oma_host.core.agent.AgentCallbacks`).
+"""What a door's client can do with the files a run's tools touch (:class:`EditorChannel`).
 
-Each part is optional, and each door fills in what its client said it can
-do: the ACP door's editor may read a file's text (``fs/read_text_file``, so
-an unsaved buffer wins over the disk), write a file's whole text
-(``fs/write_text_file``) and run a command in a terminal of its own
-(``terminal/*``: :class:`EditorTerminal`, which the ``shell`` tool uses);
-the JSON-RPC door's client may apply a workspace edit (LSP's
-``workspace/applyEdit``). A run without a channel, or with an
-empty one, reads and writes the disk. The tools still confine every path to
-the agent's ``cwd`` themselves and hand the channel only absolute paths that
-resolve beneath it; which part a write uses is decided in one place
-(:mod:`oma_host.workspace.editor_files`).
+Each part is optional and each door fills in what its client offers: the ACP
+editor's file reads and writes and terminals (:class:`EditorTerminal`), the
+JSON-RPC client's ``workspace/applyEdit``. Without a channel, tools read and
+write the disk. Tools confine every path before handing it over;
+:mod:`oma_host.workspace.editor_files` decides which part a write uses.
 """
 
 from __future__ import annotations

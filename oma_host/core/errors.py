@@ -1,27 +1,10 @@
-"""The exception hierarchy of oma-host, the JSON-RPC error each maps to, and
-the words a failure is classed by.
+"""The exception hierarchy of oma-host and the JSON-RPC error each maps to.
 
-    OmaError                      base of everything the library raises on purpose
-    ├── InvalidMessageError       structured input failed the shape guard or the
-    │                             string-only boundary (-32602, data.type InvalidMessageError)
-    ├── InvalidParamsError        any other bad parameter or config (-32602, InvalidParams)
-    ├── AgentNotFoundError        unknown agentId (-32001, AgentNotFound)
-    ├── StoreError                the state directory cannot be used (-32603, StoreError)
-    ├── ProviderError             a provider request failed (``providers/base.py``); a
-    │                             run ends on the failure path with errorInfo.kind = its
-    │                             kind, a request for the client (``models/list``) is
-    │                             answered -32003 ProviderError (data.kind, data.status)
-    └── BackendRequestError       a request a client made of an agent's backend (not a
-                                  run) failed (-32004, BackendError, data.kind)
-
-Each error's ``code`` is an :class:`ErrorCode`, which carries the
-``error.data.type`` name of the JSON-RPC error (docs/protocol.md, "Errors"); an
-error whose ``data.type`` is not its code's own name says so in
-``type_name``. Failures *while executing* a valid request are not
-exceptions: they come back as an AgentRunResult with ``success: false`` and
-an ``errorInfo.kind`` among :data:`ErrorKind` (see ``oma_host.core.results``).
-
-Dependency-free: the JSON-RPC door imports it to answer ``initialize``.
+Each error's ``code`` is an :class:`ErrorCode` carrying its ``error.data.type``
+(docs/protocol.md, "Errors"). A failure while executing a valid request is not
+an exception: it is a result with ``success: false`` and an ``errorInfo.kind``
+among :data:`ErrorKind`. Dependency-free: the JSON-RPC door imports it to
+answer ``initialize``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """The one shape guard, and the copying rules (docs/protocol.md, "The shape guard").
 
-Every structured input (run input, prompt blocks, ``config.history``, messages
-returned by a beforeRun hook) goes through :func:`guard_run_input`,
-:func:`guard_prompt_input` or :func:`guard_messages`. Each one copies the
-caller's data as plain JSON data (dicts, lists, strings, numbers, booleans,
-None) and checks it against the message types of :mod:`.messages` in one
-pass; a value that cannot be copied is reported before a shape fault anywhere
-else, as when the whole input was copied before anything was checked. The
-copy is private to the library and never mutated; :func:`clone` hands a fresh
-copy to anything that user code can touch (hooks, progress callbacks,
-``get_history``, results). Strings are immutable in Python, so a 20 MB base64
-image is shared, never duplicated.
+Every structured input (run input, prompt blocks, ``config.history``, a
+beforeRun hook's messages) goes through :func:`guard_run_input`,
+:func:`guard_prompt_input` or :func:`guard_messages`, which copy the caller's
+data as plain JSON and check it against :mod:`.messages` in one pass. The copy
+is private and never mutated; :func:`clone` hands a fresh one to anything user
+code can touch (hooks, progress callbacks, ``get_history``, results), so no
+caller can change what the library holds. Strings are immutable, so large ones
+are shared, not duplicated.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""An agent's persistent history (:class:`Conversation`), and what changes
-it, as the stores behind the doors see it: a completed prompt turn appends
-its messages, a compaction replaces the history
-(:mod:`oma_host.core.compaction`); both reach a door's store through the
-agent's :data:`TurnSink` before the agent's own history changes. And a
-compaction on request (:func:`compact_on_request`, for :meth:`Agent.compact
-<oma_host.core.agent.Agent.compact>`) and what it answers.
+"""An agent's persistent history (:class:`Conversation`) and the changes a door's store sees.
+
+A completed prompt turn appends its messages and a compaction replaces the
+history; both reach the door's store through the agent's :data:`TurnSink`
+before the agent's own history changes.
 """
 
 from __future__ import annotations

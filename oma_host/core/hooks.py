@@ -1,11 +1,9 @@
-"""beforeRun / afterRun hooks: their contexts, and the rules that apply their
-answers (docs/protocol.md, "Hooks and other requests to the client").
+"""beforeRun and afterRun hooks (docs/protocol.md, "Hooks and other requests to the client").
 
-A hook is a Python callable, sync or async; the server wires client requests
-in through the same callables. Answers are read defensively: a malformed
-answer, messages that fail the guard included, is a :class:`HookError`, which
-fails the run with ``errorInfo.kind: "callback"``. :func:`run_with_hooks`
-puts an agent's two hooks around its run.
+A hook is a Python callable, sync or async, and the server wires client
+requests in through the same callables. Answers are read defensively: a
+malformed one is a :class:`HookError`, which fails the run with
+``errorInfo.kind: "callback"``.
 """
 
 from __future__ import annotations

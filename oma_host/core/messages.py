@@ -1,10 +1,7 @@
-"""The message contract's types: LLMMessage and its content blocks
-(docs/protocol.md, "Data types"), the message a string input is shorthand
-for, and the views of a conversation that hooks and bridges read (the latest
-user prompt, and its rewrite by a hook's ``prompt``).
+"""LLMMessage and its content blocks, the message contract (docs/protocol.md, "Data types").
 
-Values of these types are plain JSON data; :mod:`.guard` is the one place
-that checks caller data against them and copies it.
+Values of these types are plain JSON data; :mod:`.guard` is the one place that
+checks caller data against them.
 """
 
 from __future__ import annotations

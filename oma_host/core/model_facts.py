@@ -1,25 +1,10 @@
-"""What the host knows of each provider's models: the context window, the
-prices (US dollars per million tokens: input, output, and the cache's
-writes and reads as each vendor prices them) and whether the model can
-reason (``thinking``). Each provider's descriptor
-(:mod:`oma_host.core.provider_facts`) holds its table; an agent's
-``contextWindow`` and ``pricing`` override what is here, and the ACP door's
-``model`` picker offers a table's models when the provider's own list cannot
-be had.
+"""What the host knows of each provider's models: context window, prices, whether it reasons.
 
-A model is found by the longest id in its provider's table that its name
-starts with, followed by nothing or by a separator (``-``, ``@``, ``:``,
-``[``...; not a letter, digit or ``.``), once a Bedrock inference profile's
-region (``us.``, ``global.``, ...) and vendor (``anthropic.``) are taken
-off: dated versions (``claude-sonnet-4-5-20250929``) and Bedrock ids
-(``us.anthropic.claude-sonnet-4-5-20250929-v1:0``) find their model, while
-``gpt-5.4`` is not taken for ``gpt-5``.
-
-Each table records the vendor pages it was read from (``sources``) and the
-day they were read (``read_on``). The prices are the vendors' list prices
-for standard (not batch, not fast-mode) requests on that day, the lowest
-tier where a price depends on the prompt's length; they change, which is
-what ``AgentConfig.pricing`` is for.
+A model is found by the longest id in its provider's table that its name starts
+with, followed by a separator, once a Bedrock profile's region and vendor are
+taken off, so dated and Bedrock ids find their model while ``gpt-5.4`` is not
+taken for ``gpt-5``. Each table records its sources and the day they were read;
+prices change, which is what ``AgentConfig.pricing`` is for.
 """
 
 from __future__ import annotations

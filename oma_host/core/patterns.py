@@ -1,13 +1,9 @@
-"""Regular expressions from untrusted hands (a model's ``grep``, a configured
-``regex`` scorer), run with RE2.
+"""Regular expressions from untrusted hands (a model's ``grep``, a scorer), run with RE2.
 
-Python's ``re`` backtracks: ``(a+)+$`` against 28 characters held the GIL for
-12 s, and nothing else in the host was answered meanwhile. RE2 matches in
-time linear in the text and lets go of the GIL while it runs. The price is
-its syntax: no backreferences and no lookaround (they are what makes
-backtracking necessary), ``\\z`` where Python writes ``\\Z``, and ``\\d``,
-``\\w``, ``\\s`` and ``\\b`` are ASCII-only. A pattern RE2 cannot run is
-refused with :class:`PatternError`, whose message gives RE2's reason.
+Python's ``re`` backtracks, and a pattern such as ``(a+)+$`` holds the GIL
+while nothing else is answered; RE2 matches in linear time and releases the
+GIL. The price is its syntax (no backreferences, no lookaround); a pattern it
+cannot run is a :class:`PatternError` giving RE2's reason.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Where oma-host keeps the user's own files, and the one rule for the folders
-it keeps them in, in a module that imports only ``os`` and ``stat`` (which
-``os`` imports anyway), so the ACP door's early answer
-(:mod:`oma_host.acp_server.early`) finds them as the rest of the host does."""
+"""Where oma-host keeps the user's own files, and the one rule for the folders that hold them.
+
+It imports only ``os`` and ``stat``, so startup code finds them without loading
+the host.
+"""
 
 from __future__ import annotations
 

@@ -1,29 +1,11 @@
-"""The one redaction module: secrets never reach results, progress, logs,
-stderr excerpts, traces, stored sessions or evaluation records.
+"""The one redaction module: secrets never reach results, progress, logs, traces or records.
 
-Two kinds of secret are taken out. An agent's own secret values (its key,
-wherever it came from: ``AgentConfig.secrets``) are replaced wherever they
-appear, always. Credential-shaped strings are replaced unless a caller keeps
-the payload as given (evaluation's ``storePayloads: "full"``):
-
-- PEM private key blocks (also one cut before its END line);
-- ``Authorization:`` header values, whatever the scheme (``Basic``, ``Bearer``,
-  ``token``...), and ``Bearer`` tokens anywhere;
-- the values of secret-looking names (``password``, ``passwd``, ``secret``,
-  ``token``, ``api_key``, ``private_key``, ``access_key``, ``credentials``, also
-  ending a longer name such as ``client_secret`` or ``GITHUB_TOKEN``) in the
-  forms ``name=value``, ``name: value`` and ``"name": "value"``;
-- Anthropic / OpenAI keys (``sk-...``), GitHub tokens (``ghp_``, ``gho_``,
-  ``ghs_``, ``ghu_``, ``ghr_``, ``github_pat_``), AWS access key ids (``AKIA...``,
-  ``ASIA...``), Slack tokens (``xoxb-``...) and JWTs (``eyJ...``, three
-  dot-separated parts).
-
-A URL's secrets (:func:`url_secrets`: the password of its ``user:password@``
-and the values of key-like query parameters, ``?key=...``, ``&sig=...``) are
-an agent's secret values when the URL is its provider's base URL.
-
-A leaf of the core: which values are secret is the config's to say; this
-module only takes them out."""
+An agent's own secret values (``AgentConfig.secrets``) are always replaced;
+credential-shaped strings (private keys, ``Authorization`` values, values of
+secret-looking names, known token formats, JWTs) are too, unless a caller keeps
+the payload as given. Which values are secret is the config's to say; this
+module only takes them out.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """``did you mean X?`` for a name that is not known: the nearest known one.
 
-Kept apart from ``core/validation.py`` (which needs pydantic) so the server can
-suggest a method name before anything heavy is loaded."""
+Apart from :mod:`oma_host.core.validation` (which needs pydantic), so the
+server can suggest a method name before anything heavy is loaded.
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The one formatter for pydantic validation errors: every params model, the
-AgentConfig and the evaluation config report problems the same way, as a JSON
-path (``config.backend.args[1]``) followed by what is wrong. A field or a
-method name that is not known is answered with the nearest known one
-(:func:`oma_host.core.suggest.did_you_mean`)."""
+"""The one formatter of pydantic validation errors: a JSON path, then what is wrong.
+
+Every params model, the AgentConfig and the evaluation config report problems
+alike; an unknown field or method name is answered with the nearest known one.
+"""
 
 from __future__ import annotations
 

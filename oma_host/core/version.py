@@ -1,5 +1,3 @@
-"""The package version, in a module of its own so that anything (the
-``initialize`` answer, the ACP bridge's ``clientInfo``, pyproject's dynamic
-version) can read it without importing anything else."""
+"""The package version, in a module that imports nothing, so anything can read it cheaply."""
 
 __version__ = "0.1.0"

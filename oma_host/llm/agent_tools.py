@@ -1,21 +1,10 @@
-"""Everything an LLM agent's model may call, and the gate in front of it.
+"""Everything an LLM agent's model may call, and the permission gate in front of it.
 
-:class:`AgentTools` joins the built-in tools (:mod:`oma_host.llm.tools`) and
-the agent's MCP servers' tools (:mod:`oma_host.llm.mcp_servers`, imported
-only when ``config.mcpServers`` lists some), each a :class:`Tool` with its
-declaration, and sends every call of a known tool through the permission
-policy (:mod:`oma_host.workspace.permissions`) first; each decision is streamed as
-a ``permission`` event. A denied call is an error result telling the model so.
-A search (``grep``, ``glob``) is handed the rules its walk leaves files out by.
-An agent with ``delegates`` also has the ``delegate`` tool, whose call is
-handed the run it belongs to (:mod:`oma_host.llm.delegation`) and is bounded
-by the delegate's own ``timeoutMs`` rather than ``toolTimeoutMs``.
-
-The door's client callbacks reach here as the permission handler, which
-answers ``agent/requestPermission``, and the editor channel
-(:class:`oma_host.core.editor_channel.EditorChannel`), which every call is
-run with: where the write tools' edits go and where ``file_read`` reads is
-decided from it in :mod:`oma_host.workspace.editor_files`.
+:class:`AgentTools` joins the built-in tools and the agent's MCP servers' tools
+(the MCP SDK imported only when there are servers) and sends every call through
+the permission policy first, streaming each decision as a ``permission`` event;
+a denied call is an error result to the model. Each call runs with the door's
+editor channel, which decides where files are read and written.
 """
 
 from __future__ import annotations

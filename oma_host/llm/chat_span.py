@@ -1,8 +1,4 @@
-"""The LLM backend's spans (:mod:`oma_host.core.spans`): the ``chat`` span
-of one provider request, opened around the request by the loop (a reply,
-its fallback models' each their own) and by the context keeper (a summary
-request), and given the reply's usage, finish reason and cost when it
-comes; and the ``compaction`` span around a compaction, given what it did."""
+"""The LLM backend's spans: ``chat`` around one provider request, ``compaction`` around one."""
 
 from __future__ import annotations
 

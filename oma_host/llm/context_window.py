@@ -1,33 +1,11 @@
-"""Keeps an LLM agent's conversation within its model's context window
-(``AgentConfig.context``: strategy ``summarize``, ``sliding-window`` or
-``off``, ``compactAt``, ``keepTurns``).
+"""An LLM agent's conversation kept within its model's context window.
 
-The window is the agent's ``contextWindow``, else its model's in the
-provider's table (:func:`oma_host.core.cost.context_window_of`). Of it, the
-reply keeps its room (:func:`reply_reserve`: the agent's ``maxTokens``, else
-:data:`REPLY_RESERVE_TOKENS`, within a share of the window); the rest is the
-input budget. Before each provider request the loop calls :meth:`ContextKeeper.fit`:
-when the request's estimated tokens (:mod:`oma_host.llm.estimate`) pass
-``compactAt`` of the budget, the conversation is compacted first. A
-provider's answer that the request was too long (a ProviderError of kind
-``context_too_long``) brings :meth:`ContextKeeper.recover`: one compaction,
-after which the loop sends the request once more; with no window known the
-refused request's estimate becomes the budget from then on.
-
-Compacting keeps the last turns as they were (``keepTurns``, else as many as
-fit in :data:`TAIL_SHARE` of the threshold), and with them every tool call
-and its result: the conversation is only cut where a turn starts or (when
-one turn alone is too long) where the model's answer starts, so a tool_use
-and its tool_result are never parted. ``summarize`` has the agent's own
-model summarise the older turns (requests of their own, with an instruction
-and no tools, the transcript of :mod:`oma_host.llm.transcript`; over several
-requests when the older turns do not fit one) into one text block that says
-it is a summary and names the images and files it took out;
-``sliding-window`` drops them. The conversation changes in place, the run's
-recorder holds the change for the agent's history
-(:class:`oma_host.core.compaction.CompactionMark`), and a ``compaction``
-event says what happened. ``agent/compact`` and the ACP door's ``/compact``
-compact on request (:meth:`ContextKeeper.compact_now`).
+Before each request the loop calls :meth:`ContextKeeper.fit`, which compacts
+when the estimate passes ``compactAt`` of the input budget; a provider's "too
+long" answer brings one compaction and a retry (:meth:`ContextKeeper.recover`).
+The conversation is only cut where a turn or an answer starts, so a tool call
+and its result are never parted. docs/providers.md, "Context windows and
+compaction".
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
-"""How an LLM agent's ``delegate`` call runs (the tool is
-:mod:`oma_host.llm.tools.delegate`; the bounds and the tree they apply to,
-:mod:`oma_host.core.delegation`).
+"""How an LLM agent's ``delegate`` call runs; the bounds are :mod:`oma_host.core.delegation`'s.
 
-:class:`Delegation` holds one agent's delegates: the names its config
-lists, and the door's lookup that finds the agent of a name when a call
-runs. A call:
-
-1. is refused (an error result to the model, saying why) when the name is
-   not one of the delegates, the run may delegate no deeper or the tree has
-   made all its delegations, or the lookup finds no such agent any more;
-2. runs the delegate fresh on the task, a string (the string-only boundary
-   holds for any backend), with the caller's lineage one level down; each
-   event the delegate streams is the caller's ``delegate`` event, under the
-   call's ``toolUseId`` and the delegate's name;
-3. gives the delegate at most what the caller has left of its
-   ``maxTokenBudget`` and ``maxCostBudget`` as its own, and counts the
-   delegate's tokens and cost as the caller's (:func:`count_spending`), so
-   the caller's budgets (checked after each tool call), result,
-   ``agent/state`` and ACP ``usage_update`` see them;
-4. answers with the delegate's output, or an error result with its failure.
-
-The delegate runs in a task of its own so that a cancelled caller (its turn
-cancelled, its ``timeoutMs`` spent) aborts it and waits for the cancelled
-result: the delegate's process group is ended, or its ACP agent told
-``session/cancel``, before the caller's cancellation goes on, and what the
-delegate spent up to then still counts.
+:class:`Delegation` holds one agent's delegates. A call the bounds refuse is an
+error result to the model; otherwise the delegate runs fresh on the task
+string, within what the caller has left of its budgets, its events and spending
+counted as the caller's. It runs in a task of its own so that a cancelled
+caller aborts it and waits for its cancelled result before going on.
+docs/tools.md, "Delegation".
 """
 
 from __future__ import annotations

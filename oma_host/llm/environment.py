@@ -1,30 +1,11 @@
-"""The host's part of an LLM agent's system prompt (``environment: true``):
-where the agent works, what its tools and permission mode do, and the
-project's instructions.
+"""The host's part of an LLM agent's system prompt (``environment: true``).
 
-What it says, gathered once by the backend before its first request (so the
-system prompt is the same on every request of the session, and a
-provider's prompt cache keeps it):
-
-- the working directory, the OS, the user's shell and today's date;
-- whether the working directory is in a git repository (a ``.git`` in it or
-  above it), and then its branch and a short status. ``git`` is run as an
-  argv list with the shell tool's runner (its own process group, ended at
-  :data:`GIT_TIMEOUT_S`; output kept to :data:`GIT_OUTPUT_CHARS`), with the
-  host's secrets left out of its environment and every repository setting
-  that would make ``git status`` run a command switched off (the file system
-  monitor, hooks, every filter driver the configuration names): the
-  repository is not trusted;
-- the built-in tools it has and how the permission mode treats them;
-- the instructions: the user's ``$XDG_CONFIG_HOME/oma-host/AGENTS.md``, then
-  the ``AGENTS.md`` (else the ``CLAUDE.md``) of each directory from the
-  repository's root down to the working directory, each cut to
-  :data:`FILE_LIMIT` bytes and all of them to :data:`TOTAL_LIMIT`, the cut
-  said. The project's files are opened through :mod:`.confined` from a
-  descriptor of the repository's root: regular files only, no symlink
-  followed out of the repository, and a FIFO is refused without waiting.
-
-Nothing here fails a run: what cannot be read is said to be so.
+Where the agent works, its git state, its tools and permission mode, and the
+project's ``AGENTS.md`` instructions, gathered once before the first request so
+the system prompt stays the same and a provider's prompt cache keeps it. The
+repository is not trusted: ``git`` runs with every setting that could run a
+command switched off, and its files are opened confined, regular files only.
+Nothing here fails a run. docs/tools.md, "The environment prompt".
 """
 
 from __future__ import annotations

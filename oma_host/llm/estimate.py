@@ -1,21 +1,9 @@
-"""How many tokens a request to an LLM provider holds, estimated before it
-is sent (an LLM agent's context compaction, :mod:`oma_host.llm.context_window`).
+"""How many tokens a request to an LLM provider holds, estimated before it is sent.
 
-The characters of its text (text blocks, tool calls as their name and JSON
-input, tool results, reasoning, the system prompt and the tool
-declarations) divided by the provider's characters per token, each image
-(or file) at the provider's fixed tokens per image, and a few tokens per
-message and per block for the wire's own structure; both constants are in
-the provider's descriptor (:mod:`oma_host.core.provider_facts`). The usage
-the provider reports for a request then corrects the next estimates: they
-are scaled by the tokens it counted over the tokens estimated for that
-request, within :data:`SCALE_BOUNDS` (a provider that reports no usage, or
-a fake count, cannot make the estimate absurd).
-
-The estimate of each message is kept for the conversation last measured,
-and a conversation that begins with the same messages (the agent's history
-sent again with a new turn) reuses it, so measuring costs the new messages,
-not the whole history.
+Characters over the provider's characters per token, images at a fixed cost,
+corrected by the usage the provider reports, within :data:`SCALE_BOUNDS` so a
+bad count cannot make it absurd. Each message's estimate is kept, so a
+conversation sent again with a new turn costs only the new messages to measure.
 """
 
 from __future__ import annotations

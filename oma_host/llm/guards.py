@@ -1,9 +1,4 @@
-"""What keeps an LLM agent's run from going on when it should not: loop
-detection (``loopDetection``), the models a turn may fall back to
-(``fallbackModels``) and the cost budget's check at creation
-(``maxCostBudget``). The loop (:mod:`oma_host.llm.loop`) asks these; the
-prices themselves are :mod:`oma_host.core.cost`'s.
-"""
+"""What stops an LLM agent's run that should not go on: loops, fallback models, cost budget."""
 
 from __future__ import annotations
 

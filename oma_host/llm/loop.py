@@ -1,21 +1,13 @@
-"""The LLM agent loop: send the conversation to the provider adapter, stream
-what comes back into the run's recorder, run the tools the model calls, and
-go round again until the model stops calling tools, ``maxTurns`` is reached,
-``maxTokenBudget`` or ``maxCostBudget`` is spent (checked after each reply
-and each tool call, a delegate's spending included; a delegate's own are at
-most what its caller had left), or the model keeps making the same call
-(``loopDetection``). With ``outputSchema`` the final answer is
-parsed and validated as JSON, with one repair turn. Provider faults become
-failed results on the normal failure path, but for those another model may
-answer: then the turn falls back to ``fallbackModels`` in order. The tools
-(built-in and MCP, each call through the permission policy) are
-:mod:`oma_host.llm.agent_tools`'s; an MCP server that fails fails the run
-with ``errorInfo.kind: "mcp"``. The guards' rules are :mod:`oma_host.llm.guards`'s.
-Before each request the conversation is fitted to the model's context
-window, and a "too long" answer is compacted and asked once more
-(:mod:`oma_host.llm.context_window`). With ``environment`` the system prompt opens
-with the host's part (:mod:`oma_host.llm.environment`), gathered before the
-first request and kept for the backend's life.
+"""The LLM agent loop: request, stream the reply into the recorder, run the tools, repeat.
+
+The loop ends when the model calls no tool, or at ``maxTurns``, a spent
+``maxTokenBudget`` or ``maxCostBudget`` (a delegate's spending included), or a
+repeated call (``loopDetection``; :mod:`oma_host.llm.guards`). With
+``outputSchema`` the final answer is validated as JSON, with one repair turn.
+Provider faults end on the normal failure path, unless ``fallbackModels`` may
+answer the turn; an MCP server that fails fails the run (``errorInfo.kind:
+"mcp"``). Each request is first fitted to the context window
+(:mod:`oma_host.llm.context_window`). docs/tools.md, "The loop".
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """An agent's MCP servers (``config.mcpServers``), on the official ``mcp`` SDK.
 
-This module, and with it the SDK, is imported only when an agent has servers.
-The servers start on the agent's first run (all at once), are kept for its
-later runs, and end when the backend closes (the agent disposed or reset,
-the host shut down, a one-off run over). A stdio server runs in a session
-of its own in the agent's ``cwd``, with the SDK's minimal environment
-(``PATH``, ``HOME``...) and the config's ``env`` over it, through the host's
-own transport (:mod:`.mcp_stdio`: linear reads, messages and stderr bounded,
-the whole group ended, nothing left behind by a killed host). Each server's
-connection is owned by one task, which enters and leaves the context managers
-(anyio wants both in the same task); tool calls are made from the run's task.
-
-Tools are offered to the model as ``SERVER__TOOL``: each name with every
-character outside ``[a-zA-Z0-9_-]`` replaced by ``_``; a name longer than
-64 characters, or one that two tools would share, is cut and ends in ``_``
-and 8 hex digits of a hash of the server and tool names. A server that fails
-to start, stops answering or dies raises :class:`McpFailure` (the run fails
-with ``errorInfo.kind: "mcp"``, naming the server, with the tail of its
-stderr); a tool that answers with an error, or a protocol error for one
-call, is an error result to the model.
+Imported, with the SDK, only when an agent has servers. They start on the
+agent's first run and end when its backend closes; each connection is owned by
+one task because anyio wants its context managers entered and left in the same
+task. Tools are offered as ``SERVER__TOOL``, cut to ``[a-zA-Z0-9_-]`` and 64
+characters (:func:`offered_name`). A server that fails raises
+:class:`McpFailure` and fails the run; a tool's error is an error result to the
+model.
 """
 
 from __future__ import annotations

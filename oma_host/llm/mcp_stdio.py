@@ -1,28 +1,10 @@
-"""The host's own stdio transport to an MCP server, under the SDK's
-``ClientSession`` (which takes a pair of anyio streams of messages).
+"""The host's own stdio transport to an MCP server, under the SDK's ``ClientSession``.
 
-The SDK's ``stdio_client`` does the same job, and three things about it
-matter to a host that must not be slowed, filled or outlived by a server:
-
-- it joins a long line's chunks by concatenating the whole text so far on
-  every chunk, so a 32 MiB result cost some 35 s of CPU; here the line is
-  gathered in one buffer and searched for its end from where the last
-  search stopped (linear), and a message over :data:`MAX_MESSAGE_BYTES` is
-  not kept: it is read and dropped, and the call it answers gets an error
-  naming the limit (its id read from its first and last bytes,
-  :func:`oma_host.wire.ids.recover_id`);
-- its stderr goes to a file that grows for as long as the server lives;
-  here a task keeps the last :data:`STDERR_TAIL_BYTES` (for the failure
-  message) and drops the rest;
-- the host cannot learn the server's process: here it is spawned in a
-  session of its own, marked for the warden (:mod:`oma_host.process.warden`)
-  and known to the orphan sweeps as the host's own, so it neither outlives
-  a killed host nor is taken for an orphan when a process agent's run ends.
-
-A line that is not JSON is handed to the session as an exception, as the
-SDK does (the session logs it); the call it should have answered ends at
-``toolTimeoutMs``. Closing closes the server's stdin, waits two seconds for
-it to exit, then ends its process group (SIGTERM, SIGKILL a second later).
+The SDK's ``stdio_client`` joins a long line's chunks in quadratic time, lets
+stderr grow without bound and hides the server's process. Here lines are read
+in linear time and capped at :data:`MAX_MESSAGE_BYTES`, stderr keeps its last
+:data:`STDERR_TAIL_BYTES`, and the server runs in a session of its own marked
+for the warden, so it never outlives the host nor is taken for an orphan.
 """
 
 from __future__ import annotations

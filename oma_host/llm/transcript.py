@@ -1,15 +1,9 @@
-"""The older turns of a conversation as the model summarising them reads
-them, and what a compaction says of what it took out
-(:mod:`oma_host.llm.context_window`).
+"""The older turns of a conversation as a transcript for the model that summarises them.
 
-A summary request sends no tools, so the turns go as a transcript rather than
-as they were: text with a label per speaker, each tool call as its name and
-input, each tool result as its text (long ones cut in the middle, the cut
-marked), reasoning left out. Images travel as image blocks beside the line
-that names them, so the summary can describe them; an image by URL and a
-file are named only. Every image and file is also listed
-(:class:`~oma_host.core.events.CompactedMedia`): the compaction event lists
-them and the summary block names them, so none is lost without a word.
+A summary request sends no tools, so tool calls and results go as text, long
+results cut in the middle, reasoning left out. Images go beside the line naming
+them, and every image and file taken out is listed, so none is lost without a
+word.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""Where a task graph's members run: the ``executor`` of ``oma/runTasks`` and
-``OpenMultiAgent.run_tasks``, and a task's ``resources``.
+"""Where a task graph's members run: ``oma/runTasks``'s ``executor``, a task's ``resources``.
 
-``{"kind": "local"}`` (the default) runs every member in the host, as
-:class:`oma_host.orchestration.teams.TaskGraphRun` always has. ``{"kind":
-"ray", ...}`` runs the members that are external agents (process, ACP), and
-with ``placement: "ray"`` the LLM agents too, as tasks on a Ray cluster
-(:mod:`oma_host.orchestration.ray_executor`, imported only here, when an
-executor asks for Ray). A task's ``resources`` (CPUs, GPUs, memory, custom
-resources such as a node's label) are over the executor's, field by field;
-they mean something to the Ray executor only, so a task that names them under
-the local one is refused (``teams.check_task_resources``).
-
-The models check the shapes (errors through :mod:`oma_host.core.validation`,
-naming the field); opening an executor is
-:mod:`oma_host.orchestration.member_placement`'s, and connecting to the
-cluster, with the checks that need it, the Ray executor's.
+``local`` (the default) runs every member in the host; ``ray`` runs external
+agents, and with ``placement: "ray"`` LLM agents too, as Ray tasks.
+``resources`` mean something to Ray only, so a task naming them under the local
+executor is refused. docs/orchestration.md, "Executors: the host, or a Ray
+cluster".
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Where a task graph's members run: none away from the host (the local
-executor), or the executor opened for the run (the Ray executor, imported
-only when a run asks for it). Kept apart from :mod:`.teams` and
-:mod:`.executors`, which the Ray executor imports.
+"""The executor opened for a task graph's run: none for local, the Ray executor when asked.
+
+Kept apart from :mod:`.teams` and :mod:`.executors`, which the Ray executor
+imports, so Ray is imported only when a run asks for it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""OpenMultiAgent: one-off agents with tracing, progress and online evaluation
-(``oma/runAgent``, docs/protocol.md, "Methods"), and task graphs
-(``run_tasks``, as ``oma/runTasks``).
+"""OpenMultiAgent: one-off agents with tracing, progress and evaluation, and task graphs.
 
-``run_agent`` validates config and input first (the guard, then the
-string-only boundary), and only then reports progress, runs, and hands a
-sample to the evaluator. Progress payloads and evaluation inputs are copies:
-what a callback does to them cannot reach the run.
+``run_agent`` validates config and input before it reports progress, runs, or
+samples. Progress payloads and evaluation inputs are copies, so what a callback
+does to them cannot reach the run.
 """
 
 from __future__ import annotations

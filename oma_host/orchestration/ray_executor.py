@@ -1,36 +1,11 @@
 """The Ray executor, host side: a task graph's members run as Ray tasks.
 
-Imported only when a run's executor is ``{"kind": "ray"}``
-(:func:`oma_host.orchestration.member_placement.open_executor`), and Ray itself only
-here, then: without it, the executor is InvalidParams naming the extra
-(``pip install 'oma-host[ray]'``).
-
-Opening the executor connects the host, as a Ray driver, to the cluster at
-``executor.address`` (or ``RAY_ADDRESS``): once per host process, since Ray
-holds one connection per process, so a later run naming another cluster is
-refused. An address where nothing answers is refused after a plain TCP check
-(``ray.init`` itself would wait for ever), and so is a task that no alive node
-has the resources for (Ray would hold it pending for ever). The connection
-is made in a thread: the host keeps serving, and Ray installs no signal
-handler over the host's own.
-
-A member that runs here (an external agent; an LLM agent with ``placement:
-"ray"``) is one Ray task (:func:`oma_host.orchestration.ray_member.run_member_task`)
-with the task's resources over the executor's (one CPU unless said), the
-executor's ``runtimeEnv``, and no retry (a member may have changed files).
-Its payload is the member's config as JSON (its keys and environment
-included: the worker needs them to run it) and the prompt, a string: team
-tasks are text, and the prompt is checked again before anything is sent.
-The result comes back in the shape of a run in the host (it is the same
-Agent's), redacted here too with the host's view of the member's secrets; a
-task Ray could not run (a worker or node lost, a runtime environment that
-failed, oma-host missing on the node) is a failed result with
-``errorInfo.kind`` ``"executor"``.
-
-Cancelled, a task is cancelled in Ray (KeyboardInterrupt in the task, which
-ends the member's process tree and answers ``cancelled``); one not ended
-within ``CANCEL_GRACE_S`` is cancelled with ``force`` (its worker is killed,
-and the member's runner ends the tree when it sees the worker gone).
+Ray is imported only here, when a run asks for it. A host connects to one
+cluster (Ray holds one connection per process), in a thread so it keeps
+serving; an unreachable address or a task no node can fit is refused up front,
+where Ray would wait for ever. A member is one Ray task without retry, since it
+may have changed files; what Ray could not run fails with ``errorInfo.kind:
+"executor"``.
 """
 
 from __future__ import annotations

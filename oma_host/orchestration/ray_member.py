@@ -1,35 +1,10 @@
-"""Team members run on a Ray worker: the Ray task's body, and the runner
-process it hands them to (``python -m oma_host.orchestration.ray_member``).
+"""Team members on a Ray worker: the Ray task's body, and the runner process it hands them to.
 
-Each Ray worker keeps one runner, started with the worker's first member
-task, in a session of its own, and sends it one payload at a time as a line
-on its stdin: the member's config (as JSON), the prompt (a string) and the
-run id. The runner is a small host, warm between tasks (a new Python with
-oma-host imported costs more than most members): it is a child subreaper,
-runs the member with the core :class:`~oma_host.core.agent.Agent` (a
-process or ACP agent through its bridge, in its process group and the
-config's ``cwd`` on this node; an LLM agent with ``placement: "ray"``
-through the LLM backend) and answers with the run's result, one JSON line on
-its stdout. What a member leaves behind comes back to the runner and is
-ended with the member, and the runner's warden (:mod:`oma_host.process.warden`)
-ends the members' processes if the runner itself is killed.
-
-Cancelling ends the member's process tree on the worker:
-
-- ``ray.cancel(ref)`` raises KeyboardInterrupt in the task, which sends the
-  runner a cancel line: the runner aborts the run (the bridge ends the
-  member's process group) and answers with its ``cancelled`` result, which
-  the task returns. A runner that has not answered within ``RUNNER_GRACE_S``
-  is killed with its group (its warden ends the member) and the task ends as
-  cancelled.
-- ``ray.cancel(ref, force=True)`` kills the worker: the runner reads the end
-  of its stdin (the worker held the other end), aborts the run the same way
-  and exits.
-
-The runner's stdout carries nothing but answers: anything else written
-there (a library's print) goes to stderr, whose end the task keeps for an
-error message. No ray import here: the host side is
-:mod:`oma_host.orchestration.ray_executor`.
+Each worker keeps one warm runner (a fresh Python with oma-host imported costs
+more than most members), a small host that is a child subreaper with its own
+warden and runs the member with the core Agent, one JSON line in and out.
+Cancelling, even by killing the worker, ends the member's process tree. No ray
+import here: the host side is :mod:`.ray_executor`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""What a door writes to the store when a run ends: the run's row of
-``runs`` (:class:`~oma_host.orchestration.store_schema.RunTrace`), built from its
-result, and the rows of the spans it recorded (:mod:`oma_host.core.spans`).
-Both doors build them here; each writes them off the request's path (the
-JSON-RPC door in batches, ``server/trace_batch.py``; the ACP door after the
-turn's answer, ``acp_server/run_traces.py``)."""
+"""What a door writes to the store when a run ends: its ``runs`` row and its spans' rows.
+
+Both doors build them here and write them off the request's path.
+"""
 
 from __future__ import annotations
 

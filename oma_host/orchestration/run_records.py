@@ -1,12 +1,8 @@
-"""Reading what the store recorded of runs, for ``oma-host runs`` and the
-run viewer: the runs (filtered by agent, time, status and text), each with
-what it was asked (its captured prompt, its session's title) when the store
-holds it, one run's spans as a tree, and a run's evaluation records.
+"""Reading what the store recorded of runs, for ``oma-host runs`` and the run viewer.
 
-Pure reads on a read-only connection (``file:...?mode=ro``): a reader
-never writes, never migrates and never holds a lock a host would wait
-for, and a database made by an earlier version reads as it is (a column
-it lacks reads as empty, a table it lacks as no rows).
+Pure reads on a read-only connection: a reader never writes, migrates or holds
+a lock a host would wait for, and a database made by an earlier version reads
+as it is.
 """
 
 from __future__ import annotations

@@ -1,28 +1,10 @@
-"""Persistent state in SQLite (stdlib ``sqlite3``, WAL): conversation
-sessions, run traces (a row of ``runs`` each, and the run's spans in
-``run_spans``: :mod:`oma_host.core.spans`) and evaluation records: the
-writes, and the reads a host makes (the database's file, tables and row
-shapes are :mod:`oma_host.orchestration.store_schema`).
+"""Persistent state in SQLite (WAL): sessions, run traces and evaluation records.
 
-One file, ``oma-host.sqlite3``, in the state directory (``--state-dir``,
-``initializationOptions.stateDir``, else ``$XDG_STATE_HOME/oma-host``, else
-``~/.local/state/oma-host``), a folder of the user's alone: made 0700, or
-tightened to it, and refused when it is a symbolic link or another user's
-(:func:`~oma_host.core.places.private_folder`); ``:memory:`` keeps
-everything in memory. A
-completed ``agent/prompt`` turn is committed in one transaction before its
-response is sent, with ``synchronous=FULL``, so a host killed mid-turn loses
-only the turn in flight; a turn's messages are appended to the session's,
-and only a compaction rewrites them (the summary and the turns it kept).
-Secrets are never written: configs are not stored,
-and stored messages pass through the agent's redactor first (string by
-string, so what is stored stays valid JSON).
-
-Several hosts may share one state directory (on one machine: WAL needs
-shared memory): a write waits up to ``BUSY_TIMEOUT_S`` for another host's to
-finish, two hosts opening a new database at once both succeed, and a session
-two hosts create at once is created once (the second gets the first's
-history).
+One file in a private state directory. A completed ``agent/prompt`` turn is
+committed, fully synced, before its response is sent, so a host killed mid-turn
+loses only the turn in flight. Secrets are never written: configs are not
+stored and messages pass through the agent's redactor. Several hosts on one
+machine may share the directory.
 """
 
 from __future__ import annotations

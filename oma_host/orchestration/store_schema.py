@@ -1,10 +1,8 @@
-"""What the host's SQLite database is, for the writer
-(:mod:`oma_host.orchestration.store`) and the read-only reader
-(:mod:`oma_host.orchestration.run_records`) alike: its file (``DB_NAME``
-in the state directory, or ``MEMORY``), its tables, the columns added to
-``runs`` since its first version (:func:`add_missing_columns` brings an
-older database up to date), and the rows of ``runs`` and ``run_spans`` as
-tuples in column order (:class:`RunTrace`, :data:`SpanRow`).
+"""What the host's SQLite database is: its file, tables, added columns and row shapes.
+
+Shared by the writer (:mod:`.store`) and the read-only reader
+(:mod:`.run_records`); :func:`add_missing_columns` brings an older database up
+to date.
 """
 
 from __future__ import annotations

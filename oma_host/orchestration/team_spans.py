@@ -1,9 +1,8 @@
-"""A team run's spans (:mod:`oma_host.core.spans`): one ``invoke_workflow``
-span over the whole run (``oma/runTeam``: the coordinator's plan and write-up
-runs too), and under it a ``task`` span per task, over the run of the agent
-that does it (a skipped task's span is an instant, its status ``skipped``).
-A failed or skipped task's reason is kept in its span's ``local`` part
-(``taskReason``: the store shows it, no exporter sends it)."""
+"""A team run's spans: ``invoke_workflow`` over the run, a ``task`` span per task.
+
+A failed or skipped task's reason stays in its span's ``local`` part: the store
+shows it, no exporter sends it.
+"""
 
 from __future__ import annotations
 

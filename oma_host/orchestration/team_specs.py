@@ -1,9 +1,7 @@
-"""What a team run is given, parsed and checked before anything runs: a
-team's members (each refused now if an Agent would refuse it) and a task
-graph (text-only tasks, assignees that are members, ids used once,
-dependencies that name tasks and form no cycle, at most ``MAX_TASKS``, and
-``resources`` only for the Ray executor). An error is InvalidParams (or
-InvalidMessage) naming the field."""
+"""What a team run is given, parsed and checked before anything runs: members and task graph.
+
+An error is InvalidParams (or InvalidMessage) naming the field.
+"""
 
 from __future__ import annotations
 

@@ -1,20 +1,10 @@
-"""Team methods: a DAG of text tasks run by a team of agents (``oma/runTasks``),
-and a coordinator that plans such a DAG from a goal and writes the final
-answer (``oma/runTeam``).
+"""Team methods: a DAG of text tasks run by a team of agents, and a coordinator that plans one.
 
-Tasks and goals are text only, as in the seed: a message list or content
-blocks there is InvalidParams naming the field. Independent tasks run in
-parallel up to ``maxConcurrency``; a failed task skips its dependents (and
-theirs) while the rest go on; with ``sharedMemory`` a task's prompt carries
-the outputs of the tasks it depends on; ``maxTokenBudget`` caps the team's
-total usage (tasks not yet started when it is spent are skipped). Every task
-runs on a fresh agent, so external (process, ACP) agents can be members.
-What a run is given is parsed and checked first
-(:mod:`oma_host.orchestration.team_specs`).
-
-Members run in the host, unless the run has a :class:`MemberExecutor` that
-takes them (the Ray executor, :mod:`oma_host.orchestration.executors`): then
-the same task runs there, with the same prompt, reports and result.
+Independent tasks run in parallel up to ``maxConcurrency``, and a failed task
+skips its dependents while the rest go on. Every task runs on a fresh agent, so
+external agents can be members; a :class:`MemberExecutor` (Ray) may run them
+elsewhere with the same prompt, reports and result. docs/orchestration.md,
+"Teams".
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
-"""The garbage collector's settings for a serving host.
+"""The garbage collector's thresholds for a serving host.
 
-A run in flight holds about 130 container objects (its tasks, coroutines,
-futures, closures, the HTTP request and response) for as long as its
-provider takes to answer. At CPython's default thresholds (700, 10, 10) a
-young collection runs every 700 net allocations, so with hundreds of runs in
-flight every one of those objects is traversed again and again, survives
-into the oldest generation, and the full collections that follow traverse
-the whole heap, until the collector takes a large share of the host's CPU.
-
-So the young threshold depends on whether the host is busy:
-
-- **Idle or lightly used:** 10,000 net allocations, as a host sees between
-  bursts and one request at a time.
-- **While any request is in flight** (over every session, both doors):
-  :data:`BUSY_YOUNG_THRESHOLD`, so hundreds of runs in flight do not set off
-  young collections that traverse their live objects for nothing (the young
-  generation counts net allocations, and it also holds the objects of every
-  run that started since the last collection and is still running).
-
-When the last request ends, the usual threshold is back, and the collection
-that waited runs at the next allocation, with the runs' objects gone.
-
-Garbage still goes the usual way: reference counting frees almost
-everything at once (a burst of runs leaves few objects in cycles); only
-reference cycles wait for a collection. Under a load that never lets
-up, they are still collected every :data:`BUSY_YOUNG_THRESHOLD` net
-allocations, so they stay bounded.
+Each run in flight holds container objects while its provider answers; at
+CPython's default thresholds, hundreds of runs are traversed again and again,
+reach the oldest generation, and full collections take much of the CPU. So the
+young threshold is raised while any request is in flight
+(:data:`BUSY_YOUNG_THRESHOLD`) and restored when the last one ends; reference
+counting still frees almost everything at once.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Process groups for the external bridges: spawn a command in a group of its
-own, hear its exit at once, and end the whole group (the command and every
-descendant) with SIGTERM, then SIGKILL; descendants that left the group are
-ended alongside it (:mod:`oma_host.process.orphans`).
+"""Process groups for the external bridges: spawn a command, hear its exit, end its group.
 
-The process bridge (pipe and terminal modes) and the ACP bridge all use it,
-and it imports none of them.
+Each command runs in a group of its own, so SIGTERM, then SIGKILL, to the group
+ends every descendant; those that left the group are found by
+:mod:`oma_host.process.orphans`.
 """
 
 from __future__ import annotations

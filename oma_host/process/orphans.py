@@ -1,36 +1,12 @@
-"""The descendants of a spawned command that left its process group: found,
-so they end with it, and reaped.
+"""The descendants of a spawned command that left its process group: found, ended, reaped.
 
-Ending a command's process group misses a descendant that called
-``setsid()`` or ``setpgid()`` (a daemon's double fork, ``setsid cmd &``).
-When the host is a child subreaper (:mod:`oma_host.process.subreaper`), every
-descendant of the commands it starts stays in its process tree: below the
-command while its chain of parents holds, else reparented to the host. So when
-a spawn ends, the host's tree is read from ``/proc`` (every ``stat``, one
-pass) and each process is put down to the spawn it came from:
-
-- below a spawned command, by its chain of parents: that spawn;
-- an orphan (a child of the host that the host did not start), and all
-  below it: the spawn whose session or process group it is in, else the one
-  named by the marker variable in its environment (``OMA_HOST_SPAWN``, given
-  to every command the host starts and inherited by its descendants unless
-  they clear their environment). A marker of a spawn that has ended already
-  counts as that spawn's; an orphan with no marker of ours belongs to no one
-  and is ended with the last spawn still open, since one of them started it.
-
-Processes are signalled through pidfds, checked against the start time read
-with the pid, so a pid reused in between is never hit. Orphans that are the
-host's children are reaped when they end, and any zombie orphan met on the
-way too (the host started none of them, so no one else waits for them).
-
-Every process the host starts is a :class:`Spawn` (:mod:`oma_host.process.groups`
-and :mod:`oma_host.bridges.pty` see to it): a child started any other way would be
-taken for an orphan.
-
-Cheap when nothing escaped: if the host has no children at all when a spawn
-ends (one ``waitid``), nothing is read. Without the subreaper (the library in
-someone else's process, or not Linux) this does nothing, and ending the
-process group is all there is.
+With the host a child subreaper (:mod:`oma_host.process.subreaper`) they stay
+in its tree. When a spawn ends, ``/proc`` is read once and each process is put
+down to a spawn: by its parents, else its session or process group, else the
+``OMA_HOST_SPAWN`` marker in its environment; an orphan with no marker of ours
+ends with the last open spawn. Signals go through pidfds, so a reused pid is
+never hit. A child not started as a :class:`Spawn` would be taken for an
+orphan.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The host as a child subreaper (Linux): a process that loses its parent
-below the host (a daemon's double fork, a grandchild whose parent exited) is
-reparented to the host instead of to init, so it can still be found, ended
-with the run that started it, and reaped.
+"""The host as a child subreaper (Linux), so orphans below it can be found, ended and reaped.
 
-The ``oma-host`` command enables it as the process starts (``oma_host.cli.main``),
-before any agent runs. The library never does on its own: a subreaper must
-collect the exit status of every orphan that comes to it, and an application
-embedding the library may reap its children its own way. Ending and reaping
-the orphans is the external bridges' work (``oma_host.process.orphans``), done only
-when this was enabled.
+Only the ``oma-host`` command enables it, before any agent runs: a subreaper
+must reap every orphan that comes to it, and an application embedding the
+library may reap its children its own way.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""How a serving host ends when it is asked to: SIGTERM (a supervisor, an
-editor stopping its language servers) and SIGHUP (the terminal it ran in
-closed) end it the way Ctrl-C does, by cancelling the task that serves, whose
-cleanup aborts the runs in flight, ends their process trees and MCP servers
-and answers them. Left to the default action, the signal ends the process at
-once and everything it started lives on.
+"""SIGTERM and SIGHUP end a serving host as Ctrl-C does: by cancelling the serving task.
 
-A leaf of the core with nothing of ours imported: the doors install it just
-before they serve.
+That task's cleanup aborts the runs in flight, ends their process trees and MCP
+servers, and answers them; the default action would end the process at once and
+leave what it started running. Imports nothing of ours.
 """
 
 from __future__ import annotations

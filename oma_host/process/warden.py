@@ -1,29 +1,12 @@
-"""Nothing the host starts outlives it, however the host ends (SIGKILL too).
+"""A watcher process that ends what the host started when the host dies, SIGKILL included.
 
-Every command the host starts carries a marker in its environment,
-``OMA_HOST_SPAWN=<host pid>-<tag>``, which its descendants inherit: the
-external bridges' process and ACP agents (:mod:`oma_host.process.orphans` gives each
-its own tag) and the LLM agents' MCP servers. A host that ends on purpose
-(``exit``, end of input, SIGTERM, SIGHUP, Ctrl-C) ends them itself. One that
-is killed cannot, so the first time it starts a command, the host starts a
-warden: a small process in a session of its own (a signal to the host's
-process group does not reach it) whose stdin is a pipe the host holds open
-and never writes. When the host is gone, however it went, the pipe reads end
-of file, and the warden ends every process whose environment holds the
-host's marker, and their process groups: SIGTERM, then SIGKILL for what is
-left a second later. A descendant that cleared its environment is ended with
-its process group, if it stayed in it. A ``shell`` command's keeper
-(:mod:`oma_host.workspace.shell.keeper`) carries a marker of the kind
-:data:`KEEPER` and is spared: it sees the host gone and ends its command's
-whole tree itself, over a grace the warden's SIGKILL would cut short (the
-command and its descendants carry a marker of their own, and the warden ends
-them too).
-
-The warden runs this file as a script with ``python -I -S``: no site
-packages, nothing of the host's imported, the standard library only. Like
-the subreaper (:mod:`.subreaper`, which the markers come with), it serves
-the ``oma-host`` command only: the library in someone else's process marks
-nothing and starts no warden.
+Every command the host starts carries ``OMA_HOST_SPAWN=<host pid>-<tag>`` in
+its environment. The warden, in a session of its own, holds a pipe from the
+host; at its end of file it ends every process carrying the host's marker, and
+its group (SIGTERM, then SIGKILL). A shell keeper's marker (:data:`KEEPER`) is
+spared: the keeper ends its command's tree itself over a longer grace. The
+warden runs this file with ``python -I -S``, and only for the ``oma-host``
+command.
 """
 
 from __future__ import annotations

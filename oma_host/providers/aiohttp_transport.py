@@ -1,40 +1,11 @@
-"""httpx over aiohttp: the transport the providers' client runs on unless
-``initializationOptions.http.transport`` is ``"httpx"``.
+"""httpx over aiohttp: the providers' transport unless ``http.transport`` is ``"httpx"``.
 
-httpx stays the interface (requests, retries, SSE); aiohttp moves the bytes,
-because httpx's own connection pool does not keep up with hundreds of
-concurrent requests (the concurrency benchmark, ``bench/concurrency.py``,
-measures both). The conversion both ways
-is this module's own and thin: an httpx request's bytes body goes to aiohttp
-as it is, and the httpx response reads aiohttp's body directly. The promises
-httpx's transport keeps are kept here too:
-
-- a pool timeout of its own: a semaphore of ``max_connections`` slots, one per
-  request until its response is closed. aiohttp reports a pool wait and a
-  connect timeout as the same error; with the wait done here, aiohttp's
-  ``connect`` timeout covers DNS, TCP and TLS only.
-- an upload (write) timeout, which aiohttp does not have: a body over 64 KiB
-  is handed over in chunks of up to 1 MiB, and a provider that takes no
-  chunk within the write timeout fails the request with
-  ``httpx.WriteTimeout``. A smaller body goes out in one non-blocking write,
-  so there is nothing to time. (Chunks of 64 KiB, aiohttp's own buffer,
-  made every chunk wait for the provider to read the one before: a long
-  conversation's request paid that wait a few times over, more the longer
-  the history; a chunk of 1 MiB is one wait for most requests.)
-- errors mapped to httpx's by what aiohttp raised.
-- no cookie jar of aiohttp's own (the client keeps no cookies at all).
-
-Proxies (``HTTPS_PROXY``, ``NO_PROXY``...) are the client's: it routes to one
-transport per proxy (``providers/proxies.py``), each of them a
-:class:`GatedAiohttpTransport` too, given its :class:`httpx.Proxy`.
-
-Per request it does no more than it must, since hundreds run at once: the
-URL aiohttp parses is kept per URL text (the client's requests share theirs),
-the headers decoded to text are kept for the next request (all but the
-length are the same from one request to the next), and the response is
-``providers/httpx_internals.py``'s: its httpx headers are built only when
-something reads them, and a whole plain answer is read from aiohttp in one
-call.
+httpx stays the interface (requests, retries, SSE) and aiohttp moves the bytes,
+because httpx's own pool does not keep up with hundreds of concurrent requests
+(``bench/concurrency.py`` measures both). The promises httpx's transport keeps
+are kept here: a pool timeout of its own, an upload (write) timeout aiohttp
+lacks, errors mapped to httpx's, and no cookies. Proxies are the client's
+(:mod:`.proxies`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
-"""The Anthropic Messages API adapter (``POST {baseURL}/v1/messages``, the
-base URL being ``baseURL``, else ``ANTHROPIC_BASE_URL`` as Anthropic's SDK
-reads it, else ``https://api.anthropic.com``): the request it sends, and
-the adapter that sends it and reads the answer with
-:mod:`oma_host.providers.anthropic_reply` (a stream's SSE events read with
-:mod:`oma_host.providers.sse`).
+"""The Anthropic Messages API adapter (``POST {baseURL}/v1/messages``): the request it sends.
 
-Blocks map to the wire: text; image (base64 or URL source); tool_use;
-tool_result with rich parts (text, image, and file as a ``document``);
-reasoning as ``thinking`` with its signature, or ``redacted_thinking`` with
-its data, echoed back unchanged.
-
-``thinking`` maps as :func:`thinking_fields` says (adaptive thinking with an
-effort on the models that take it, ``budget_tokens`` on the older ones).
-``promptCaching`` (on unless false) marks the system prompt, the last tool and
-the last block of the conversation with ``cache_control: {type: "ephemeral"}``:
-the whole request becomes the prefix the next turn reads from the cache.
+Answers are read by :mod:`.anthropic_reply`. Reasoning goes back as
+``thinking`` or ``redacted_thinking``, unchanged. ``promptCaching`` marks the
+system prompt, the last tool and the last block, so the whole request is the
+prefix the next turn reads from the cache. docs/providers.md, "How blocks map".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""Reading the Anthropic Messages API's answers: an error answer (its
-message, and whether the prompt was over the model's window), a reply's
-blocks and usage, and the SSE stream's events assembled into a reply
-(:class:`StreamState`, with the fast read of a text delta,
-:func:`quick_text_delta`). The requests are built in
-:mod:`oma_host.providers.anthropic`.
+"""Reading the Anthropic Messages API's answers: errors, blocks, usage, the stream.
 
-Reply blocks map to core blocks: text; tool_use; ``thinking`` (with its
-signature) and ``redacted_thinking`` (with its data) as reasoning; any
-other block (server tools, citations...) kept as it came. Usage keeps
-``cache_creation_input_tokens`` and ``cache_read_input_tokens``.
+Reply blocks the core has no type for (server tools, citations) are kept as
+they came.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""Azure OpenAI (``provider: "azure"``) on its v1 endpoint,
-``https://NAME.openai.azure.com/openai/v1/``: the OpenAI wire (Responses by
-default, Chat Completions with ``api: "chat"``), no ``api-version``, and the
-deployment name as ``model``.
+"""Azure OpenAI on its v1 endpoint: the OpenAI wire, no ``api-version``.
 
-The endpoint is ``baseURL``, else ``AZURE_OPENAI_ENDPOINT`` (the variable
-Azure's own SDKs read); either may be the resource's root
-(``https://NAME.openai.azure.com``) or the full v1 URL: ``/openai/v1`` is
-added when missing. Authentication: ``apiKey`` / ``apiKeyEnv`` /
-``AZURE_OPENAI_API_KEY`` in the ``api-key`` header, else a Microsoft Entra ID
-token from ``AZURE_OPENAI_AD_TOKEN`` as a bearer token.
+The deployment name is the ``model``; the endpoint may be the resource's root
+or the full v1 URL. Authentication is the ``api-key`` header, else a Microsoft
+Entra ID token.
 """
 
 from __future__ import annotations

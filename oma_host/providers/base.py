@@ -1,15 +1,10 @@
 """The interface every LLM provider adapter implements, and its data types.
 
-An adapter turns the library's LLMMessage list into one provider request and
-the reply back into content blocks. ``chat`` returns the whole reply;
-``stream`` yields :data:`ProviderEvent` items (``text`` and ``reasoning``
-deltas, each ``tool_use`` block once complete) and ends with one ``{"type":
-"done", "data": LLMResponse}``. They are the adapter's own stream, not the
-run's events (:mod:`oma_host.core.events`): the LLM loop turns them into
-those, and ``done`` carries the reply, not a result. An adapter that cannot
-represent a block raises :class:`ProviderError`; it never drops one. Both
-entry points put the messages through the shape guard first
-(:func:`checked_messages`) unless the caller says it has.
+An adapter turns LLMMessages into one provider request and the reply back into
+content blocks: ``chat`` returns it whole, ``stream`` yields
+:data:`ProviderEvent` items ending with ``done``. These are the adapter's
+stream, not the run's events. A block an adapter cannot represent raises
+:class:`ProviderError`: it is never dropped.
 """
 
 from __future__ import annotations

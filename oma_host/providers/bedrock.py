@@ -1,26 +1,8 @@
-"""The Amazon Bedrock adapter: the Converse API (``POST
-{baseURL}/model/{modelId}/converse``) and ConverseStream
-(``.../converse-stream``, answered in the binary event-stream framing of
-:mod:`oma_host.providers.eventstream`, decoded as the bytes arrive): the
-request, signed, and the adapter that sends it and reads the answer with
-:mod:`oma_host.providers.bedrock_reply`.
+"""The Amazon Bedrock adapter: the Converse and ConverseStream APIs, requests signed.
 
-The base URL is ``baseURL``, else ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, else
-``AWS_ENDPOINT_URL`` (as botocore reads them, unless
-``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true``), else
-``https://bedrock-runtime.{region}.amazonaws.com``.
-Requests are signed with SigV4 (:mod:`oma_host.providers.sigv4`: the AWS
-environment variables, else the shared files' ``AWS_PROFILE``), or carry a
-Bedrock API key as a bearer token when one is given (``apiKey``,
-``apiKeyEnv``, ``AWS_BEARER_TOKEN_BEDROCK``).
-
-Mapping: text; images as ``image: {format, source: {bytes}}``; tool_use as
-``toolUse`` and tool_result as ``toolResult`` (text, image and document
-parts, ``status: "error"``); reasoning as ``reasoningContent`` with its
-signature (or its ``redactedContent``), echoed back unchanged. ``thinking``
-goes in ``additionalModelRequestFields`` (Anthropic's form for Claude
-models, ``reasoning_effort`` for the others); ``promptCaching: true`` adds a
-``cachePoint`` after the system prompt, the tools and the conversation.
+Requests are signed with SigV4 (:mod:`.sigv4`) or carry a Bedrock API key; the
+stream's binary framing is decoded as the bytes arrive (:mod:`.eventstream`)
+and answers read by :mod:`.bedrock_reply`. docs/providers.md, "How blocks map".
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""Reading the Bedrock Converse API's answers: an error answer (its type,
-from ``x-amzn-errortype`` or ``__type``, and what it means: refused
-credentials, a prompt over the model's window), a reply's blocks and usage,
-and the ConverseStream's decoded event-stream messages assembled into a
-reply (:class:`StreamState`). The requests are built and signed in
-:mod:`oma_host.providers.bedrock`.
+"""Reading the Bedrock Converse API's answers: errors, a reply's blocks and usage, the stream.
 
-Reply blocks map to core blocks: text; ``toolUse`` as tool_use;
-``reasoningContent`` as reasoning with its signature (or its
-``redactedContent``). Blocks the library keeps nothing of (citations, guard
-content...) are left out.
+Blocks the core keeps nothing of (citations, guard content) are left out.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""AWS event-stream framing (``application/vnd.amazon.eventstream``), which
-Bedrock's ConverseStream answers in: decoded incrementally as bytes arrive,
-every message's prelude and whole-message CRC32 checked, and encoded (for
-the provider simulator).
+"""AWS event-stream framing, which Bedrock's ConverseStream answers in: decoded and encoded.
 
-A message is: total length (4 bytes), headers length (4), prelude CRC (4),
-headers, payload, message CRC (4), big-endian. A header is a 1-byte name
-length, the name, a 1-byte value type and the value.
+Decoded incrementally as bytes arrive, every message's CRCs checked; encoded
+for the provider simulator.
 """
 
 from __future__ import annotations

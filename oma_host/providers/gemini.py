@@ -1,19 +1,10 @@
-"""The Gemini API adapter, native (``POST {baseURL}/v1beta/models/{model}:generateContent``
-and ``:streamGenerateContent?alt=sse``), with the key in ``x-goog-api-key``
-(``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``), never in the URL. The base URL
-is ``baseURL``, else ``GOOGLE_GEMINI_BASE_URL`` as google-genai reads it,
-else ``https://generativelanguage.googleapis.com``.
+"""The Gemini API adapter, native (``generateContent`` and ``streamGenerateContent``).
 
-Mapping: text parts; images as ``inlineData``; tool_use as ``functionCall``
-and tool_result as ``functionResponse`` (named after the call it answers,
-whose name the conversation holds); reasoning as a ``thought`` part. Gemini's
-``thoughtSignature`` stays on the block whose part carried it, as
-``providerMetadata.google.thoughtSignature`` (the field the OpenAI-compatible
-endpoint's signatures use too), and goes back on that part unchanged, as
-Gemini requires for the next turn. Function-call ids Gemini
-did not give are made up here and never sent back. ``thinking`` becomes
-``thinkingConfig`` (``thinkingBudget``, or ``thinkingLevel`` for Gemini 3
-given an effort) with ``includeThoughts``.
+The key goes in ``x-goog-api-key``, never in the URL. Gemini's
+``thoughtSignature`` stays on the block that carried it
+(``providerMetadata.google``) and goes back unchanged, as Gemini requires for
+the next turn; function-call ids Gemini did not give are made up here and never
+sent. docs/providers.md, "How blocks map".
 """
 
 from __future__ import annotations

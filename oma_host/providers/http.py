@@ -1,18 +1,10 @@
 """The host's one HTTP client, and the retry policy every provider shares.
 
-One client per host process (``providers/http_client.py``; per event loop
-for the Python API) pools connections to each provider; it is built on the
-first provider request, with the settings ``initialize`` settled
-(``providers/http_settings.py``).
-:func:`open_response` POSTs JSON (built and sent by the client's direct
-path, ``ProviderClient.prepare_encoded`` and ``dispatch``; a streaming
-reply is read from the response it yields, and :func:`request_json` reads a
-whole one, with the same errors and no context manager) and retries, with
-exponential backoff and jitter, on connection failures and on 408, 409, 429
-and 5xx (honouring ``retry-after``), never on other 4xx. An error answer
-becomes a :class:`ProviderError` carrying the provider's own message and
-status code; a timeout says which one fired (connect, pool, write, read) and
-its value.
+One client per host process pools connections to each provider.
+:func:`open_response` POSTs JSON and retries with backoff and jitter on
+connection failures, 408, 409, 429 and 5xx (honouring ``retry-after``), never
+on other 4xx. An error answer becomes a :class:`ProviderError` with the
+provider's message and status; a timeout says which one fired.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""The providers' HTTP client: httpx's, keeping no cookies, on the aiohttp
-transport (``providers/aiohttp_transport.py``) unless the settings choose
-httpx's own, trusting the certificates of ``providers/tls.py``, with proxies
-from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``,
-``NO_PROXY``, routed by ``providers/proxies.py``), and the settings' limits
-and timeouts.
+"""The providers' HTTP client: httpx's, no cookies, the chosen transport, TLS, proxies, limits.
 
-It also owns the providers' cheap way to build and send a request
-(:meth:`ProviderClient.prepare`, :meth:`ProviderClient.dispatch`): the same
-request httpx's ``build_request`` makes, from a template built by httpx once
-per URL and headers, handed straight to the transport the router picks for
-the URL. ``build_request`` plus ``send`` are a large share of a request's
-CPU time, spent on work (merging defaults, auth and redirect layers) that a
-provider's POST never needs. Each request is httpx's own ``Request``, given
-the template's URL and its headers in httpx's order with the body's length
-(tests/providers/test_http_prepare.py holds it to ``build_request``'s).
+It also owns a cheap way to build and send a request
+(:meth:`ProviderClient.prepare`, :meth:`ProviderClient.dispatch`): httpx's
+``build_request`` and ``send`` spend much of a request's CPU on layers a
+provider's POST never needs, so the same ``Request`` is made from a per-URL
+template (``tests/providers/test_http_prepare.py`` holds it equal).
 """
 
 from __future__ import annotations

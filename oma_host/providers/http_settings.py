@@ -1,11 +1,9 @@
 """The settings of the providers' HTTP client (``initializationOptions.http``).
 
-The client is one per host process (``providers/http.py``), so its settings
-are too: the first ``initialize`` that gives ``http``, or else the first
-provider request, settles them. A later session (``--tcp`` serves several)
-may repeat them or leave them out; asking for different ones is refused,
-since they could not take effect. This module imports nothing heavy: the
-server settles the settings before any provider is loaded.
+The client is one per process, so its settings are too: the first
+``initialize`` that gives them, or the first provider request, settles them,
+and a later session asking for different ones is refused. Imports nothing
+heavy.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""The one place the providers reach into httpx's private attributes: a
-response filled in without ``httpx.Response``'s constructor.
+"""The one place the providers reach into httpx's private attributes: a lighter response.
 
-A provider's answer carries a score of headers (rate limits, request ids...)
-that reading a whole JSON answer never looks at, and httpx's ``aread`` takes
-a small body through its chunk-by-chunk decoding pipeline; building the
-headers on first use and reading a plain body (no content coding) in one
-call makes a whole answer several times cheaper to take in. Doing so sets
-what httpx's constructor and ``aread`` set, private attributes included
-(``_request``, ``_content``, ``_num_bytes_downloaded``), which httpx's public
-properties read. tests/providers/test_httpx_internals.py fails when an httpx
-release sets other attributes or reads these differently.
+Headers built on first use and a plain body read in one call make a whole
+answer several times cheaper to take in; that means setting what httpx's
+constructor and ``aread`` set, private attributes included.
+``tests/providers/test_httpx_internals.py`` fails when an httpx release changes
+them.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""A provider's model list, from its own list endpoint (``models/list``):
-each provider's descriptor
-(:attr:`~oma_host.core.provider_facts.ProviderFacts.model_list`) names the
-endpoint and the lister here (or in the adapter's module) that reads it,
-imported on first use. Keys and endpoints are found as an agent's are
-(``apiKeyEnv``, else the provider's variables); a failure is a
+"""A provider's model list from its own list endpoint (``models/list``).
+
+Each provider's descriptor names the endpoint and the lister that reads it.
+Keys and endpoints are found as an agent's are; a failure is a
 :class:`ProviderError` of the usual kinds.
 """
 

@@ -1,21 +1,10 @@
-"""The OpenAI Chat Completions adapter (``POST {baseURL}/chat/completions``),
-which also serves OpenAI-compatible servers (Ollama, vLLM, OpenRouter,
-DeepSeek, Groq, Gemini's compatible endpoint...) through ``baseURL``, and
-Azure OpenAI with ``api: "chat"``. Endpoint, key and the output limit's field
-name (``max_completion_tokens`` for OpenAI and Azure, ``max_tokens`` for the
-compatible servers) come from :mod:`oma_host.providers.openai_target`.
+"""The OpenAI Chat Completions adapter, also for OpenAI-compatible servers and Azure.
 
-Mapping: text parts; images as ``image_url`` data URLs; tool_use as the
-assistant's ``tool_calls``; tool_result as ``role: "tool"`` messages (text
-only: Chat Completions has no image or file parts there, and no error flag,
-so ``is_error`` is carried as an ``[error]`` prefix). Reasoning blocks and
-images in assistant turns have no Chat Completions form: they fail the run
-rather than being dropped (the Responses API carries reasoning).
-
-Gemini's compatible endpoint signs its tool calls
-(``extra_content.google.thought_signature``) and answers 400 to a next turn
-that leaves the signature out: it is kept on the tool_use block as
+Blocks with no Chat Completions form (reasoning, images in assistant turns)
+fail the run rather than being dropped. Gemini's compatible endpoint refuses a
+next turn without its tool calls' signatures, so they are kept as
 ``providerMetadata.google.thoughtSignature`` and sent back exactly.
+docs/providers.md, "How blocks map".
 """
 
 from __future__ import annotations

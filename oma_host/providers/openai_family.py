@@ -1,8 +1,4 @@
-"""The OpenAI family's adapter factories: ``provider: "openai"`` (and, through
-:mod:`oma_host.providers.azure`, ``"azure"``) resolve their target
-(:mod:`oma_host.providers.openai_target`) and get the Chat Completions or the
-Responses adapter for its ``api``; each adapter module is imported when an
-agent first needs it."""
+"""The OpenAI family's adapter factories: Chat Completions or Responses, by ``api``."""
 
 from __future__ import annotations
 

@@ -1,28 +1,11 @@
-"""The OpenAI Responses API adapter (``POST {baseURL}/responses``), for
-OpenAI (the default on api.openai.com) and Azure OpenAI (the default there),
-or any base URL with ``api: "responses"``.
+"""The OpenAI Responses API adapter (``POST {baseURL}/responses``).
 
-Mapping, as input items in conversation order: text as ``input_text`` (user)
-or an assistant message; an image as ``input_image`` with a data URL;
-tool_use as a ``function_call`` and tool_result as a ``function_call_output``
-(text, image and file parts; ``is_error`` as an ``[error]`` prefix, as on
-Chat Completions); reasoning as a ``reasoning`` item. The system prompt is
-``instructions``, the output limit ``max_output_tokens``; tools are function
-tools.
-
-Reasoning is carried between turns statelessly: requests say ``store:
-false`` (the host keeps the conversation; OpenAI keeps nothing) and ask for
-``reasoning.encrypted_content``, which comes back on the reasoning block with
-the item's id as ``providerMetadata.openai: {itemId, encryptedContent}`` and
-goes back unchanged; the summary is the block's text, streamed as
-``reasoning`` events. A reasoning block without that metadata (another
-provider's thinking) has no Responses form and fails the run. Models that do
-not reason refuse the encrypted-content and reasoning-summary parameters; the
-model name decides whether they are sent (names of the GPT-4 families, and
-``-chat`` variants, do not reason; ``thinking`` says it does, and its
-``effort`` is ``reasoning.effort``), and a refusal naming them is answered by
-sending the request again without them, for this agent and model from then
-on.
+Reasoning is carried between turns statelessly: requests say ``store: false``
+(the host keeps the conversation) and ask for ``reasoning.encrypted_content``,
+which goes back unchanged as ``providerMetadata.openai``; another provider's
+reasoning has no Responses form and fails the run. The model name decides
+whether reasoning parameters are sent, and a model refusing them gets the
+request again without them.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""Where an OpenAI-family agent (``provider: "openai"`` or ``"azure"``) sends
-its requests, which of the two APIs it speaks, and how it authenticates.
+"""Where an OpenAI-family agent sends its requests, which API it speaks, how it authenticates.
 
-- **openai**: ``baseURL``, else ``OPENAI_BASE_URL`` as OpenAI's SDK reads
-  it (default ``https://api.openai.com/v1``), a bearer key from ``apiKey`` /
-  ``apiKeyEnv`` / the descriptor's variable (none needed for another server:
-  a local compatible one). ``api`` defaults to
-  ``"responses"`` for api.openai.com and to ``"chat"`` for every other base
-  URL (the compatible servers: vLLM, llama.cpp, Ollama, OpenRouter...).
-- **azure**: see :mod:`oma_host.providers.azure`; ``api`` defaults to
-  ``"responses"`` (the v1 endpoint has both).
-
-The output limit's field name follows the server, not the API: OpenAI and
-Azure take ``max_completion_tokens`` on Chat Completions (the reasoning
-models refuse ``max_tokens``), while the compatible servers still read
-``max_tokens``, so every other base URL gets that (``tokenLimitField``).
+``api`` defaults to ``"responses"`` for api.openai.com and Azure, ``"chat"``
+for every other base URL. The output limit's field name follows the server, not
+the API: OpenAI and Azure take ``max_completion_tokens``, the compatible
+servers still read ``max_tokens``.
 """
 
 from __future__ import annotations

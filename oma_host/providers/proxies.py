@@ -1,16 +1,9 @@
-"""Which proxy, if any, each provider request goes through, and the
-transport that hands it there.
+"""Which proxy, if any, each provider request goes through, and the transport that takes it.
 
-The proxies come from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``,
-``ALL_PROXY``, ``NO_PROXY``, in either case, through
-:func:`urllib.request.getproxies`), read as httpx reads them for a client
-that trusts the environment: one URL pattern per proxy scheme, one per
-``NO_PROXY`` entry reached directly (``example.com`` covers its subdomains
-too, ``.example.com`` only them, ``*`` every host), the most specific pattern
-winning. The providers' client routes by these patterns itself, through one
-:class:`RoutedTransport`, instead of through httpx's mounts: its direct path
-(``providers/http_client.py``) needs the transport for a URL, which httpx
-does not make public, and one router serves both paths alike.
+The environment's proxies are read as httpx reads them, but routed here
+(:class:`RoutedTransport`) rather than through httpx's mounts, because the
+client's direct path needs the transport for a URL, which httpx does not make
+public.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""AWS Signature Version 4 for the Bedrock adapter, and where its credentials
-and region come from.
+"""AWS Signature Version 4 for the Bedrock adapter, with its credentials and region.
 
-Signing is the standard-library recipe (HMAC-SHA256 over a canonical
-request); tests check it against botocore's signer. Credentials come, as the
-AWS SDKs look for them, from ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``
-(/ ``AWS_SESSION_TOKEN``), else from the shared credentials and config files
-(``AWS_SHARED_CREDENTIALS_FILE``, ``AWS_CONFIG_FILE``, ``~/.aws/...``) for
-``AWS_PROFILE`` (``default``); the region from ``AWS_REGION``,
-``AWS_DEFAULT_REGION``, else the profile's ``region``. Profiles that name a
-``credential_process``, SSO or a role to assume need the AWS CLI to write
-keys first: they are reported, not run.
+Signing is the standard-library recipe, checked against botocore's signer in
+the tests; credentials and region are found as the AWS SDKs find them. Profiles
+needing the AWS CLI (``credential_process``, SSO, an assumed role) are
+reported, not run.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
-"""Server-sent events for the streaming adapters (Anthropic, OpenAI chat,
-OpenAI Responses, Gemini): one parser over ``response.aiter_bytes()``.
+"""Server-sent events for the streaming adapters: one parser over ``response.aiter_bytes()``.
 
-It parses exactly what httpx-sse 0.4 parses (``EventSource.aiter_sse``): the
-body decoded in the response's charset with ``errors="replace"``, lines
-ended by ``\\r\\n``, ``\\r`` or ``\\n`` (also split between two network
-chunks), comments skipped, ``data`` lines joined with ``\\n``, ``id`` kept
-across events (and one holding NUL ignored), ``retry`` kept when it is an
-integer, an event dispatched at each blank line unless nothing was set, and
-an event left open at the end of the body dropped. A hypothesis test holds it
-to httpx-sse over random chunkings.
-
-Why not httpx-sse itself: relaying a stream, its five nested async
-generators (bytes, text, lines, events) and a method call per line cost
-more host CPU per delta than anything else the host does. Here the events of
-one network chunk are parsed in one loop and handed over as one list, so an
-adapter steps one async generator per chunk, not per event.
+It parses exactly what httpx-sse 0.4 parses (a hypothesis test holds it so),
+but a chunk's events are parsed in one loop and handed over as one list:
+httpx-sse's nested async generators and per-line calls cost more CPU per delta
+than anything else the host does.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""The certificates the providers' HTTP client trusts, as one SSL context
-shared by every connection (both transports).
+"""The certificates the providers' HTTP client trusts, as one SSL context for every connection.
 
-- ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, when set to an existing file or
-  directory, replace every default, as they did when httpx chose the
-  certificates itself.
-- Otherwise the operating system's store. On macOS and Windows that is the
-  platform's verifier, through ``truststore``. On Linux and the BSDs it is
-  OpenSSL's default store (the distribution's CA bundle), loaded once here:
-  truststore would reload it on every new connection, on the event loop, tens
-  of milliseconds each, which hundreds of concurrent connections cannot
-  afford. A system without a CA bundle (a minimal container) gets certifi's
-  Mozilla bundle instead, which is what httpx trusted before.
+``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` replace every default; otherwise the
+system's store, through ``truststore`` on macOS and Windows. On Linux OpenSSL's
+default store is loaded once here, since truststore would reload it on every
+new connection on the event loop; without a CA bundle, certifi's.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """A conversation's wire form, reused from one request to the next.
 
-An LLM agent sends its whole conversation with every request. Mapping each
-message to the provider's form again every time made a turn cost more as
-the history grew, where only its new messages are new. So each adapter keeps
-a :class:`WirePrefix`: the messages it mapped for its last request, their
-wire form, and that form's JSON. A request that begins with the same
-messages (the same objects, or equal ones:
-:func:`oma_host.core.messages.shared_prefix`) maps only the rest, and its
-body reuses the JSON of every wire message it kept
-(:func:`oma_host.providers.http_client.json_body` splices it in): what a
-turn encodes is its new messages, and what grows with the conversation is
-the copying of the body's bytes.
-
-A message's wire form depends on that message alone (and its index, which
-only an error's path names), so the reuse changes nothing that is sent: the
-body is byte for byte the JSON of the whole request. The list
-:meth:`WirePrefix.render` returns is the caller's: an adapter that marks the
-last message (a cache breakpoint) replaces that message with a marked copy
-rather than changing the one kept here; a copy's JSON is encoded afresh, and
-only a kept message's is reused. Nothing changes a kept wire message in place.
+An agent sends its whole conversation with every request; :class:`WirePrefix`
+keeps the last request's mapped messages and their JSON, so a request that
+begins with the same messages maps and encodes only the new ones. A message's
+wire form depends on that message alone, so the body is byte for byte what a
+fresh mapping would send; nothing kept is changed in place.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The JSON-RPC host (docs/protocol.md, "Transport and framing", "Lifecycle",
-"Errors", "Methods", "Cancellation and progress"), served over stdio here and
-over TCP by ``tcp``, where ``auth``'s token guards every connection.
+"""The JSON-RPC door: the host served over stdio, or over TCP (docs/protocol.md).
 
-``app`` serves one connection (lifecycle, requests, cancellation) over
-``rpc`` (JSON-RPC messages) and ``framing`` (LSP and ndjson; ``auto`` picks
-one from the first bytes). ``registry`` declares every method; ``lifecycle``,
-``agent_methods`` and ``orchestration_methods`` implement them over the typed
-per-session ``state`` (agents, store, evaluator, ``callbacks`` to the client,
-one ``supervisor`` for background work); ``models`` and ``outgoing`` are the
-wire types.
+One :class:`~oma_host.server.app.HostSession` per connection; every method is
+declared in :mod:`.registry` and implemented in a handler module loaded on
+first use, so answering ``initialize`` stays light.
 """
 
 from __future__ import annotations

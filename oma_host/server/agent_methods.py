@@ -1,7 +1,8 @@
-"""The agent methods (``agent/*``) and ``oma/runAgent`` (docs/protocol.md,
-"Methods"): each handler takes its parsed params, delegates to the core, and
-shapes the answer. Errors are OmaError subclasses, answered in one place
-(``server/app.py``). Imported on first use, not at start-up.
+"""The agent methods (``agent/*``) and ``oma/runAgent`` (docs/protocol.md, "Methods").
+
+Each handler parses nothing itself: it takes typed params, delegates to the
+core and shapes the answer; errors are answered in one place (:mod:`.app`).
+Imported on first use.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """The host session: one client connection, from its first byte to ``exit``.
 
-It reads frames (``wire/framing.py``), has each checked by the connection
-(``server/rpc.py``), and handles what passes: the lifecycle gate (nothing but
-``initialize`` before it, nothing after ``shutdown``), one task per request
-with its own abort signal and :class:`RequestContext`, ``$/cancelRequest``
-(the run stops and answers -32800 with its partial result), and
-``shutdown``/``exit`` (docs/protocol.md, "Transport and framing",
-"Lifecycle", "Errors", "Cancellation and progress"). Methods come from
-the registry: a handler's module is imported on the method's first use.
-
-Also the session's side of the door's rules: a guarded (TCP) connection must
-open with an ``initialize`` carrying the token, and one that opens like HTTP
-is closed unread; params holding a lone surrogate are -32602 at its path;
-end of input on ndjson lets the requests in flight finish (``serve``); and
-frames are written whole (``stdout_writer``).
+It reads frames, has each checked by the connection (:mod:`.rpc`), and applies
+the lifecycle gate (nothing but ``initialize`` before it, nothing after
+``shutdown``); each request runs in a task of its own with its abort signal and
+:class:`RequestContext`, so ``$/cancelRequest`` stops just that run, answered
+-32800 with its partial result. Methods come from the registry, a handler's
+module imported on first use. A guarded (TCP) connection must open with an
+``initialize`` carrying the token. docs/protocol.md, "Lifecycle" and
+"Cancellation and progress".
 """
 
 from __future__ import annotations

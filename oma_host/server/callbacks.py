@@ -1,18 +1,10 @@
-"""The client callbacks of one session: what the core asks of the editor
-(hook answers, permission, edits, scores) as server-to-client requests.
+"""The client callbacks of one session: what the core asks of the client, as requests to it.
 
-One :class:`ClientCallbacks` per session. :meth:`ClientCallbacks.for_agent`
-gives an agent exactly what its config asks for (``hooks.beforeRun``,
-``hooks.afterRun``) plus the permission handler, which an ACP backend consults
-only with ``permission: "ask-client"`` (``source: "acp"``) and an LLM agent's
-permission policy when a rule says ``ask`` (``source: "tool"``); the online
-evaluator gets :meth:`ClientCallbacks.score`. When the client declared
-``capabilities.workspace.applyEdit`` in ``initialize``, the agent's editor
-channel (:class:`oma_host.core.editor_channel.EditorChannel`) applies edits
-through LSP's ``workspace/applyEdit``, so an LLM agent's ``file_write`` and
-``file_edit`` go to the client instead of the host writing the file.
-Timeouts and malformed answers are the core's to handle: a call here returns
-the client's answer or raises.
+:meth:`ClientCallbacks.for_agent` gives an agent exactly the hooks its config
+asks for, plus the permission handler and, when the client declared
+``workspace.applyEdit``, an editor channel that sends the write tools' edits to
+the client. Timeouts and malformed answers are the core's to handle: a call
+here returns the answer or raises.
 """
 
 from __future__ import annotations

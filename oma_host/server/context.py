@@ -1,10 +1,8 @@
 """What a handler is given besides its params: the request's context.
 
-A handler is ``async def handler(ctx: RequestContext, params: P) -> R``. The
-context carries the request's own abort signal (``$/cancelRequest`` and
-shutdown set it), the session's typed state, and the ways to talk back to the
-client while the request runs (progress notifications). Nothing here is
-fetched from a context variable: what a handler uses, it is handed.
+The request's abort signal, the session's typed state and the ways to talk back
+while the request runs. Nothing comes from a context variable: what a handler
+uses, it is handed.
 """
 
 from __future__ import annotations

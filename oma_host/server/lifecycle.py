@@ -1,12 +1,8 @@
 """``initialize`` and ``shutdown`` (docs/protocol.md, "Lifecycle").
 
-Editors spawn the host on every window, so this module is light: answering
-a plain ``initialize`` imports neither pydantic nor the agent core. Its
-params are LSP's, of which only ``initializationOptions`` is ours; that part
-is parsed by its pydantic model (``server/models.py``) when it is given, and
-an evaluation config loads the evaluation models too. The handler modules are
-warmed up in a thread shortly after the answer is out, so the import neither
-delays this answer nor, usually, the first agent call.
+Editors spawn the host for every window, so answering a plain ``initialize``
+imports neither pydantic nor the agent core; the handler modules are warmed up
+in a thread after the answer is out.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""The JSON-RPC door's default limits, in a module of their own so the
-command line can print them without importing the door (``oma-host acp``
-starts without it)."""
+"""The JSON-RPC door's default limits, which the command line reads without the door."""
 
 # ndjson: after the end of input, how long the requests in flight may finish.
 DEFAULT_DRAIN_TIMEOUT_S = 600.0

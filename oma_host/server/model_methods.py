@@ -1,9 +1,7 @@
-"""``models/list``: a provider's model list for an editor's picker, fetched
-from the provider's list endpoint (``providers/model_list.py``) and cached
-for the session, per provider, base URL and key variable. A failed fetch is
-answered -32003 ``ProviderError`` with the run failures' ``kind`` (``auth``,
-``connection``, ``timeout``, ``provider``, ``malformed``, ``unsupported``)
-and the HTTP ``status`` when there was one; it is not cached.
+"""``models/list``: a provider's model list for an editor's picker, cached for the session.
+
+A failed fetch is -32003 ``ProviderError`` with the run failures' ``kind`` and
+the HTTP ``status``, and is not cached.
 """
 
 from __future__ import annotations

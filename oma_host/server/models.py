@@ -1,15 +1,10 @@
-"""The params of every method, as pydantic models: the one way params are
-checked (names in ``server/registry.py``, handlers in the method modules).
+"""The params of every method as pydantic models: the one way params are checked.
 
 Unknown fields are rejected and types are strict, so a misspelt field or a
-``"3"`` for an integer is an InvalidParams error, never silently taken. Every
-message comes from :func:`oma_host.core.validation.describe_validation_error`
-and names the field, e.g. ``oma/runTasks: params.tasks[2].description must be a
-string``. Some fields are left to their owners, which check them with
-knowledge pydantic does not have: ``input`` (the shape guard: InvalidMessageError
-with a path), agent ``config`` (AgentConfig with the session's model defaults)
-and ``evaluation`` (its scorers); they are ``Any`` or an object here, with a
-schema reference for ``oma-host schema``.
+``"3"`` for an integer is an error naming the field, never silently taken.
+Fields whose owners know more than pydantic (``input``, an agent's ``config``,
+``evaluation``) are left to them, with a schema reference for ``oma-host
+schema``.
 """
 
 from __future__ import annotations

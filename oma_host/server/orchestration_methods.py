@@ -1,9 +1,7 @@
-"""Team and evaluation methods: ``oma/runTasks``, ``oma/runTeam`` and
-``oma/evaluation/{stats,flush,records}``. Imported on first use.
+"""Team and evaluation methods: ``oma/runTasks``, ``oma/runTeam``, ``oma/evaluation/*``.
 
-The params models check the shapes; the team's semantic checks (members an
-Agent would refuse, names used twice, unknown assignees and dependencies,
-cycles) are ``oma_host.orchestration.teams``'s, over the parsed values.
+The params models check shapes; a team's semantic checks are
+:mod:`oma_host.orchestration.teams`'s. Imported on first use.
 """
 
 from __future__ import annotations

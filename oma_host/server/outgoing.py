@@ -1,11 +1,7 @@
-"""What the host sends: the results of its methods, the params of its
-requests to the client and the answers it expects, and the params of its
-notifications, as TypedDicts.
+"""What the host sends (method results, requests to the client, notifications) as TypedDicts.
 
-Handlers return these (mypy checks them there), ``server/callbacks.py`` and
-the request context build the client-bound ones, and ``oma-host schema``
-documents them all from :data:`CLIENT_REQUESTS` and :data:`NOTIFICATIONS`
-(the names are the enums of ``server/registry.py``).
+Handlers return these, so mypy checks every answer, and ``oma-host schema``
+documents them.
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """The method registry: every JSON-RPC method of the host, declared once.
 
-Dispatch, the ``initialize`` capability list (``methods``), ``oma-host schema``
-(``docs/protocol.schema.json``) and the generated reference in
-``docs/protocol.md`` all read it.
-It has two halves, so that answering ``initialize`` loads nothing heavy:
-
-- **the index** (this module; it imports neither pydantic nor the core): each
-  method's name, as a :class:`Method` member mypy can check, and the module
-  that implements it (:data:`IMPLEMENTED_IN`);
-- **the handlers**, loaded on a method's first use: in that module, an
-  ``async def handler(ctx: RequestContext, params: P) -> R`` marked with
-  :func:`handles`. The params type ``P`` and the result type ``R`` are read
-  from the signature; ``P.from_wire`` parses the params (a pydantic model, see
-  ``server/models.py``, except initialize's light view of LSP's params) and
-  ``P.wire_model()`` is what the schema documents.
-
-A test checks that the two halves agree: every method maps to one handler in
-the module the index names, with a params type and a result type.
-
-The names of what the host sends the other way (server-to-client requests and
-notifications) are here too, so every method name on the wire is an enum member.
+Dispatch, the ``initialize`` answer, ``oma-host schema`` and the generated
+reference in docs/protocol.md read it. It has two halves so that answering
+``initialize`` loads nothing heavy: the index here (each :class:`Method` and
+the module implementing it, no pydantic, no core), and the handlers marked with
+:func:`handles`, loaded on first use, whose params and result types come from
+their signatures. A test holds the halves equal. The names of what the host
+sends the client are enums here too.
 """
 
 from __future__ import annotations

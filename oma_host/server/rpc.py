@@ -1,30 +1,11 @@
-"""JSON-RPC 2.0 over one byte stream: the only module that knows the wire's
-message shapes.
+"""JSON-RPC 2.0 over one byte stream: the only module that knows the wire's message shapes.
 
-It checks each parsed message (an object, ``"jsonrpc": "2.0"``, a string or
-integer id, a string method, object or array params) and answers a bad one
-itself, and finds where params or an answer hold a lone surrogate (which the
-session refuses); sends responses, errors and notifications (compact UTF-8
-JSON, framed by the session's framing, recorded by ``--trace``, none above
-``--max-message-bytes``); and sends the host's own requests to the client
-(hooks, permission, scoring). The ids and futures of those requests, the
-reading of the client's answers and the batched writes (notifications sent
-together, such as the deltas of a stream read from one network chunk,
-leave in one write) are the JSON-RPC peer core's,
-:class:`oma_host.wire.peer.JsonRpcPeer`, which the ACP door, the ACP
-bridge and the CLI client share.
-
-Why not pygls: it would serve only the handlers' tasks and the futures of
-server-to-client requests (the ``request``/``_deliver`` pair here and the
-request tasks of ``server/app.py``), and only through its private methods,
-since it drops an unparseable frame unanswered, has no size limit and no
-ndjson, no gate before ``initialize``, no cancellation that answers with a
-partial result, answers an unknown method without ``error.data``, and keeps
-client request ids and its own in one table; and importing it (with
-lsprotocol and cattrs) takes longer than everything else the host does before
-answering ``initialize``. The startup benchmark compares the host with a bare
-pygls server. With ``--log-level DEBUG`` every message in and out is logged,
-through the stderr handler's redaction.
+It checks each message and answers a bad one itself, and sends answers,
+notifications and the host's requests to the client over
+:class:`oma_host.wire.peer.JsonRpcPeer`. Not pygls, which drops an unparseable
+frame unanswered and lacks a size limit, ndjson, the gate before ``initialize``
+and cancellation answered with a partial result, and importing it costs more
+than the rest of the host's start.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""What every run method does around its run: the request's abort signal,
-LSP work-done progress (``begin``, a ``report`` for each step the run takes
-and every second while it waits, ``end``), a trace in the store, its spans
-exported when telemetry is on (``oma_host.telemetry``), and the -32800 answer
-that carries a cancelled run's partial result."""
+"""What every run method does around its run: abort, progress, trace, -32800 partial answer.
+
+The request's abort signal, LSP work-done progress (a report per step and every
+second while waiting), a trace in the store with its spans exported when
+telemetry is on, and the -32800 answer carrying a cancelled run's partial
+result.
+"""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
-"""Per-session state, typed, in one object per connection.
+"""Per-session state, typed, in one object per connection (:class:`SessionState`).
 
-:class:`SessionState` holds what ``initialize`` settled (:class:`Settings`:
-model defaults, evaluation config, state directory, parsed once), the agents
-(:class:`AgentRegistry`), the session's one :class:`Supervisor`, the client
-callbacks, and the services built on first use: the store (SQLite in the
-state directory), the online evaluator and the span export. A host that only runs agents opens
-its database on the first run; one without ``initializationOptions.evaluation``
-never builds an evaluator. Creating the state imports nothing heavy, since a
-session exists before ``initialize`` is answered.
+What ``initialize`` settled, the agents, the session's :class:`Supervisor`, the
+client callbacks, and services built on first use (store, evaluator, span
+export). Creating it imports nothing heavy: a session exists before
+``initialize`` is answered.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The one owner of a session's background work.
 
-Everything a session starts that no request waits for goes through its
-:class:`Supervisor`: fire-and-forget tasks (run traces), work in a thread
-(warming the handler modules up after ``initialize``), timers, and the closers
-of services built on first use (settle the evaluator, close the store). At
-shutdown :meth:`Supervisor.drain` cancels the timers, ends the pauses of
-tasks gathering work, waits for the tasks and threads within a bound, then
-runs the closers, last registered first, each within a bound too: a stuck
-closer cannot keep the host from exiting.
+Tasks no request waits for, threads, timers and the closers of services built
+on first use all go through :class:`Supervisor`, whose :meth:`Supervisor.drain`
+ends them at shutdown, each within a bound, so nothing stuck keeps the host
+from exiting.
 """
 
 from __future__ import annotations

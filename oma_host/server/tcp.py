@@ -1,31 +1,11 @@
-"""``oma-host --tcp``: the host over TCP, one session per connection.
+"""``oma-host --tcp``: the host over TCP, one guarded session per connection.
 
-A port is open to every local user and to every web page the user visits, so
-each connection is a guarded :class:`HostSession`: it must open with an
-``initialize`` carrying the token (``server/tcp_token.py``), and one that opens
-like HTTP is closed unread. TCP also needs bounds that stdio does not:
-
-- at most ``max_connections`` served connections at once (one more that
-  shows the token is closed);
-- connections that have not shown the token yet are counted apart: at most
-  ``MAX_UNAUTHENTICATED`` wait at once, the longest waiting closed for a new
-  one, so silent sockets cannot lock the real client out; each may send one
-  message of up to 1 MiB (its ``initialize``), and a larger one is not read;
-- a connection that has not completed its authenticated first message within
-  ``handshake_timeout_s`` is closed;
-- backpressure: a connection is not read while more than
-  ``--max-message-bytes`` of replies to it are unsent (beyond what the
-  kernel's socket buffers hold), and one that leaves four times that unread
-  is dropped: its runs go on producing output while it is not read, and a
-  client that reads nothing would have the host buffer that output forever.
-
-Connections closed under these bounds are counted, not logged one by one:
-one warning line per reason every ``CLOSED_TALLY_S`` (and at the end), so
-a flood of sockets cannot flood stderr (log lines are written off the event
-loop anyway, and dropped when stderr is not read: ``oma_host/cli/stderr_log.py``).
-
-SIGTERM, SIGHUP and Ctrl-C stop the server: sessions are ended as by ``exit`` and
-the token file is removed.
+A port is open to every local user and web page, so a connection must open with
+an ``initialize`` carrying the token (:mod:`.tcp_token`), and one that opens
+like HTTP is closed unread. TCP also needs bounds stdio does not: served and
+unauthenticated connections, a handshake timeout, and backpressure that drops a
+client that reads nothing. Closed connections are tallied, not logged one by
+one, so a flood of sockets cannot flood stderr.
 """
 
 from __future__ import annotations

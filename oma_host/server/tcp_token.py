@@ -1,20 +1,10 @@
-"""Who may talk to the host over a network (docs/protocol.md, "Transport and framing").
+"""The TCP door's token: who may talk to the host over a network.
 
 Stdio needs no check: whoever spawned the host owns its pipes. A TCP port is
-open to every local user and to every web page the user visits (a browser
-will POST to 127.0.0.1), so a TCP connection must prove it can read a file
-only the user can read: its first request is ``initialize`` carrying
-``initializationOptions.authToken``. This module owns that token: made at
-random or read from ``--token-file``, kept in a private file named by the
-port (so ``oma-host call --connect`` and ``HostClient`` find it), compared in
-constant time, and removed when the server stops. It also recognises a
-connection that opens like HTTP, which is closed before anything is read.
-
-Where the file lives: ``$XDG_RUNTIME_DIR/oma-host/tcp-PORT.token``, else
-``oma-host-UID/`` in the temporary directory; either directory is made (or
-tightened to) 0700 and must be a real directory of the user's, and a token
-file is 0600 and must belong to the user too. The run viewer (``oma-host
-runs serve``) keeps its token by the same rule, as ``runs-PORT.token``.
+open to every local user and web page (a browser will POST to 127.0.0.1), so a
+connection's ``initialize`` must carry a token only the user can read: kept in
+a private file named by the port, compared in constant time, removed when the
+server stops. docs/security.md, "TCP".
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The run traces (each with its spans) waiting to be written for one host
-session, and the writer that puts them in the store in batches (off the
-event loop, never delaying an answer)."""
+"""A session's run traces waiting to be written, and the writer that stores them in batches.
+
+Written off the event loop, so a trace never delays an answer.
+"""
 
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
-"""The process's OTLP exporters: one per distinct config (endpoint, headers,
-service name), built on the first run that wants it and shared by every
-session after it, flushed when a session ends and shut down when the
-process does, each within a bounded wait.
+"""The process's OTLP exporters: one per config, shared, flushed and shut down within a bound.
 
-The SDK is imported here, in a thread, on the first run of a door whose
-telemetry is on (:mod:`.settings`); a door with telemetry off never imports
-it. When it is on and the ``otel`` extra is not installed, one warning says
-so (``pip install 'oma-host[otel]'``) and the runs go on unexported, as
-they do when the exporter cannot be built from the variables.
-
-Flushing and shutting down run in daemon threads that the door waits for
-at most :data:`FLUSH_TIMEOUT_S`: an unreachable collector delays the end of
-a session by that much at most, and never keeps the process alive.
+The SDK is imported in a thread on the first run that exports, so a door with
+telemetry off never loads it; without the ``otel`` extra one warning says so
+and runs go on unexported. Flushing runs in daemon threads waited for at most
+:data:`FLUSH_TIMEOUT_S`, so an unreachable collector never keeps the process
+alive.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
-"""The OpenTelemetry SDK's half of the export (the ``otel`` extra): a
-:class:`~oma_host.core.spans.SpanSink` that turns each span that ends into
-the SDK's ``ReadableSpan`` and hands it to a ``BatchSpanProcessor`` over an
-``OTLPSpanExporter`` (OTLP/HTTP, protobuf).
+"""The OpenTelemetry SDK's half of the export (the ``otel`` extra): spans to its processor.
 
-A span keeps the host's own trace and span ids, so a trace a collector
-shows is the one ``oma-host runs export`` writes; its kind, status and
-exported attributes are :mod:`oma_host.telemetry.otlp`'s (a cancelled span is
-UNSET with ``oma.status: "cancelled"``; ``local`` never leaves). The
-resource is the SDK's (``OTEL_RESOURCE_ATTRIBUTES``, ``OTEL_SERVICE_NAME``,
-the SDK's own attributes) with ``service.name`` ``oma-host`` and
-``service.version`` the host's version where those say nothing.
-
-Building the ``ReadableSpan`` is all the run's path pays: batching,
-encoding and sending happen in the processor's thread, and an unreachable
-collector costs that thread its retries, never a run. Only
-:mod:`.exporters` imports this module, and only when telemetry is on.
+A span keeps the host's own trace and span ids, so a collector shows the trace
+that ``oma-host runs export`` writes. The run's path only builds the
+``ReadableSpan``: batching and sending happen in the processor's thread, so an
+unreachable collector never costs a run.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""Spans (:mod:`oma_host.core.spans`) in the OpenTelemetry protocol's data
-model, as its JSON encoding writes it (OTLP/JSON: ids in hex, 64-bit
-integers as strings, enums as numbers, attributes as typed ``AnyValue``s).
-``oma-host runs export`` writes this, and the live export
-(:mod:`oma_host.telemetry.otel_export`) sends the same kinds, statuses and
-attributes; its dicts follow the protobuf
-messages field for field (``ExportTraceServiceRequest``), so a protobuf
-encoder can be filled from the same values.
+"""Spans in the OpenTelemetry protocol's data model, as OTLP/JSON writes it.
 
-A span's ``local`` part is the host's own and never goes out; a
-cancelled span's status is UNSET (a cancellation is not an error) with
-``oma.status: "cancelled"``, and a skipped task's UNSET with ``oma.status:
-"skipped"``.
+``oma-host runs export`` writes this and the live export sends the same kinds,
+statuses and attributes. The dicts follow the protobuf messages field for
+field. A span's ``local`` part never leaves; a cancelled or skipped span is
+UNSET with an ``oma.status`` saying which.
 """
 
 from __future__ import annotations

@@ -1,36 +1,10 @@
-"""Whether a door exports its spans over OTLP, and where: the standard
-``OTEL_*`` variables, and what a client or the command line asked for
-(``initializationOptions.telemetry`` on the JSON-RPC door,
-``--telemetry-endpoint``, ``--telemetry-capture-content`` and
-``--no-telemetry`` on the ACP door), settled into one
-:class:`TelemetryConfig` or None (no export).
+"""Whether a door exports its spans over OTLP, and where (:class:`TelemetryConfig`).
 
-The rules, in order:
-
-1. ``OTEL_SDK_DISABLED=true`` turns export off, whatever else is set.
-2. An explicit off (``telemetry.export: false``, ``--no-telemetry``) turns
-   it off, whatever the variables say (the runs are still recorded in the
-   state directory: only the export is off).
-3. An explicit ask (an endpoint or any option given) turns it on.
-4. Else the environment does: ``OTEL_TRACES_EXPORTER=none`` keeps it off,
-   ``OTEL_TRACES_EXPORTER=otlp`` or an endpoint variable
-   (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``)
-   turns it on.
-5. The exporter speaks OTLP over HTTP with protobuf: an
-   ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`` other than ``http/protobuf``, or
-   an ``OTEL_TRACES_EXPORTER`` naming no ``otlp``, turns it off with a
-   warning saying why.
-
-What is left unset here (an endpoint, headers, the service name) the SDK
-reads from its variables when the exporter is built. Content capture is the
-explicit choice, else ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``,
-whether or not the spans are exported: it says what the runs' spans record
-(in the state directory, and in the export when there is one), so
-``--telemetry-capture-content true`` alone has the run viewer show the
-conversation.
-
-This module imports nothing but ``os`` and ``dataclasses``: a door settles
-its telemetry before it knows whether the SDK is installed.
+The standard ``OTEL_*`` variables and a client's or the command line's explicit
+ask are settled by the rules of docs/telemetry.md, "Turning it on". Content
+capture applies whether or not spans are exported: it says what the runs' spans
+record. Imports nothing but ``os`` and ``dataclasses``: a door settles its
+telemetry before it knows whether the SDK is installed.
 """
 
 from __future__ import annotations

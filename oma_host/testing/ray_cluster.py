@@ -1,15 +1,9 @@
-"""A two-node Ray cluster on this machine, for the Ray executor's tests
-(``tests/orchestration/test_ray_executor.py``) and benchmark
-(``bench/ray_executor.py``): a head node and a second node, each its own raylet with one CPU
-and a custom resource naming it (``head``, ``worker2``), on loopback.
+"""A two-node Ray cluster on this machine, for the Ray executor's tests and benchmark.
 
-Ray turns a node address of 127.0.0.1 into the machine's outward address,
-so the nodes take other loopback addresses (127.0.0.2 and 127.0.0.3), which
-Ray keeps as they are. Every port is picked free, outside Ray's worker port
-range. The cluster lives in a temporary directory of its own, and stopping
-it ends the processes started there (each names that directory on its
-command line) and everything below them: never ``ray stop``, which would end
-every Ray cluster of the machine.
+The nodes take 127.0.0.2 and 127.0.0.3, because Ray turns 127.0.0.1 into the
+machine's outward address. Stopping it ends only the processes started in its
+own temporary directory, never ``ray stop``, which would end every Ray cluster
+of the machine.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""The in-process test adapter (``provider: "test"``). For tests and demos only.
+"""The in-process test adapter (``provider: "test"``), for tests and demos only.
 
-It records exactly what it received and answers deterministically, so a client
-on the far side of the wire can see what the backend was given:
-
-- model ``echo``: replies with the JSON of ``{"system": ..., "messages": ...}``
-  as received; streams it in chunks of 16 characters.
-- model ``slow-echo``: the same, with 50 ms between chunks (for cancellation);
-  ``chat`` waits as long as streaming would.
-- model ``fail``: fails the request with a provider error (status 400).
-
-Usage counts are the request's and reply's character counts divided by four.
+It records what it received and answers deterministically (models ``echo``,
+``slow-echo``, ``fail``), so a client across the wire can see what the backend
+was given.
 """
 
 from __future__ import annotations

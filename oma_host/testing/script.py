@@ -1,8 +1,9 @@
-"""What a test scripts the provider simulator with, and what every wire format
-shares: :class:`Reply` and :class:`Fault` (one queued answer each), the
-record of a request, and :class:`WireFormat`, the description of one
-provider's wire that the server in :mod:`oma_host.testing.simulator` dispatches
-on. Each wire lives in its own ``wire_*`` module."""
+"""What a test scripts the provider simulator with, and what every wire format shares.
+
+:class:`Reply` and :class:`Fault` are one queued answer each;
+:class:`WireFormat` describes one provider's wire, each in its own ``wire_*``
+module.
+"""
 
 from __future__ import annotations
 

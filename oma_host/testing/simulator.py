@@ -1,27 +1,10 @@
-"""The provider simulator: a real HTTP server on 127.0.0.1 that speaks each
-provider's wire format, streaming and not.
+"""The provider simulator: an HTTP server on 127.0.0.1 speaking each provider's wire format.
 
-Tests and ``oma-host demo`` script it per call: a queue of :class:`Reply`
-(content blocks, usage, the model it names, pacing, a cut or malformed stream) and
-:class:`Fault` (an HTTP error such as 429 with ``retry-after``; each wire's
-"prompt is too long" from :func:`too_long_fault`). Every request is recorded
-with its headers and parsed body. With the queue empty it answers with a
-description of the latest user message, so an unscripted run still shows
-what the provider was sent; a ``responder`` answers the requests it
-recognises before the queue is asked. Given a token counter (``count_tokens``), each
-reply reports the request's count as its input tokens, and with a
-``context_limit`` too a longer request is refused as the provider refuses
-it, before it takes anything from the queue.
-
-The wire formats are in ``wire_*`` modules (one :class:`WireFormat` each,
-listed in :data:`WIRES`); the first whose ``matches`` claims a POST's path
-renders the answer. GET requests are answered by a wire's ``list_models``
-(the first whose ``lists_for`` takes the request's headers), or by a
-:class:`Fault` at the head of the queue.
-
-It runs in a background thread (``with Simulator() as sim: sim.base_url``) or
-alone: ``python -m oma_host.testing.simulator --port 8765``; given an SSL
-context (``tls``), it serves HTTPS.
+Tests and ``oma-host demo`` script it per call with a queue of :class:`Reply`
+and :class:`Fault`; every request is recorded with its headers and parsed body,
+and an empty queue answers with a description of the latest user message. It
+runs in a background thread, or alone with ``python -m
+oma_host.testing.simulator``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""The Anthropic Messages wire (``POST .../messages``) for the simulator:
-a message, its SSE events, and the error body."""
+"""The Anthropic Messages wire for the simulator: a message, its SSE events, the error body."""
 
 from __future__ import annotations
 

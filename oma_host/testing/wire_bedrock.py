@@ -1,10 +1,8 @@
-"""The Amazon Bedrock Converse wire (``POST .../model/{modelId}/converse`` and
-``.../converse-stream``) for the simulator: a Converse response, the
-ConverseStream events in the binary event-stream framing, and the error body
-(``__type`` and ``message``, as boto3 reads them).
+"""The Amazon Bedrock Converse wire for the simulator, streaming in event-stream framing.
 
-The simulator records each request's raw bytes, so a test can check its
-SigV4 signature; it does not refuse unsigned requests itself."""
+Each request's raw bytes are recorded so a test can check its SigV4 signature;
+the simulator does not refuse unsigned requests itself.
+"""
 
 from __future__ import annotations
 

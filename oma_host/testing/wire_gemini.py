@@ -1,13 +1,8 @@
-"""The Gemini API wire (``POST .../models/{model}:generateContent`` and
-``:streamGenerateContent?alt=sse``) for the simulator: a
-GenerateContentResponse, its SSE chunks, the error body, and the model list
-(``GET .../v1beta/models``).
+"""The Gemini API wire for the simulator: responses, SSE chunks, errors, the model list.
 
-A scripted block's thought signature is oma-host's
-``providerMetadata.google.thoughtSignature``. A scripted reply's usage is
-written in oma-host's terms and rendered in Gemini's: ``promptTokenCount``
-includes the cached input, and ``candidatesTokenCount`` leaves out the
-thoughts."""
+A scripted reply's usage is in oma-host's terms and rendered in Gemini's, whose
+counts include the cached input and leave out the thoughts.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The OpenAI Chat Completions wire (``POST .../chat/completions``) for the
-simulator: a completion, its SSE chunks, and the error body."""
+"""The OpenAI Chat Completions wire for the simulator: completions, chunks, the error body."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""The OpenAI Responses wire (``POST .../responses``) for the simulator: a
-response object, its SSE events (created, output items with their text,
-argument and reasoning-summary deltas, completed), the error body, and the
-model list (``GET .../models``), as OpenAI and Azure's v1 endpoint send them.
+"""The OpenAI Responses wire for the simulator, as OpenAI and Azure's v1 endpoint send it.
 
-A reply's reasoning block becomes a reasoning item: its id and encrypted
-content are the block's ``providerMetadata.openai`` if it has them, else made
-up (``rs_sim_N_I``, ``enc:`` + the text). Usage in the reply is oma-host's
-(uncached ``input_tokens``, ``cache_read_input_tokens``, ``reasoning_tokens``)
-and goes out as OpenAI counts it, the cached tokens inside ``input_tokens``.
+A reasoning block's id and encrypted content are its
+``providerMetadata.openai``, else made up. Usage is written in oma-host's terms
+and sent as OpenAI counts it, the cached tokens inside ``input_tokens``.
 """
 
 from __future__ import annotations

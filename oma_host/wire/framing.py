@@ -1,16 +1,10 @@
 """Message framing on a byte stream: LSP base protocol and newline-delimited JSON.
 
-LSP framing is ``Content-Length: N\\r\\n\\r\\n`` + N bytes of JSON; ndjson is one
-JSON message per line, for people typing at a terminal and line-oriented tools.
-A frame that cannot be parsed gets an answer and frames have a size limit
-(docs/protocol.md, "Transport and framing"), which off-the-shelf readers
-(pygls's) do not give, so the readers live here. Each yields one :class:`Frame`
-per message: the parsed JSON, or the reason it could not be parsed (and, for an
-oversized message, the id recovered from its head or tail when possible). A bad
-message never ends the loop; only end of input does. :func:`detect_framing`
-picks the framing from the first bytes a client sends. Both doors read with
-these (the ACP door, whose framing is ndjson, with :func:`read_lines`), and both
-find a lone surrogate in what they read with :func:`lone_surrogate_at`.
+The readers are the project's own because docs/protocol.md, "Transport and
+framing", asks for what off-the-shelf ones (pygls's) lack: a size limit on a
+frame, and an answer to a frame that cannot be parsed (with the id recovered
+from an oversized one). A bad message never ends the loop; only end of input
+does.
 """
 
 from __future__ import annotations

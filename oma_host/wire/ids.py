@@ -1,7 +1,7 @@
-"""The id of a JSON-RPC message too large to parse, read from its first and
-last bytes: what a peer answers an oversized message with (the JSON-RPC
-door's frame readers, an MCP server's oversized answer). Dependency-free: the
-JSON-RPC door's startup path imports it."""
+"""The id of a JSON-RPC message too large to parse, recovered from its first and last bytes.
+
+Dependency-free: the JSON-RPC door's startup path imports it.
+"""
 
 from __future__ import annotations
 

@@ -1,33 +1,11 @@
-"""The JSON-RPC 2.0 peer that every connection of oma-host is built on: the
-JSON-RPC door (``server/rpc.py``), the ACP door (``acp_server/wire.py``),
-the ACP bridge's pipe to a wrapped agent (``bridges/acp/transport.py``) and
-the command line's client (``cli/client.py``).
+"""The JSON-RPC 2.0 peer that every connection of oma-host is built on.
 
-:class:`JsonRpcPeer` owns what a peer does the same way whatever its framing
-and its methods:
-
-- numbering its own requests and keeping the future of each until its
-  answer comes (:meth:`~JsonRpcPeer.next_id`, :meth:`~JsonRpcPeer._expect`,
-  :meth:`~JsonRpcPeer._answered`);
-- reading an answer into its result or its error, in one place
-  (:func:`answer_failure`): an ``error`` that is not an object with an
-  integer ``code`` is a -32603 saying the answer was malformed, and so is an
-  answer with neither ``result`` nor ``error``, unless the protocol lets a
-  peer leave a null result out (ACP's TypeScript SDK does);
-- failing every request still waiting when the other side goes away;
-- writing in batches: frames gathered with :meth:`~JsonRpcPeer._gather`
-  leave in one write once the event loop has run what is ready, or at once
-  past :data:`FLUSH_BYTES`, and a frame written at once
-  (:meth:`~JsonRpcPeer._write_now`) takes the gathered ones with it, ahead
-  of itself, so the other side reads every message in the order it was
-  made. A write is a system call and a wake-up of the reader: a stream's
-  deltas from one network read cost one, not one each.
-
-Each peer keeps its framing (LSP ``Content-Length`` or one message a line),
-its method table, and what is really its own; it says how bytes leave
-(:meth:`~JsonRpcPeer._send`) and which exception an error answer raises
-(:meth:`~JsonRpcPeer._error`). Dependency-free: the JSON-RPC door imports it
-to answer ``initialize``.
+:class:`JsonRpcPeer` owns what is the same whatever the framing and the
+methods: request ids and their pending futures, reading an answer into a result
+or an error (:func:`answer_failure`), failing what is pending when the other
+side goes away, and batched writes that keep messages in the order they were
+made. Each subclass keeps its framing and its method table. Dependency-free:
+the JSON-RPC door imports it to answer ``initialize``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""The host's stdin and stdout as asyncio streams, for both doors: whatever
-they are (a pipe from an editor, a terminal, a socket, or a regular file or
-``/dev/null`` when a person scripts the host: ``oma-host acp < requests >
-answers``), and with fd 1 kept for protocol messages alone.
+"""The host's stdin and stdout as asyncio streams, fd 1 kept for protocol messages alone.
 
-asyncio's pipe transports take pipes, sockets and character devices, and
-epoll refuses regular files and ``/dev/null``: those are read by a thread
-and written with blocking writes (a file always takes what is written).
+asyncio's pipe transports refuse regular files and ``/dev/null``, which a
+person scripting the host uses (``oma-host acp < requests > answers``); those
+are read by a thread and written with blocking writes.
 """
 
 from __future__ import annotations

@@ -1,60 +1,13 @@
-"""A shell command line cut into the simple commands ``/bin/sh`` would run,
-for the permission rules of the ``shell`` tool (:mod:`oma_host.workspace.permissions`).
+"""A shell command line cut into the simple commands ``/bin/sh`` would run.
 
-A rule's pattern is matched against each simple command on its own, so an
-``allow`` for ``git status*`` cannot be talked into ``git status && touch
-pwned``. Where commands begin and end is decided the way ``dash`` (Debian's
-``/bin/sh``, 0.5.12) decides it: :class:`_Parser` follows its reader
-(``parser.c``: ``readtoken1``, ``parsesub``, ``parsebackq``, here documents)
-and its grammar (``list``, ``andor``, ``pipeline``, ``command``,
-``simplecmd``) step by step, so quotes, ``$$``, ``${...}`` with its
-operators (a ``'`` inside a double-quoted ``${x-'}`` is a plain character),
-backslashes, comments, reserved words (``if``, ``while``, ``{``, ``!``
-...), subshells, functions, here documents and substitutions are read as sh
-reads them. ``tests/llm/test_command_line_dash.py`` checks this against
-``dash`` itself on 10,000 generated lines.
-
-Each part is the command's text as written (trimmed), so a pattern is
-written as the command is typed; two harmless redirects are left out of it:
-a descriptor duplicated or closed (``2>&1``, ``>&2``, ``<&-``) and
-``/dev/null`` (``>/dev/null``, ``2>> /dev/null``, ``</dev/null``). The split
-is *certain* only when nothing in the line runs or touches more than its
-parts say, and readers of the line agree; otherwise it gives the reasons,
-and no ``allow`` rule with a pattern applies to the line (the policy asks).
-Uncertain are: a command substitution (its output becomes the outer
-command's words) or an arithmetic expansion, a redirect to or from a file
-(``>``, ``>>``, ``<``, ``<>``, ``>&word``), a here document, ``$'...'``
-quoting and quotes inside a double-quoted ``${...}`` (which ``dash`` and
-``bash`` read differently), a ``${...}`` sh cannot expand (``${x:}``: the
-shells disagree on where it ends), ``alias`` (which changes how the rest is
-read), a trailing backslash, anything sh would refuse (an unclosed quote or
-substitution, an unbalanced parenthesis, any syntax error: reading goes on
-past it, for the parts), and a line nesting lists more than 40 deep (not
-read further: the whole line is one part). Everything found
-inside the line, also what an uncertain split holds, is a part, so a
-``deny`` rule still sees every command (``echo $(rm -rf x)`` has the part
-``rm -rf x``, and so has ``echo `echo \\`rm -rf x\\```).
-
-For ``deny`` and ``ask`` rules each part also has its *forms*
-(:attr:`Command.forms`): the command with quotes and backslashes removed,
-the basename of a command given by path, wrappers unwrapped (``command``,
-``env`` with its options and ``NAME=value`` words, ``exec``, ``xargs``,
-``nice``, ``nohup``, ``timeout``, ``sudo`` and the like), the commands of
-``find -exec``/``-execdir``/``-ok``, and those of a command line handed over
-as a string (``eval``, ``sh -c``, ``bash -c``, ``trap``, ``su -c``,
-``watch``; read as dash reads them, with bash's own ways as doubts). So
-``\\rm``, ``'rm'``, ``/bin/rm``, ``env -i rm`` and ``eval 'rm x'`` all have
-the form ``rm ...``. What cannot be known from the line (an ``eval`` or
-``sh -c`` of an expansion, a command line for another shell such as ``zsh
--c``, a shell reading commands from its input, a command word made of an
-expansion or a pattern such as ``$x`` or ``{rm,-rf,x}``) is said in
-:attr:`Command.unknown`, and the policy takes such a part as possibly
-matching every ``deny`` or ``ask`` rule. These rules are advice, not a
-boundary: a program can remove a file in ways no reading of the line sees.
-
-Over-splitting is safe here (each piece must then be allowed on its own);
-what must never happen is a piece that sh would run being hidden inside
-another, so when unsure the reader splits, or says it is unsure.
+Each simple command is matched on its own, so an ``allow`` for ``git status*``
+cannot be talked into ``git status && touch pwned``. The reader follows dash's
+parser (``tests/llm/test_command_line_dash.py`` checks it against ``dash``). A
+split is *certain* only when nothing in the line runs or touches more than its
+parts say; otherwise no ``allow`` rule with a pattern applies. Each part also
+has its *forms* for ``deny`` and ``ask`` rules (:attr:`Command.forms`), and
+what the line cannot tell is in :attr:`Command.unknown`. When unsure it splits
+more: over-splitting is safe.
 """
 
 from __future__ import annotations

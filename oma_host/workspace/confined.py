@@ -1,27 +1,11 @@
 """File access confined to one directory tree, for the agent's built-in tools.
 
-Checking a path and then opening it is a race: a name swapped between a file
-and a symlink out of the tree in between let ``file_read`` return the outside
-file in 34 of 500 calls. Here nothing is opened by path. A path is resolved
-one component at a time, each opened with ``O_NOFOLLOW`` relative to the
-descriptor of the directory before it, starting from a descriptor of the
-root. A symlink met on the way is read, never followed by the kernel, and
-its target resolved by the same rules; ``..`` steps back to a descriptor
-already held, never above the root. Whatever a name turns into meanwhile,
-what gets opened lies beneath the root, and what it is (a regular file, a
-directory) is read from the opened descriptor. (A directory moved out of the
-tree while a call holds it open is not noticed; only the kernel's ``openat2``
-with ``RESOLVE_BENEATH`` could, and Python has no binding for it.)
-
-:func:`walk`, under ``grep`` and ``glob``, is lazy and depth-first in name
-order, holding one directory's names per level. Its caller decides which
-directories it walks into (grep and ``**`` never take a symlinked one, as
-``os.walk`` and pathlib do not), and it never walks into a directory it is
-already inside, so no loop can trap it; it skips symlinks that lead out of
-the tree, dangle or loop; it checks a :class:`Stop` before every entry,
-so a cancelled or overdue call ends promptly; and each entry says what it
-leads to (``resolved``), so the permission rules a search matches on it see
-through a symlinked file or folder.
+Checking a path and then opening it is a race a symlink swapped in between
+wins, so nothing is opened by path: each component is opened with
+``O_NOFOLLOW`` relative to the directory before it, from a descriptor of the
+root, and a symlink's target is resolved by the same rules. :func:`walk`, under
+``grep`` and ``glob``, never leaves the tree, never loops, and checks a
+:class:`Stop` before every entry.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""Where a run's file text comes from and where its edits go: the one place
-that reads the door's editor channel (:class:`oma_host.core.editor_channel.EditorChannel`).
+"""Where a run's file text comes from and where its edits go: the editor, else the disk.
 
-A planned :class:`oma_host.workspace.edits.Edit` is carried out by
-:func:`carry_out`, for the write tools and for an ACP agent's
-``fs/write_text_file`` alike: through the editor's own write when it serves
-one (ACP ``fs/write_text_file``, the whole new text), else as a workspace
-edit when the client applies them (JSON-RPC ``workspace/applyEdit``), else
-atomically to the disk. Through the editor, the host writes nothing: the
-editor shows the change and it joins its undo stack. :func:`editor_text`
-reads a file's text from the editor (its unsaved buffer over the disk).
-
-Every path handed to the editor is absolute and was confined beneath the
-agent's ``cwd`` on disk first, by the caller's planning. What the editor
-fails to do (an error answer, a refusal, no answer in time) raises
-:class:`EditorFailed`, which the tools report as an error result and the ACP
-bridge as an internal error.
+The one place that reads the door's editor channel for files: :func:`carry_out`
+makes an :class:`oma_host.workspace.edits.Edit` through the editor's own write
+(ACP ``fs/write_text_file``), else a workspace edit (``workspace/applyEdit``),
+else atomically on disk, so an editor shows the change in its undo stack. What
+the editor fails to do raises :class:`EditorFailed`. docs/tools.md, "Edits".
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
-"""The write tools' planning: what ``file_write {path, content}`` and
-``file_edit {path, old, new}`` change, worked out beneath the agent's
-``cwd`` with the read tools' confinement (:mod:`oma_host.workspace.confined`), and
-the two ways the host itself can make it.
+"""The write tools' planning: what ``file_write`` and ``file_edit`` change beneath ``cwd``.
 
-An :class:`Edit` is planned first: the file read (if it exists) through
-descriptors opened beneath the root, the new text worked out, and the LSP
-edit that makes it (a range in UTF-16 code units, as LSP counts).
-:func:`workspace_edit` is that edit as ``workspace/applyEdit`` params;
-:func:`write_file` writes the whole new text atomically: a temporary file in
-the same directory, given the old file's mode and owner, synced, then renamed
-over the name (the rename replaces a name in a directory held open beneath
-the root, so it cannot land outside, and replaces a symlink put there since
-rather than following it). A file with other hard links, or whose owner this
-user cannot give a new file, is overwritten in place instead, once checked
-to be the very file planned, so its other names and its owner keep to it.
-Missing directories of a new file are made one by one the same way. A
-read-only file (no write bit) is refused, as is a text over 4 MiB, which
-the tools could not read or edit again. Which of those, or the editor's own
-write, carries an edit out is decided in :mod:`oma_host.workspace.editor_files`.
-
-``file_edit`` replaces exactly one occurrence of ``old``; none, or more than
-one, is an error result that tells the model what to do instead. Where the
-editor holds the file's text (an unsaved buffer), the replacement is made in
-that text (:func:`replace_once`), the one the model read.
+An :class:`Edit` is planned first (the file read through the confined
+descriptors, the new text, the LSP edit in UTF-16 units), then carried out as a
+``workspace/applyEdit`` (:func:`workspace_edit`) or an atomic write
+(:func:`write_file`), which replaces a name in a directory held open beneath
+the root, so it cannot land outside. ``file_edit`` replaces exactly one
+occurrence of ``old``. docs/tools.md, "Edits".
 """
 
 from __future__ import annotations

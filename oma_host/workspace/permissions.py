@@ -1,67 +1,12 @@
 """The permission policy for an LLM agent's tools (``config.permissions``).
 
-Rules are tried in order; the first whose ``tool`` (a name or an fnmatch
-glob such as ``fs__*``) matches the tool's name and whose ``pattern``, if it
-has one, matches the call's target (:class:`Target`) decides. When none
-matches, the default follows the tool's declared effect: a tool that reads
-is allowed, any other (the write tools, every MCP tool) asks. The agent's
-``permissionMode`` sets presets around the rules: ``accept-edits`` allows a
-write no rule decided, and ``read-only`` refuses anything but a read before
-the rules are tried.
-
-A pattern matches the file a path names, not its spelling: the path is
-resolved beneath ``cwd`` as the tools would open it (``..`` and ``.``
-folded, symlinks inside the tree followed), and an ``allow`` rule applies
-only when that file's name matches, relative to ``cwd`` or absolute
-(``docs/*`` and ``*/docs/*`` both allow ``docs/new.txt``; neither allows
-``docs/../secret.txt``). A ``deny`` or ``ask`` rule applies when any form of
-it matches (as written, folded, or resolved): a rule that keeps a file out
-must not be talked around. When the targets cannot all be found (an MCP
-tool, whose arguments the host cannot read the meaning of), an ``allow``
-rule with a pattern never applies, and a ``deny`` or ``ask`` rule with one
-applies when any string among the arguments, read as a path (a ``file:``
-URI as the path it names), matches, or names a folder holding what the
-pattern covers: its fixed beginning lies inside (``secrets`` and ``.`` hold
-``secrets/*``), or a file or folder found beneath it matches (looked for
-only when such a rule names the tool). The file an approval was given for
-is the one the call may touch
-(:meth:`oma_host.llm.tools.base.Workspace.confirm`). A search (``grep``,
-``glob``) decides each file its walk meets by the rules too
-(:class:`SearchRules`): what a ``deny`` or ``ask`` rule covers is left out.
-
-Some places are the host's to guard whatever the rules say
-(:func:`protected`): a path through a ``.git`` or ``.oma`` folder (a
-repository's hooks and config run code; ``.oma`` holds the agent's own
-commands), the host's config folder and the agents file the ACP door
-serves (:func:`oma_host.core.places.own_config`). A call of a tool that
-changes things (every tool but a read) reaching one is asked about even
-when an ``allow`` rule, the ``accept-edits`` mode or a session grant would
-let it run unasked, and its approval is never kept for the session.
-
-A command line (the ``shell`` tool's target) is decided one simple command
-at a time (:func:`oma_host.workspace.command_line.split_command`): each part gets
-the action of the first rule that applies to it, and the line the strictest
-of its parts' (``deny`` over ``ask`` over ``allow``), so ``git status &&
-touch pwned`` is allowed only if both commands are. An ``allow`` rule with a
-pattern applies to a part when the part matches as written and the split is
-certain (no redirect to a file, no command substitution, nothing sh would
-refuse: then no such rule applies to any part); a ``deny`` or ``ask`` rule
-when the part, one of its normalised forms (quotes removed, a path's
-basename, wrappers such as ``env`` or ``xargs`` unwrapped, ``sh -c`` and
-``eval`` strings read: :attr:`oma_host.workspace.command_line.Command.forms`), or
-the whole line matches. A part whose command cannot be known (``eval "$x"``,
-a command word ``$x``) possibly matches every ``deny`` or ``ask`` rule with
-a pattern: the first such rule makes it ask.
-
-``ask`` goes to the client (``agent/requestPermission`` with ``source:
-"tool"``) through the agent's permission handler, for at most
-``hooks.timeoutMs``. The answer ``{approve: true, scope: "session"}`` allows
-the same tool under the same rule for the rest of the backend's life (the
-agent's, until it is reset or disposed) without asking again: for a tool
-whose target is a path, on the same file only; for a command line, the same
-line only. No handler
-(teams, runs without a client), no answer in time, an error or any other
-answer denies. Every decision becomes a ``permission`` stream event.
+The first rule matching the tool and its target (:class:`Target`) decides; with
+none, a read is allowed and anything else asks. An ``allow`` pattern matches
+the file a path resolves to, a ``deny`` or ``ask`` pattern any form of it, so a
+rule keeping a file out cannot be talked around. A command line is decided per
+simple command and takes its strictest part. :func:`protected` places
+(``.git``, ``.oma``, the host's config) are always asked about. docs/tools.md,
+"Permissions".
 """
 
 from __future__ import annotations

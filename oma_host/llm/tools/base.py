@@ -1,22 +1,11 @@
 """What a tool is to the LLM backend, and how a call of one runs.
 
-A built-in tool is one :func:`declare` call in its own module: its name,
-description, a typed params model (:class:`ToolParams`), its effect and
-target, and its run. The params model makes the JSON schema the model sees
-(as plain as a hand-written one: no titles, no defaults, no
-``additionalProperties``, since unknown fields are ignored) and validates
-each call, a problem coming back to the model as an error result that names
-the field (:func:`oma_host.core.validation.describe_validation_error`). The
-rest becomes the tool's :class:`oma_host.core.tools.ToolDeclaration`, which
-the permission policy and the doors read. An MCP server's tool is a
-:class:`Tool` too, with a declaration built from the server's listing.
-
-A call runs with the agent's :class:`Workspace`: its confined ``cwd`` and
-the editor channel its door gave it. The work on files runs in a worker
-thread (:meth:`Workspace.in_thread`) so a large grep does not stall the
-event loop; a cancelled call tells the worker to stop, which it does at its
-next check, and a call that runs past its time budget answers with what it
-found so far. Whatever goes wrong is an error result, never an exception.
+A built-in tool is one :func:`declare` call: name, description, a typed params
+model that makes the schema the model sees and validates each call, its effect
+and its run. A call runs with the agent's :class:`Workspace`; file work runs in
+a worker thread so a large grep does not stall the event loop, and stops at its
+next check when cancelled. Whatever goes wrong is an error result, never an
+exception.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
-"""``delegate {agent, task}``: hand another agent of the session a task, as
-a string, and answer with its output (open-multi-agent's
-``delegate_to_agent``).
+"""``delegate {agent, task}``: hand another agent of the session a task and answer its output.
 
-An agent has this tool when its config lists ``delegates``; ``agent`` is
-one of those names (the schema the model sees lists them as an enum,
-:func:`for_delegates`). The delegate runs the task fresh, as ``agent/run``
-would, its history untouched; a delegate behind a process or ACP bridge
-gets the task's text and nothing else. Its events stream nested under the
-call (``delegate`` events), its tokens and cost count as the caller's, and
-a delegation the bounds refuse, a delegate that is gone or a delegate's
-failed run is an error result naming why (:mod:`oma_host.llm.delegation`
-carries it out).
-
-Its effect is ``execute``: the delegate may run commands or write files of
-its own, so the policy asks by default, ``read-only`` refuses it, and a rule
-matches the agent's name (``{tool: "delegate", pattern: "reviewer",
-action: "allow"}``). A call is bounded by the delegate's own ``timeoutMs``,
-not ``toolTimeoutMs``: it is a whole run of another agent.
+The schema lists the agent's ``delegates`` as an enum (:func:`for_delegates`);
+:mod:`oma_host.llm.delegation` carries the call out. Its effect is ``execute``,
+since the delegate may run commands or write files, so the policy asks by
+default and a rule matches the delegate's name. The call is bounded by the
+delegate's ``timeoutMs``, not ``toolTimeoutMs``: it is a whole run.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""``file_edit {path, old, new}``: replace the one exact occurrence of
-``old`` with ``new`` in a file under the agent's ``cwd``; none, or several,
-is an error result telling the model to re-read the file or include more
-context.
+"""``file_edit {path, old, new}``: replace the one exact occurrence of ``old`` in a file.
 
-The file is located and confined beneath ``cwd`` on disk. When the door's
-editor reads files (ACP ``fs/read_text_file``), ``old`` is looked for in the
-editor's text of it (an unsaved buffer: the text the model read), else in
-the disk's. The edit is then carried out where the editor channel says
-(:func:`oma_host.workspace.editor_files.carry_out`).
+The path is confined beneath ``cwd``; ``old`` is looked for in the editor's
+text when the editor reads files (the unsaved buffer the model read), and the
+edit is carried out where the editor channel says.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""``file_read {path}``: a regular file's text under the agent's ``cwd``,
-up to 256 KiB (then a truncation note).
+"""``file_read {path}``: a regular file's text under the agent's ``cwd``, up to 256 KiB.
 
-The path is confined beneath ``cwd`` (:mod:`oma_host.workspace.confined`); only a
-regular file is read, so a FIFO cannot block the call. When the door's
-editor reads files (ACP ``fs/read_text_file``), the path is confined the
-same way on disk, then the editor's text of that file is read instead, so
-an unsaved buffer wins over the disk.
+Only a regular file is read, so a FIFO cannot block the call; when the editor
+reads files, its text of the confined path is read instead, so an unsaved
+buffer wins over the disk.
 """
 
 from __future__ import annotations

@@ -1,12 +1,4 @@
-"""``file_write {path, content}``: create a file under the agent's ``cwd``,
-or replace all of its text.
-
-Planned beneath ``cwd`` with the read tools' confinement (missing folders of
-a new file are made beneath it; :func:`oma_host.workspace.edits.plan_write`), then
-carried out where the door's editor channel says
-(:func:`oma_host.workspace.editor_files.carry_out`): the editor's own write, the
-JSON-RPC client's ``workspace/applyEdit``, or an atomic write to disk.
-"""
+"""``file_write {path, content}``: create a file under ``cwd``, or replace its text."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""``glob {pattern}``: the paths under the agent's ``cwd`` matching a glob
-such as ``**/*.py``, with pathlib's rules (``**`` goes through no symlink).
+"""``glob {pattern}``: the paths under the agent's ``cwd`` matching a glob such as ``**/*.py``.
 
-The walk (:func:`oma_host.workspace.confined.walk`) is lazy, in name order,
-confined beneath ``cwd``, and goes into a directory only while the pattern
-can still match beneath it; it stops at 500 paths or when the call's time
-budget runs out (answering what it found). A path the permission rules keep
-from ``glob`` (:class:`oma_host.workspace.permissions.SearchRules`), matched as
-what it leads to, is neither listed nor walked into, and the answer ends
-saying how many were left out. A glob lists names and reads no file, so the
-rules of ``file_read`` do not hide a name.
+The confined walk enters a directory only while the pattern can still match
+beneath it, stops at 500 paths or the call's time budget, and leaves out what
+the permission rules keep from ``glob``, saying how many.
 """
 
 from __future__ import annotations

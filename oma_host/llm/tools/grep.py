@@ -1,15 +1,9 @@
-"""``grep {pattern, path?}``: lines matching a regular expression in the
-files under the agent's ``cwd`` (or under ``path``), as ``path:line: text``.
+"""``grep {pattern, path?}``: lines matching a regular expression under the agent's ``cwd``.
 
-Patterns run on RE2 (:mod:`oma_host.core.patterns`): matching takes time
-linear in the text, so no pattern can backtrack for seconds, but RE2 has no
-backreferences or lookaround. The walk (:func:`oma_host.workspace.confined.walk`)
-is lazy, in name order, confined beneath ``cwd``; it skips hidden and
-symlinked directories, files over 1 MiB and binary files, and stops at 200
-matches or when the call's time budget runs out (answering what it found).
-A file or folder the permission rules keep from ``grep`` or ``file_read``
-(:class:`oma_host.workspace.permissions.SearchRules`) is left out, matched as the
-file it leads to, and the answer ends saying how many were.
+Patterns run on RE2 (:mod:`oma_host.core.patterns`), so none can backtrack for
+seconds. The confined walk skips hidden and symlinked directories, large and
+binary files, stops at 200 matches or the call's time budget, and leaves out
+what the permission rules keep from ``grep`` or ``file_read``, saying how many.
 """
 
 from __future__ import annotations

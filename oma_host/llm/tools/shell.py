@@ -1,28 +1,10 @@
-"""``shell {command, timeoutMs?}``: a command line run by ``/bin/sh -c`` in
-the agent's ``cwd`` (open-multi-agent's ``bash``).
+"""``shell {command, timeoutMs?}``: a command line run by ``/bin/sh -c`` in ``cwd``.
 
-The host hands ``["/bin/sh", "-c", command]`` to the system as an argv list
-and builds no shell string of its own. The command runs for at most the
-agent's ``toolTimeoutMs`` (120 s by default), or the fewer milliseconds the
-model asks for (``timeoutMs``; a call sending the ``timeout`` of before is
-refused by name); stdin is ``/dev/null``; it sees the host's environment
-without the host's secrets (:mod:`oma_host.workspace.shell.env`). Where it runs
-follows the door's editor channel: in the editor's terminal when the editor
-has terminals (:mod:`oma_host.workspace.shell.terminal`), else by the host
-(:mod:`oma_host.workspace.shell.runner`), which ends every process the command
-started when it exits and with the host, and streams its output as
-``tool_output`` events as it comes. Either way the command is ended on
-timeout and when the turn is cancelled.
-
-The model reads the output (stdout and stderr interleaved), kept to
-:data:`OUTPUT_CAP` characters, its head and tail, the cut marked
-``[... N characters cut ...]``, then a line with the exit code. A non-zero
-exit is a normal result, marked as a failure in that line; a command that
-ran out of time is an error result that says what was ended.
-
-Its effect is ``execute``: the permission policy asks by default, and rules
-match the command line one simple command at a time
-(:mod:`oma_host.workspace.command_line`).
+The host passes an argv list and builds no shell string. The command runs in
+the editor's terminal when the editor has one, else under the host's runner,
+which ends everything it started; either way it ends on timeout and
+cancellation. Its effect is ``execute``: the policy asks by default and reads
+the line one simple command at a time. docs/tools.md, "Shell".
 """
 
 from __future__ import annotations

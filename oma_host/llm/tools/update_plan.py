@@ -1,10 +1,7 @@
-"""``update_plan {entries}``: the agent's plan for the task, whole each
-time (every entry with its content, priority and status), streamed as a
-``plan`` event: the ACP door sends it as a ``plan`` update, the JSON-RPC
-door as a ``plan`` stream event.
+"""``update_plan {entries}``: the agent's whole plan, streamed as a ``plan`` event.
 
-It touches nothing outside the run, so it runs unasked in every permission
-mode (its effect is ``read``) and ACP shows it as ``think``.
+It touches nothing outside the run, so its effect is ``read`` and it runs
+unasked in every permission mode.
 """
 
 from __future__ import annotations

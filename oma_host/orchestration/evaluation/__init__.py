@@ -1,12 +1,4 @@
-"""Online evaluation of ``oma/runAgent`` results
-(docs/protocol.md, "Online evaluation").
-
-config      EvaluationConfig and the scorer models (``initializationOptions.evaluation``)
-sample      EvaluationSample and the Evaluator protocol runs hand samples to
-scorers     the scorers that read only the output; reading any scorer's answer
-judge       the judge scorer: an LLM agent built with the model defaults
-evaluator   OnlineEvaluator: the bounded queue, its workers, stats and records
-"""
+"""Online evaluation of ``oma/runAgent`` results (docs/protocol.md, "Online evaluation")."""
 
 from oma_host.orchestration.evaluation.config import (
     EvaluationConfig,

@@ -1,6 +1,4 @@
-"""``initializationOptions.evaluation`` (docs/protocol.md,
-"Online evaluation"): the EvaluationConfig and scorer models, parsed and
-checked once, when the host is initialized or OpenMultiAgent is built."""
+"""``initializationOptions.evaluation``: the EvaluationConfig and scorer models, checked once."""
 
 from __future__ import annotations
 

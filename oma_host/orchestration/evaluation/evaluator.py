@@ -1,17 +1,9 @@
-"""OnlineEvaluator: scores sampled runs in the background and stores one
-record per scorer.
+"""OnlineEvaluator: scores sampled runs in the background and stores one record per scorer.
 
-A sampled run's :class:`EvaluationSample` goes on a bounded in-process queue;
-``maxConcurrent`` workers score it with every configured scorer. Every scorer
-(a built-in one, a judge, the client's) is given the input and output that
-``storePayloads`` allows, and the records keep exactly that (see
-:mod:`oma_host.orchestration.evaluation.payloads`). Nothing here
-can change or delay a run's result: ``submit`` never blocks or raises,
-overflow is dropped and counted, and scorer errors, timeouts and store
-failures are counted in the stats (``sampled``, ``enqueued``, ``completed``,
-``dropped``, ``failed``, ``storeFailed``). A sample whose scorers all answered
-counts as completed; one where any scorer failed or timed out counts as
-failed (the records of the scorers that did answer are still stored).
+Nothing here can change or delay a run's result: ``submit`` never blocks or
+raises, a bounded queue drops and counts overflow, and scorer errors, timeouts
+and store failures are counted in the stats. Scorers see, and records keep,
+only what ``storePayloads`` allows (:mod:`.payloads`).
 """
 
 from __future__ import annotations

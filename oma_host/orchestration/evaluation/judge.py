@@ -1,7 +1,8 @@
-"""The judge scorer: a fresh LLM agent per sample, built from the scorer's
-``config`` with the host's model defaults filled in, asked for
-``{score, reason}`` through an outputSchema. The same runner serves the
-Python API (OpenMultiAgent) and the server."""
+"""The judge scorer: a fresh LLM agent per sample, asked for ``{score, reason}``.
+
+Built from the scorer's ``config`` with the host's model defaults, through an
+outputSchema; the Python API and the server share it.
+"""
 
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
-"""What scorers are given, and records keep, of a run's input and output:
-``storePayloads`` (docs/protocol.md, "Online evaluation"), one policy for both.
+"""What scorers are given, and records keep, of a run's input and output (``storePayloads``).
 
-``none``      a content-free description: ``[array input omitted; 3 items]``,
-              ``[string output omitted; 120 characters]``
-``redacted``  the payload as text (a string as it is, messages as compact JSON
-              with non-ASCII characters kept), credentials redacted, bounded
-``full``      the same without the credential patterns; the agent's own
-              secret values are still taken out
-
-Bounded and redacted as :mod:`oma_host.core.bounded_text` says (at most
-8,192 characters, a cut marked), the rule span content follows too.
+One policy for both: ``none`` a content-free description, ``redacted`` the
+payload as bounded, redacted text (:mod:`oma_host.core.bounded_text`), ``full``
+the same without the credential patterns, the agent's own secrets still taken
+out. docs/protocol.md, "Online evaluation".
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""What a run hands the online evaluator: an :class:`EvaluationSample`,
-through the :class:`Evaluator` protocol (OpenMultiAgent depends on these two
-only, not on the evaluator that scores them)."""
+"""What a run hands the online evaluator (:class:`EvaluationSample`, :class:`Evaluator`).
+
+OpenMultiAgent depends on these two only, not on the evaluator that scores
+them.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The scorers that need nothing but the output (``length``, ``contains``,
-``regex``, ``json``), and how any scorer's answer becomes a :class:`Score`."""
+"""The scorers that need only the output, and how any scorer's answer becomes a :class:`Score`."""
 
 from __future__ import annotations
 

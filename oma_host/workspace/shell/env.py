@@ -1,26 +1,10 @@
 """The environment a ``shell`` command runs with: the host's, without its secrets.
 
-The host's environment holds what the user's tools need (the search path,
-the locale, an SSH agent's socket, a virtual environment, a JDK, proxies)
-and what no command should see: provider keys, AWS credentials, tokens of
-MCP servers and of whatever started the host. A command gets every variable
-but those (as Codex's default shell policy passes all but key, secret and
-token names), one predicate deciding (:func:`withheld`): every secret
-variable a provider declares
-(:func:`oma_host.core.provider_facts.every_secret_variable`, the one list
-that redaction reads too), any ``AWS_*`` variable, any name that looks
-secret (:func:`oma_host.core.redact.is_secret_name`: ``*KEY*``, ``*TOKEN*``,
-``MYSQL_PWD``, ``SENTRY_DSN``...), any value holding one of the agent's
-secret values (its key wherever it came from, its MCP servers' secret
-variables and headers: ``AgentConfig.secrets``), any value the redactor
-would change (:func:`oma_host.core.redact.redact_patterns`: a connection
-string's ``Password=``, a token's shape), and any URL carrying a password (a
-proxy's ``user:password@``, a database URL's).
-
-In the editor's terminal (ACP ``terminal/create``) the command gets the
-editor's environment, not the host's: there the variables the same
-predicate withholds are passed empty (:func:`blanked_variables`), which is
-the nearest ACP comes to unsetting them.
+A command gets every variable the user's tools need but those :func:`withheld`
+decides: provider secrets, ``AWS_*``, secret-looking names, values holding the
+agent's secrets or shaped like credentials, URLs with a password. In the
+editor's terminal, where ACP cannot unset a variable, those are passed empty
+(:func:`blanked_variables`). docs/tools.md, "Shell".
 """
 
 from __future__ import annotations

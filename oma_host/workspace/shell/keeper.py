@@ -1,41 +1,10 @@
-"""The keeper of one ``shell`` command (Linux): a small process between the
-host and the command that ends everything the command started, however it
-left the command's process group, and however the host ends.
+"""The keeper of one ``shell`` command (Linux): it ends everything the command started.
 
-:mod:`oma_host.workspace.shell.runner` starts it as ``python -I -S
-shell_keeper.py HOST_PID STATUS_FD MARKER -- ARGV...``, in a session of its
-own, with stdin ``/dev/null`` and stdout and stderr the host's output pipe.
-It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a process
-below it whose parent exits (a ``setsid`` daemon, a subshell's background
-job) is reparented to the keeper, not to the host or init: its process tree
-holds everything the command started, whatever those processes did to their
-session, process group or environment. It starts ARGV in a process group of
-its own, with stdin, stdout and stderr its own, the signals Python ignores
-back to their defaults (a pipeline's ``head`` ends its writer with SIGPIPE),
-and ``MARKER`` (``NAME=VALUE``, the host's marker for the warden,
-:mod:`oma_host.process.warden`; ``-`` for none) added to its environment; it
-writes ``started PID`` to STATUS_FD before the command runs.
-
-It ends its whole tree (SIGTERM to every process in it, SIGKILL to what is
-left after :data:`KILL_GRACE_S`, again for what forked meanwhile), each
-process signalled through a pidfd checked against the start time it was
-read with, so a reused pid is never hit:
-
-- when the command has exited and processes of its tree still run
-  :data:`LEFTOVER_GRACE_S` later (a moment to write their last output);
-- when it is sent SIGTERM, SIGINT or SIGHUP (the host: a time limit, a
-  cancelled call, the host's own orderly end);
-- when the host is gone, however it went, SIGKILL included (a pidfd of the
-  host turns readable; the keeper's parent changes).
-
-It reaps every process reparented to it, and last writes how the command
-ended to STATUS_FD (``exit CODE LEFTOVERS``, ``signal NUMBER LEFTOVERS``,
-``unknown LEFTOVERS``; LEFTOVERS is 1 when processes were still running
-after the command exited and were ended) and exits 0. ``failed ERRNO
-MESSAGE`` says the command could not be started.
-
-Like the warden it runs with the standard library only: nothing of the
-host is imported, and the host imports only its constants.
+A small process between host and command, in a session of its own and a child
+subreaper, so the command's descendants stay in its tree whatever they do to
+their session, group or environment. It ends that tree when the command exits
+leaving processes running, when told to, and when the host is gone (SIGKILL
+too). Standard library only: the host imports its constants.
 """
 
 from __future__ import annotations

@@ -1,44 +1,11 @@
-"""One ``shell`` command run by the host: its output read as it comes, and
-everything it started ended when it is done, times out or is cancelled, and
-when the host ends.
+"""One ``shell`` command run by the host: its output as it comes, its processes ended after.
 
-The command is an argv list (``["/bin/sh", "-c", line]``; the host builds
-no shell string) with stdin ``/dev/null`` and stderr going to the same pipe
-as stdout, so the two arrive interleaved as the command wrote them. The
-output is decoded as UTF-8 (an invalid byte becomes U+FFFD) and kept to a
-cap, its head and its tail (:class:`HeadTail`), the middle counted; what
-arrives is also handed to a callback, gathered for :data:`FLUSH_INTERVAL_S`
-at a time, so a command that prints line by line does not send an event per
-line.
-
-On Linux the command runs under a keeper (:mod:`oma_host.workspace.shell.keeper`):
-a process started in a session of its own, a child subreaper, so everything
-the command starts stays in its tree whatever it does to its session,
-process group or environment (``setsid``, ``env -i``, a double fork). The
-keeper ends that whole tree (SIGTERM, then SIGKILL for whatever is left
-after :data:`KILL_GRACE_S`) when the command exits leaving processes running
-(after :data:`LEFTOVER_GRACE_S`, since they would hold the output pipe
-open), when the host tells it to (SIGTERM: the time limit passed, the call
-was cancelled) and when the host is gone, however it went; it tells the host
-how the command ended through a pipe of its own. A keeper that does not end
-within :data:`ENDING_S` of being told is killed, and the command's process
-group with it; so is the group of a command that killed its keeper.
-
-Elsewhere the command itself is started in a new session
-(``start_new_session``), its pid the id of a group that holds what it
-starts, and the host ends the group the same way at the same moments. When
-the host is a child subreaper (:mod:`oma_host.process.subreaper`), the members
-of the group that outlive the command are reparented to it and are reaped
-here once they end.
-
-Either way the command is marked for the warden (:mod:`oma_host.process.warden`),
-so a descendant that keeps the marker also ends with a killed host, and the
-keeper or the command is known to the external bridges' orphan sweeps as
-the host's own (the keeper by a marker of its own, which the warden spares).
-
-Python 3.11's ``Process.wait()`` waits for the pipes to close as well, which
-a background descendant can put off for ever, so the command's exit is
-heard through a protocol of its own (:class:`_CommandProtocol`).
+The command is an argv list with stderr on stdout's pipe, its output kept to
+head and tail (:class:`HeadTail`). On Linux it runs under a keeper
+(:mod:`oma_host.workspace.shell.keeper`), elsewhere in a session whose group
+the host ends. Its exit is heard by :class:`_CommandProtocol`, since
+``Process.wait()`` also waits for pipes a background descendant may hold open
+for ever.
 """
 
 from __future__ import annotations

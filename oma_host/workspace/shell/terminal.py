@@ -1,20 +1,9 @@
-"""A ``shell`` command run in the editor's terminal (ACP ``terminal/*``),
-when the door's editor channel has one
-(:class:`oma_host.core.editor_channel.EditorTerminal`).
+"""A ``shell`` command run in the editor's terminal (ACP ``terminal/*``), when it offers one.
 
-As ACP's terminals page lays it out: ``terminal/create`` starts
-``/bin/sh -c COMMAND`` in the agent's ``cwd`` with the variables the host's
-own shell withholds passed empty
-(:func:`oma_host.workspace.shell.env.blanked_variables`)
-and an output limit; the call is then reported as shown in that terminal (a
-``tool_output`` event with its ``terminalId``, which the ACP door embeds in
-the tool call so the user watches it live); ``terminal/wait_for_exit`` is
-awaited for the time limit, and a command still running then gets
-``terminal/kill``; ``terminal/output`` gives the text the model reads, and
-``terminal/release`` always ends it. A cancelled call kills the command and
-releases the terminal before the cancellation goes on. Each request but the
-wait is bounded by the editor timeout; an editor that fails one is an error
-result to the model.
+The command runs as ``/bin/sh -c`` with the variables the host's shell
+withholds passed empty, the user watches it live in the tool call, and the
+terminal is always released, also when the call is cancelled. An editor that
+fails a request is an error result to the model.
 """
 
 from __future__ import annotations
