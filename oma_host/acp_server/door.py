@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import logging
 import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
@@ -40,12 +41,16 @@ from oma_host.acp_server.editor_mcp import host_servers
 from oma_host.acp_server.handshake import LOGIN_METHOD
 from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
+    ClientFeatures,
     UpdateSender,
     commands_update,
+    compaction_done,
+    compaction_update,
     context_update,
     message_update,
     prompt_answer,
     proposed_diff,
+    stop_notice,
     stop_reason,
     title_update,
     usage_update,
@@ -110,6 +115,7 @@ class OmaAcpAgent:
         self._sessions = SessionBook(agents, state_dir, self._callbacks, idle_timeout_s)
         self._client: EditorClient | None = None
         self._client_capabilities = ClientCapabilities()
+        self._features = ClientFeatures()
         self.request_ids = itertools.count(1)
 
     def on_connect(self, editor: EditorClient) -> None:
@@ -144,6 +150,11 @@ class OmaAcpAgent:
     def accept_capabilities(self, capabilities: dict[str, Any]) -> None:
         """The client's capabilities from its ``initialize`` (wire form)."""
         self._client_capabilities = ClientCapabilities.model_validate(capabilities)
+        self.accept_features(capabilities)
+
+    def accept_features(self, capabilities: dict[str, Any]) -> None:
+        """The optional updates the client takes, from its capabilities' wire form."""
+        self._features = ClientFeatures.of(capabilities)
 
     async def initialize(
         self,
@@ -188,13 +199,17 @@ class OmaAcpAgent:
 
     # -- sessions ---------------------------------------------------------------------
 
+    def _sender(self, session_id: str, cwd: str) -> UpdateSender:
+        """The sender of one session's updates, in the forms the client takes."""
+        return UpdateSender(self.client, session_id, cwd, self._features)
+
     async def _choices(self, session: DoorSession, **answer: Any) -> dict[str, Any]:
         """A session answer in wire form: ``answer``, the config options and,
         for an LLM agent, its modes. The session's commands (their files
         read in a worker thread) follow it as ``available_commands_update``,
         once the editor knows the session."""
         update = commands_update(await asyncio.to_thread(commands.available, session.cwd))
-        sender = UpdateSender(self.client, session.session_id, session.cwd)
+        sender = self._sender(session.session_id, session.cwd)
         asyncio.get_running_loop().call_soon(sender.send, update)
         answer["configOptions"] = self._sessions.config_options(session)
         modes = self._sessions.modes(session)
@@ -213,7 +228,7 @@ class OmaAcpAgent:
     ) -> dict[str, Any]:
         servers = host_servers(mcp_servers)
         session, history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
-        sender = UpdateSender(self.client, session_id, cwd)
+        sender = self._sender(session_id, cwd)
         for update in replay_updates(history, cwd):
             sender.send(wire_update(update))
         await sender.close()
@@ -272,7 +287,7 @@ class OmaAcpAgent:
     async def _switch(self, session: DoorSession, config_id: str, value: str) -> None:
         mode = session.choices.mode
         await self._sessions.set_option(session, config_id, value)
-        sender = UpdateSender(self.client, session.session_id, session.cwd)
+        sender = self._sender(session.session_id, session.cwd)
         if session.choices.mode != mode:
             sender.send({"sessionUpdate": "current_mode_update", "currentModeId": value})
         options = self._sessions.config_options(session)
@@ -317,7 +332,7 @@ class OmaAcpAgent:
             raise _error(error) from None
         abort = AbortSignal()
         self._sessions.turn_started(session, abort)
-        sender = UpdateSender(self.client, session_id, session.cwd)
+        sender = self._sender(session_id, session.cwd)
         untitled = session.title is None
         started = time.time()
         spans = CollectedSpans()
@@ -332,6 +347,9 @@ class OmaAcpAgent:
             if "cost" in result:
                 session.cost += result["cost"]["amount"]
             sender.send(usage_update(result, agent.config, session.cost))
+            notice = stop_notice(result) if self._features.notices else None
+            if notice is not None:
+                sender.send(notice)
         finally:
             self._sessions.turn_ended(session, abort)
             await sender.close()
@@ -359,7 +377,7 @@ class OmaAcpAgent:
         except RequestError as error:
             data = error.data if isinstance(error.data, dict) else {}
             said = str(data.get("message") or error)
-        sender = UpdateSender(self.client, session.session_id, session.cwd)
+        sender = self._sender(session.session_id, session.cwd)
         sender.send(message_update(said))
         await sender.close()
         return {"stopReason": "end_turn"}
@@ -387,21 +405,37 @@ class OmaAcpAgent:
         """``/compact``: the session's history compacted now (after its turn
         in flight) and stored so, the editor's context meter shown the
         compacted size; what to tell the editor."""
+        sender = self._sender(session.session_id, session.cwd)
+        compaction_id = uuid.uuid4().hex
+        if self._features.compaction:
+            sender.send(compaction_update(compaction_id, "in_progress"))
         try:
             outcome = await session.agent.compact()
         except OmaError as error:
+            if self._features.compaction:
+                sender.send(compaction_update(compaction_id, "failed", error=str(error)))
+                await sender.close()
             return f"The conversation could not be compacted: {error}"
+        except BaseException:
+            if self._features.compaction:
+                sender.send(compaction_update(compaction_id, "cancelled"))
+            raise
         add_token_usage(session.tokens, outcome.usage)
         if outcome.cost:
             session.cost += outcome.cost
             await self._sessions.save_settings(session)
         if outcome.compaction is None:
             reason = outcome.reason or "nothing to compact"
+            if self._features.compaction:  # nothing was compacted: the entry ends so
+                sender.send(compaction_update(compaction_id, "cancelled"))
+                await sender.close()
             return reason[:1].upper() + reason[1:] + "."
         config = session.agent.config
         priced = prices_of(config) is not None or session.cost > 0
         used = outcome.compaction["tokensAfter"]
-        sender = UpdateSender(self.client, session.session_id, session.cwd)
+        if self._features.compaction:
+            summary = compaction_done(outcome.compaction)
+            sender.send(compaction_update(compaction_id, "completed", summary=summary))
         sender.send(context_update(used, config, session.cost if priced else None))
         await sender.close()
         return commands.compaction_note(outcome.compaction)

@@ -150,7 +150,12 @@ def door_routes(door: OmaAcpAgent) -> DoorRoutes:
                 for group in ("fs", "auth", "_meta"):
                     _check_objects(capabilities, group, "clientCapabilities.")
         request = InitializeRequest.model_validate(params)
-        return _answer(await door.initialize(**_kwargs(request, InitializeRequest)))
+        answer = await door.initialize(**_kwargs(request, InitializeRequest))
+        # What the library's model does not know (``session.compaction``,
+        # ``session.notices``) is read from the wire form.
+        if isinstance(params, dict) and isinstance(params.get("clientCapabilities"), dict):
+            door.accept_features(params["clientCapabilities"])
+        return _answer(answer)
 
     async def cancel(params: Any) -> None:
         request = CancelNotification.model_validate(params)

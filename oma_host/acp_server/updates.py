@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, assert_never, cast
 
@@ -45,6 +46,7 @@ from oma_host.core.config import AgentConfig
 from oma_host.core.cost import context_window_of
 from oma_host.core.events import (
     AcpUpdate,
+    Compaction,
     RunEvent,
     ToolOutputTerminal,
     ToolOutputText,
@@ -236,7 +238,89 @@ def _passed_through(data: AcpUpdate) -> dict[str, Any]:
     return wire_update(notification.update)
 
 
-def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class ClientFeatures:
+    """The optional session updates the client said it takes in
+    ``initialize`` (``clientCapabilities.session``: ``compaction``,
+    ``notices``); read from the wire form, which the library's models lack."""
+
+    compaction: bool = False
+    notices: bool = False
+
+    @classmethod
+    def of(cls, capabilities: Mapping[str, Any]) -> ClientFeatures:
+        session = capabilities.get("session")
+        if not isinstance(session, dict):
+            return cls()
+        return cls(
+            compaction=isinstance(session.get("compaction"), dict),
+            notices=isinstance(session.get("notices"), dict),
+        )
+
+
+def compaction_update(compaction_id: str, status: str, **fields: Any) -> dict[str, Any]:
+    """A ``compaction_update`` (wire form): one compaction's lifecycle,
+    ``in_progress`` first, by its id."""
+    return {
+        "sessionUpdate": "compaction_update",
+        "compactionId": compaction_id,
+        "status": status,
+        **fields,
+    }
+
+
+def notice_update(severity: str, title: str, description: str | None = None) -> dict[str, Any]:
+    """A ``notice`` (wire form): something the user should know, shown by a
+    client that takes notices."""
+    update = {"sessionUpdate": "notice", "severity": severity, "title": title}
+    if description:
+        update["description"] = description
+    return update
+
+
+def compaction_done(compaction: Compaction) -> list[dict[str, Any]]:
+    """A completed compaction's summary content: what was compacted, then the
+    summary the model wrote (text blocks, wire form)."""
+    blocks = [{"type": "text", "text": commands.compaction_note(compaction)}]
+    if compaction.get("summary"):
+        blocks.append({"type": "text", "text": compaction["summary"]})
+    return blocks
+
+
+def _compaction_events(event: RunEvent, features: ClientFeatures) -> dict[str, Any] | None:
+    """A compaction's events: ``compaction_update`` for a client that takes
+    them, else a thought chunk when it completed (or a notice, else a
+    thought, when it failed)."""
+    if event["type"] == "compaction_started":
+        if features.compaction:
+            return compaction_update(event["data"]["id"], "in_progress")
+        return None
+    if event["type"] == "compaction":
+        done = event["data"]
+        if features.compaction and "id" in done:
+            return compaction_update(done["id"], "completed", summary=compaction_done(done))
+        return _chunk("agent_thought_chunk", commands.compaction_note(done))
+    if event["type"] == "compaction_failed":
+        failed = event["data"]
+        if features.compaction:
+            if failed["cancelled"]:
+                return compaction_update(failed["id"], "cancelled")
+            return compaction_update(failed["id"], "failed", error=failed["error"])
+        if failed["cancelled"]:
+            return None
+        if features.notices:
+            return notice_update(
+                "error", "The conversation could not be compacted", failed["error"]
+            )
+        return _chunk(
+            "agent_thought_chunk", f"The conversation could not be compacted: {failed['error']}"
+        )
+    return None
+
+
+def event_update(
+    event: RunEvent, cwd: str, features: ClientFeatures = ClientFeatures()
+) -> dict[str, Any] | None:
     """The ACP update for one event in its wire form, or None when it has none."""
     if event["type"] == "text":
         return _chunk("agent_message_chunk", event["data"])
@@ -262,8 +346,12 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
             filtered["reason"],
         )
         return None
-    if event["type"] == "compaction":
-        return _chunk("agent_thought_chunk", commands.compaction_note(event["data"]))
+    if (
+        event["type"] == "compaction_started"
+        or event["type"] == "compaction"
+        or event["type"] == "compaction_failed"
+    ):
+        return _compaction_events(event, features)
     if event["type"] == "delegate":
         return None  # the text accumulates in UpdateSender (a state of the turn)
     if event["type"] == "permission" or event["type"] == "error":
@@ -272,7 +360,8 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
         log.warning("a %r event has no ACP form; not sent", event["type"])
         return None
     if event["type"] == "model_fallback":
-        # ACP has no update for it; the turn's text is the fallback model's.
+        # The turn's text is the fallback model's; a client that takes
+        # notices is told, and the log always is.
         fallback = event["data"]
         log.warning(
             "model %s failed (HTTP %d), %s answers this turn: %s",
@@ -281,6 +370,12 @@ def event_update(event: RunEvent, cwd: str) -> dict[str, Any] | None:
             fallback["model"],
             fallback["message"],
         )
+        if features.notices:
+            return notice_update(
+                "warning",
+                f"{fallback['failed']} failed; {fallback['model']} answers this turn",
+                f"HTTP {fallback['status']}: {fallback['message']}",
+            )
         return None
     assert_never(event)
 
@@ -290,8 +385,15 @@ class UpdateSender:
     ConnectionError (the editor is gone) is logged once and the turn still
     completes."""
 
-    def __init__(self, sink: UpdateSink, session_id: str, cwd: str) -> None:
+    def __init__(
+        self,
+        sink: UpdateSink,
+        session_id: str,
+        cwd: str,
+        features: ClientFeatures = ClientFeatures(),
+    ) -> None:
         self._sink = sink
+        self._features = features
         self._session_id = session_id
         self._cwd = cwd
         self._gone = False
@@ -310,7 +412,7 @@ class UpdateSender:
                 self._delegations = DelegateText(self._delegate_output)
             self._delegations.add(event["data"])
             return
-        update = event_update(event, self._cwd)
+        update = event_update(event, self._cwd, self._features)
         if update is None:
             return
         if event["type"] == "tool_use" and "content" in update:
@@ -433,6 +535,25 @@ def prompt_answer(reason: StopReason, result: AgentRunResult) -> dict[str, Any]:
         mode="json", by_alias=True, exclude_none=True, exclude_unset=True
     )
     return dumped
+
+
+def stop_notice(result: AgentRunResult) -> dict[str, Any] | None:
+    """The notice for a turn a guard ended (its budget, ``maxTurns``, loop
+    detection), in wire form; None for any other end."""
+    status = result["status"]
+    kind = result.get("errorInfo", {}).get("kind")
+    message = status.get("message") or None
+    if status["code"] == "budget_exhausted" and kind != MAX_TURN_REQUESTS_KIND:
+        return notice_update("warning", "The turn stopped at its budget", message)
+    if status["code"] == "ok" and ended_at_turn_limit(result):
+        return notice_update(
+            "warning", "The turn stopped at its limit of model requests (maxTurns)"
+        )
+    if kind == "loop":
+        return notice_update(
+            "error", "The turn was stopped: the agent was repeating itself", message
+        )
+    return None
 
 
 def stop_reason(result: AgentRunResult) -> StopReason:

@@ -135,22 +135,50 @@ class DroppedTurn(TypedDict):
     text: str
 
 
+# How a compaction shortened the conversation, and what asked for it.
+CompactionStrategy = Literal["summarize", "sliding-window"]
+CompactionTrigger = Literal["threshold", "too_long", "request"]
+
+
 class Compaction(TypedDict):
     """The conversation was compacted to fit the model's context window:
     ``before`` and ``after`` messages, their estimated tokens, and why
     (``trigger``: the estimate passed ``context.compactAt``, the provider
     answered that the request was too long, or ``agent/compact`` and
     ``/compact`` asked). ``summarize`` put one summary text block in place of
-    the older turns; ``sliding-window`` dropped them (``dropped``)."""
+    the older turns (``summary``, its text); ``sliding-window`` dropped them
+    (``dropped``). ``id`` is the one its ``compaction_started`` carried."""
 
-    strategy: Literal["summarize", "sliding-window"]
-    trigger: Literal["threshold", "too_long", "request"]
+    id: NotRequired[str]
+    strategy: CompactionStrategy
+    trigger: CompactionTrigger
     before: int
     after: int
     tokensBefore: int
     tokensAfter: int
     images: list[CompactedMedia]
     dropped: NotRequired[list[DroppedTurn]]
+    summary: NotRequired[str]
+
+
+class CompactionStarted(TypedDict):
+    """A compaction began: its ``id`` names it in the ``compaction`` or
+    ``compaction_failed`` event that ends it."""
+
+    id: str
+    strategy: CompactionStrategy
+    trigger: CompactionTrigger
+
+
+class CompactionFailed(TypedDict):
+    """A compaction ended without compacting: the summary request failed
+    (``error`` says why; the run fails with it) or the run was cancelled
+    (``cancelled``)."""
+
+    id: str
+    trigger: CompactionTrigger
+    error: str
+    cancelled: bool
 
 
 class ModelFallback(TypedDict):
@@ -308,6 +336,20 @@ class CompactionEvent(TypedDict):
     data: Compaction
 
 
+class CompactionStartedEvent(TypedDict):
+    """A compaction began, before its summary request."""
+
+    type: Literal["compaction_started"]
+    data: CompactionStarted
+
+
+class CompactionFailedEvent(TypedDict):
+    """A compaction that began did not complete."""
+
+    type: Literal["compaction_failed"]
+    data: CompactionFailed
+
+
 class ModelFallbackEvent(TypedDict):
     """The turn goes on with a fallback model."""
 
@@ -330,7 +372,9 @@ RunEvent = (
     | AuthenticatedEvent
     | SessionRestartedEvent
     | ModelFallbackEvent
+    | CompactionStartedEvent
     | CompactionEvent
+    | CompactionFailedEvent
 )
 
 EmitFn = Callable[[RunEvent], None]

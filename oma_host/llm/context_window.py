@@ -10,13 +10,21 @@ compaction".
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from typing import Literal
+import uuid
 
+from oma_host.core.abortable import Aborted
 from oma_host.core.compaction import CompactionMark, with_summary
 from oma_host.core.config import AgentConfig, ContextConfig
 from oma_host.core.cost import Prices, context_window_of
-from oma_host.core.events import Compaction
+from oma_host.core.events import (
+    Compaction,
+    CompactionFailed,
+    CompactionStarted,
+    CompactionStrategy,
+    CompactionTrigger,
+)
 from oma_host.core.messages import ContentBlock, LLMMessage, TextBlock
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
 from oma_host.core.redact import Redactor
@@ -56,7 +64,6 @@ SUMMARY_INSTRUCTION = (
 )
 SUMMARY_ASK = "Summarise the conversation above as instructed."
 
-Trigger = Literal["threshold", "too_long", "request"]
 # What a compaction makes: the new conversation, its summary, how many
 # messages at the end were kept, and the event's payload.
 Outcome = tuple[list[LLMMessage], TextBlock | None, int, Compaction]
@@ -189,10 +196,10 @@ class ContextKeeper:
         conversation: list[LLMMessage],
         options: ChatOptions,
         recorder: RunRecorder,
-        trigger: Trigger,
+        trigger: CompactionTrigger,
     ) -> bool:
         with compaction_span(trigger) as span:
-            outcome = await self._compact(conversation, options, recorder, trigger)
+            outcome = await self._compact(conversation, options, recorder, trigger, announce=True)
             if isinstance(outcome, str):
                 return False
             compacted, summary, kept, payload = outcome
@@ -208,11 +215,17 @@ class ContextKeeper:
         messages: list[LLMMessage],
         options: ChatOptions,
         recorder: RunRecorder,
-        trigger: Trigger,
+        trigger: CompactionTrigger,
+        *,
+        announce: bool = False,
     ) -> Outcome | str:
+        """The compacted conversation, or why there is nothing to compact.
+        With ``announce``, the run's events say when it starts and how it
+        ends (``compaction_started``, then ``compaction`` or
+        ``compaction_failed``), under one id."""
         if not messages:
             return "nothing to compact: the conversation is empty"
-        strategy: Literal["summarize", "sliding-window"] = (
+        strategy: CompactionStrategy = (
             "sliding-window" if self.strategy == "sliding-window" else "summarize"
         )
         sizes = self.estimator.sizes(messages)
@@ -227,11 +240,34 @@ class ContextKeeper:
         older, tail = messages[:split], messages[split:]
         seen = transcript(older)
         summary: TextBlock | None = None
+        written = None
+        compaction_id = uuid.uuid4().hex
+        if announce:
+            started: CompactionStarted = {
+                "id": compaction_id,
+                "strategy": strategy,
+                "trigger": trigger,
+            }
+            recorder.event({"type": "compaction_started", "data": started})
         if strategy == "summarize":
-            written = await self._summarize(seen, options, recorder)
+            try:
+                written = await self._summarize(seen, options, recorder)
+            except BaseException as error:
+                if announce:
+                    cancelled = isinstance(error, asyncio.CancelledError | Aborted)
+                    why = "cancelled" if cancelled else str(error) or type(error).__name__
+                    failed: CompactionFailed = {
+                        "id": compaction_id,
+                        "trigger": trigger,
+                        "error": why,
+                        "cancelled": cancelled,
+                    }
+                    recorder.event({"type": "compaction_failed", "data": failed})
+                raise
             summary = summary_block(written, split, seen)
         compacted = with_summary(tail, summary)
         payload: Compaction = {
+            "id": compaction_id,
             "strategy": strategy,
             "trigger": trigger,
             "before": len(messages),
@@ -242,6 +278,8 @@ class ContextKeeper:
         }
         if strategy == "sliding-window":
             payload["dropped"] = dropped_turns(older)
+        if written is not None:
+            payload["summary"] = written
         return compacted, summary, len(tail), payload
 
     def _split(
@@ -249,7 +287,7 @@ class ContextKeeper:
         messages: list[LLMMessage],
         sizes: list[int],
         strategy: str,
-        trigger: Trigger,
+        trigger: CompactionTrigger,
         fixed: int,
     ) -> int | None:
         """The first message kept, or None when there is no place to cut.

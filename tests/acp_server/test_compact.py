@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from oma_host.testing.simulator import Reply
+from oma_host.testing.simulator import Fault, Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, reply_text, step, text
 from tests.llm.compaction_helpers import (
     SUMMARY_HEADING,
     first_text,
+    is_summary_request,
     posts,
     provider_tokens,
     summaries,
@@ -103,3 +104,94 @@ def test_a_compaction_during_a_turn_is_shown_as_a_thought(door: Door) -> None:
         for thought in thoughts
     )
     assert all(turn["result"]["stopReason"] == "end_turn" for turn in steps[2:])
+
+
+def _compactions(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(u["compactionId"], u["status"]) for u in _of(updates, "compaction_update")]
+
+
+def test_a_client_that_takes_compaction_updates_sees_each_compaction_begin_and_end(
+    door: Door,
+) -> None:
+    """``session.compaction``: each compaction during a turn is one id,
+    ``in_progress`` then ``completed`` with what was compacted and the
+    model's summary; no thought stands in for it."""
+    given = summaries(door.sim)
+    door.sim.count_tokens = provider_tokens()
+    door.write_agents(first=door.llm(contextWindow=1_500, maxTokens=150))
+    door.sim.script(*(Reply.text(f"answer {n}: {WORDS}") for n in range(8)))
+    steps = door.run(
+        initialize(session={"compaction": {}}),
+        new_session(door.cwd),
+        *(prompt(text(f"question {n}: {WORDS}")) for n in range(8)),
+    )
+    seen = [entry for turn in steps[2:] for entry in _compactions(turn["updates"])]
+    assert len(given) >= 1 and len(seen) == 2 * len(given)
+    ids = [compaction_id for compaction_id, _ in seen]
+    assert len(set(ids)) == len(given)
+    for n in range(len(given)):
+        (first, started), (second, ended) = seen[2 * n], seen[2 * n + 1]
+        assert first == second and (started, ended) == ("in_progress", "completed")
+    done = [
+        u
+        for turn in steps[2:]
+        for u in _of(turn["updates"], "compaction_update")
+        if u["status"] == "completed"
+    ]
+    for update, summary in zip(done, given, strict=True):
+        note, written = (block["text"] for block in update["summary"])
+        assert note.startswith("Compacted the conversation to fit the model's context window")
+        assert written == summary
+    assert all(_of(turn["updates"], "agent_thought_chunk") == [] for turn in steps[2:])
+
+
+def test_compact_sends_the_compaction_updates_too(door: Door) -> None:
+    door.write_agents(first=door.llm(tools=[], environment=False))
+    given = summaries(door.sim)
+    door.sim.script(*(Reply.text(f"answer {n}: {WORDS}") for n in range(3)))
+    steps = door.run(
+        initialize(session={"compaction": {}}),
+        new_session(door.cwd),
+        *(prompt(text(f"question {n}: {WORDS}")) for n in range(3)),
+        prompt(text("/compact")),
+    )
+    updates = steps[-1]["updates"]
+    ((first, started), (second, ended)) = _compactions(updates)
+    assert first == second and (started, ended) == ("in_progress", "completed")
+    (done,) = [u for u in _of(updates, "compaction_update") if u["status"] == "completed"]
+    assert done["summary"][1]["text"] == given[0]
+    assert reply_text(updates).startswith("Compacted the conversation")
+
+
+def test_a_compaction_that_fails_is_failed_with_its_error(door: Door) -> None:
+    """The summary request fails: the compaction is ``failed`` with the
+    provider's error for a client that takes compaction updates, a notice
+    for one that takes notices alone; the turn fails either way."""
+    door.sim.count_tokens = provider_tokens()
+    door.write_agents(first=door.llm(contextWindow=1_500, maxTokens=150))
+
+    def refuse_summaries(request: Any) -> Reply | Fault | None:
+        return Fault(400, "the summary was refused") if is_summary_request(request) else None
+
+    for capabilities, kind in (
+        ({"compaction": {}}, "compaction_update"),
+        ({"notices": {}}, "notice"),
+    ):
+        door.sim.responder = refuse_summaries
+        door.sim.script(*(Reply.text(f"answer {n}: {WORDS}") for n in range(8)))
+        steps = door.run(
+            initialize(session=capabilities),
+            new_session(door.cwd),
+            *(prompt(text(f"question {n}: {WORDS}")) for n in range(8)),
+        )
+        failed = next(turn for turn in steps[2:] if "error" in turn)
+        shown = _of(failed["updates"], kind)
+        if kind == "compaction_update":
+            assert [u["status"] for u in shown] == ["in_progress", "failed"]
+            assert shown[0]["compactionId"] == shown[1]["compactionId"]
+            assert "the summary was refused" in shown[1]["error"]
+        else:
+            (notice,) = shown
+            assert notice["severity"] == "error"
+            assert notice["title"] == "The conversation could not be compacted"
+            assert "the summary was refused" in notice["description"]

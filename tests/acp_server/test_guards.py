@@ -56,3 +56,52 @@ def test_fallback_cost_budget_and_loop_detection_on_the_acp_door(door: Door) -> 
         if u.get("sessionUpdate") == "tool_call_update"
     ]
     assert statuses == [("c", "completed"), ("d", "failed"), ("e", "failed")]
+
+
+def _notices(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(u["severity"], u["title"]) for u in updates if u.get("sessionUpdate") == "notice"]
+
+
+def test_a_client_that_takes_notices_is_told_of_the_fallback_and_the_stops(door: Door) -> None:
+    """The same three turns for a client advertising ``session.notices``:
+    each guard that acted is a notice, in the turn it acted in."""
+    door.write_agents(
+        first=door.llm(
+            tools=["glob"],
+            fallbackModels=["model-two"],
+            pricing={"input": 1000, "output": 1000},
+            maxCostBudget=0.02,
+            loopDetection={"maxRepeats": 2},
+        )
+    )
+    busy = Fault(529, "overloaded", retry_after=0)
+    door.sim.script(busy, busy, busy, Reply.text("from model two"))
+    door.sim.script(Reply(content=[_glob("a")]), Reply(content=[_glob("b")]))
+    door.sim.script(Reply(content=[_glob("c"), _glob("d"), _glob("e")]))
+    _, _, fell_back, spent, looping = door.run(
+        initialize(session={"notices": {}}),
+        new_session(door.cwd),
+        prompt(text("one")),
+        prompt(text("two")),
+        prompt(text("three")),
+    )
+    assert _notices(fell_back["updates"]) == [
+        ("warning", "model-one failed; model-two answers this turn")
+    ]
+    (fallback,) = [u for u in fell_back["updates"] if u.get("sessionUpdate") == "notice"]
+    assert fallback["description"].startswith("HTTP 529: ")
+    assert _notices(spent["updates"]) == [("warning", "The turn stopped at its budget")]
+    assert spent["result"]["stopReason"] == "max_tokens"
+    assert _notices(looping["updates"]) == [
+        ("error", "The turn was stopped: the agent was repeating itself")
+    ]
+    assert looping["error"]["data"]["kind"] == "loop"
+
+
+def test_a_client_without_the_capability_gets_no_notice(door: Door) -> None:
+    door.write_agents(first=door.llm(fallbackModels=["model-two"]))
+    busy = Fault(529, "overloaded", retry_after=0)
+    door.sim.script(busy, busy, busy, Reply.text("from model two"))
+    _, _, fell_back = door.run(initialize(), new_session(door.cwd), prompt(text("one")))
+    assert reply_text(fell_back["updates"]) == "from model two"
+    assert _notices(fell_back["updates"]) == []

@@ -201,6 +201,7 @@ CAPABILITIES = {
     "fs": {"readTextFile": True, "writeTextFile": True},
     "terminal": True,
     "auth": {"terminal": True},
+    "session": {"compaction": {}, "notices": {}},
 }
 
 
@@ -282,6 +283,12 @@ async def _first_process(door: Door, checker: Checker) -> str:
         _ok(await editor.call("session/prompt", prompt))
         compact = {"sessionId": session, "prompt": [text("/compact")]}
         assert _ok(await editor.call("session/prompt", compact))["stopReason"] == "end_turn"
+        compactions = [
+            u["status"]
+            for u in editor.updates_of(session)
+            if u["sessionUpdate"] == "compaction_update"
+        ]
+        assert compactions == ["in_progress", "completed"]
 
         listed = _ok(await editor.call("session/list", {"cwd": cwd}))
         assert [info["sessionId"] for info in listed["sessions"]] == [session]

@@ -76,7 +76,9 @@ EVENT_TYPES = {
     "acp_update",
     "authenticated",
     "session_restarted",
+    "compaction_started",
     "compaction",
+    "compaction_failed",
 }
 
 

@@ -108,6 +108,18 @@ async def test_a_session_past_a_small_window_keeps_answering_and_a_second_host_r
     for (index, _), summary in zip(events, given, strict=True):
         opening = first_text(turns[index])
         assert opening.startswith(SUMMARY_HEADING) and summary in opening
+    # Each compaction is announced first, under the id its end carries, with
+    # the summary the model wrote.
+    for (_, event), summary in zip(events, given, strict=True):
+        assert event["summary"] == summary
+    lifecycle = [
+        (event["type"], event["data"]["id"])
+        for number in range(24)
+        for event in host.progress(f"t{number}")
+        if event["type"].startswith("compaction")
+    ]
+    ids = [event["id"] for _, event in events]
+    assert lifecycle == [(kind, i) for i in ids for kind in ("compaction_started", "compaction")]
     await host.close()
 
     second = await _spawn(tmp_path / "state")
