@@ -4,7 +4,9 @@
 added to the core fails the type check here until it is mapped. The updates
 every turn sends and the answer are built as plain dicts, held equal to the
 schema models' dumps by ``tests/acp_server/test_wire_forms.py``; the rest are
-built as models. Every update of a turn is written before its answer.
+built as models, but for those the library lacks (``compaction_update``,
+``notice``), which ``tests/acp_server/test_schema_v1.py`` checks against the
+v1 schema. Every update of a turn is written before its answer.
 docs/acp.md, "What it serves".
 """
 
