@@ -457,8 +457,9 @@ class OmaAcpAgent:
         files the editor advertised it serves (``fs.readTextFile``: so an
         unsaved buffer wins over the disk; ``fs.writeTextFile``: it gets the
         whole new text and applies it), and its terminals (``terminal``:
-        the shell's commands run there). The tools confine every path to
-        ``cwd`` before the editor is asked."""
+        the shell's commands run there), and its forms (``elicitation.form``:
+        an MCP server's questions). The tools confine every path to ``cwd``
+        before the editor is asked."""
         fs = self._client_capabilities.fs
 
         async def read(path: str) -> str:
@@ -468,6 +469,9 @@ class OmaAcpAgent:
         async def write(path: str, content: str) -> None:
             await self.client.write_text_file(session_id=session_id, path=path, content=content)
 
+        async def elicit(message: str, schema: dict[str, Any]) -> dict[str, Any]:
+            return await self.client.elicit(session_id, message, schema)
+
         editor = EditorChannel(
             read_text=read if fs is not None and fs.read_text_file else None,
             write_text=write if fs is not None and fs.write_text_file else None,
@@ -476,6 +480,7 @@ class OmaAcpAgent:
                 if self._client_capabilities.terminal
                 else None
             ),
+            elicit=elicit if self._features.elicitation_form else None,
         )
         return {"permission_handler": EditorPermission(self, session_id), "editor": editor}
 

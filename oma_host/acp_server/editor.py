@@ -113,6 +113,21 @@ class EditorClient:
         answer = await self._ask("fs/read_text_file", request_params(request))
         return ReadTextFileResponse.model_validate(answer)
 
+    async def elicit(self, session_id: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        """A form elicitation (``elicitation/create``, form mode) tied to the
+        session; the editor's answer, or ``cancel`` for one that is not an
+        action the schema knows."""
+        params: dict[str, Any] = {"sessionId": session_id, "mode": "form", "message": message}
+        params["requestedSchema"] = schema
+        answer = await self._ask("elicitation/create", params)
+        action = answer.get("action") if isinstance(answer, dict) else None
+        if action == "accept":
+            content = answer.get("content")
+            return {"action": "accept", "content": content if isinstance(content, dict) else {}}
+        if action == "decline":
+            return {"action": "decline"}
+        return {"action": "cancel"}
+
     async def write_text_file(
         self, session_id: str, path: str, content: str
     ) -> WriteTextFileResponse | None:

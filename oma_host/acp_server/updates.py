@@ -242,21 +242,25 @@ def _passed_through(data: AcpUpdate) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ClientFeatures:
-    """The optional session updates the client said it takes in
-    ``initialize`` (``clientCapabilities.session``: ``compaction``,
-    ``notices``); read from the wire form, which the library's models lack."""
+    """What the client said in ``initialize`` it takes beyond the library's
+    models (``clientCapabilities.session``: ``compaction``, ``notices``;
+    ``clientCapabilities.elicitation``), read from the wire form."""
 
     compaction: bool = False
     notices: bool = False
+    # ``elicitation.form``: the editor fills in an MCP server's forms.
+    elicitation_form: bool = False
 
     @classmethod
     def of(cls, capabilities: Mapping[str, Any]) -> ClientFeatures:
         session = capabilities.get("session")
-        if not isinstance(session, dict):
-            return cls()
+        session = session if isinstance(session, dict) else {}
+        elicitation = capabilities.get("elicitation")
+        elicitation = elicitation if isinstance(elicitation, dict) else {}
         return cls(
             compaction=isinstance(session.get("compaction"), dict),
             notices=isinstance(session.get("notices"), dict),
+            elicitation_form=isinstance(elicitation.get("form"), dict),
         )
 
 

@@ -19,6 +19,9 @@ FileReader = Callable[[str], Awaitable[str]]
 FileWriter = Callable[[str, str], Awaitable[None]]
 # Sends ``workspace/applyEdit`` params; returns the client's answer ``{applied, failureReason?}``.
 EditApplier = Callable[[dict[str, Any]], Awaitable[Any]]
+# Asks the user to fill in a form: its message and JSON schema (primitive
+# properties); returns ``{action: "accept" | "decline" | "cancel", content?}``.
+Elicitor = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class EditorChannel:
     write_text: FileWriter | None = None
     apply_edit: EditApplier | None = None
     terminal: EditorTerminal | None = None
+    elicit: Elicitor | None = None
 
 
 NO_EDITOR = EditorChannel()

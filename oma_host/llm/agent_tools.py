@@ -91,7 +91,12 @@ class AgentTools:
         if config.mcp_servers:
             from oma_host.llm.mcp_servers import McpServers
 
-            self._servers = McpServers(config.mcp_servers, self.registry.root, self._redactor)
+            self._servers = McpServers(
+                config.mcp_servers,
+                self.registry.root,
+                self._redactor,
+                elicit=None if editor is None else editor.elicit,
+            )
         self._mcp: dict[str, McpTool] = {}
 
     @property

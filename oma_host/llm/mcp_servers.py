@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import re
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -25,12 +26,15 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from oma_host.core.config import McpServer, McpServerHttp
+from oma_host.core.editor_channel import Elicitor
 from oma_host.core.redact import Redactor
 from oma_host.core.tools import ToolDeclaration
 from oma_host.llm.mcp_errors import McpFailure
 from oma_host.llm.mcp_stdio import ServerProcess, stdio_transport
 from oma_host.llm.tools.base import ToolOutput, Workspace
 from oma_host.workspace.permissions import undeclared_tool
+
+log = logging.getLogger("oma_host.llm")
 
 TOOL_NAME_LIMIT = 64  # the providers' limit on a tool name
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
@@ -111,11 +115,15 @@ def tool_output(result: types.CallToolResult) -> tuple[ToolOutput, bool]:
 class McpConnection:
     """One server: its owner task, its session once started, its stderr."""
 
-    def __init__(self, config: McpServer, cwd: str, redactor: Redactor) -> None:
+    def __init__(
+        self, config: McpServer, cwd: str, redactor: Redactor, *, elicit: Elicitor | None = None
+    ) -> None:
         self.config = config
         self.name = config.name
         self._cwd = cwd
         self._redactor = redactor
+        # The editor's forms; without them every question is declined.
+        self._elicit = elicit
         self._process: ServerProcess | None = None
         self._session: ClientSession | None = None
         self._ready: asyncio.Future[list[types.Tool]] | None = None
@@ -155,7 +163,13 @@ class McpConnection:
         try:
             async with AsyncExitStack() as stack:
                 read, write = await self._transport(stack)
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        read,
+                        write,
+                        elicitation_callback=self._elicitation,
+                    )
+                )
                 await session.initialize()
                 tools: list[types.Tool] = []
                 cursor: str | None = None
@@ -178,6 +192,24 @@ class McpConnection:
                 ready.set_exception(self.failure(f"failed to start: {_describe(error)}"))
         finally:
             self._session = None
+
+    async def _elicitation(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        """The server's question, asked in the editor's form (the server named,
+        since its words are its own); declined without a form to ask it in,
+        for a URL elicitation, or when the editor fails the request."""
+        if self._elicit is None or not isinstance(params, types.ElicitRequestFormParams):
+            return types.ElicitResult(action="decline")
+        message = f"MCP server {self.name!r} asks: {params.message}"
+        try:
+            answer = await self._elicit(message, params.requested_schema)
+        except Exception as error:  # the editor refused or failed the request
+            log.info("MCP server %r: the editor did not answer its form: %s", self.name, error)
+            return types.ElicitResult(action="decline")
+        if answer["action"] == "accept":
+            return types.ElicitResult(action="accept", content=answer.get("content") or {})
+        return types.ElicitResult(action=answer["action"])
 
     async def _transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         """The session's streams to the server; ``stack`` closes what it needs:
@@ -250,8 +282,17 @@ def _describe(error: BaseException) -> str:
 class McpServers:
     """Every MCP server of one agent, and the tools they offer."""
 
-    def __init__(self, configs: list[McpServer], cwd: str, redactor: Redactor) -> None:
-        self._connections = [McpConnection(config, cwd, redactor) for config in configs]
+    def __init__(
+        self,
+        configs: list[McpServer],
+        cwd: str,
+        redactor: Redactor,
+        *,
+        elicit: Elicitor | None = None,
+    ) -> None:
+        self._connections = [
+            McpConnection(config, cwd, redactor, elicit=elicit) for config in configs
+        ]
         self._tools: dict[str, McpTool] | None = None
         self._starting: asyncio.Lock | None = None
 

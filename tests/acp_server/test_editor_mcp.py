@@ -26,6 +26,8 @@ from tests.acp_server.helpers import (
     step,
     text,
 )
+from tests.acp_server.raw_editor import raw_editor
+from tests.acp_server.test_schema_v1 import AGENT, CLIENT, Checker
 from tests.npm_packages import ensure_npm_packages
 from tests.server.helpers import pid_alive
 
@@ -142,3 +144,57 @@ def test_the_door_advertises_http_and_not_sse(door: Door) -> None:
     (answer,) = door.run(initialize())
     capabilities = answer["result"]["agentCapabilities"]["mcpCapabilities"]
     assert capabilities == {"http": True, "sse": False}
+
+
+async def _ask_through(door: Door, capabilities: dict[str, Any], answer: dict[str, Any]) -> str:
+    """One turn whose model calls the fault server's ``ask`` (a form
+    elicitation), with an editor of ``capabilities`` that answers any
+    ``elicitation/create`` with ``answer``; what the tool answered."""
+    door.write_agents(first=door.llm(permissions=[{"tool": "faults__ask", "action": "allow"}]))
+    door.sim.script(Reply(content=[_use("a", "faults__ask")]), Reply.text("done"))
+    async with raw_editor(door) as editor:
+        editor.on_request = lambda request: (
+            {"result": answer} if request["method"] == "elicitation/create" else {"result": {}}
+        )
+        init = {"protocolVersion": 1, "clientCapabilities": capabilities}
+        assert "result" in await editor.call("initialize", init)
+        new = await editor.call("session/new", {"cwd": str(door.cwd), "mcpServers": [FAULTS]})
+        session_id = new["result"]["sessionId"]
+        turn = await editor.call(
+            "session/prompt", {"sessionId": session_id, "prompt": [text("ask me")]}
+        )
+        assert turn["result"]["stopReason"] == "end_turn", turn
+        asked = [m for m in editor.received if m.get("method") == "elicitation/create"]
+    result = _results(door, 1)["a"]
+    if capabilities.get("elicitation"):
+        (request,) = asked
+        # The request and its answer, as the stable v1 schema has them.
+        checker = Checker(door.client_dir)
+        checker.check(AGENT, request)
+        checker.check(CLIENT, {"jsonrpc": "2.0", "id": request["id"], "result": answer})
+        assert not checker.failures, checker.failures
+        assert (AGENT, "elicitation/create", "CreateElicitationRequest") in checker.checked
+        params = request["params"]
+        assert params["sessionId"] == session_id and params["mode"] == "form"
+        assert params["message"] == "MCP server 'faults' asks: Who is there?"
+        assert set(params["requestedSchema"]["properties"]) == {"name", "number"}
+    else:
+        assert asked == []
+    return str(result["content"])
+
+
+async def test_an_mcp_servers_form_is_answered_by_the_editor(door: Door) -> None:
+    accepted = {"action": "accept", "content": {"name": "Ada", "number": 7}}
+    said = await _ask_through(door, {"elicitation": {"form": {}}}, accepted)
+    assert said == "hello Ada, 7"
+
+
+async def test_a_form_the_editor_declines_is_declined(door: Door) -> None:
+    said = await _ask_through(door, {"elicitation": {"form": {}}}, {"action": "decline"})
+    assert said == "the user answered decline"
+
+
+async def test_an_editor_without_forms_has_the_server_declined(door: Door) -> None:
+    accepted = {"action": "accept", "content": {"name": "Ada", "number": 7}}
+    said = await _ask_through(door, {}, accepted)
+    assert said == "the user answered decline"

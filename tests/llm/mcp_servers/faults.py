@@ -11,6 +11,8 @@ answers. ``move`` renames a file in the server's working directory: its paths
 are in fields the host cannot know the meaning of (and ``path`` is a decoy), as
 an MCP server's often are. ``read`` answers the text of the file a ``file:``
 URI names, and ``read_in`` that of the file ``name`` in the folder ``dir``.
+``ask`` asks the client a form's questions (an elicitation) and answers with
+what came back.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import sys
 from urllib.parse import unquote, urlsplit
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 
@@ -35,6 +38,19 @@ server = MCPServer("faults")
 @server.tool(description="Echo the text back, with the process id of the server.")
 def echo(text: str) -> str:
     return f"echo: {text} (pid {os.getpid()})"
+
+
+class Visitor(BaseModel):
+    name: str = Field(description="Your name")
+    number: int = Field(description="Your favourite number")
+
+
+@server.tool(description="Ask the user for their name and number (a form elicitation).")
+async def ask(ctx: Context) -> str:
+    answer = await ctx.elicit(message="Who is there?", schema=Visitor)
+    if answer.action == "accept":
+        return f"hello {answer.data.name}, {answer.data.number}"
+    return f"the user answered {answer.action}"
 
 
 @server.tool(description="Raise an error inside the tool.")
