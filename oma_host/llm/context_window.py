@@ -33,12 +33,11 @@ compact on request (:meth:`ContextKeeper.compact_now`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
 
 from oma_host.core.compaction import CompactionMark, with_summary
 from oma_host.core.config import AgentConfig, ContextConfig
 from oma_host.core.cost import Prices, context_window_of
-from oma_host.core.events import Compaction
+from oma_host.core.events import Compaction, CompactionStrategy, CompactionTrigger
 from oma_host.core.messages import ContentBlock, LLMMessage, TextBlock
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
 from oma_host.core.redact import Redactor
@@ -78,7 +77,6 @@ SUMMARY_INSTRUCTION = (
 )
 SUMMARY_ASK = "Summarise the conversation above as instructed."
 
-Trigger = Literal["threshold", "too_long", "request"]
 # What a compaction makes: the new conversation, its summary, how many
 # messages at the end were kept, and the event's payload.
 Outcome = tuple[list[LLMMessage], TextBlock | None, int, Compaction]
@@ -211,7 +209,7 @@ class ContextKeeper:
         conversation: list[LLMMessage],
         options: ChatOptions,
         recorder: RunRecorder,
-        trigger: Trigger,
+        trigger: CompactionTrigger,
     ) -> bool:
         with compaction_span(trigger) as span:
             outcome = await self._compact(conversation, options, recorder, trigger)
@@ -230,11 +228,11 @@ class ContextKeeper:
         messages: list[LLMMessage],
         options: ChatOptions,
         recorder: RunRecorder,
-        trigger: Trigger,
+        trigger: CompactionTrigger,
     ) -> Outcome | str:
         if not messages:
             return "nothing to compact: the conversation is empty"
-        strategy: Literal["summarize", "sliding-window"] = (
+        strategy: CompactionStrategy = (
             "sliding-window" if self.strategy == "sliding-window" else "summarize"
         )
         sizes = self.estimator.sizes(messages)
@@ -271,7 +269,7 @@ class ContextKeeper:
         messages: list[LLMMessage],
         sizes: list[int],
         strategy: str,
-        trigger: Trigger,
+        trigger: CompactionTrigger,
         fixed: int,
     ) -> int | None:
         """The first message kept, or None when there is no place to cut.

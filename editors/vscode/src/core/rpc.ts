@@ -33,5 +33,8 @@ export function request<M extends keyof Methods>(
   params: Methods[M]['params'],
   token?: CancellationToken,
 ): Promise<Methods[M]['result']> {
-  return peer.sendRequest<Methods[M]['result']>(method, params, token);
+  // Without a token, none is passed: vscode-jsonrpc would send a trailing undefined as a positional param.
+  return token === undefined
+    ? peer.sendRequest<Methods[M]['result']>(method, params)
+    : peer.sendRequest<Methods[M]['result']>(method, params, token);
 }
