@@ -20,7 +20,7 @@ import shutil
 import termios
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import pexpect
 
@@ -36,6 +36,8 @@ from oma_host.process.groups import (
 from oma_host.process.orphans import Spawn, pidfd_ended
 
 if TYPE_CHECKING:
+    from oma_host.core.config import ProcessInput
+
     Child = pexpect.spawn[bytes]
 
 _READ_SIZE = 65536
@@ -147,7 +149,7 @@ class TerminalRunner:
     """Runs a command under a pseudo-terminal, once per run; ``input`` is the
     backend's (how the prompt reaches the command)."""
 
-    def __init__(self, input: Literal["stdin", "argument", "none"]) -> None:
+    def __init__(self, input: ProcessInput) -> None:
         self._input = input
         self._running: set[_Command] = set()
 

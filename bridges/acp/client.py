@@ -20,6 +20,7 @@ from acp.schema import (
     AllowedOutcome,
     DeniedOutcome,
     PermissionOption,
+    PermissionOptionKind,
     ReadTextFileResponse,
     RequestPermissionResponse,
     SessionNotification,
@@ -39,16 +40,16 @@ from oma_host.bridges.acp.mapping import (
     wire,
 )
 from oma_host.core.backends import OptionPicker, PermissionHandler
+from oma_host.core.config import AcpPermissionMode
 from oma_host.core.events import AcpPermission, AcpUpdateEvent
 from oma_host.core.results import RunRecorder
 
 log = logging.getLogger(__name__)
 
-PermissionMode = Literal["auto-approve", "reject", "ask-client"]
 T = TypeVar("T")
 # Least privilege first: a one-off answer before a standing one.
-_ALLOW_KINDS = ("allow_once", "allow_always")
-_REJECT_KINDS = ("reject_once", "reject_always")
+_ALLOW_KINDS: tuple[PermissionOptionKind, ...] = ("allow_once", "allow_always")
+_REJECT_KINDS: tuple[PermissionOptionKind, ...] = ("reject_once", "reject_always")
 _HELD_UPDATES = 256  # updates between turns kept for the next run; the oldest go first
 
 
@@ -79,7 +80,7 @@ class BridgeClient:
     def __init__(
         self,
         agent_name: str,
-        mode: PermissionMode,
+        mode: AcpPermissionMode,
         ask: PermissionHandler | None,
         ask_timeout_s: float,
     ) -> None:

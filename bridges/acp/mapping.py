@@ -21,6 +21,7 @@ from acp.schema import (
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
+    ToolCallStatus,
     UsageUpdate,
 )
 from pydantic import BaseModel
@@ -31,7 +32,7 @@ from oma_host.core.results import RunRecorder, ToolCallRecord
 
 log = logging.getLogger(__name__)
 
-_FINAL_STATUSES = ("completed", "failed")
+_FINAL_STATUSES: tuple[ToolCallStatus, ...] = ("completed", "failed")
 # What update_event takes out of an update: its sessionUpdate, renamed kind.
 _RENAMED = ("sessionUpdate", "kind")
 # The text chunks and the stream each feeds: output text, or reasoning events.

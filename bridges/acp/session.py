@@ -27,6 +27,7 @@ from acp.schema import (
     NewSessionRequest,
     NewSessionResponse,
     PromptResponse,
+    StopReason,
 )
 from pydantic import BaseModel
 
@@ -424,7 +425,7 @@ class AcpBridge:
             await self._discard(live)
 
 
-def _result(stop_reason: str, recorder: RunRecorder) -> AgentRunResult:
+def _result(stop_reason: StopReason, recorder: RunRecorder) -> AgentRunResult:
     """The AgentRunResult for a turn that ended with ``stop_reason``."""
     if stop_reason == "end_turn":
         return replied(recorder)

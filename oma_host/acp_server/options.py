@@ -17,13 +17,19 @@ from typing import Any, Literal, cast, get_args
 
 from acp import RequestError
 
-from oma_host.core.config import PERMISSION_MODES, AgentConfig, PermissionMode, ThinkingConfig
+from oma_host.core.config import (
+    PERMISSION_MODES,
+    AgentConfig,
+    PermissionMode,
+    ThinkingConfig,
+    ThinkingEffort,
+)
 from oma_host.core.cost import can_reason
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
 
 log = logging.getLogger(__name__)
 
-ThoughtLevel = Literal["off", "low", "medium", "high"]
+ThoughtLevel = Literal["off", ThinkingEffort]
 THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = get_args(ThoughtLevel)
 # How long session/new waits for a provider's model list before offering the
 # models its table knows.

@@ -30,6 +30,7 @@ from acp.schema import (
     PromptResponse,
     SessionInfoUpdate,
     SessionNotification,
+    StopReason,
     TerminalToolCallContent,
     TextContentBlock,
     ToolCallLocation,
@@ -72,7 +73,6 @@ SessionUpdate = (
     | ToolCallProgress
     | UsageUpdate
 )
-StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 
 # The context size reported in usage_update when the config sets no budget:
 # providers do not report their context windows.
@@ -342,7 +342,10 @@ def event_update(
     if event["type"] == "acp_update":
         return _passed_through(event["data"])
     if event["type"] == "plan":
-        entries = [PlanEntry.model_validate(entry) for entry in event["data"]["entries"]]
+        entries = [
+            PlanEntry(content=entry["content"], priority=entry["priority"], status=entry["status"])
+            for entry in event["data"]["entries"]
+        ]
         return wire_update(AgentPlanUpdate(session_update="plan", entries=entries))
     if event["type"] == "mcp_filtered":
         filtered = event["data"]

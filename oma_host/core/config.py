@@ -26,6 +26,7 @@ from pydantic.alias_generators import to_camel
 
 from oma_host.core.credentials import stored_keys
 from oma_host.core.errors import InvalidParamsError
+from oma_host.core.events import PermissionAction
 from oma_host.core.provider_facts import (
     DEFAULT_PROVIDER,
     every_base_url_variable,
@@ -78,15 +79,23 @@ class _ExternalBackend(_Model):
 DEFAULT_TOOL_TIMEOUT_MS = 120_000
 
 
+# How a process backend's prompt reaches the command.
+ProcessInput = Literal["stdin", "argument", "none"]
+# What an ACP backend does with its agent's permission requests.
+AcpPermissionMode = Literal["auto-approve", "reject", "ask-client"]
+# OpenAI and Azure: Chat Completions or the Responses API.
+OpenAIApi = Literal["chat", "responses"]
+
+
 class ProcessBackend(_ExternalBackend):
     kind: Literal["process"]
-    input: Literal["stdin", "argument", "none"] = "stdin"
+    input: ProcessInput = "stdin"
     terminal: bool = False
 
 
 class AcpBackend(_ExternalBackend):
     kind: Literal["acp"]
-    permission: Literal["auto-approve", "reject", "ask-client"] = "auto-approve"
+    permission: AcpPermissionMode = "auto-approve"
     # The authMethods id to log in with when session/new answers "authentication
     # required" (else the only method whose env vars are all set).
     auth: Annotated[str, Field(min_length=1)] | None = None
@@ -144,7 +153,7 @@ class PermissionRule(_Model):
 
     tool: Annotated[str, Field(min_length=1)]
     pattern: str | None = None
-    action: Literal["allow", "ask", "deny"]
+    action: PermissionAction
 
 
 # Presets over the permission rules: ``ask`` (the default: the rules, then
@@ -176,11 +185,14 @@ class PricingConfig(_Model):
     cache_read: Annotated[float, Field(ge=0)] | None = None
 
 
+ThinkingEffort = Literal["low", "medium", "high"]
+
+
 class ThinkingConfig(_Model):
     """``thinking``: the model reasons before it answers, at an ``effort`` or
     within ``budgetTokens``; each provider adapter maps it to its own form."""
 
-    effort: Literal["low", "medium", "high"] | None = None
+    effort: ThinkingEffort | None = None
     budget_tokens: Annotated[int, Field(gt=0)] | None = None
 
 
@@ -268,7 +280,7 @@ class AgentConfig(_Model):
     provider: str | None = None
     base_url: str | None = Field(default=None, alias="baseURL")
     # OpenAI and Azure: Chat Completions or the Responses API (default: by endpoint).
-    api: Literal["chat", "responses"] | None = None
+    api: OpenAIApi | None = None
     api_key_env: str | None = None
     api_key: str | None = Field(default=None, repr=False)
     system_prompt: str | None = None

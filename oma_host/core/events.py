@@ -38,6 +38,19 @@ from typing_extensions import TypedDict
 
 from oma_host.core.messages import ToolResultBlock, ToolUseBlock
 
+# -- literals the payloads share with the config and the tools --------------
+
+# A permission rule's action (config.permissions), and so the decision's.
+PermissionAction = Literal["allow", "ask", "deny"]
+# How long a client's "allow" holds: this call, or the agent's session.
+PermissionScope = Literal["once", "session"]
+# A plan step's (ACP's PlanEntry): the ACP door sends them as they are.
+PlanPriority = Literal["high", "medium", "low"]
+PlanStatus = Literal["pending", "in_progress", "completed"]
+# How a compaction made room, and what set it off (see Compaction).
+CompactionStrategy = Literal["summarize", "sliding-window"]
+CompactionTrigger = Literal["threshold", "too_long", "request"]
+
 # -- payloads ----------------------------------------------------------------
 
 
@@ -48,7 +61,7 @@ class ToolPermission(TypedDict):
     toolUseId: str
     tool: str
     target: NotRequired[str]
-    action: Literal["allow", "ask", "deny"]
+    action: PermissionAction
     rule: int | None  # the index in config.permissions; None for a default
     decision: Literal["allow", "deny"]
     by: Literal[
@@ -62,7 +75,7 @@ class ToolPermission(TypedDict):
         "client_error",
         "bad_answer",
     ]
-    scope: NotRequired[Literal["once", "session"]]
+    scope: NotRequired[PermissionScope]
     message: NotRequired[str]  # with by: client_error, what the client answered
 
 
@@ -133,11 +146,6 @@ class DroppedTurn(TypedDict):
 
     message: int
     text: str
-
-
-# How a compaction shortened the conversation, and what asked for it.
-CompactionStrategy = Literal["summarize", "sliding-window"]
-CompactionTrigger = Literal["threshold", "too_long", "request"]
 
 
 class Compaction(TypedDict):
@@ -268,8 +276,8 @@ class PlanEntry(TypedDict):
     """One step of an agent's plan (ACP's ``PlanEntry``)."""
 
     content: str
-    priority: Literal["high", "medium", "low"]
-    status: Literal["pending", "in_progress", "completed"]
+    priority: PlanPriority
+    status: PlanStatus
 
 
 class Plan(TypedDict):

@@ -13,14 +13,14 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent
 from oma_host.core.backends import backend_entry
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidParamsError
-from oma_host.core.events import PlanEntry
+from oma_host.core.events import PlanEntry, PlanStatus
 from oma_host.core.guard import clone
 from oma_host.core.results import AgentRunResult, TokenUsage, add_token_usage, zero_usage
 from oma_host.core.run_ids import new_run_id
@@ -97,7 +97,7 @@ class TaskOutcome:
 
 
 # A task's status as a plan entry's (a failed or skipped one is completed).
-_PLAN_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
+_PLAN_STATUS: dict[str, PlanStatus] = {
     "pending": "pending",
     "running": "in_progress",
 }

@@ -18,10 +18,10 @@ from oma_host.providers.base import (
     resolve_api_key,
 )
 from oma_host.providers.openai_family import adapter_for
-from oma_host.providers.openai_target import Api, OpenAITarget
+from oma_host.providers.openai_target import OpenAITarget
 
 if TYPE_CHECKING:
-    from oma_host.core.config import AgentConfig
+    from oma_host.core.config import AgentConfig, OpenAIApi
 
 _FACTS = facts_of("azure")
 (ENDPOINT_ENV,) = _FACTS.base_url_variables
@@ -71,7 +71,7 @@ def azure_target(config: AgentConfig) -> OpenAITarget:
         )
         raise ProviderError(f"azure: no API key: {where}", kind="auth")
 
-    api: Api = config.api or "responses"
+    api: OpenAIApi = config.api or "responses"
     base_url = v1_base_url(endpoint) if endpoint else ""
     return OpenAITarget(_FACTS.name, base_url, api, True, headers)
 

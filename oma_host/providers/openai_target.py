@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from oma_host.core.provider_facts import facts_of
@@ -24,10 +24,9 @@ from oma_host.providers.base import (
 )
 
 if TYPE_CHECKING:
-    from oma_host.core.config import AgentConfig
+    from oma_host.core.config import AgentConfig, OpenAIApi
     from oma_host.core.results import TokenUsage
 
-Api = Literal["chat", "responses"]
 _OPENAI = facts_of("openai")
 
 
@@ -40,7 +39,7 @@ class OpenAITarget:
 
     provider: str
     base_url: str
-    api: Api
+    api: OpenAIApi
     official: bool
     headers: Callable[[], dict[str, str]]
 
@@ -75,7 +74,7 @@ def openai_target(config: AgentConfig) -> OpenAITarget:
             raise missing_key_error(_OPENAI.name, config, _OPENAI.key_variables)
         return {"authorization": f"Bearer {key}"}
 
-    api: Api = config.api or ("responses" if official else "chat")
+    api: OpenAIApi = config.api or ("responses" if official else "chat")
     return OpenAITarget(_OPENAI.name, base_url, api, official, headers)
 
 

@@ -15,7 +15,8 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from oma_host.core.events import Compaction, RunEvent
+from oma_host.core.agent_tally import AgentStatus
+from oma_host.core.events import Compaction, PermissionScope, RunEvent
 from oma_host.core.messages import LLMMessage, schema_ref
 from oma_host.core.results import AgentRunResult, Cost, ErrorInfo, TokenUsage
 from oma_host.server.registry import ClientMethod, Notification
@@ -41,7 +42,7 @@ class AgentChoicesResult(TypedDict):
 
 
 class AgentStateResult(AgentChoicesResult):
-    status: Literal["idle", "running", "completed", "error"]
+    status: AgentStatus
     tokenUsage: TokenUsage
     cost: NotRequired[Cost]  # every run's since creation or reset, when prices are known
 
@@ -185,7 +186,7 @@ class PermissionAnswer(TypedDict):
     missing means ``once``."""
 
     approve: bool
-    scope: NotRequired[Literal["once", "session"]]
+    scope: NotRequired[PermissionScope]
 
 
 class ApplyEditParams(TypedDict):

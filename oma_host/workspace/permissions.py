@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import PermissionMode, PermissionRule
+from oma_host.core.events import PermissionAction
 from oma_host.core.places import own_config
 from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, first_string
 from oma_host.workspace.command_line import split_command
@@ -36,7 +37,6 @@ from oma_host.workspace.confined import (
     walk,
 )
 
-Action = Literal["allow", "ask", "deny"]
 # The main argument of a tool that names none (an MCP server's): the first
 # string among ``path``, ``command``, ``file``, ``filename``, ``uri``, ``url``,
 # ``pattern``.
@@ -285,13 +285,13 @@ class Verdict:
     """What the policy says before anyone is asked: the action, and the rule
     (its index), the mode or the default that said it."""
 
-    action: Action
+    action: PermissionAction
     rule: int | None  # None: the mode or a default
     # "protected": a place the rules and the mode cannot let a change reach unasked.
     by: Literal["rule", "mode", "default", "protected"] = "rule"
 
 
-def default_action(tool: ToolDeclaration) -> Action:
+def default_action(tool: ToolDeclaration) -> PermissionAction:
     """What a call no rule matches gets: reading is allowed, the rest asks."""
     return "allow" if tool.effect == "read" else "ask"
 
@@ -315,7 +315,7 @@ def _guarded(tool: ToolDeclaration, target: Target) -> bool:
 
 
 # The strictness of each action, for a command line's parts.
-_STRICTNESS: dict[Action, int] = {"allow": 0, "ask": 1, "deny": 2}
+_STRICTNESS: dict[PermissionAction, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 
 def evaluate(

@@ -5,9 +5,12 @@ in every mode, read-only included."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
+
+from acp.schema import PlanEntryPriority, PlanEntryStatus
 
 from oma_host.cli.client import HostClient, host_argv
+from oma_host.core.events import PlanPriority, PlanStatus
 from oma_host.testing.simulator import Reply, Simulator
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, step, text
 
@@ -90,3 +93,10 @@ def test_a_malformed_plan_is_an_error_result_naming_the_field(door: Door) -> Non
     (result,) = [block for block in content if block["type"] == "tool_result"]
     assert result["is_error"] is True
     assert "update_plan: entries[0].status: Input should be" in result["content"]
+
+
+def test_a_plan_step_has_the_statuses_and_priorities_of_an_acp_plan_entry() -> None:
+    # The host's own (core/events.py, which the update_plan tool and a team's
+    # plan take) and the ACP schema's: the door passes a step through as it is.
+    assert get_args(PlanStatus) == get_args(PlanEntryStatus)
+    assert get_args(PlanPriority) == get_args(PlanEntryPriority)

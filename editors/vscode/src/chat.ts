@@ -23,9 +23,9 @@ import * as vscode from 'vscode';
 
 import { describeFailure } from './core/errors';
 import { type Ask, type Selection, imageBlock, isImagePath } from './core/input';
-import type { AgentConfig, ImageBlock, WorkDoneValue } from './core/protocol';
+import type { AgentConfig, ImageBlock } from './core/protocol';
 import { renderHistory } from './core/render';
-import type { OmaSession, RunHandle, RunObserver } from './core/session';
+import type { OmaSession, RunHandle, RunObserver, WorkDoneValue } from './core/session';
 import { chatAgent, type OmaSettings } from './core/settings';
 
 export const PARTICIPANT_ID = 'oma-host.oma';
@@ -121,7 +121,7 @@ async function reply(
     },
     onWorkDone: (value: WorkDoneValue) => {
       if (value.kind !== 'end') {
-        progress(value.message ?? `${agent.name} is working…`);
+        progress(value.kind === 'report' ? value.message : `${agent.name} is working…`);
       }
     },
     onRunProgress: (event) => progress(`${event.agent}: ${event.type}`),

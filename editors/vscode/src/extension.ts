@@ -383,7 +383,7 @@ async function chooseModelCommand(): Promise<void> {
   if (models.length === 0) {
     throw new Error(`the provider of ${agent.name} lists no models`);
   }
-  const picked = await vscode.window.showQuickPick(modelPickItems(models, agent.model), {
+  const picked = await vscode.window.showQuickPick(modelPickItems(models, agent.model ?? undefined), {
     placeHolder: `Model for ${agent.name} (now ${agent.model ?? 'the host default'})`,
     matchOnDescription: true,
   });

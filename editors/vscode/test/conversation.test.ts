@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import type { WorkDoneValue } from '../src/core/protocol';
 import { renderHistory } from '../src/core/render';
+import type { WorkDoneValue } from '../src/core/session';
 import { echoAgent, processAgent, useHostSession } from './helpers';
 
 const ctx = useHostSession();

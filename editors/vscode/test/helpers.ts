@@ -21,7 +21,7 @@ import {
   StreamMessageWriter,
 } from 'vscode-jsonrpc/node';
 
-import type { InitializeResult, InitializationOptions } from '../src/core/protocol';
+import type { AgentConfig, InitializeResult, InitializationOptions } from '../src/core/protocol';
 import { OmaSession, type SessionOptions } from '../src/core/session';
 
 /** editors/vscode/out/test → the repository root. */
@@ -218,11 +218,11 @@ export function acpAgentScript(): string {
   return resolve(folder, 'agent.mjs');
 }
 
-export function processAgent(name: string, script: string) {
+export function processAgent(name: string, script: string): AgentConfig {
   return { name, backend: { kind: 'process', command: 'sh', args: ['-c', script] } };
 }
 
-export function echoAgent(name = 'echo', model = 'echo') {
+export function echoAgent(name = 'echo', model = 'echo'): AgentConfig {
   return { name, provider: 'test', model };
 }
 

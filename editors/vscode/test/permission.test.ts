@@ -14,6 +14,7 @@ import {
   permissionAnswer,
   permissionPrompt,
 } from '../src/core/permission';
+import type { AgentConfig } from '../src/core/protocol';
 import { OmaSession } from '../src/core/session';
 import { acpAgentScript, type Host, startHost } from './helpers';
 
@@ -137,7 +138,7 @@ let host: Host;
 let session: OmaSession;
 const asked: PermissionPrompt[] = [];
 let pick: string | undefined;
-let coder: { name: string; backend: { kind: string; [key: string]: unknown } };
+let coder: AgentConfig;
 
 before(async () => {
   const script = acpAgentScript();

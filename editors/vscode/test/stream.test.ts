@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { selectionText } from '../src/core/input';
-import type { OmaProgressEvent, StreamEvent, WorkDoneValue } from '../src/core/protocol';
+import type { OmaProgressParams, StreamEvent } from '../src/core/protocol';
+import type { WorkDoneValue } from '../src/core/session';
 import { processAgent, useHostSession } from './helpers';
 
 const ctx = useHostSession();
@@ -66,7 +67,7 @@ test('a failing process run ends with its error in the reply, once', async () =>
 });
 
 test('Run agent on selection: oma/runAgent with oma/progress notifications', async () => {
-  const progress: OmaProgressEvent[] = [];
+  const progress: OmaProgressParams[] = [];
   const work: WorkDoneValue[] = [];
   const selection = { text: 'print("hi")\n', fileName: 'src/a.py', languageId: 'python' };
   const run = ctx.session.runOnce(

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import type { StreamEvent } from '../src/core/protocol';
+import type { AgentConfig, StreamEvent } from '../src/core/protocol';
 import { useHostSession } from './helpers';
 
 // What the fixture's model runs (events_simulator.py SHELL_COMMAND).
@@ -19,7 +19,7 @@ const COMMAND = "printf 'first\\n'; sleep 0.3; printf 'second\\n'";
 const ctx = useHostSession({ fixture: 'events_simulator.py', args: ['shell'] });
 
 test("a shell command's output streams into the reply before its short result", async () => {
-  const agent = {
+  const agent: AgentConfig = {
     name: 'runner',
     provider: 'anthropic',
     model: 'sim-1',

@@ -18,7 +18,7 @@ import {
   runInput,
   selectionText,
 } from '../src/core/input';
-import type { AgentRunResult, StreamEvent } from '../src/core/protocol';
+import type { AgentConfig, AgentRunResult, StreamEvent } from '../src/core/protocol';
 import { askHeading } from '../src/core/render';
 import { chatAgent, chooseAgent, initializationOptions, readSettings, RestartPolicy } from '../src/core/settings';
 import { ReplyAssembler } from '../src/core/stream';
@@ -43,8 +43,11 @@ test('the assembler writes text as it comes and tool activity on lines of its ow
     a.push({ type: 'reasoning', data: 'thinking' }),
     a.push({ type: 'reasoning', data: ' hard' }),
     a.push({ type: 'text', data: 'Let me look' }),
-    a.push({ type: 'tool_use', data: { id: 't1', name: 'grep', input: { pattern: 'x' } } }),
-    a.push({ type: 'tool_result', data: { tool_use_id: 't1', content: 'a.py:1: x', is_error: false } }),
+    a.push({ type: 'tool_use', data: { type: 'tool_use', id: 't1', name: 'grep', input: { pattern: 'x' } } }),
+    a.push({
+      type: 'tool_result',
+      data: { type: 'tool_result', tool_use_id: 't1', content: 'a.py:1: x', is_error: false },
+    }),
     a.push({ type: 'acp_update', data: { kind: 'plan' } }),
     a.push({ type: 'text', data: 'Found it.' }),
     a.finish(result({ output: 'Let me lookFound it.' })),
@@ -101,7 +104,8 @@ test('a reply that was not streamed is written when the result arrives; failures
 
 test('long tool input is cut to a one-line preview', () => {
   const a = new ReplyAssembler();
-  const delta = a.push({ type: 'tool_use', data: { name: 'file_read', input: { path: 'x'.repeat(500) } } });
+  const input = { path: 'x'.repeat(500) };
+  const delta = a.push({ type: 'tool_use', data: { type: 'tool_use', id: 'r', name: 'file_read', input } });
   assert.equal(delta.length, '[tool file_read] '.length + 200 + 1, delta);
   assert.ok(delta.endsWith('xx...\n'));
 });
@@ -129,21 +133,25 @@ for (const { name, events, text, rendered } of replyCases) {
 
 test('a shell output is written as it arrives, its marker once, before the first piece', () => {
   const a = new ReplyAssembler();
-  a.push({ type: 'tool_use', data: { id: 's', name: 'shell', input: { command: 'make' } } });
+  const command = { command: 'make' };
+  a.push({ type: 'tool_use', data: { type: 'tool_use', id: 's', name: 'shell', input: command } });
   assert.equal(
     a.push({ type: 'tool_output', data: { toolUseId: 's', text: 'one\ntw' } }),
     '[shell output]\none\ntw',
   );
   assert.equal(a.push({ type: 'tool_output', data: { toolUseId: 's', text: 'o\n' } }), 'o\n');
   assert.equal(
-    a.push({ type: 'tool_result', data: { tool_use_id: 's', content: 'one\ntwo\n[ended by SIGTERM]' } }),
+    a.push({
+      type: 'tool_result',
+      data: { type: 'tool_result', tool_use_id: 's', content: 'one\ntwo\n[ended by SIGTERM]' },
+    }),
     '[tool result] [ended by SIGTERM]\n',
   );
 });
 
 test("a run whose only streamed text was a delegate's shows its own output when it ends", () => {
   const a = new ReplyAssembler();
-  const partial = { type: 'text', data: 'partial' };
+  const partial = { type: 'text' as const, data: 'partial' };
   a.push({ type: 'delegate', data: { toolUseId: 'd', agent: 'helper', event: partial } });
   assert.equal(a.finish(result({ output: 'the answer' })), '\nthe answer\n');
   assert.equal(a.text, 'the answer');
@@ -203,8 +211,8 @@ test('a selection holding backticks gets a longer fence', () => {
 });
 
 test('string-only agents get text asks as one string; LLM agents get blocks', () => {
-  const llm = { name: 'l', provider: 'test', model: 'echo' };
-  const proc = { name: 'p', backend: { kind: 'process', command: 'cat' } };
+  const llm: AgentConfig = { name: 'l', provider: 'test', model: 'echo' };
+  const proc: AgentConfig = { name: 'p', backend: { kind: 'process', command: 'cat' } };
   assert.equal(
     promptInput(proc, { question: 'q', selection: { text: 's' } }),
     'q\n\nSelection:\n```\ns\n```',
@@ -330,7 +338,7 @@ test('a conversation from VS Code becomes agent/stream input', () => {
   assert.deepEqual(conversationInput({ name: 'llm' }, messages), [
     { role: 'user', content: [text('hi'), text('again')] },
   ]);
-  const shout = { name: 'shout', backend: { kind: 'process' } };
+  const shout: AgentConfig = { name: 'shout', backend: { kind: 'process', command: 'cat' } };
   assert.equal(conversationInput(shout, messages), 'hi\n\nagain');
   assert.throws(
     () => conversationInput({ name: 'llm' }, [{ role: 'assistant', content: [text('x')] }]),

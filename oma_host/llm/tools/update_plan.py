@@ -6,11 +6,9 @@ unasked in every permission mode.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from oma_host.core.events import PlanEntry
+from oma_host.core.events import PlanEntry, PlanPriority, PlanStatus
 from oma_host.core.tools import first_string
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
 from oma_host.workspace.confined import Stop
@@ -20,8 +18,8 @@ class PlanStep(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     content: NonEmpty = Field(description="what the step does, in a short sentence")
-    priority: Literal["high", "medium", "low"] = "medium"
-    status: Literal["pending", "in_progress", "completed"] = "pending"
+    priority: PlanPriority = "medium"
+    status: PlanStatus = "pending"
 
 
 class UpdatePlanParams(ToolParams):

@@ -15,7 +15,7 @@ import type { OmaSettings } from './settings';
 
 /** The models/list params for `agent`; an external agent (backend) has no provider list. */
 export function modelsListParams(agent: AgentConfig): ModelsListParams {
-  if (agent.backend !== undefined) {
+  if (agent.backend !== undefined && agent.backend !== null) {
     throw new Error(
       `${agent.name} is an external agent (backend: ${agent.backend.kind}): it has no provider model list`,
     );
@@ -85,7 +85,11 @@ export function chooseModel(choices: ModelChoices, configured: AgentConfig, mode
   const next: ModelChoices = { ...choices };
   delete next[configured.name];
   if (model !== configured.model) {
-    next[configured.name] = { model, provider: configured.provider, configuredModel: configured.model };
+    next[configured.name] = {
+      model,
+      provider: configured.provider ?? undefined,
+      configuredModel: configured.model ?? undefined,
+    };
   }
   return next;
 }

@@ -16,7 +16,10 @@
  * Dismissing the modal, or an answer we do not know, denies.
  */
 
-import type { PermissionAnswer, PermissionRequest, PermissionScope } from './protocol';
+import type { PermissionAnswer, PermissionParams } from './protocol';
+
+/** "once" (the default) or "session": allow the same tool until the agent is disposed. */
+export type PermissionScope = NonNullable<PermissionAnswer['scope']>;
 
 export const ALLOW_ONCE = 'Allow once';
 export const ALLOW_SESSION = 'Always this session';
@@ -45,7 +48,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** Checks the request's shape; throws a message naming the bad field. */
-export function parsePermissionRequest(params: unknown): PermissionRequest {
+export function parsePermissionRequest(params: unknown): PermissionParams {
   const where = 'agent/requestPermission';
   if (!isObject(params)) {
     throw new Error(`${where}: params must be an object`);
@@ -69,7 +72,7 @@ export function parsePermissionRequest(params: unknown): PermissionRequest {
   if (runId !== undefined && typeof runId !== 'string') {
     throw new Error(`${where}: runId must be a string`);
   }
-  const request: PermissionRequest = {
+  const request: PermissionParams = {
     agentName,
     title,
     kind: (kind as string | undefined) ?? null,
@@ -103,7 +106,7 @@ function describeInput(input: Record<string, unknown>): string {
 }
 
 /** The modal for a request. */
-export function permissionPrompt(request: PermissionRequest): PermissionPrompt {
+export function permissionPrompt(request: PermissionParams): PermissionPrompt {
   const kind = request.kind ? ` (${request.kind})` : '';
   const message = `Agent "${request.agentName}" asks permission: ${request.title}${kind}`;
   if (request.source === 'tool') {

@@ -45,15 +45,20 @@ import type {
   AgentRunResult,
   LLMMessage,
   ModelInfo,
-  ModelsListResult,
-  OmaProgressEvent,
-  PermissionAnswer,
+  OmaProgressParams,
+  PromptInput,
   RunInput,
+  ServerRequests,
   StreamEvent,
-  WorkDoneValue,
+  WorkDoneBegin,
+  WorkDoneEnd,
+  WorkDoneReport,
 } from './protocol';
-import type { RpcPeer } from './rpc';
+import { request, type RpcPeer } from './rpc';
 import { ReplyAssembler } from './stream';
+
+/** What `$/progress` carries for a workDoneToken (LSP work-done progress). */
+export type WorkDoneValue = WorkDoneBegin | WorkDoneReport | WorkDoneEnd;
 
 export interface RunObserver {
   /** Rendered text to append to the reply document, in order. */
@@ -63,7 +68,7 @@ export interface RunObserver {
   /** The host's work-done progress for this run (begin, then end). */
   onWorkDone?(value: WorkDoneValue): void;
   /** `oma/progress` notifications of an oma/runAgent run. */
-  onRunProgress?(event: OmaProgressEvent): void;
+  onRunProgress?(event: OmaProgressParams): void;
   /** A run that ends with an error: given this, the error line is not appended to the text. */
   onError?(message: string): void;
 }
@@ -186,9 +191,7 @@ export class OmaSession {
     if (known !== undefined) {
       void this.disposeQuietly(known.id);
     }
-    const id = this.peer
-      .sendRequest<{ agentId: string }>('agent/create', { config })
-      .then((answer) => answer.agentId);
+    const id = request(this.peer, 'agent/create', { config }).then((answer) => answer.agentId);
     const entry: KnownAgent = { key, id };
     this.agents.set(config.name, entry);
     // A failed create is not cached: the next ask tries again (e.g. after a settings fix).
@@ -202,7 +205,7 @@ export class OmaSession {
 
   /** The models of the agent's provider (models/list; the host caches the list per session). */
   async models(config: AgentConfig): Promise<ModelInfo[]> {
-    const answer = await this.peer.sendRequest<ModelsListResult>('models/list', modelsListParams(config));
+    const answer = await request(this.peer, 'models/list', modelsListParams(config));
     return answer.models;
   }
 
@@ -219,9 +222,9 @@ export class OmaSession {
       return switched;
     }
     const history = await this.history(config);
-    const id = this.peer
-      .sendRequest<{ agentId: string }>('agent/create', { config: { ...switched, history } })
-      .then((answer) => answer.agentId);
+    const id = request(this.peer, 'agent/create', { config: { ...switched, history } }).then(
+      (answer) => answer.agentId,
+    );
     await id; // a refused config leaves the old agent in place
     this.agents.set(config.name, { key: JSON.stringify(switched), id });
     void this.disposeQuietly(known.id);
@@ -242,7 +245,7 @@ export class OmaSession {
 
   private async disposeQuietly(id: Promise<string>): Promise<void> {
     try {
-      await this.peer.sendRequest('agent/dispose', { agentId: await id });
+      await request(this.peer, 'agent/dispose', { agentId: await id });
     } catch {
       // Already gone (host restarted, or never created): nothing to dispose.
     }
@@ -275,7 +278,8 @@ export class OmaSession {
   stream(config: AgentConfig, input: RunInput, observer: RunObserver = {}): RunHandle {
     return this.start(`ask ${config.name}`, observer, (context) => {
       return this.withAgent(config, (agentId) =>
-        this.peer.sendRequest<AgentRunResult>(
+        request(
+          this.peer,
           'agent/stream',
           {
             agentId,
@@ -302,11 +306,12 @@ export class OmaSession {
     return this.promptStreams;
   }
 
-  private async prompt(agentId: string, input: unknown, context: RunContext): Promise<AgentRunResult> {
+  private async prompt(agentId: string, input: PromptInput, context: RunContext): Promise<AgentRunResult> {
     const params = { agentId, input, workDoneToken: context.workDoneToken };
     if (this.promptStreams !== false) {
       try {
-        const result = await this.peer.sendRequest<AgentRunResult>(
+        const result = await request(
+          this.peer,
           'agent/prompt',
           { ...params, partialResultToken: context.partialResultToken },
           context.token,
@@ -320,14 +325,15 @@ export class OmaSession {
         this.promptStreams = false; // this host's agent/prompt has no stream
       }
     }
-    return this.peer.sendRequest<AgentRunResult>('agent/prompt', params, context.token);
+    return request(this.peer, 'agent/prompt', params, context.token);
   }
 
   /** A fresh one-off agent: oma/runAgent with progress notifications. */
   runOnce(config: AgentConfig, ask: Ask, observer: RunObserver = {}): RunHandle {
     return this.start(`run ${config.name}`, observer, (context) => {
       this.runProgress.set(context.runId, observer);
-      return this.peer.sendRequest<AgentRunResult>(
+      return request(
+        this.peer,
         'oma/runAgent',
         {
           config,
@@ -426,9 +432,7 @@ export class OmaSession {
       return [];
     }
     try {
-      const answer = await this.peer.sendRequest<{ messages: LLMMessage[] }>('agent/history', {
-        agentId: await this.agentId(config),
-      });
+      const answer = await request(this.peer, 'agent/history', { agentId: await this.agentId(config) });
       return answer.messages;
     } catch (error) {
       if (isAgentNotFound(error)) {
@@ -445,7 +449,7 @@ export class OmaSession {
       return;
     }
     try {
-      await this.peer.sendRequest('agent/reset', { agentId: await this.agentId(config) });
+      await request(this.peer, 'agent/reset', { agentId: await this.agentId(config) });
     } catch (error) {
       if (!isAgentNotFound(error)) {
         throw error;
@@ -456,7 +460,7 @@ export class OmaSession {
 
   // -- host to client -----------------------------------------------------------
 
-  private async onPermission(params: unknown): Promise<PermissionAnswer> {
+  private async onPermission(params: unknown): Promise<ServerRequests['agent/requestPermission']['result']> {
     const asker = this.permission;
     if (asker === undefined) {
       return { approve: false };
@@ -465,7 +469,7 @@ export class OmaSession {
   }
 
   private onRunProgress(params: unknown): void {
-    const event = params as OmaProgressEvent;
+    const event = params as OmaProgressParams;
     if (typeof event !== 'object' || event === null || typeof event.runId !== 'string') {
       return;
     }

@@ -100,7 +100,7 @@ export class ReplyAssembler {
   /** Render `event` of the run (`agents` empty) or of the delegate that chain of delegations reached. */
   private render(agents: string[], event: StreamEvent): void {
     const voice = voicePrefix(agents);
-    const data = isRecord(event.data) ? event.data : {};
+    const data: EventData = isRecord(event.data) ? event.data : {};
     switch (event.type) {
       case 'text':
         if (typeof event.data === 'string') {
@@ -129,7 +129,7 @@ export class ReplyAssembler {
         break;
       case 'delegate':
         if (typeof data.agent === 'string' && isRecord(data.event)) {
-          const nested = data.event as StreamEvent;
+          const nested = event.data.event;
           if (nested.type === 'text' && typeof nested.data === 'string') {
             // The delegate's text is the call's output: its result need not repeat it.
             this.addStreamed(voice + String(data.toolUseId), nested.data);
