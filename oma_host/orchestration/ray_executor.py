@@ -43,8 +43,7 @@ import os
 from types import ModuleType
 from typing import Any, cast
 
-from oma_host.core.abort import AbortSignal
-from oma_host.core.abortable import Aborted, unless_aborted
+from oma_host.core.abort import Aborted, AbortSignal, unless_aborted
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.redact import Redactor
