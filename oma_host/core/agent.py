@@ -37,10 +37,10 @@ from oma_host.core.history import CompactOutcome, Conversation, TurnSink
 from oma_host.core.hooks import AfterRunHook, BeforeRunHook, RunHooks, run_with_hooks
 from oma_host.core.messages import LLMMessage, latest_user_prompt
 from oma_host.core.provider_facts import span_provider
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor, remember_secrets
 from oma_host.core.results import (
     AgentRunResult,
-    RunRecorder,
     StreamEvent,
     TokenUsage,
     add_token_usage,

@@ -41,8 +41,9 @@ from oma_host.core.cost import Prices, context_window_of
 from oma_host.core.events import Compaction
 from oma_host.core.messages import ContentBlock, LLMMessage, TextBlock
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor
-from oma_host.core.results import RunRecorder, TokenUsage
+from oma_host.core.results import TokenUsage
 from oma_host.llm.chat_span import chat_span, compaction_span, record_compaction, record_reply
 from oma_host.llm.estimate import TokenEstimator, running_sums
 from oma_host.llm.transcript import (
