@@ -1,6 +1,6 @@
 """The ACP door's run traces: each prompt turn is a run, recorded in the
 store as the JSON-RPC door records its runs (a row of ``runs`` and the
-run's spans, :mod:`oma_host.orchestration.run_log`). A trace is written
+run's spans, :func:`oma_host.orchestration.store_schema.run_record`). A trace is written
 after the turn's answer, in a thread, never on the prompt's path; turns
 come at a person's pace, so each is written alone. Closing the door waits
 for what is still being written."""
