@@ -1,8 +1,7 @@
 """The Agent: one configured agent's runs, its history, and what they add up to.
 
-Every call validates and copies its input before touching state, hooks or the
-backend; the agent's tally (status, usage, cost) and each run's
-``invoke_agent`` span live here, beside the runs that change them."""
+Its tally (status, usage, cost) and each run's ``invoke_agent`` span live
+here, beside the runs that change them."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The recorder every backend fills while a run runs: its text, messages,
-usage and tool calls, from which the result is built, even a cancelled
-run's partial one.
+"""The run recorder a backend fills as a run runs: text, messages, usage, tool
+calls and streamed events; the result, even a cancelled run's, comes from it.
 
-Each of the run's events is emitted through it, with the agent's secret
-values taken out of its text streams as streams (:class:`StreamRedaction`):
-a key sent in pieces is still redacted."""
+Text is redacted as a stream: a key split across deltas is caught."""
 
 from __future__ import annotations
 

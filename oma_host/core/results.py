@@ -1,8 +1,8 @@
-"""A run's result as the wire and the Python API return it: ``AgentRunResult``,
-its usage, cost and status, and the builders of a result.
+"""A run's result as the doors and the Python API return it: ``AgentRunResult``,
+its usage, cost and status, and its builders.
 
-Plain dicts shaped exactly as docs/protocol.md writes them ("Data types",
-"Runs and their results"), so both return the same thing."""
+Plain dicts shaped as docs/protocol.md writes them ("Runs and their
+results"), so the wire needs no conversion."""
 
 from __future__ import annotations
 

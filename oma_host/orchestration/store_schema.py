@@ -1,8 +1,8 @@
-"""What the host's SQLite database is: its file, tables and migrations, and the
-rows of ``runs`` and ``run_spans`` a finished run becomes.
+"""The host's SQLite database: its file, tables and migrations, and the rows of
+``runs`` and ``run_spans`` a finished run becomes.
 
-One module for the writer (:mod:`.store`), both doors and the read-only
-reader (:mod:`.run_records`), so they agree on every column."""
+One module for the writer, both doors and the read-only reader, so they
+agree on every column."""
 
 from __future__ import annotations
 
