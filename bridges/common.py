@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from oma_host.core.config import AcpBackend, AgentConfig, ProcessBackend
 from oma_host.core.errors import ErrorKind
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor
-from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.core.results import AgentRunResult
 
 STDERR_LIMIT = 16384  # the tail of stderr kept for a failure message
 _READ_SIZE = 65536

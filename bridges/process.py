@@ -31,8 +31,9 @@ from oma_host.bridges.common import (
 )
 from oma_host.core.config import AgentConfig, ProcessBackend
 from oma_host.core.messages import LLMMessage
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor
-from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.core.results import AgentRunResult
 from oma_host.process.groups import (
     ORPHAN_GRACE_S,
     TERM_GRACE_S,

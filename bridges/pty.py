@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import pexpect
 
 from oma_host.bridges.common import Launch, OutputBudget
-from oma_host.core.results import RunRecorder
+from oma_host.core.recorder import RunRecorder
 from oma_host.process.groups import (
     ORPHAN_GRACE_S,
     TERM_GRACE_S,

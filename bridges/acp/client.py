@@ -42,7 +42,7 @@ from oma_host.bridges.acp.mapping import (
 from oma_host.core.backends import OptionPicker, PermissionHandler
 from oma_host.core.config import AcpPermissionMode
 from oma_host.core.events import AcpPermission, AcpUpdateEvent
-from oma_host.core.results import RunRecorder
+from oma_host.core.recorder import RunRecorder
 
 log = logging.getLogger(__name__)
 

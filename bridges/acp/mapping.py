@@ -28,7 +28,8 @@ from pydantic import BaseModel
 
 from oma_host.core.events import AcpUpdate, AcpUpdateEvent
 from oma_host.core.messages import ToolResultBlock, ToolUseBlock
-from oma_host.core.results import RunRecorder, ToolCallRecord
+from oma_host.core.recorder import RunRecorder
+from oma_host.core.results import ToolCallRecord
 
 log = logging.getLogger(__name__)
 

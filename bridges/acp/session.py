@@ -56,13 +56,9 @@ from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.errors import BackendRequestError, InvalidParamsError
 from oma_host.core.events import SessionRestarted
 from oma_host.core.messages import LLMMessage
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor
-from oma_host.core.results import (
-    MAX_TOKENS_KIND,
-    MAX_TURN_REQUESTS_KIND,
-    AgentRunResult,
-    RunRecorder,
-)
+from oma_host.core.results import MAX_TOKENS_KIND, MAX_TURN_REQUESTS_KIND, AgentRunResult
 from oma_host.core.version import __version__
 from oma_host.process.groups import (
     SpawnError,

@@ -67,7 +67,7 @@ from oma_host.core.messages import LLMMessage
 from oma_host.core.results import add_token_usage
 from oma_host.core.spans import CollectedSpans, SpanSink, recording
 from oma_host.core.tools import builtin_tool
-from oma_host.orchestration.run_log import run_record
+from oma_host.orchestration.store_schema import run_record
 
 if TYPE_CHECKING:
     from oma_host.telemetry.settings import Telemetry

@@ -1,7 +1,9 @@
 """The ACP door's run traces: each prompt turn recorded as a run, as the JSON-RPC door does.
 
-A trace is written in a thread after the turn's answer, never on the prompt's
-path; closing the door waits for what is still being written.
+A trace (a ``runs`` row and the run's spans,
+:func:`oma_host.orchestration.store_schema.run_record`) is written in a thread
+after the turn's answer, never on the prompt's path; closing the door waits
+for what is still being written.
 """
 
 from __future__ import annotations

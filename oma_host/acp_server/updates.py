@@ -55,12 +55,8 @@ from oma_host.core.events import (
     ToolOutputText,
 )
 from oma_host.core.messages import ContentBlock
-from oma_host.core.results import (
-    MAX_TURN_REQUESTS_KIND,
-    AgentRunResult,
-    ended_at_turn_limit,
-    is_text_output,
-)
+from oma_host.core.recorder import is_text_output
+from oma_host.core.results import MAX_TURN_REQUESTS_KIND, AgentRunResult, ended_at_turn_limit
 from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, ToolKind, builtin_tool
 
 log = logging.getLogger(__name__)

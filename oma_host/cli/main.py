@@ -381,7 +381,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         tracer = None
         if args.trace:
-            from oma_host.server.trace import FrameTracer
+            from oma_host.server.frame_trace import FrameTracer
 
             tracer = FrameTracer(args.trace)
         options = SessionOptions(

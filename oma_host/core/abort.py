@@ -1,13 +1,17 @@
-"""AbortSignal: cancels a run from outside (the seed's AbortSignal).
+"""Cancelling a run from outside: the :class:`AbortSignal` a request carries,
+and awaiting each step of a run unless that signal fires first.
 
-Kept apart from the agent so the server can hand one to every request
-without importing the agent core before it is needed.
-"""
+Free of the agent, so the server hands every request a signal without
+importing the agent core."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class AbortSignal:
@@ -55,3 +59,66 @@ class AbortSignal:
         if self._event is None:
             self._event = asyncio.Event()
         await self._event.wait()
+
+
+class Aborted(Exception):
+    """The abort signal fired before the awaited step finished."""
+
+
+async def unless_aborted(step: Awaitable[T], abort: AbortSignal | None) -> T:
+    """Await ``step``; if ``abort`` fires first, cancel it and raise Aborted
+    (a cancellation from anyone else stays a cancellation). The agent waits
+    on its lock and its backend through this."""
+    if abort is None:
+        return await step
+    if abort.aborted:  # aborted before it started: do no work at all
+        if inspect.iscoroutine(step):
+            step.close()
+        raise Aborted
+    # The step runs in this task, and the signal cancels this task, the way
+    # asyncio.timeout does: no task of its own for the step, none waiting on
+    # the signal (this is on every run's path). The cancellation we asked
+    # for is told from anyone else's by the task's count of cancel requests.
+    task = asyncio.current_task()
+    if task is None:  # awaited by hand, outside any task: give it one
+        return await asyncio.ensure_future(unless_aborted(step, abort))
+    cancelling = task.cancelling()
+    fired = False
+
+    def cancel_step() -> None:
+        nonlocal fired
+        # Cancelled once: a second cancel would cut short the cleanup the
+        # first one started (ending a process group, say).
+        if task.cancelling() == cancelling:
+            fired = True
+            task.cancel()
+
+    abort.add_listener(cancel_step)
+    try:
+        result = await step
+    except asyncio.CancelledError:
+        if fired and task.uncancel() <= cancelling:
+            raise Aborted from None  # ours alone: the run was aborted
+        raise
+    finally:
+        abort.remove_listener(cancel_step)
+    if fired:  # the step finished all the same: take our request back
+        task.uncancel()
+    return result
+
+
+async def acquire_unless_aborted(lock: asyncio.Lock, abort: AbortSignal | None) -> bool:
+    """Take ``lock`` in arrival order; False if ``abort`` fired first. Never
+    leaves the lock held when it returns False or raises."""
+    acquiring = asyncio.ensure_future(lock.acquire())
+    try:
+        await unless_aborted(asyncio.shield(acquiring), abort)
+        return True
+    except BaseException as error:
+        if acquiring.done() and not acquiring.cancelled() and acquiring.exception() is None:
+            lock.release()  # granted at the very moment we gave up
+        else:
+            acquiring.cancel()
+        if isinstance(error, Aborted):
+            return False
+        raise

@@ -1,29 +1,17 @@
-"""The Agent: run, stream and prompt with string or structured input.
+"""The Agent: one configured agent's runs, its history, and what they add up to.
 
-The order of every call is fixed: validate and copy the input (the shape guard,
-then the string-only boundary for external backends) when the method is
-called, and only then touch state, hooks or the backend. ``run`` and
-``stream`` are fresh; ``prompt`` appends the caller's turn and the reply to the
-persistent history when, and only when, the turn completes: only its new
-messages are copied, appended and stored (:class:`~oma_host.core.history.Conversation`).
-A compaction of the conversation by the LLM backend during the turn
-(``oma_host/llm/context_window.py``) is made to the history too, which the store
-then keeps in place of its own (:meth:`Agent.compact`: on request). What the
-runs add up to (status, usage, cost) is :mod:`oma_host.core.agent_tally`'s.
-"""
+Its tally (status, usage, cost) and each run's ``invoke_agent`` span live
+here, beside the runs that change them."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Coroutine, Mapping
-from contextlib import suppress
-from typing import Any, cast
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import Any, Literal, cast
 
-from oma_host.core.abort import AbortSignal
-from oma_host.core.abortable import Aborted, acquire_unless_aborted, unless_aborted
-from oma_host.core.agent_span import agent_span, end_agent_span
-from oma_host.core.agent_tally import AgentTally
+from oma_host.core.abort import Aborted, AbortSignal, acquire_unless_aborted, unless_aborted
 from oma_host.core.backends import (
     Backend,
     BackendContext,
@@ -34,10 +22,11 @@ from oma_host.core.backends import (
     PermissionHandler,
     SessionLink,
     backend_entry,
+    backend_kind,
     check_agent_config,
 )
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
-from oma_host.core.cost import prices_of
+from oma_host.core.cost import Prices, prices_of
 from oma_host.core.delegation import Lineage, host_refusal
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
@@ -46,9 +35,40 @@ from oma_host.core.guard import guard_prompt_input, guard_run_input
 from oma_host.core.history import CompactOutcome, Conversation, TurnSink
 from oma_host.core.hooks import AfterRunHook, BeforeRunHook, RunHooks, run_with_hooks
 from oma_host.core.messages import LLMMessage, latest_user_prompt
+from oma_host.core.provider_facts import span_provider
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor, remember_secrets
-from oma_host.core.results import AgentRunResult, RunRecorder, StreamEvent, failed_result
+from oma_host.core.results import (
+    AgentRunResult,
+    StreamEvent,
+    TokenUsage,
+    add_token_usage,
+    failed_result,
+    usd,
+    zero_usage,
+)
 from oma_host.core.run_ids import new_run_id
+from oma_host.core.spans import (
+    AGENT_NAME,
+    BACKEND,
+    CONVERSATION_ID,
+    COST_USD,
+    INPUT_MESSAGES,
+    OP_INVOKE_AGENT,
+    OUTPUT_MESSAGES,
+    PROVIDER,
+    REQUEST_MODEL,
+    RESPONSE_MODEL,
+    TURNS,
+    Attributes,
+    Span,
+    capturing_content,
+    conversation_id,
+    end_as,
+    open_span,
+    set_span_content,
+    usage_attributes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +76,143 @@ log = logging.getLogger(__name__)
 _closing: set[asyncio.Task[None]] = set()
 
 
+# -- the tally: what agent/state shows -------------------------------------------
+
+AgentStatus = Literal["idle", "running", "completed", "error"]
+
+
+class AgentTally:
+    """What ``agent/state`` shows of an agent: its status as its runs start
+    and end, and what its runs and compactions added up to (token usage, and
+    the cost in USD while every run's price was known). Cleared on reset."""
+
+    def __init__(self, prices: Prices | None) -> None:
+        self.prices = prices  # the agent's own, for a run its backend did not price
+        self.status: AgentStatus = "idle"
+        self.usage: TokenUsage = zero_usage()
+        self.cost = 0.0  # every run's, in USD, while the prices are known
+        self.cost_known = True  # False once a run's cost was not known
+        self.active_runs = 0
+
+    def state(self) -> dict[str, Any]:
+        """``status``, ``tokenUsage`` and, while it is known, ``cost``."""
+        state: dict[str, Any] = {"status": self.status, "tokenUsage": dict(self.usage)}
+        if self.prices is not None and self.cost_known:
+            state["cost"] = usd(self.cost)
+        return state
+
+    def reset(self) -> None:
+        self.status = "idle"
+        self.usage = zero_usage()
+        self.cost = 0.0
+        self.cost_known = True
+
+    def run_started(self) -> AgentStatus:
+        """Count a run in flight; the status before it, for :meth:`run_ended`."""
+        previous = self.status
+        self.active_runs += 1
+        self.status = "running"
+        return previous
+
+    def price(self, recorder: RunRecorder, result: AgentRunResult) -> None:
+        """Give ``result`` its ``cost`` and add it up: as its backend priced
+        each reply (an LLM agent's replies may come from fallback models at
+        other prices) and added its delegates' costs, else its usage at the
+        agent's prices. A run whose price is not known leaves the cost
+        unknown from then on (an unpriced fallback model's reply or delegate)."""
+        if recorder.cost is not None:
+            cost = recorder.cost if recorder.cost_known else None
+        else:
+            cost = None if self.prices is None else self.prices.cost(result["tokenUsage"])
+        if cost is not None:
+            result["cost"] = usd(cost)
+            self.cost += cost
+        elif self.prices is not None:
+            self.cost_known = False
+
+    def run_ended(self, result: AgentRunResult | None, previous: AgentStatus) -> None:
+        """A run ended with ``result`` (None: it raised, so it never happened
+        as far as the tally goes) after :meth:`run_started` returned ``previous``."""
+        self.active_runs -= 1
+        if result is None:
+            self.status = previous if self.active_runs == 0 else "running"
+            return
+        add_token_usage(self.usage, result["tokenUsage"])  # cache counts too
+        if self.active_runs == 0:
+            self.status = _status_after(result)
+
+    def compacted(self, outcome: CompactOutcome) -> None:
+        """Add what a compaction on request's summary cost."""
+        add_token_usage(self.usage, outcome.usage)
+        self.cost += outcome.cost or 0.0
+
+
+def _status_after(result: AgentRunResult) -> AgentStatus:
+    """The agent's status once its last run ended: a cancelled run was
+    stopped by request, not a fault, so the agent is ``idle`` again."""
+    if result["success"]:
+        return "completed"
+    return "idle" if result["status"]["code"] == "cancelled" else "error"
+
+
+# -- the run's span -----------------------------------------------------------
+# A run's ``invoke_agent`` span (oma_host.core.spans): the agent, its backend,
+# an LLM agent's provider and model and the session when the run starts; the
+# result's status, usage, turns, model and cost when it ends (the input and
+# output only with content capture on).
+
+
+@contextmanager
+def agent_span(config: AgentConfig, run_id: str, *, delegated: bool) -> Iterator[Span | None]:
+    """The span of one run of the agent ``config`` describes; a delegate's
+    run (``delegated``) is not the session's, so it names none."""
+    attributes: Attributes = {AGENT_NAME: config.name, BACKEND: backend_kind(config)}
+    if config.backend is None:
+        attributes[PROVIDER] = span_provider(config.provider)
+        if config.model:
+            attributes[REQUEST_MODEL] = config.model
+    session = None if delegated else conversation_id()
+    if session is not None:
+        attributes[CONVERSATION_ID] = session
+    name = f"{OP_INVOKE_AGENT} {config.name}"
+    with open_span(OP_INVOKE_AGENT, name, attributes, run_id=run_id) as span:
+        yield span
+
+
+def end_agent_span(
+    span: Span | None, config: AgentConfig, messages: list[LLMMessage], result: AgentRunResult
+) -> None:
+    """The run's outcome on its span."""
+    if span is None:
+        return
+    error = result.get("errorInfo")
+    end_as(span, result["status"]["code"], None if error is None else error["kind"])
+    attributes = span.attributes
+    attributes.update(usage_attributes(result["tokenUsage"]))
+    attributes[TURNS] = sum(1 for m in result["messages"] if m["role"] == "assistant")
+    if "model" in result:
+        attributes[RESPONSE_MODEL] = result["model"]
+    if "cost" in result:
+        attributes[COST_USD] = result["cost"]["amount"]
+    if capturing_content():
+        redactor = Redactor.for_config(config)
+        set_span_content(span, INPUT_MESSAGES, messages, redactor)
+        set_span_content(span, OUTPUT_MESSAGES, result["output"], redactor)
+
+
 class Agent:
-    """One configured agent. See the module docstring for the call order."""
+    """One configured agent.
+
+    The order of every call is fixed: validate and copy the input (the shape
+    guard, then the string-only boundary for external backends) when the
+    method is called, and only then touch state, hooks or the backend.
+    ``run`` and ``stream`` are fresh; ``prompt`` appends the caller's turn and
+    the reply to the persistent history when, and only when, the turn
+    completes: only its new messages are copied, appended and stored
+    (:class:`~oma_host.core.history.Conversation`). A compaction of the
+    conversation by the LLM backend during the turn
+    (``oma_host/llm/context_window.py``) is made to the history too, which the
+    store then keeps in place of its own (:meth:`compact`: on request)."""
 
     def __init__(
         self,

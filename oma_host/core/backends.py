@@ -34,7 +34,8 @@ from oma_host.core.errors import InvalidParamsError
 from oma_host.core.events import Compaction, EmitFn
 from oma_host.core.guard import guard_messages
 from oma_host.core.messages import LLMMessage
-from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.core.recorder import RunRecorder
+from oma_host.core.results import AgentRunResult
 
 if TYPE_CHECKING:
     from oma_host.core.hooks import AfterRunHook, BeforeRunHook

@@ -6,7 +6,7 @@ exactly as built, so streaming them costs no conversion; the ``Literal`` tag
 lets mypy narrow ``event["data"]`` on ``event["type"]``, and a consumer that
 matches on the tag ends with ``assert_never`` so an event it does not handle
 fails the type check. Backends emit them through the run's
-:class:`~oma_host.core.results.RunRecorder` (``text``, ``reasoning``,
+:class:`~oma_host.core.recorder.RunRecorder` (``text``, ``reasoning``,
 ``permission``, and ``event`` for the rest), which checks each payload's type.
 The ``done`` event that ends :meth:`Agent.stream <oma_host.core.agent.Agent.stream>`
 carries the result, so it lives beside it (``results.DoneEvent``); no door

@@ -18,8 +18,9 @@ from oma_host.core.errors import StoreError
 from oma_host.core.events import Compaction
 from oma_host.core.guard import clone_messages
 from oma_host.core.messages import LLMMessage
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor
-from oma_host.core.results import AgentRunResult, RunRecorder, TokenUsage, failed_result
+from oma_host.core.results import AgentRunResult, TokenUsage, failed_result
 from oma_host.core.run_ids import new_run_id
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS, AgentConfig
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.events import ToolPermission
 from oma_host.core.messages import ContentBlock
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor
-from oma_host.core.results import RunRecorder
 from oma_host.core.spans import (
     ERROR_TYPE,
     LOCAL_TOOL_INPUT,

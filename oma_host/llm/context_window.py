@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import uuid
 
-from oma_host.core.abortable import Aborted
+from oma_host.core.abort import Aborted
 from oma_host.core.compaction import CompactionMark, with_summary
 from oma_host.core.config import AgentConfig, ContextConfig
 from oma_host.core.cost import Prices, context_window_of
@@ -27,8 +27,9 @@ from oma_host.core.events import (
 )
 from oma_host.core.messages import ContentBlock, LLMMessage, TextBlock
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor
-from oma_host.core.results import RunRecorder, TokenUsage
+from oma_host.core.results import TokenUsage
 from oma_host.llm.chat_span import chat_span, compaction_span, record_compaction, record_reply
 from oma_host.llm.estimate import TokenEstimator, running_sums
 from oma_host.llm.transcript import (

@@ -21,7 +21,8 @@ from oma_host.core.config import AgentConfig
 from oma_host.core.delegation import Lineage
 from oma_host.core.errors import InvalidMessageError
 from oma_host.core.events import RunEvent
-from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.core.recorder import RunRecorder
+from oma_host.core.results import AgentRunResult
 from oma_host.core.spans import (
     DELEGATE_AGENT,
     DELEGATION_DEPTH,

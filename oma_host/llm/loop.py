@@ -26,8 +26,9 @@ from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import BackendRequestError, ErrorKind
 from oma_host.core.events import Compaction
 from oma_host.core.messages import ContentBlock, LLMMessage, ToolResultBlock, ToolUseBlock
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor
-from oma_host.core.results import COST_BUDGET_KIND, MAX_TOKENS_KIND, AgentRunResult, RunRecorder
+from oma_host.core.results import COST_BUDGET_KIND, MAX_TOKENS_KIND, AgentRunResult
 from oma_host.llm.agent_tools import AgentTools, output_text
 from oma_host.llm.chat_span import chat_span, record_reply
 from oma_host.llm.context_window import ContextKeeper

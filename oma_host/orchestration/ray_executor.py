@@ -18,12 +18,12 @@ import os
 from types import ModuleType
 from typing import Any, cast
 
-from oma_host.core.abort import AbortSignal
-from oma_host.core.abortable import Aborted, unless_aborted
+from oma_host.core.abort import Aborted, AbortSignal, unless_aborted
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor
-from oma_host.core.results import AgentRunResult, RunRecorder
+from oma_host.core.results import AgentRunResult
 from oma_host.orchestration.executors import RayExecutor, TaskResources
 from oma_host.orchestration.ray_member import EXECUTOR_ERROR, RUNNER_GRACE_S, run_member_task
 from oma_host.orchestration.team_specs import Task, Team

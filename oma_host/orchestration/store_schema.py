@@ -1,8 +1,8 @@
-"""What the host's SQLite database is: its file, tables, added columns and row shapes.
+"""The host's SQLite database: its file, tables, added columns, and the rows a finished run becomes.
 
-Shared by the writer (:mod:`.store`) and the read-only reader
-(:mod:`.run_records`); :func:`add_missing_columns` brings an older database up
-to date.
+Shared by the writer (:mod:`.store`), both doors and the read-only reader
+(:mod:`.run_records`), so they agree on every column;
+:func:`add_missing_columns` brings an older database up to date.
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from oma_host.core.spans import Span
+from oma_host.core.spans import COST_USD, OP_CHAT, CollectedSpans, Span
 
 DB_NAME = "oma-host.sqlite3"
 MEMORY = ":memory:"
@@ -183,6 +185,117 @@ def span_row(span: Span) -> SpanRow:
         json.dumps(span.attributes, ensure_ascii=False),
         json.dumps(span.local, ensure_ascii=False) if span.local else None,
     )
+
+
+# -- a finished run's rows ---------------------------------------------------------
+# What a door writes when a run ends: the run's row of ``runs``, built from its
+# result, and the rows of the spans it recorded. Each door writes them off the
+# request's path (the JSON-RPC door in batches, ``server/trace_batch.py``; the
+# ACP door after the turn's answer, ``acp_server/run_traces.py``).
+
+
+def _turns(result: Mapping[str, Any]) -> int:
+    """The provider replies of a run (an agent's assistant messages), or
+    of a team run's tasks."""
+    if "messages" in result:
+        return sum(1 for message in result["messages"] if message.get("role") == "assistant")
+    return sum(_turns(task["result"]) for task in result.get("tasks", []) if "result" in task)
+
+
+def _cost(result: Mapping[str, Any], spans: CollectedSpans | None) -> float | None:
+    """The run's cost: its result's, else (a team run) what its recorded
+    provider requests cost; None when nothing priced it."""
+    if "cost" in result:
+        return float(result["cost"]["amount"])
+    if spans is None:
+        return None
+    costs = [
+        cost
+        for span in spans.spans
+        if span.operation == OP_CHAT
+        and isinstance(cost := span.attributes.get(COST_USD), int | float)
+    ]
+    return round(sum(costs), 8) if costs else None
+
+
+# The most tasks a team run's stored error names one by one.
+_TASKS_NAMED = 8
+
+
+def _team_error(result: Mapping[str, Any]) -> tuple[str | None, str] | None:
+    """Why a team run that did not succeed failed, when its result has no
+    ``errorInfo`` to say so: its failed tasks, then its skipped ones, each
+    with its reason ("task b failed: invalid x-api-key; task c skipped:
+    dependency 'b' did not complete"), and the kind of the first failed
+    task's run (``task_failed`` when it has none; ``task_skipped`` when
+    no task failed, the budget being spent). With every task
+    completed, it was ``oma/runTeam``'s final answer that failed (its
+    error text is the run's ``output``)."""
+    if result.get("success", True) or "tasks" not in result or result.get("errorInfo"):
+        return None
+    tasks = result["tasks"]
+    failed = [task for task in tasks if task.get("status") == "failed"]
+    skipped = [task for task in tasks if task.get("status") == "skipped"]
+    said = [
+        f"task {task['id']} {task['status']}: {task.get('reason') or 'no reason given'}"
+        for task in (failed + skipped)[:_TASKS_NAMED]
+    ]
+    if len(failed) + len(skipped) > _TASKS_NAMED:
+        said.append(f"and {len(failed) + len(skipped) - _TASKS_NAMED} more")
+    if not said:
+        return None, f"the final answer failed: {result.get('output') or 'no reason given'}"
+    kinds = [
+        str(task["result"]["errorInfo"]["kind"])
+        for task in failed
+        if isinstance(task.get("result"), Mapping) and task["result"].get("errorInfo")
+    ]
+    kind = kinds[0] if kinds else "task_failed" if failed else "task_skipped"
+    return kind, "; ".join(said)
+
+
+def run_record(
+    result: Mapping[str, Any],
+    *,
+    agent: str,
+    method: str,
+    status: str,
+    started: float,
+    session_id: str | None,
+    spans: CollectedSpans | None,
+) -> tuple[RunTrace, list[SpanRow]]:
+    """The row of ``runs`` for a run that ended now with ``result`` (an
+    AgentRunResult or a team result), and its spans' rows. A failed team
+    run's error and kind say which tasks failed or were skipped, and why."""
+    finished = time.time()
+    usage = result["tokenUsage"]
+    error_info = result.get("errorInfo")
+    message = result.get("status", {}).get("message") if status != "ok" else None
+    error_kind = None if error_info is None else str(error_info["kind"])
+    team_error = _team_error(result) if status == "error" else None
+    if team_error is not None:
+        error_kind, message = team_error
+    trace = RunTrace(
+        run_id=result["identity"]["runId"],
+        agent=agent,
+        method=method,
+        status=status,
+        input_tokens=usage["input_tokens"],
+        output_tokens=usage["output_tokens"],
+        started=started,
+        finished=finished,
+        duration_ms=round((finished - started) * 1000, 3),
+        session_id=session_id,
+        turns=_turns(result),
+        cost_usd=_cost(result, spans),
+        error_kind=error_kind,
+        error=message or (None if error_info is None else str(error_info["message"])),
+        model=result.get("model"),
+        trace_id=None if spans is None else spans.trace_id,
+        cache_read_tokens=usage.get("cache_read_input_tokens"),
+        cache_creation_tokens=usage.get("cache_creation_input_tokens"),
+    )
+    rows = [] if spans is None else [span_row(span) for span in spans.spans]
+    return trace, rows
 
 
 def add_missing_columns(db: sqlite3.Connection) -> None:

@@ -1,17 +1,17 @@
-"""Team methods: a DAG of text tasks run by a team of agents, and a coordinator that plans one.
+"""Team runs: a DAG of text tasks run by fresh agents, or planned from a goal by a coordinator.
 
-Independent tasks run in parallel up to ``maxConcurrency``, and a failed task
-skips its dependents while the rest go on. Every task runs on a fresh agent, so
-external agents can be members; a :class:`MemberExecutor` (Ray) may run them
-elsewhere with the same prompt, reports and result. docs/orchestration.md,
-"Teams".
+Independent tasks run in parallel up to ``maxConcurrency``; a failed task
+skips its dependents while the rest go on. Fresh agents let external agents be
+members, and a :class:`MemberExecutor` (Ray) may run them elsewhere. The runs'
+spans are built here. docs/orchestration.md, "Teams".
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,7 +24,23 @@ from oma_host.core.events import PlanEntry, PlanStatus
 from oma_host.core.guard import clone
 from oma_host.core.results import AgentRunResult, TokenUsage, add_token_usage, zero_usage
 from oma_host.core.run_ids import new_run_id
-from oma_host.orchestration.team_spans import end_task_span, end_team_span, task_span, team_span
+from oma_host.core.spans import (
+    LOCAL_TASK_REASON,
+    OP_TASK,
+    OP_TEAM,
+    TASK_ASSIGNEE,
+    TASK_DEPENDS_ON,
+    TASK_ID,
+    TASK_STATUS,
+    TEAM_METHOD,
+    TEAM_TASKS,
+    Attributes,
+    Span,
+    end_as,
+    open_span,
+    string_list,
+    usage_attributes,
+)
 from oma_host.orchestration.team_specs import (
     Task,
     Team,
@@ -71,6 +87,59 @@ def check_coordinator(team: Team) -> AgentConfig:
     return config
 
 
+# -- the spans ------------------------------------------------------------------
+# One ``invoke_workflow`` span over a team run (``oma/runTeam``: the
+# coordinator's plan and write-up runs too), and under it a ``task`` span per
+# task, over the run of the agent that does it (a skipped task's span is an
+# instant, its status ``skipped``). A failed or skipped task's reason is kept in
+# its span's ``local`` part (``taskReason``: the store shows it, no exporter
+# sends it).
+
+
+@contextmanager
+def team_span(method: str, run_id: str) -> Iterator[Span | None]:
+    """The span of a team run made by ``method`` (``oma/runTeam``, ``oma/runTasks``)."""
+    with open_span(OP_TEAM, f"{OP_TEAM} team", {TEAM_METHOD: method}, run_id=run_id) as span:
+        yield span
+
+
+def end_team_span(span: Span | None, result: Mapping[str, Any], cancelled: bool) -> None:
+    """A team result on its span: ok when every task completed, cancelled
+    when its request was, its usage."""
+    if span is None:
+        return
+    error = result.get("errorInfo")
+    kind = None if error is None else str(error["kind"])
+    code = "ok" if result["success"] else "cancelled" if cancelled else "error"
+    end_as(span, code, kind or "task_failed")
+    span.attributes.update(usage_attributes(result["tokenUsage"]))
+    span.attributes[TEAM_TASKS] = len(result["tasks"])
+
+
+@contextmanager
+def task_span(task_id: str, assignee: str, depends_on: Sequence[str]) -> Iterator[Span | None]:
+    """The span of one task; its agent's ``invoke_agent`` span goes under it."""
+    attributes: Attributes = {TASK_ID: task_id, TASK_ASSIGNEE: assignee}
+    if depends_on:
+        attributes[TASK_DEPENDS_ON] = string_list(depends_on)
+    with open_span(OP_TASK, f"{OP_TASK} {task_id}", attributes) as span:
+        yield span
+
+
+def end_task_span(span: Span | None, status: str, reason: str | None = None) -> None:
+    """A task's outcome (completed, failed, skipped) on its span, and why
+    it failed or was skipped."""
+    if span is None:
+        return
+    span.attributes[TASK_STATUS] = status
+    if status == "failed":
+        end_as(span, "error", "task_failed")
+    elif status == "skipped":
+        span.status = "skipped"
+    if reason is not None and status != "completed":
+        span.local[LOCAL_TASK_REASON] = reason
+
+
 # -- running --------------------------------------------------------------------
 
 
@@ -108,7 +177,18 @@ def _add_usage(total: TokenUsage, usage: TokenUsage) -> None:
 
 
 class TaskGraphRun:
-    """One execution of a task DAG; see the module docstring."""
+    """One execution of a task DAG.
+
+    Tasks and goals are text only: a message list or content blocks there is
+    InvalidParams naming the field. Independent tasks run in parallel up to
+    ``maxConcurrency``; a failed task skips its dependents (and theirs) while
+    the rest go on; with ``sharedMemory`` a task's prompt carries the outputs
+    of the tasks it depends on; ``maxTokenBudget`` caps the team's total usage
+    (tasks not yet started when it is spent are skipped). Every task runs on a
+    fresh agent, so external (process, ACP) agents can be members, unless the
+    run's :class:`MemberExecutor` takes them: then the same task runs there,
+    with the same prompt, reports and result. What a run is given is parsed
+    and checked first (:mod:`oma_host.orchestration.team_specs`)."""
 
     def __init__(
         self,

@@ -15,7 +15,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from oma_host.core.agent_tally import AgentStatus
+from oma_host.core.agent import AgentStatus
 from oma_host.core.events import Compaction, PermissionScope, RunEvent
 from oma_host.core.messages import LLMMessage, schema_ref
 from oma_host.core.results import AgentRunResult, Cost, ErrorInfo, TokenUsage

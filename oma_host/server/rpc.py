@@ -30,7 +30,7 @@ from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.wire.peer import JsonRpcPeer, MsgId, valid_id
 
 if TYPE_CHECKING:
-    from oma_host.server.trace import FrameTracer
+    from oma_host.server.frame_trace import FrameTracer
 
 log = logging.getLogger("oma_host.server")
 

@@ -19,7 +19,7 @@ from oma_host.core.config import AgentConfig
 from oma_host.core.errors import ErrorCode
 from oma_host.core.redact import config_secrets
 from oma_host.core.spans import CollectedSpans, SpanSink, recording
-from oma_host.orchestration.run_log import run_record
+from oma_host.orchestration.store_schema import run_record
 from oma_host.server.context import RequestContext
 from oma_host.server.rpc import RpcError
 from oma_host.server.trace_batch import TraceBatch

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from oma_host.orchestration.evaluation import EvaluationConfig, OnlineEvaluator
     from oma_host.orchestration.store import Store
     from oma_host.server.callbacks import ClientCallbacks
+    from oma_host.server.frame_trace import FrameTracer
     from oma_host.server.rpc import Connection
-    from oma_host.server.trace import FrameTracer
     from oma_host.server.trace_batch import TraceBatch
     from oma_host.telemetry.settings import Telemetry
 

@@ -93,7 +93,7 @@ def test_a_forked_child_draws_run_ids_of_its_own() -> None:
 
 
 async def test_a_step_that_fails_fails_the_run_and_cancelling_the_run_reaches_the_step() -> None:
-    from oma_host.core.abortable import Aborted, unless_aborted
+    from oma_host.core.abort import Aborted, unless_aborted
 
     async def fails() -> None:
         raise ValueError("boom")

@@ -1,5 +1,5 @@
 """A text stream is redacted as a whole, however it is cut into deltas
-(:class:`oma_host.core.results.StreamRedaction`, through the RunRecorder)."""
+(:class:`oma_host.core.recorder.StreamRedaction`, through the RunRecorder)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oma_host.core.messages import ToolUseBlock
+from oma_host.core.recorder import RunRecorder, StreamRedaction
 from oma_host.core.redact import Redactor
-from oma_host.core.results import RunRecorder, StreamEvent, StreamRedaction
+from oma_host.core.results import StreamEvent
 
 SECRETS = ("sk-abcdefghij", "abcdXYZ", "defghij-tail")
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from oma_host.core.agent import Agent
-from oma_host.core.results import AgentRunResult, RunRecorder, TokenUsage, make_result
+from oma_host.core.recorder import RunRecorder
+from oma_host.core.results import AgentRunResult, TokenUsage, make_result
 from oma_host.llm.delegation import count_spending
 
 LLM = Agent({"name": "helper", "provider": "anthropic", "model": "sim-1"})

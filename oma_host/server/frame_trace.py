@@ -1,9 +1,8 @@
 """``oma-host --trace FILE``: every frame in and out, timestamped, one JSON object a line.
 
-Keys never reach the file: key fields, secret-looking variables and header
-values are replaced, and become secrets replaced wherever they appear, since a
-frame is traced before its config is parsed; the credential patterns of
-:mod:`oma_host.core.redact` follow. The file is 0600, and nothing the tracer
+Frames for bug reports, not the runs' spans (:mod:`oma_host.core.spans`). Keys
+never reach the file: key fields, secret-looking variables and header values
+are replaced wherever they appear; the file is 0600, and nothing the tracer
 meets ends the host.
 """
 
@@ -39,7 +38,23 @@ def _open_own(path: str) -> int:
 
 
 class FrameTracer:
-    """Appends trace lines to a file; safe to share between sessions."""
+    """Appends trace lines to a file; safe to share between sessions.
+
+    Keys never reach the file. Values of ``apiKey`` and ``authToken`` fields,
+    of secret-looking names in ``env`` objects and in MCP servers' ``env``
+    lists of ``{name, value}``, and every value of their ``headers`` lists and
+    of a ``headers`` object (``initializationOptions.telemetry``'s; a header
+    carries a token whatever its name) are replaced before writing; the values
+    they hold, the variable an ``apiKeyEnv`` names, and every secret-looking
+    variable of the host's environment are secrets from then on, replaced
+    wherever they appear, also in the same frame's input (a frame is traced
+    before its config is parsed). The line then goes through the credential
+    patterns of :mod:`oma_host.core.redact`, string by string, so every line
+    stays valid JSON.
+
+    The file is created 0600, and one that belongs to another user is refused.
+    Nothing the tracer meets ends the host: a lone surrogate is written as its
+    JSON escape, and a frame that cannot be traced is logged instead."""
 
     def __init__(self, path: str) -> None:
         # backslashreplace: a lone surrogate (valid in JSON, not in UTF-8) can
