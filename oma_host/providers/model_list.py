@@ -1,36 +1,27 @@
-"""A provider's model list, from its own list endpoint (``models/list``):
-each provider's descriptor
-(:attr:`~oma_host.core.provider_facts.ProviderFacts.model_list`) names the
-endpoint and the lister here (or in the adapter's module) that reads it,
-imported on first use. Keys and endpoints are found as an agent's are
+"""A provider's model list, from its own list endpoint (``models/list``).
+
+Each provider whose descriptor has a ``model_list`` has its lister in
+:data:`LISTERS`. Keys and endpoints are found as an agent's are
 (``apiKeyEnv``, else the provider's variables); a failure is a
 :class:`ProviderError` of the usual kinds.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NotRequired
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from typing_extensions import TypedDict
-
 from oma_host.core.provider_facts import PROVIDERS, provider_facts
-from oma_host.providers.base import ProviderError, malformed_reply
+from oma_host.providers.base import ModelInfo, ProviderError, malformed_reply
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
 
+__all__ = ["LISTERS", "ModelInfo", "list_models"]
+
 # Anthropic pages its list; more pages than this is not a model list.
 _MAX_PAGES = 20
-
-
-class ModelInfo(TypedDict):
-    id: str
-    displayName: NotRequired[str]
-    ownedBy: NotRequired[str]
-    created: NotRequired[str | int]
 
 
 Lister = Callable[["AgentConfig"], Awaitable[list[ModelInfo]]]
@@ -55,9 +46,7 @@ async def list_models(config: AgentConfig) -> list[ModelInfo]:
             f"{provider}: this provider has no model list (models/list knows {', '.join(known)})",
             kind="unsupported",
         )
-    module_name, function_name = facts.model_list.lister.split(":")
-    lister: Lister = getattr(importlib.import_module(module_name), function_name)
-    return await lister(config)
+    return await LISTERS[provider](config)
 
 
 async def anthropic_models(config: AgentConfig) -> list[ModelInfo]:
@@ -113,3 +102,18 @@ async def azure_models(config: AgentConfig) -> list[ModelInfo]:
     data = await fetch_json(target.base_url + "/models", target.headers(), target.provider)
     with malformed_reply(target.provider):
         return _openai_list(data)
+
+
+async def gemini_models(config: AgentConfig) -> list[ModelInfo]:
+    from oma_host.providers.gemini import list_models as gemini_list
+
+    return await gemini_list(config)
+
+
+# The lister of each provider whose descriptor has a ``model_list``.
+LISTERS: dict[str, Lister] = {
+    "anthropic": anthropic_models,
+    "openai": openai_models,
+    "gemini": gemini_models,
+    "azure": azure_models,
+}
