@@ -79,7 +79,7 @@ from urllib.parse import unquote, urlsplit
 from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import PermissionMode, PermissionRule
 from oma_host.core.places import own_config
-from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, first_string
+from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, ToolFacts, first_string
 from oma_host.workspace.command_line import split_command
 from oma_host.workspace.confined import (
     Root,
@@ -103,7 +103,12 @@ def undeclared_tool(name: str, description: str, input_schema: dict[str, Any]) -
     server's): the effect ``other``, which asks by default, and the main
     argument :func:`target_of` finds."""
     return ToolDeclaration(
-        name, description, input_schema, effect="other", target=target_of, target_kind="unknown"
+        name=name,
+        description=description,
+        input_schema=input_schema,
+        effect="other",
+        target=target_of,
+        target_kind="unknown",
     )
 
 
@@ -272,7 +277,7 @@ class _Beneath:
 
 
 def find_target(
-    declaration: ToolDeclaration, arguments: Any, root: Root, *, look_beneath: bool = False
+    declaration: ToolFacts, arguments: Any, root: Root, *, look_beneath: bool = False
 ) -> Target:
     """How ``declaration``'s call of ``arguments`` is matched (filesystem
     reads: a worker's). ``look_beneath``: an MCP call's folders are looked
@@ -346,7 +351,7 @@ class Verdict:
     by: Literal["rule", "mode", "default", "protected"] = "rule"
 
 
-def default_action(tool: ToolDeclaration) -> Action:
+def default_action(tool: ToolFacts) -> Action:
     """What a call no rule matches gets: reading is allowed, the rest asks."""
     return "allow" if tool.effect == "read" else "ask"
 
@@ -364,7 +369,7 @@ def _applies(rule: PermissionRule, target: Target) -> bool:
     )
 
 
-def _guarded(tool: ToolDeclaration, target: Target) -> bool:
+def _guarded(tool: ToolFacts, target: Target) -> bool:
     """Whether the call must be asked about, whatever allows it (:func:`protected`)."""
     return target.protected and tool.effect != "read"
 
@@ -375,7 +380,7 @@ _STRICTNESS: dict[Action, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 def evaluate(
     rules: list[PermissionRule],
-    tool: ToolDeclaration,
+    tool: ToolFacts,
     target: Target,
     mode: PermissionMode = "ask",
 ) -> Verdict:
@@ -483,13 +488,13 @@ class PermissionPolicy:
         return SearchRules(self._rules, tool, self._root)
 
     async def decide(
-        self, declaration: ToolDeclaration, arguments: Any, *, run_id: str, tool_use_id: str
+        self, declaration: ToolFacts, arguments: Any, *, run_id: str, tool_use_id: str
     ) -> Decision:
         found = await asyncio.to_thread(self._find_target, declaration, arguments)
         decision = await self._decide(declaration, arguments, found, run_id, tool_use_id)
         return Decision(decision.allowed, decision.event, found.resolved)
 
-    def _find_target(self, declaration: ToolDeclaration, arguments: Any) -> Target:
+    def _find_target(self, declaration: ToolFacts, arguments: Any) -> Target:
         if declaration.target_kind == "command":  # no file to resolve
             return command_target(declaration.target(arguments))
         look_beneath = declaration.target_kind == "unknown" and self._names_a_pattern(
@@ -514,7 +519,7 @@ class PermissionPolicy:
 
     async def _decide(
         self,
-        declaration: ToolDeclaration,
+        declaration: ToolFacts,
         arguments: Any,
         found: Target,
         run_id: str,
@@ -579,7 +584,7 @@ class PermissionPolicy:
         return Decision(approved, event)
 
 
-def _covered(declaration: ToolDeclaration, found: Target) -> str | None:
+def _covered(declaration: ToolFacts, found: Target) -> str | None:
     """What a session grant of the call covers besides its tool and rule: a
     command line's grant is for that line, a path's for that file (the next
     may be a git hook); None: any call of the tool."""
