@@ -1,8 +1,8 @@
 """Each provider's facts, declared once: keys, secrets, endpoint, models and auth methods.
 
-Redaction, both doors, ``models/list`` and the docs read them; plain data
-(no pydantic, no provider module), so the JSON-RPC door answers
-``initialize`` from it. Adapters are named in :mod:`oma_host.core.plugins`.
+Plain data (no pydantic, no provider module) that redaction, both doors,
+``models/list`` and the docs read; adapters are named in
+:mod:`oma_host.core.plugins`.
 """
 
 from __future__ import annotations

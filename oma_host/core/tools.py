@@ -1,8 +1,7 @@
 """What the host knows of a tool before it runs, and the built-in tools' facts.
 
-Permission defaults and the ACP ``kind`` follow a tool's declared effect. The
-built-ins' facts live here, below ``llm`` (which implements them) and the ACP
-bridge and doors (which read them), as plain data: no pydantic.
+Permissions and ACP kinds follow a tool's effect. The built-ins' facts are
+data here, below ``llm``, which implements them, and the bridges and doors.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """A provider's model list, from its own list endpoint (``models/list``).
 
-Each provider whose descriptor has a ``model_list`` has its lister in
-:data:`LISTERS`. Keys and endpoints are found as an agent's are
-(``apiKeyEnv``, else the provider's variables); a failure is a
-:class:`ProviderError` of the usual kinds.
+:data:`LISTERS` has one lister per provider whose descriptor has a
+``model_list``; keys and endpoints are found as an agent's are, and failures
+are the usual :class:`ProviderError` kinds.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""The built-in tools' implementations, and the registry of the tools one agent may use.
+"""The built-in tools' implementations, and the tools one agent may use.
 
-Each built-in is one module here, implementing the facts
-:data:`oma_host.core.tools.BUILTIN_FACTS` declares for it. Tools are off
-unless the config grants them; ``delegate`` is offered to an agent with
-``delegates``.
+Each module here implements the facts :data:`oma_host.core.tools.BUILTIN_FACTS`
+declares for it. Tools are off unless the config grants them; ``delegate``
+comes with ``delegates``.
 """
 
 from __future__ import annotations
