@@ -29,20 +29,6 @@ if TYPE_CHECKING:
     from oma_host.core.messages import LLMMessage
     from oma_host.orchestration.one_off import OpenMultiAgent
 
-_EXPORTS = {
-    "Agent": "oma_host.core.agent",
-    "AbortSignal": "oma_host.core.abort",
-    "AgentConfig": "oma_host.core.config",
-    "OmaError": "oma_host.core.errors",
-    "InvalidMessageError": "oma_host.core.errors",
-    "InvalidParamsError": "oma_host.core.errors",
-    "AgentNotFoundError": "oma_host.core.errors",
-    "BeforeRunContext": "oma_host.core.hooks",
-    "AfterRunContext": "oma_host.core.hooks",
-    "LLMMessage": "oma_host.core.messages",
-    "OpenMultiAgent": "oma_host.orchestration.one_off",
-}
-
 __all__ = [
     "AbortSignal",
     "AfterRunContext",
@@ -60,9 +46,33 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'oma_host' has no attribute {name!r}")
-    import importlib
+    # Plain imports, not names in strings: tests/test_layers.py reads each.
+    if name == "Agent":
+        from oma_host.core.agent import Agent
 
-    return getattr(importlib.import_module(module), name)
+        return Agent
+    if name == "OpenMultiAgent":
+        from oma_host.orchestration.one_off import OpenMultiAgent
+
+        return OpenMultiAgent
+    if name == "AgentConfig":
+        from oma_host.core.config import AgentConfig
+
+        return AgentConfig
+    if name in ("OmaError", "InvalidMessageError", "InvalidParamsError", "AgentNotFoundError"):
+        from oma_host.core import errors
+
+        return getattr(errors, name)
+    if name in ("BeforeRunContext", "AfterRunContext"):
+        from oma_host.core import hooks
+
+        return getattr(hooks, name)
+    if name == "AbortSignal":
+        from oma_host.core.abort import AbortSignal
+
+        return AbortSignal
+    if name == "LLMMessage":
+        from oma_host.core.messages import LLMMessage
+
+        return LLMMessage
+    raise AttributeError(f"module 'oma_host' has no attribute {name!r}")

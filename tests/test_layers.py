@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,11 +85,11 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 # Single modules a layer may import besides its ALLOWED layers, each with why.
-ALLOWED_MODULES: dict[str, set[str]] = {
-    # The ACP bridge asks before its agent writes with the built-in
-    # ``file_write`` tool's declaration (its effect and ACP kind).
-    "oma_host.bridges": {"oma_host.llm.tools"},
-}
+ALLOWED_MODULES: dict[str, set[str]] = {}
+
+# The one module that may name modules of other layers in strings, and import
+# them by name: the registry of backends and provider adapters.
+REGISTRY = "oma_host.core.plugins"
 
 
 def _module_name(path: Path) -> str:
@@ -222,6 +223,98 @@ def test_no_import_cycles() -> None:
         if module not in index:
             visit(module)
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+# A string that names a module of ours: "oma_host.x.y", "oma_host.x.y:attribute",
+# or the start of one ("oma_host.x." completed at run time).
+_MODULE_NAME = re.compile(r"oma_host(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?|oma_host(\.[A-Za-z_]\w*)*\.")
+_IMPORT_CALLS = {"import_module", "__import__", "find_spec", "resolve_name"}
+
+
+def _is_sys_modules(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "modules"
+        and (isinstance(node.value, ast.Name) and node.value.id == "sys")
+    )
+
+
+def _lookups_only(tree: ast.AST) -> set[int]:
+    """The ids of strings used only to look in ``sys.modules`` (which imports nothing)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _is_sys_modules(node.value):
+            found.add(id(node.slice))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "get" and _is_sys_modules(node.func.value) and node.args:
+                found.add(id(node.args[0]))
+        elif isinstance(node, ast.Compare) and any(_is_sys_modules(c) for c in node.comparators):
+            found.add(id(node.left))
+    return found
+
+
+def string_imports(module: str, source: str, filename: str) -> list[str]:
+    """Where ``module`` (whose text is ``source``) imports another layer by a
+    string: an import call (``importlib.import_module``, ``__import__``) of a
+    module named in place, or a string naming a module of another layer (or
+    the start of one). Each as "file:line: what"."""
+    tree = ast.parse(source, filename)
+    layer, lookups, found = _layer(module), _lookups_only(tree), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            argument = node.args[0] if node.args else None
+            if name in _IMPORT_CALLS and isinstance(argument, (ast.JoinedStr, ast.BinOp, ast.Call)):
+                found.append(f"{filename}:{node.lineno}: {name}() of a module name built in place")
+        if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+            continue
+        if id(node) in lookups or not _MODULE_NAME.fullmatch(node.value):
+            continue
+        named = _own(node.value.partition(":")[0].rstrip("."))
+        if named is not None and _layer(named) != layer:
+            found.append(
+                f"{filename}:{node.lineno}: names {node.value!r} ({_layer(named)}) in a string; "
+                f"import it (if {layer} may), or name it in {REGISTRY}"
+            )
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(set(MODULES) - {REGISTRY}))
+def test_no_layer_is_imported_by_a_string(module: str) -> None:
+    """Outside the registry, another layer is imported only by an import
+    statement, which the checks above read."""
+    path = MODULES[module]
+    found = string_imports(module, path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("oma_host.core.backends", 'PLUGINS = ("oma_host.llm", "oma_host.bridges")'),
+        ("oma_host.core.tools", 'importlib.import_module("oma_host.llm.tools")'),
+        ("oma_host.core.tools", '__import__("oma_host.llm.tools")'),
+        ("oma_host.core.provider_facts", 'F(adapter="oma_host.providers.gemini:GeminiAdapter")'),
+        ("oma_host.core.tools", 'importlib.import_module(f"oma_host.llm.{name}")'),
+        ("oma_host.core.tools", 'importlib.import_module("oma_host." + name)'),
+    ],
+)
+def test_the_string_check_finds_each_form(module: str, source: str) -> None:
+    assert string_imports(module, source, "x.py")
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("oma_host.server.registry", '_AGENTS = "oma_host.server.agent_methods"'),
+        ("oma_host.server.app", 'http = sys.modules.get("oma_host.providers.http")'),
+        ("oma_host.core.tools", "importlib.import_module(name)"),
+        ("oma_host.core.tools", '"""See :mod:`oma_host.llm.tools`."""'),
+    ],
+)
+def test_the_string_check_passes_one_layers_names(module: str, source: str) -> None:
+    assert not string_imports(module, source, "x.py")
 
 
 # Imports each module of ours in a fresh child of one interpreter that has

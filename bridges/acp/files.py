@@ -20,7 +20,7 @@ from acp import RequestError
 
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.events import ToolPermission
-from oma_host.llm.tools import BUILTIN_TOOLS
+from oma_host.core.tools import FILE_WRITE
 from oma_host.workspace.confined import Root, ToolError, open_beneath, read_at_most
 from oma_host.workspace.editor_files import EditorFailed, carry_out, editor_text
 from oma_host.workspace.edits import Edit, plan_write
@@ -28,7 +28,6 @@ from oma_host.workspace.permissions import PermissionPolicy, confirm_approved
 
 MAX_READ_BYTES = 4 * 1024 * 1024  # what one fs/read_text_file answers at most
 _EDITOR_TIMEOUT_S = 30.0
-_FILE_WRITE = BUILTIN_TOOLS["file_write"].declaration
 
 
 def select_lines(text: str, line: int | None, limit: int | None) -> str:
@@ -97,7 +96,7 @@ class AgentFiles:
         # big) is refused before anyone is asked; it is planned again once
         # allowed, as the file may have changed while the client was asked.
         await self._plan(path, content)
-        decision = await self._policy.decide(_FILE_WRITE, arguments, run_id="", tool_use_id=call_id)
+        decision = await self._policy.decide(FILE_WRITE, arguments, run_id="", tool_use_id=call_id)
         if self.events is not None:
             # The policy builds its decision as a plain dict, in the event's shape.
             self.events(cast(ToolPermission, decision.event))

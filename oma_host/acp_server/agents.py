@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from oma_host.core.backends import check_agent_config
 from oma_host.core.config import AgentConfig, parse_agent_config
 from oma_host.core.delegation import check_delegate_graph
 from oma_host.core.errors import OmaError
 from oma_host.core.places import FolderError, config_dir, private_folder
+from oma_host.core.plugins import check_agent_config
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, default_providers, facts_of
 
 

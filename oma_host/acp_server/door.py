@@ -57,13 +57,14 @@ from oma_host.acp_server.updates import (
     wire_update,
 )
 from oma_host.core.abort import AbortSignal
-from oma_host.core.backends import AgentCallbacks, backend_entry
+from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import prices_of
 from oma_host.core.credentials import forget_stored_keys, key_for
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
+from oma_host.core.plugins import backend_entry
 from oma_host.core.results import add_token_usage
 from oma_host.core.spans import CollectedSpans, SpanSink, recording
 from oma_host.core.tools import builtin_tool

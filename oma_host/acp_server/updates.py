@@ -57,7 +57,7 @@ from oma_host.core.events import (
 from oma_host.core.messages import ContentBlock
 from oma_host.core.recorder import is_text_output
 from oma_host.core.results import MAX_TURN_REQUESTS_KIND, AgentRunResult, ended_at_turn_limit
-from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, ToolKind, builtin_tool
+from oma_host.core.tools import EFFECT_KINDS, ToolFacts, ToolKind, builtin_tool
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def commands_update(available: list[dict[str, Any]]) -> dict[str, Any]:
     return {"availableCommands": available, "sessionUpdate": "available_commands_update"}
 
 
-def _kind(tool: ToolDeclaration | None) -> ToolKind:
+def _kind(tool: ToolFacts | None) -> ToolKind:
     if tool is None:
         return "other"
     if tool.think:
@@ -131,7 +131,7 @@ def _kind(tool: ToolDeclaration | None) -> ToolKind:
 
 
 def _locations(
-    tool: ToolDeclaration | None, tool_input: Mapping[str, Any], cwd: str
+    tool: ToolFacts | None, tool_input: Mapping[str, Any], cwd: str
 ) -> list[ToolCallLocation]:
     """The file or folder the call touches, as an absolute path, when the
     tool declares one and it stays inside ``cwd`` (no ``..`` out of it, no
@@ -147,7 +147,7 @@ def _locations(
 
 
 def proposed_diff(
-    tool: ToolDeclaration | None, tool_input: Any, cwd: str
+    tool: ToolFacts | None, tool_input: Any, cwd: str
 ) -> FileEditToolCallContent | None:
     """The change a write proposes, as ACP ``diff`` content at its file's
     absolute path (the text it replaces, or null for a whole file's, and the

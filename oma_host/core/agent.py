@@ -21,9 +21,7 @@ from oma_host.core.backends import (
     DelegateLookup,
     PermissionHandler,
     SessionLink,
-    backend_entry,
     backend_kind,
-    check_agent_config,
 )
 from oma_host.core.config import AgentConfig, ModelDefaults, parse_agent_config
 from oma_host.core.cost import Prices, prices_of
@@ -35,6 +33,7 @@ from oma_host.core.guard import guard_prompt_input, guard_run_input
 from oma_host.core.history import CompactOutcome, Conversation, TurnSink
 from oma_host.core.hooks import AfterRunHook, BeforeRunHook, RunHooks, run_with_hooks
 from oma_host.core.messages import LLMMessage, latest_user_prompt
+from oma_host.core.plugins import backend_entry, check_agent_config
 from oma_host.core.provider_facts import span_provider
 from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor, remember_secrets

@@ -1,27 +1,12 @@
-"""How the core knows backends: the Backend protocol and a kind -> entry registry.
+"""The Backend protocol: what the agent asks of whatever runs a conversation.
 
-The core never imports a backend. A config's kind is ``config.backend.kind``,
-or ``"llm"`` for a config without a ``backend``; each kind has a
-:class:`BackendEntry` that says what the agent may ask before anything is
-built (capability flags, a config check) and how to build the backend.
-
-Plugins register themselves: importing ``oma_host.llm`` registers ``"llm"``,
-importing ``bridges`` registers ``"process"`` and ``"acp"``, each with
-:func:`register_backend`. The first lookup of a kind nobody has registered
-imports the known plugin packages (``PLUGINS``) by name, once, with
-importlib. The registry keeps the core free of the backends' imports; it is
-not an open door: the kinds a config may name are the closed union
-``oma_host.core.config.BackendConfig`` (the wire's contract), so a new kind
-adds its config model there, its entry here, and its package to ``PLUGINS``.
-Registration modules are light on purpose: a factory
-imports the heavy module (the provider stack, the ``acp`` library) only when
-a backend is built, so the flags, and with them the string-only boundary,
-are known without importing it.
+Backends live above the core; each kind declares a :class:`BackendEntry` (flags
+read before anything is built, and a factory), found through
+:mod:`oma_host.core.plugins`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
@@ -30,9 +15,7 @@ from oma_host.core.abort import AbortSignal
 from oma_host.core.config import AgentConfig
 from oma_host.core.delegation import Lineage
 from oma_host.core.editor_channel import EditorChannel
-from oma_host.core.errors import InvalidParamsError
 from oma_host.core.events import Compaction, EmitFn
-from oma_host.core.guard import guard_messages
 from oma_host.core.messages import LLMMessage
 from oma_host.core.recorder import RunRecorder
 from oma_host.core.results import AgentRunResult
@@ -41,8 +24,6 @@ if TYPE_CHECKING:
     from oma_host.core.hooks import AfterRunHook, BeforeRunHook
 
 LLM_KIND = "llm"
-# Imported on the first lookup of a kind nobody registered; each registers its kinds.
-PLUGINS = ("oma_host.llm", "oma_host.bridges")
 
 # Answers a backend's permission request: an LLM agent's tool call under its
 # ``permissions`` (``source: "tool"``), or an ACP agent's with ``permission:
@@ -189,47 +170,6 @@ class BackendEntry:
         return self.label or f"a {self.kind} backend"
 
 
-_entries: dict[str, BackendEntry] = {}
-_plugins_loaded = False
-
-
-def register_backend(entry: BackendEntry) -> None:
-    """Make ``entry.kind`` available (a later registration replaces it)."""
-    _entries[entry.kind] = entry
-
-
 def backend_kind(config: AgentConfig) -> str:
+    """The kind ``config`` names: ``config.backend.kind``, or ``"llm"`` without a backend."""
     return config.backend.kind if config.backend is not None else LLM_KIND
-
-
-def backend_entry(config: AgentConfig) -> BackendEntry:
-    """The entry for ``config``'s kind; InvalidParams when no plugin has it."""
-    kind = backend_kind(config)
-    entry = _entries.get(kind)
-    if entry is None:
-        _load_plugins()
-        entry = _entries.get(kind)
-    if entry is None:
-        raise InvalidParamsError(f"backend kind {kind!r} is not available in this build")
-    return entry
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if not _plugins_loaded:
-        for name in PLUGINS:
-            importlib.import_module(name)
-        _plugins_loaded = True
-
-
-def check_agent_config(config: AgentConfig) -> list[LLMMessage]:
-    """Everything an Agent refuses at construction, checked without building
-    one: ``config.history`` must pass the guard (the agent's private copy is
-    returned), and the backend's entry refuses a config it could never run
-    (for an LLM agent: an unknown provider or tool, an invalid outputSchema)."""
-    history = config.history
-    guarded = [] if history is None or history == [] else guard_messages(history, "config.history")
-    entry = backend_entry(config)
-    if entry.check_config is not None:
-        entry.check_config(config)
-    return guarded

@@ -1,18 +1,8 @@
-"""What the host knows about each provider, declared once: one
-:class:`ProviderFacts` per provider (its key variables, the secrets it can
-read, its endpoint and the variables its SDK reads one from, its default
-model, its adapter, its model list, the ACP auth methods it implies, its
-models' context windows and prices, and how its tokens are estimated), read
-by everything that
-needs one of those facts: redaction (``AgentConfig.secrets``), the adapters
-themselves, ``models/list``, both doors, ``oma-host demo`` and the generated
-table in ``docs/providers.md``.
+"""Each provider's facts, declared once: keys, secrets, endpoint, models and auth methods.
 
-A leaf of the core, dependency-free (frozen dataclasses, no pydantic, nothing
-of ``oma_host.providers``): the JSON-RPC door imports it to answer
-``initialize``, and the core's redaction reads it. Adapters and listers are
-named as ``"module:function"`` strings so that reading a fact never imports a
-provider's module.
+Plain data (no pydantic, no provider module) that redaction, both doors,
+``models/list`` and the docs read; adapters are named in
+:mod:`oma_host.core.plugins`.
 """
 
 from __future__ import annotations
@@ -44,10 +34,9 @@ AWS_SESSION_TOKEN = "AWS_SESSION_TOKEN"
 
 @dataclass(frozen=True)
 class ModelList:
-    """Where ``models/list`` asks: ``lister`` is ``"module:function"`` (an async
-    function of the AgentConfig), ``endpoint`` the request, for the docs."""
+    """Where ``models/list`` asks: ``endpoint`` is the request, for the docs
+    (the lister is the provider's in ``oma_host.providers.model_list``)."""
 
-    lister: str
     endpoint: str
 
 
@@ -81,7 +70,6 @@ class ProviderFacts:
     name: str
     title: str
     wire: str  # the wire format, for the docs
-    adapter: str  # "module:factory", the factory taking the AgentConfig
     # Where requests go without a ``baseURL`` (Bedrock's has a ``{region}``;
     # None: there is no default, a baseURL or a variable must say).
     default_base_url: str | None = None
@@ -219,9 +207,6 @@ def check_base_url(value: str, variable: str) -> None:
         )
 
 
-_MODEL_LIST = "oma_host.providers.model_list"
-
-
 def _aws_profile_secrets() -> tuple[str, ...]:
     from oma_host.core.aws_profile import profile_secrets  # configparser only when asked
 
@@ -235,12 +220,11 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         name="anthropic",
         title="Anthropic",
         wire="Messages (`POST /v1/messages`, SSE)",
-        adapter="oma_host.providers.anthropic:AnthropicAdapter",
         default_base_url="https://api.anthropic.com",
         base_url_variables=("ANTHROPIC_BASE_URL",),
         key_variables=("ANTHROPIC_API_KEY",),
         default_model="claude-sonnet-5-5",
-        model_list=ModelList(f"{_MODEL_LIST}:anthropic_models", "`GET {baseURL}/v1/models`"),
+        model_list=ModelList("`GET {baseURL}/v1/models`"),
         models=CLAUDE_MODELS,
         # Claude's tokenizer is denser than OpenAI's on English and code; an
         # image costs width x height / 750 tokens, about 1,600 at the largest
@@ -252,14 +236,13 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         name="openai",
         title="OpenAI (and compatible servers)",
         wire="Responses on api.openai.com, Chat Completions elsewhere (SSE)",
-        adapter="oma_host.providers.openai_family:openai_adapter",
         default_base_url="https://api.openai.com/v1",
         base_url_variables=("OPENAI_BASE_URL",),
         compatible_servers=True,
         key_variables=("OPENAI_API_KEY",),
         key_needed="at_default_endpoint",
         default_model="gpt-6.2-sol",
-        model_list=ModelList(f"{_MODEL_LIST}:openai_models", "`GET {baseURL}/models`"),
+        model_list=ModelList("`GET {baseURL}/models`"),
         models=OPENAI_MODELS,
         # o200k: about 4 characters of English a token; a high-detail image
         # of 1024 x 1024 is 765 tokens (85 + 170 per 512-pixel tile).
@@ -271,16 +254,13 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         telemetry_name="gcp.gemini",
         title="Google Gemini",
         wire="`generateContent`, `streamGenerateContent?alt=sse`",
-        adapter="oma_host.providers.gemini:GeminiAdapter",
         default_base_url="https://generativelanguage.googleapis.com",
         # google-genai's for the Gemini Developer API (GOOGLE_VERTEX_BASE_URL
         # is Vertex AI's, which this adapter does not speak).
         base_url_variables=("GOOGLE_GEMINI_BASE_URL",),
         key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         default_model="gemini-3.8-flash",
-        model_list=ModelList(
-            "oma_host.providers.gemini:list_models", "`GET {baseURL}/v1beta/models`"
-        ),
+        model_list=ModelList("`GET {baseURL}/v1beta/models`"),
         models=GEMINI_MODELS,
         # 258 tokens per 768 x 768 tile of an image: four for 1024 x 1024.
         chars_per_token=4.0,
@@ -291,12 +271,11 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         telemetry_name="azure.ai.openai",
         title="Azure OpenAI (v1 API)",
         wire='Responses, or Chat Completions with `api: "chat"` (SSE)',
-        adapter="oma_host.providers.azure:azure_adapter",
         # openai's AzureOpenAI reads it; no default: every resource has its own.
         base_url_variables=("AZURE_OPENAI_ENDPOINT",),
         # The api-key first; without one, a Microsoft Entra ID token as a bearer token.
         key_variables=("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"),
-        model_list=ModelList(f"{_MODEL_LIST}:azure_models", "`GET .../openai/v1/models`"),
+        model_list=ModelList("`GET .../openai/v1/models`"),
         models=AZURE_MODELS,
         chars_per_token=4.0,  # OpenAI's models and tokenizer
         image_tokens=765,
@@ -306,7 +285,6 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         telemetry_name="aws.bedrock",
         title="Amazon Bedrock",
         wire="Converse, ConverseStream (binary event stream)",
-        adapter="oma_host.providers.bedrock:BedrockAdapter",
         default_base_url="https://bedrock-runtime.{region}.amazonaws.com",
         # botocore's: the service's own variable, then the global one.
         base_url_variables=("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"),
@@ -337,7 +315,6 @@ PROVIDERS: tuple[ProviderFacts, ...] = (
         name="test",
         title="in-process test provider",
         wire="none: it echoes the request (models `echo`, `slow-echo`, `fail`)",
-        adapter="oma_host.testing.recording:shared_recording_adapter",
         default_model="echo",
         offered_when=TEST_PROVIDER_VARIABLE,
     ),

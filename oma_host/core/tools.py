@@ -1,25 +1,13 @@
-"""What the host knows of a tool before it runs: its declaration.
+"""What the host knows of a tool before it runs, and the built-in tools' facts.
 
-A :class:`ToolDeclaration` is the one record of a tool's facts: the
-:class:`ToolSpec` the model sees (name, description, input schema), its effect (``read``,
-``write``, ``execute`` or ``other``), and how a call's target is found (what
-permission rules match, and the file or folder an editor may show). The
-permission policy's defaults follow the effect, and so does the ACP door's
-``kind``; both read the same declaration for a built-in tool and for an MCP
-server's. The LLM backend declares the built-in tools (one module each, in
-``oma_host.llm.tools``) and registers them here, so a door, which may not
-import the backend, can look one up by name (:func:`builtin_tool`); the first
-lookup imports that package by name, as the backend registry does.
-
-No pydantic here: the declaration is plain data, and the params model that
-makes a built-in's schema stays with the tool.
+Permissions and ACP kinds follow a tool's effect. The built-ins' facts are
+data here, below ``llm``, which implements them, and the bridges and doors.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 Effect = Literal["read", "write", "execute", "other"]
@@ -43,8 +31,6 @@ ArgumentReader = Callable[[Any], str | None]
 # Reads the text change a write proposes from its input: (the text it
 # replaces, None for a whole file's, and the new text), or None.
 ChangeReader = Callable[[Any], tuple[str | None, str] | None]
-# Imported on the first lookup of a built-in tool; it registers every built-in.
-BUILTIN_TOOLS_PACKAGE = "oma_host.llm.tools"
 
 
 def first_string(*fields: str) -> ArgumentReader:
@@ -83,16 +69,18 @@ class ToolSpec:
     input_schema: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class ToolDeclaration(ToolSpec):
-    """One tool's facts (see the module docstring): the model's view of it,
-    and what the host knows besides."""
+@dataclass(frozen=True, kw_only=True)
+class ToolFacts:
+    """What the host knows of a tool besides its input schema: what the
+    permission policy, the ACP bridge and the doors read."""
 
+    name: str
+    description: str
     effect: Effect
     # The call's main argument: what a permission rule's ``pattern`` matches,
     # the permission event's ``target`` (a path, or a shell tool's command).
     target: ArgumentReader
-    target_kind: TargetKind
+    target_kind: TargetKind = "path"
     # The file or folder the call touches, as the model gave it, for an
     # editor to show (ACP ``locations``); None, or a reader answering None:
     # nothing to show.
@@ -111,6 +99,18 @@ class ToolDeclaration(ToolSpec):
     bounded: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class ToolDeclaration(ToolFacts, ToolSpec):
+    """One tool's facts with its input schema: what the model sees of it,
+    and what the host knows besides (a built-in's or an MCP server's)."""
+
+    @classmethod
+    def of(cls, facts: ToolFacts, input_schema: dict[str, Any]) -> ToolDeclaration:
+        """``facts`` with the schema the model sees."""
+        known = {field.name: getattr(facts, field.name) for field in fields(ToolFacts)}
+        return cls(input_schema=input_schema, **known)
+
+
 def string_fields(old: str | None, new: str) -> ChangeReader:
     """A reader of the change in fields ``old`` (None: the whole file is
     replaced) and ``new``, when they hold strings."""
@@ -126,20 +126,88 @@ def string_fields(old: str | None, new: str) -> ChangeReader:
     return read
 
 
-_builtins: dict[str, ToolDeclaration] = {}
-_loaded = False
+def _the_cwd(arguments: Any) -> str:
+    return "."  # a glob searches the whole working directory
 
 
-def register_builtin_tool(declaration: ToolDeclaration) -> None:
-    """Make a built-in tool known by name (a later registration replaces it)."""
-    _builtins[declaration.name] = declaration
+# The built-in tools, one entry each; ``oma_host.llm.tools`` implements each
+# (its params model makes the schema) with one module of the same name.
+FILE_READ = ToolFacts(
+    name="file_read",
+    description="Read a text file under the working directory.",
+    effect="read",
+    target=first_string("path"),
+    location=path_argument("path", "."),
+)
+GREP = ToolFacts(
+    name="grep",
+    description="Search files under the working directory for a regular expression "
+    "(RE2 syntax: no backreferences or lookaround); answers path:line: text.",
+    effect="read",
+    search=True,
+    target=path_argument("path", "."),
+    location=path_argument("path", "."),
+)
+GLOB = ToolFacts(
+    name="glob",
+    description="List paths under the working directory matching a glob such as **/*.py.",
+    effect="read",
+    search=True,
+    target=first_string("pattern"),
+    target_kind="text",
+    location=_the_cwd,
+)
+FILE_WRITE = ToolFacts(
+    name="file_write",
+    description="Create a file under the working directory, or replace all of its text.",
+    effect="write",
+    target=first_string("path"),
+    location=path_argument("path"),
+    change=string_fields(None, "content"),
+)
+FILE_EDIT = ToolFacts(
+    name="file_edit",
+    description="Replace one exact occurrence of old with new in a file under the working "
+    "directory; old must occur exactly once (include surrounding lines to make it so).",
+    effect="write",
+    target=first_string("path"),
+    location=path_argument("path"),
+    change=string_fields("old", "new"),
+)
+SHELL = ToolFacts(
+    name="shell",
+    description="Run a shell command line (/bin/sh -c) in the working directory and read its "
+    "output (stdout and stderr) and exit code. No input is given to it. Use it to run tests, "
+    "builds, git and other command-line tools.",
+    effect="execute",
+    target=first_string("command"),
+    target_kind="command",
+    bounded=True,
+)
+UPDATE_PLAN = ToolFacts(
+    name="update_plan",
+    description="Keep a plan for a task of several steps: send the whole plan each time a step "
+    "starts or finishes, marking each step pending, in_progress or completed.",
+    effect="read",
+    target=first_string("entries"),
+    target_kind="text",
+    think=True,
+)
+DELEGATE = ToolFacts(
+    name="delegate",
+    description="Hand a task to another agent and get its answer back as this tool's result. "
+    "The agent starts fresh: give it the whole task in `task`.",
+    effect="execute",
+    target=first_string("agent"),
+    target_kind="text",
+)
+BUILTIN_FACTS: dict[str, ToolFacts] = {
+    facts.name: facts
+    for facts in (FILE_READ, GREP, GLOB, FILE_WRITE, FILE_EDIT, SHELL, UPDATE_PLAN, DELEGATE)
+}
 
 
-def builtin_tool(name: str) -> ToolDeclaration | None:
+def builtin_tool(name: str) -> ToolFacts | None:
     """The built-in tool called ``name``, or None (an MCP tool, a wrapped
     agent's own tool, a name the model made up)."""
-    global _loaded
-    if not _loaded:
-        importlib.import_module(BUILTIN_TOOLS_PACKAGE)
-        _loaded = True
-    return _builtins.get(name)
+    return BUILTIN_FACTS.get(name)

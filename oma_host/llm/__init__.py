@@ -1,15 +1,13 @@
-"""The LLM backend: agents without a ``backend`` run the loop in
-:mod:`oma_host.llm.loop` against a provider adapter.
+"""The LLM backend's entry: agents without a ``backend`` run the loop in :mod:`oma_host.llm.loop`.
 
-Importing this package registers the ``"llm"`` kind with the core's backend
-registry (:mod:`oma_host.core.backends`). It stays light: the loop, the tools
-and the provider stack are imported when the first LLM agent is checked or
-built.
+:data:`BACKEND` is what :mod:`oma_host.core.plugins` finds for the ``"llm"``
+kind; it stays light, importing the loop, tools and providers only when an
+agent is checked or built.
 """
 
 from __future__ import annotations
 
-from oma_host.core.backends import LLM_KIND, Backend, BackendContext, BackendEntry, register_backend
+from oma_host.core.backends import LLM_KIND, Backend, BackendContext, BackendEntry
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidParamsError
 
@@ -46,16 +44,14 @@ def _build(config: AgentConfig, context: BackendContext) -> Backend:
     return LLMBackend(config, context.permission_handler, context.editor, context.delegates)
 
 
-register_backend(
-    BackendEntry(
-        LLM_KIND,
-        _build,
-        accepts_structured=True,
-        # The agent keeps the history and sends it every run; but the backend
-        # holds the MCP servers and "always this session" grants, which a
-        # reset ends (the next run starts the servers afresh).
-        keeps_session=True,
-        check_config=_check_config,
-        label="an LLM backend",
-    )
+BACKEND = BackendEntry(
+    LLM_KIND,
+    _build,
+    accepts_structured=True,
+    # The agent keeps the history and sends it every run; but the backend
+    # holds the MCP servers and "always this session" grants, which a
+    # reset ends (the next run starts the servers afresh).
+    keeps_session=True,
+    check_config=_check_config,
+    label="an LLM backend",
 )

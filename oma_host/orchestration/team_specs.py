@@ -9,10 +9,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from oma_host.core.backends import check_agent_config
 from oma_host.core.config import AgentConfig
 from oma_host.core.cycles import first_cycle
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.plugins import check_agent_config
 from oma_host.orchestration.executors import (
     LocalExecutor,
     RayExecutor,

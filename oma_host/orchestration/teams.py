@@ -17,11 +17,11 @@ from typing import Any, Protocol
 
 from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent
-from oma_host.core.backends import backend_entry
 from oma_host.core.config import AgentConfig
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.events import PlanEntry, PlanStatus
 from oma_host.core.guard import clone
+from oma_host.core.plugins import backend_entry
 from oma_host.core.results import AgentRunResult, TokenUsage, add_token_usage, zero_usage
 from oma_host.core.run_ids import new_run_id
 from oma_host.core.spans import (

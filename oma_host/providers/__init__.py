@@ -1,10 +1,12 @@
-"""The providers this host offers and their adapters, from the descriptors in
-:mod:`oma_host.core.provider_facts`; an adapter's module is imported on first
-use, so a host that never calls a provider never imports it."""
+"""The providers this host offers, and each agent's adapter.
+
+Offered providers come from :mod:`oma_host.core.provider_facts`; an adapter's
+module is imported through :mod:`oma_host.core.plugins` on first use, so a host
+that never calls a provider never imports it.
+"""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from oma_host.core.errors import InvalidParamsError
@@ -51,7 +53,7 @@ def check_provider(name: str | None, where: str = "config.provider") -> str:
 
 def get_adapter(config: AgentConfig) -> LLMAdapter:
     """The adapter for an LLM-backed agent's provider."""
-    module_name, factory_name = offered_facts(config.provider).adapter.split(":")
-    factory = getattr(importlib.import_module(module_name), factory_name)
-    adapter: LLMAdapter = factory(config)
+    from oma_host.core.plugins import adapter_factory  # light, but not needed to answer initialize
+
+    adapter: LLMAdapter = adapter_factory(offered_facts(config.provider).name)(config)
     return adapter

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict
 from urllib.parse import urlsplit
+
+import typing_extensions
 
 from oma_host.core.credentials import key_for
 from oma_host.core.errors import ErrorCode, OmaError, ProviderErrorKind
@@ -101,6 +103,16 @@ def answered_model(value: object) -> str | None:
     a non-empty string, else None (a compatible server that leaves it out
     or empty, or sends something else there)."""
     return value if isinstance(value, str) and value else None
+
+
+class ModelInfo(typing_extensions.TypedDict):
+    """One model of a provider's list (``models/list``); typing_extensions'
+    TypedDict, which pydantic reads on Python 3.11."""
+
+    id: str
+    displayName: NotRequired[str]
+    ownedBy: NotRequired[str]
+    created: NotRequired[str | int]
 
 
 class ProviderText(TypedDict):

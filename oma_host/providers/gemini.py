@@ -26,6 +26,7 @@ from oma_host.providers.base import (
     MALFORMED,
     ChatOptions,
     LLMResponse,
+    ModelInfo,
     ProviderError,
     ProviderEvent,
     answered_model,
@@ -41,7 +42,6 @@ from oma_host.providers.wire_prefix import WirePrefix
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig, ThinkingConfig
-    from oma_host.providers.model_list import ModelInfo
 
 API_VERSION = "v1beta"
 _NAME = "gemini"

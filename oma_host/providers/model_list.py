@@ -1,34 +1,26 @@
 """A provider's model list from its own list endpoint (``models/list``).
 
-Each provider's descriptor names the endpoint and the lister that reads it.
-Keys and endpoints are found as an agent's are; a failure is a
-:class:`ProviderError` of the usual kinds.
+:data:`LISTERS` has one lister per provider whose descriptor has a
+``model_list``; keys and endpoints are found as an agent's are, and failures
+are the usual :class:`ProviderError` kinds.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NotRequired
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from typing_extensions import TypedDict
-
 from oma_host.core.provider_facts import PROVIDERS, provider_facts
-from oma_host.providers.base import ProviderError, malformed_reply
+from oma_host.providers.base import ModelInfo, ProviderError, malformed_reply
 
 if TYPE_CHECKING:
     from oma_host.core.config import AgentConfig
 
+__all__ = ["LISTERS", "ModelInfo", "list_models"]
+
 # Anthropic pages its list; more pages than this is not a model list.
 _MAX_PAGES = 20
-
-
-class ModelInfo(TypedDict):
-    id: str
-    displayName: NotRequired[str]
-    ownedBy: NotRequired[str]
-    created: NotRequired[str | int]
 
 
 Lister = Callable[["AgentConfig"], Awaitable[list[ModelInfo]]]
@@ -53,9 +45,7 @@ async def list_models(config: AgentConfig) -> list[ModelInfo]:
             f"{provider}: this provider has no model list (models/list knows {', '.join(known)})",
             kind="unsupported",
         )
-    module_name, function_name = facts.model_list.lister.split(":")
-    lister: Lister = getattr(importlib.import_module(module_name), function_name)
-    return await lister(config)
+    return await LISTERS[provider](config)
 
 
 async def anthropic_models(config: AgentConfig) -> list[ModelInfo]:
@@ -111,3 +101,18 @@ async def azure_models(config: AgentConfig) -> list[ModelInfo]:
     data = await fetch_json(target.base_url + "/models", target.headers(), target.provider)
     with malformed_reply(target.provider):
         return _openai_list(data)
+
+
+async def gemini_models(config: AgentConfig) -> list[ModelInfo]:
+    from oma_host.providers.gemini import list_models as gemini_list
+
+    return await gemini_list(config)
+
+
+# The lister of each provider whose descriptor has a ``model_list``.
+LISTERS: dict[str, Lister] = {
+    "anthropic": anthropic_models,
+    "openai": openai_models,
+    "gemini": gemini_models,
+    "azure": azure_models,
+}

@@ -25,7 +25,7 @@ from oma_host.core.backends import PermissionHandler
 from oma_host.core.config import PermissionMode, PermissionRule
 from oma_host.core.events import PermissionAction
 from oma_host.core.places import own_config
-from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, first_string
+from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, ToolFacts, first_string
 from oma_host.workspace.command_line import split_command
 from oma_host.workspace.confined import (
     Root,
@@ -48,7 +48,12 @@ def undeclared_tool(name: str, description: str, input_schema: dict[str, Any]) -
     server's): the effect ``other``, which asks by default, and the main
     argument :func:`target_of` finds."""
     return ToolDeclaration(
-        name, description, input_schema, effect="other", target=target_of, target_kind="unknown"
+        name=name,
+        description=description,
+        input_schema=input_schema,
+        effect="other",
+        target=target_of,
+        target_kind="unknown",
     )
 
 
@@ -217,7 +222,7 @@ class _Beneath:
 
 
 def find_target(
-    declaration: ToolDeclaration, arguments: Any, root: Root, *, look_beneath: bool = False
+    declaration: ToolFacts, arguments: Any, root: Root, *, look_beneath: bool = False
 ) -> Target:
     """How ``declaration``'s call of ``arguments`` is matched (filesystem
     reads: a worker's). ``look_beneath``: an MCP call's folders are looked
@@ -291,7 +296,7 @@ class Verdict:
     by: Literal["rule", "mode", "default", "protected"] = "rule"
 
 
-def default_action(tool: ToolDeclaration) -> PermissionAction:
+def default_action(tool: ToolFacts) -> PermissionAction:
     """What a call no rule matches gets: reading is allowed, the rest asks."""
     return "allow" if tool.effect == "read" else "ask"
 
@@ -309,7 +314,7 @@ def _applies(rule: PermissionRule, target: Target) -> bool:
     )
 
 
-def _guarded(tool: ToolDeclaration, target: Target) -> bool:
+def _guarded(tool: ToolFacts, target: Target) -> bool:
     """Whether the call must be asked about, whatever allows it (:func:`protected`)."""
     return target.protected and tool.effect != "read"
 
@@ -320,7 +325,7 @@ _STRICTNESS: dict[PermissionAction, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 def evaluate(
     rules: list[PermissionRule],
-    tool: ToolDeclaration,
+    tool: ToolFacts,
     target: Target,
     mode: PermissionMode = "ask",
 ) -> Verdict:
@@ -428,13 +433,13 @@ class PermissionPolicy:
         return SearchRules(self._rules, tool, self._root)
 
     async def decide(
-        self, declaration: ToolDeclaration, arguments: Any, *, run_id: str, tool_use_id: str
+        self, declaration: ToolFacts, arguments: Any, *, run_id: str, tool_use_id: str
     ) -> Decision:
         found = await asyncio.to_thread(self._find_target, declaration, arguments)
         decision = await self._decide(declaration, arguments, found, run_id, tool_use_id)
         return Decision(decision.allowed, decision.event, found.resolved)
 
-    def _find_target(self, declaration: ToolDeclaration, arguments: Any) -> Target:
+    def _find_target(self, declaration: ToolFacts, arguments: Any) -> Target:
         if declaration.target_kind == "command":  # no file to resolve
             return command_target(declaration.target(arguments))
         look_beneath = declaration.target_kind == "unknown" and self._names_a_pattern(
@@ -459,7 +464,7 @@ class PermissionPolicy:
 
     async def _decide(
         self,
-        declaration: ToolDeclaration,
+        declaration: ToolFacts,
         arguments: Any,
         found: Target,
         run_id: str,
@@ -524,7 +529,7 @@ class PermissionPolicy:
         return Decision(approved, event)
 
 
-def _covered(declaration: ToolDeclaration, found: Target) -> str | None:
+def _covered(declaration: ToolFacts, found: Target) -> str | None:
     """What a session grant of the call covers besides its tool and rule: a
     command line's grant is for that line, a path's for that file (the next
     may be a git hook); None: any call of the tool."""

@@ -1,5 +1,5 @@
-"""The core knows backends through the registry only: capability flags, the
-config check, secrets worked out once per config."""
+"""The core knows backends through the registry only (core/plugins.py):
+capability flags, the config check, secrets worked out once per config."""
 
 from __future__ import annotations
 
@@ -7,12 +7,16 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from oma_host.core.backends import backend_entry, check_agent_config
-from oma_host.core.config import parse_agent_config
+from oma_host.core import plugins
+from oma_host.core.backends import BackendEntry
+from oma_host.core.config import BackendConfig, parse_agent_config
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
+from oma_host.core.plugins import backend_entry, check_agent_config
+from oma_host.core.provider_facts import PROVIDERS
 from oma_host.core.redact import config_secrets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +69,8 @@ def test_the_string_only_boundary_imports_no_bridge() -> None:
         else:
             raise SystemExit("not refused")
         loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("acp", "pexpect"))
-        loaded += sorted(m for m in sys.modules if m.startswith(("bridges.", "oma_host.llm.")))
+        plugins = ("oma_host.bridges.", "oma_host.llm.")
+        loaded += sorted(m for m in sys.modules if m.startswith(plugins))
         assert not loaded, loaded
         """
     )
@@ -108,3 +113,52 @@ def test_secrets_are_worked_out_once_per_config(monkeypatch: pytest.MonkeyPatch)
     copied = config.model_copy(update={"api_key": "the-copy-key"})
     assert "the-copy-key" in copied.secrets and "token-value-2" in copied.secrets
     assert "the-copy-key" not in config.secrets
+
+
+def test_the_registry_names_every_kind_a_config_can_name() -> None:
+    external = {
+        kind
+        for model in get_args(get_args(BackendConfig)[0])
+        for kind in get_args(model.model_fields["kind"].annotation)
+    }
+    assert set(plugins.BACKENDS) == external | {"llm"}
+    for kind, reference in plugins.BACKENDS.items():
+        entry = plugins.load(reference)
+        assert isinstance(entry, BackendEntry) and entry.kind == kind, reference
+
+
+def test_the_registry_names_an_adapter_and_each_model_list_a_lister() -> None:
+    from oma_host.providers.model_list import LISTERS
+
+    assert set(plugins.ADAPTERS) == {facts.name for facts in PROVIDERS}
+    assert all(callable(plugins.adapter_factory(name)) for name in plugins.ADAPTERS)
+    assert set(LISTERS) == {facts.name for facts in PROVIDERS if facts.model_list is not None}
+
+
+def test_a_kind_missing_from_the_registry_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(plugins.BACKENDS, "acp")
+    with pytest.raises(InvalidParamsError, match="backend kind 'acp' is not available"):
+        backend_entry(parse_agent_config(ACP))
+
+
+def test_the_registry_imports_nothing_until_asked() -> None:
+    """Importing it (as the provider registry does on a first adapter) loads
+    no plugin, nor pydantic."""
+    script = (
+        "import sys, oma_host.core.plugins\n"
+        "print(*sorted(m for m in sys.modules if m.startswith(('oma_host', 'pydantic'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = set(done.stdout.split())
+    assert loaded <= {
+        "oma_host",
+        "oma_host.core",
+        "oma_host.core.errors",
+        "oma_host.core.plugins",
+        "oma_host.core.version",
+    }, loaded

@@ -1,15 +1,8 @@
-"""The built-in tools an LLM agent may call, and the registry of one agent's.
+"""The built-in tools' implementations, and the tools one agent may use.
 
-Each built-in is one module here, declared once with :func:`.base.declare`:
-``file_read``, ``grep`` and ``glob`` read, ``file_write`` and ``file_edit``
-write, each confined to the agent's ``cwd``; ``shell`` runs a command line
-there; ``update_plan`` streams the agent's plan. Tools are off unless the
-config grants them (``toolPreset``, ``tools``, ``disallowedTools``:
-:meth:`~oma_host.core.config.AgentConfig.granted_tools`, whose names are
-checked here); ``delegate`` is offered to an agent whose
-``config.delegates`` lists agents instead. Importing this package registers every
-built-in's declaration with the core (:func:`oma_host.core.tools.builtin_tool`),
-where a door reads it by name.
+Each module here implements the facts :data:`oma_host.core.tools.BUILTIN_FACTS`
+declares for it. Tools are off unless the config grants them; ``delegate``
+comes with ``delegates``.
 """
 
 from __future__ import annotations
@@ -21,7 +14,7 @@ from typing import Any
 from oma_host.core.config import TOOL_PRESETS, AgentConfig
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.suggest import did_you_mean
-from oma_host.core.tools import register_builtin_tool
+from oma_host.core.tools import BUILTIN_FACTS
 from oma_host.llm.tools import (
     delegate,
     file_edit,
@@ -47,8 +40,9 @@ BUILTIN_TOOLS: dict[str, BuiltinTool[Any]] = {
         update_plan.TOOL,
     )
 }
-for _tool in (*BUILTIN_TOOLS.values(), delegate.TOOL):
-    register_builtin_tool(_tool.declaration)
+# Each built-in implements the facts the core declares for it (which the doors read).
+assert all(tool.declaration.name in BUILTIN_FACTS for tool in BUILTIN_TOOLS.values())
+assert set(BUILTIN_FACTS) == {*BUILTIN_TOOLS, delegate.NAME}
 assert all(name in BUILTIN_TOOLS for names in TOOL_PRESETS.values() for name in names)
 
 

@@ -22,7 +22,7 @@ from pydantic_core import CoreSchema
 from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.events import EmitFn
-from oma_host.core.tools import ArgumentReader, ChangeReader, Effect, TargetKind, ToolDeclaration
+from oma_host.core.tools import ToolDeclaration, ToolFacts
 from oma_host.core.validation import describe_validation_error, predicate_error
 from oma_host.workspace.confined import Root, Stop, ToolError
 from oma_host.workspace.permissions import SearchRules, confirm_approved
@@ -177,36 +177,11 @@ class BuiltinTool(Generic[P]):
 
 
 def declare(
-    name: str,
-    description: str,
-    params: type[P],
-    run: Callable[[P, Workspace, Stop], Awaitable[str]],
-    *,
-    effect: Effect,
-    target: ArgumentReader,
-    target_kind: TargetKind = "path",
-    location: ArgumentReader | None = None,
-    search: bool = False,
-    change: ChangeReader | None = None,
-    think: bool = False,
-    bounded: bool = False,
+    facts: ToolFacts, params: type[P], run: Callable[[P, Workspace, Stop], Awaitable[str]]
 ) -> BuiltinTool[P]:
-    """A built-in tool; see :class:`oma_host.core.tools.ToolDeclaration` for the fields."""
-    schema = input_schema(params)
-    declaration = ToolDeclaration(
-        name,
-        description,
-        schema,
-        effect,
-        target,
-        target_kind,
-        location,
-        search,
-        change,
-        think,
-        bounded,
-    )
-    return BuiltinTool(declaration, params, run)
+    """A built-in tool: its facts (:data:`oma_host.core.tools.BUILTIN_FACTS`),
+    with the schema ``params`` makes, and its run."""
+    return BuiltinTool(ToolDeclaration.of(facts, input_schema(params)), params, run)
 
 
 def left_out_note(count: int) -> str:

@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import Field
 
-from oma_host.core.tools import first_string
+from oma_host.core.tools import DELEGATE
 from oma_host.llm.tools.base import BuiltinTool, NonEmpty, ToolParams, Workspace, declare
 from oma_host.workspace.confined import Stop, ToolError
 
-NAME = "delegate"
+NAME = DELEGATE.name
 
 
 class DelegateParams(ToolParams):
@@ -36,16 +36,7 @@ async def _run(params: DelegateParams, workspace: Workspace, stop: Stop) -> str:
     return await workspace.delegate(params.agent, params.task)
 
 
-TOOL = declare(
-    NAME,
-    "Hand a task to another agent and get its answer back as this tool's result. The "
-    "agent starts fresh: give it the whole task in `task`.",
-    DelegateParams,
-    _run,
-    effect="execute",
-    target=first_string("agent"),
-    target_kind="text",
-)
+TOOL = declare(DELEGATE, DelegateParams, _run)
 
 
 def for_delegates(names: list[str]) -> BuiltinTool[DelegateParams]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from oma_host.core.tools import first_string, path_argument, string_fields
+from oma_host.core.tools import FILE_EDIT
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
 from oma_host.workspace.confined import Stop
 from oma_host.workspace.editor_files import carry_out, editor_text
@@ -36,14 +36,4 @@ async def _run(params: FileEditParams, workspace: Workspace, stop: Stop) -> str:
     return await carry_out(edit, workspace.root, workspace.editor, timeout_s)
 
 
-TOOL = declare(
-    "file_edit",
-    "Replace one exact occurrence of old with new in a file under the working "
-    "directory; old must occur exactly once (include surrounding lines to make it so).",
-    FileEditParams,
-    _run,
-    effect="write",
-    target=first_string("path"),
-    location=path_argument("path"),
-    change=string_fields("old", "new"),
-)
+TOOL = declare(FILE_EDIT, FileEditParams, _run)

@@ -12,7 +12,7 @@ import stat
 
 from pydantic import Field
 
-from oma_host.core.tools import first_string, path_argument
+from oma_host.core.tools import FILE_READ
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
 from oma_host.workspace.confined import Root, Stop, ToolError, open_beneath, read_at_most
 from oma_host.workspace.editor_files import editor_text
@@ -66,12 +66,4 @@ async def _run(params: FileReadParams, workspace: Workspace, stop: Stop) -> str:
     return _text(text.encode(errors="replace"))
 
 
-TOOL = declare(
-    "file_read",
-    "Read a text file under the working directory.",
-    FileReadParams,
-    _run,
-    effect="read",
-    target=first_string("path"),
-    location=path_argument("path", "."),
-)
+TOOL = declare(FILE_READ, FileReadParams, _run)

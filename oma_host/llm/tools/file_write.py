@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from oma_host.core.tools import first_string, path_argument, string_fields
+from oma_host.core.tools import FILE_WRITE
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
 from oma_host.workspace.confined import Stop
 from oma_host.workspace.editor_files import carry_out
@@ -22,13 +22,4 @@ async def _run(params: FileWriteParams, workspace: Workspace, stop: Stop) -> str
     return await carry_out(edit, workspace.root, workspace.editor, workspace.editor_timeout_s)
 
 
-TOOL = declare(
-    "file_write",
-    "Create a file under the working directory, or replace all of its text.",
-    FileWriteParams,
-    _run,
-    effect="write",
-    target=first_string("path"),
-    location=path_argument("path"),
-    change=string_fields(None, "content"),
-)
+TOOL = declare(FILE_WRITE, FileWriteParams, _run)

@@ -11,9 +11,8 @@ import fnmatch
 import os
 from collections.abc import Iterable
 from pathlib import PurePosixPath
-from typing import Any
 
-from oma_host.core.tools import first_string
+from oma_host.core.tools import GLOB
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare, left_out_note
 from oma_host.workspace.confined import Entry, Root, Stop, TimeUp, ToolError, open_beneath, walk
 
@@ -114,18 +113,4 @@ async def _run(params: GlobParams, workspace: Workspace, stop: Stop) -> str:
     return await workspace.in_thread(lambda root: _glob(params, root, stop, workspace))
 
 
-def _the_cwd(arguments: Any) -> str:
-    return "."  # a glob searches the whole working directory
-
-
-TOOL = declare(
-    "glob",
-    "List paths under the working directory matching a glob such as **/*.py.",
-    GlobParams,
-    _run,
-    effect="read",
-    search=True,
-    target=first_string("pattern"),
-    target_kind="text",
-    location=_the_cwd,
-)
+TOOL = declare(GLOB, GlobParams, _run)

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from oma_host.core.patterns import Pattern, PatternError, encode
-from oma_host.core.tools import path_argument
+from oma_host.core.tools import GREP
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare, left_out_note
 from oma_host.workspace.confined import (
     Entry,
@@ -166,14 +166,4 @@ async def _run(params: GrepParams, workspace: Workspace, stop: Stop) -> str:
     return await workspace.in_thread(lambda root: _grep(params, root, stop, workspace))
 
 
-TOOL = declare(
-    "grep",
-    "Search files under the working directory for a regular expression "
-    "(RE2 syntax: no backreferences or lookaround); answers path:line: text.",
-    GrepParams,
-    _run,
-    effect="read",
-    search=True,
-    target=path_argument("path", "."),
-    location=path_argument("path", "."),
-)
+TOOL = declare(GREP, GrepParams, _run)

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from oma_host.core.tools import first_string
+from oma_host.core.tools import SHELL as SHELL_FACTS
 from oma_host.core.validation import predicate_error
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
 from oma_host.workspace.confined import Stop, ToolError
@@ -143,15 +143,4 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
     return f"{output.rstrip(chr(10))}\n{_outcome(ending)}"
 
 
-TOOL = declare(
-    "shell",
-    "Run a shell command line (/bin/sh -c) in the working directory and read its output "
-    "(stdout and stderr) and exit code. No input is given to it. Use it to run tests, "
-    "builds, git and other command-line tools.",
-    ShellParams,
-    _run,
-    effect="execute",
-    target=first_string("command"),
-    target_kind="command",
-    bounded=True,
-)
+TOOL = declare(SHELL_FACTS, ShellParams, _run)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from oma_host.core.events import PlanEntry, PlanPriority, PlanStatus
-from oma_host.core.tools import first_string
+from oma_host.core.tools import UPDATE_PLAN
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
 from oma_host.workspace.confined import Stop
 
@@ -39,14 +39,4 @@ async def _run(params: UpdatePlanParams, workspace: Workspace, stop: Stop) -> st
     return f"plan updated: {len(entries)} steps, {done} completed"
 
 
-TOOL = declare(
-    "update_plan",
-    "Keep a plan for a task of several steps: send the whole plan each time a step starts "
-    "or finishes, marking each step pending, in_progress or completed.",
-    UpdatePlanParams,
-    _run,
-    effect="read",
-    target=first_string("entries"),
-    target_kind="text",
-    think=True,
-)
+TOOL = declare(UPDATE_PLAN, UpdatePlanParams, _run)

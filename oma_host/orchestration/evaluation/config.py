@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from oma_host.core.backends import check_agent_config
 from oma_host.core.config import ModelDefaults, parse_agent_config, parse_model_defaults
 from oma_host.core.errors import InvalidParamsError
 from oma_host.core.patterns import Pattern, PatternError
+from oma_host.core.plugins import check_agent_config
 from oma_host.core.validation import describe_validation_error
 from oma_host.orchestration.evaluation.payloads import StorePayloads
 
