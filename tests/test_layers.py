@@ -379,6 +379,8 @@ def import_failures() -> dict[str, str]:
 _IMPORTABLE = [m for m in sorted(MODULES) if not m.endswith("__main__")]
 
 
+# The first test waits for the whole batch (about 15 s of CPU).
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("module", _IMPORTABLE)
 def test_each_module_imports_alone(module: str, import_failures: dict[str, str]) -> None:
     """A fresh interpreter imports the module by itself: no hidden order."""
