@@ -39,6 +39,7 @@ from oma_host.acp_server.content import (
 from oma_host.acp_server.editor import EditorClient, SessionTerminals, request_params
 from oma_host.acp_server.editor_mcp import host_servers
 from oma_host.acp_server.handshake import LOGIN_METHOD
+from oma_host.acp_server.message_ids import TurnMessages, new_epoch
 from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
     ClientFeatures,
@@ -97,6 +98,10 @@ def _option_name(kind: str, tool: Any) -> str:
 def _error(error: OmaError) -> RequestError:
     """An ACP error for an OmaError: its code, its message, its ``data``."""
     return RequestError(error.code, str(error), error.error_data())
+
+
+# The updates whose chunks carry their message's id.
+_MESSAGE_CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
 
 
 class OmaAcpAgent:
@@ -229,8 +234,11 @@ class OmaAcpAgent:
         servers = host_servers(mcp_servers)
         session, history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
         sender = self._sender(session_id, cwd)
-        for update in replay_updates(history, cwd):
-            sender.send(wire_update(update))
+        for update, message in replay_updates(history, cwd, session.epoch):
+            wire = wire_update(update)
+            if wire["sessionUpdate"] in _MESSAGE_CHUNKS:
+                wire["messageId"] = message
+            sender.send(wire)
         await sender.close()
         return await self._choices(session)
 
@@ -332,7 +340,9 @@ class OmaAcpAgent:
             raise _error(error) from None
         abort = AbortSignal()
         self._sessions.turn_started(session, abort)
-        sender = self._sender(session_id, session.cwd)
+        stored_epoch = session.epoch
+        messages = TurnMessages(session.epoch, lambda: agent.history_length)
+        sender = UpdateSender(self.client, session_id, session.cwd, self._features, messages)
         untitled = session.title is None
         started = time.time()
         spans = CollectedSpans()
@@ -364,7 +374,9 @@ class OmaAcpAgent:
                 spans=spans,
             )
         )
-        if "cost" in result:
+        if messages.epoch != session.epoch:  # compacted during the turn
+            session.epoch = messages.epoch
+        if "cost" in result or messages.epoch != stored_epoch:
             await self._sessions.save_settings(session)
         return prompt_answer(stop_reason(result), result)
 
@@ -421,8 +433,11 @@ class OmaAcpAgent:
                 sender.send(compaction_update(compaction_id, "cancelled"))
             raise
         add_token_usage(session.tokens, outcome.usage)
+        if outcome.compaction is not None:  # a history rewritten: its ids start afresh
+            session.epoch = outcome.compaction.get("id", new_epoch())[:12]
         if outcome.cost:
             session.cost += outcome.cost
+        if outcome.cost or outcome.compaction is not None:
             await self._sessions.save_settings(session)
         if outcome.compaction is None:
             reason = outcome.reason or "nothing to compact"
