@@ -66,7 +66,7 @@ from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import add_token_usage
-from oma_host.core.spans import CollectedSpans, SpanSink, recording
+from oma_host.core.spans import CollectedSpans, SpanSink, parse_traceparent, recording
 from oma_host.core.tools import builtin_tool
 from oma_host.orchestration.run_log import run_record
 
@@ -223,9 +223,12 @@ class OmaAcpAgent:
         return answer
 
     async def new_session(
-        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+        self, cwd: str, mcp_servers: list[Any] | None = None, **meta: Any
     ) -> dict[str, Any]:
+        """A new session; a ``_meta.traceparent`` on it makes the client's
+        span the parent of its turns' runs that bring none of their own."""
         session = await self._sessions.open(checked_cwd(cwd), host_servers(mcp_servers))
+        session.trace = parse_traceparent(meta.get("traceparent"), meta.get("tracestate"))
         return await self._choices(session, sessionId=session.session_id)
 
     async def load_session(
@@ -315,7 +318,7 @@ class OmaAcpAgent:
         return turn
 
     async def prompt(
-        self, prompt: list[AcpBlock] | TextPrompt, session_id: str, **_: Any
+        self, prompt: list[AcpBlock] | TextPrompt, session_id: str, **meta: Any
     ) -> dict[str, Any]:
         """The turn's answer in wire form (:func:`.updates.prompt_answer`).
         A prompt of text that starts with a command is that command's: the
@@ -349,7 +352,12 @@ class OmaAcpAgent:
         export, capture = await self._span_export()
         sinks: tuple[SpanSink, ...] = (spans,) if export is None else (spans, export)
         try:
-            with recording(*sinks, capture_content=capture, conversation_id=session_id):
+            # The editor's span (``_meta.traceparent``) is the run's parent.
+            remote = parse_traceparent(meta.get("traceparent"), meta.get("tracestate"))
+            remote = remote or session.trace
+            with recording(
+                *sinks, capture_content=capture, conversation_id=session_id, remote=remote
+            ):
                 result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
             if untitled and session.title is not None:
                 sender.send(title_update(session.title))

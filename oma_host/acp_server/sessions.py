@@ -36,6 +36,7 @@ from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import TokenUsage, zero_usage
+from oma_host.core.spans import TraceParent
 from oma_host.providers.base import credential_problem
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,9 @@ class DoorSession:
     idle_timer: asyncio.TimerHandle | None = None
     # The epoch of its history's message ids (:mod:`.message_ids`).
     epoch: str = field(default_factory=new_epoch)
+    # The editor's span from session/new's ``_meta.traceparent``: the parent
+    # of the runs of prompts that name none.
+    trace: TraceParent | None = None
 
     @property
     def busy(self) -> bool:
