@@ -25,6 +25,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from oma_host.acp_server.message_ids import message_id
 from oma_host.acp_server.updates import SessionUpdate, tool_result_update, tool_use_update
 from oma_host.core.errors import InvalidMessageError
 from oma_host.core.messages import ContentBlock, LLMMessage
@@ -143,10 +144,13 @@ def _replay_block(role: str, block: ContentBlock, cwd: str) -> SessionUpdate:
     return _chunk(role, TextContentBlock(type="text", text=f"[{kind}]"))
 
 
-def replay_updates(history: Sequence[LLMMessage], cwd: str) -> list[SessionUpdate]:
-    """The updates that show a stored conversation as the editor first saw it."""
+def replay_updates(
+    history: Sequence[LLMMessage], cwd: str, epoch: str
+) -> list[tuple[SessionUpdate, str]]:
+    """The updates that show a stored conversation as the editor first saw
+    it, each with the ``messageId`` of its message (:mod:`.message_ids`)."""
     return [
-        _replay_block(message["role"], block, cwd)
-        for message in history
+        (_replay_block(message["role"], block, cwd), message_id(epoch, index))
+        for index, message in enumerate(history)
         for block in message["content"]
     ]

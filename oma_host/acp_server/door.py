@@ -39,6 +39,7 @@ from oma_host.acp_server.content import (
 from oma_host.acp_server.editor import EditorClient, SessionTerminals, request_params
 from oma_host.acp_server.editor_mcp import host_servers
 from oma_host.acp_server.handshake import LOGIN_METHOD
+from oma_host.acp_server.message_ids import TurnMessages, new_epoch
 from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
 from oma_host.acp_server.updates import (
     ClientFeatures,
@@ -66,7 +67,7 @@ from oma_host.core.errors import InvalidMessageError, OmaError
 from oma_host.core.messages import LLMMessage
 from oma_host.core.plugins import backend_entry
 from oma_host.core.results import add_token_usage
-from oma_host.core.spans import CollectedSpans, SpanSink, recording
+from oma_host.core.spans import CollectedSpans, SpanSink, parse_traceparent, recording
 from oma_host.core.tools import builtin_tool
 from oma_host.orchestration.store_schema import run_record
 
@@ -98,6 +99,10 @@ def _option_name(kind: str, tool: Any) -> str:
 def _error(error: OmaError) -> RequestError:
     """An ACP error for an OmaError: its code, its message, its ``data``."""
     return RequestError(error.code, str(error), error.error_data())
+
+
+# The updates whose chunks carry their message's id.
+_MESSAGE_CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
 
 
 class OmaAcpAgent:
@@ -219,9 +224,12 @@ class OmaAcpAgent:
         return answer
 
     async def new_session(
-        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+        self, cwd: str, mcp_servers: list[Any] | None = None, **meta: Any
     ) -> dict[str, Any]:
+        """A new session; a ``_meta.traceparent`` on it makes the client's
+        span the parent of its turns' runs that bring none of their own."""
         session = await self._sessions.open(checked_cwd(cwd), host_servers(mcp_servers))
+        session.trace = parse_traceparent(meta.get("traceparent"), meta.get("tracestate"))
         return await self._choices(session, sessionId=session.session_id)
 
     async def load_session(
@@ -230,8 +238,11 @@ class OmaAcpAgent:
         servers = host_servers(mcp_servers)
         session, history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
         sender = self._sender(session_id, cwd)
-        for update in replay_updates(history, cwd):
-            sender.send(wire_update(update))
+        for update, message in replay_updates(history, cwd, session.epoch):
+            wire = wire_update(update)
+            if wire["sessionUpdate"] in _MESSAGE_CHUNKS:
+                wire["messageId"] = message
+            sender.send(wire)
         await sender.close()
         return await self._choices(session)
 
@@ -308,7 +319,7 @@ class OmaAcpAgent:
         return turn
 
     async def prompt(
-        self, prompt: list[AcpBlock] | TextPrompt, session_id: str, **_: Any
+        self, prompt: list[AcpBlock] | TextPrompt, session_id: str, **meta: Any
     ) -> dict[str, Any]:
         """The turn's answer in wire form (:func:`.updates.prompt_answer`).
         A prompt of text that starts with a command is that command's: the
@@ -333,14 +344,21 @@ class OmaAcpAgent:
             raise _error(error) from None
         abort = AbortSignal()
         self._sessions.turn_started(session, abort)
-        sender = self._sender(session_id, session.cwd)
+        stored_epoch = session.epoch
+        messages = TurnMessages(session.epoch, lambda: agent.history_length)
+        sender = UpdateSender(self.client, session_id, session.cwd, self._features, messages)
         untitled = session.title is None
         started = time.time()
         spans = CollectedSpans()
         export, capture = await self._span_export()
         sinks: tuple[SpanSink, ...] = (spans,) if export is None else (spans, export)
         try:
-            with recording(*sinks, capture_content=capture, conversation_id=session_id):
+            # The editor's span (``_meta.traceparent``) is the run's parent.
+            remote = parse_traceparent(meta.get("traceparent"), meta.get("tracestate"))
+            remote = remote or session.trace
+            with recording(
+                *sinks, capture_content=capture, conversation_id=session_id, remote=remote
+            ):
                 result = await agent.prompt_turn(turn, abort=abort, emit=sender.emit)
             if untitled and session.title is not None:
                 sender.send(title_update(session.title))
@@ -365,7 +383,9 @@ class OmaAcpAgent:
                 spans=spans,
             )
         )
-        if "cost" in result:
+        if messages.epoch != session.epoch:  # compacted during the turn
+            session.epoch = messages.epoch
+        if "cost" in result or messages.epoch != stored_epoch:
             await self._sessions.save_settings(session)
         return prompt_answer(stop_reason(result), result)
 
@@ -422,8 +442,11 @@ class OmaAcpAgent:
                 sender.send(compaction_update(compaction_id, "cancelled"))
             raise
         add_token_usage(session.tokens, outcome.usage)
+        if outcome.compaction is not None:  # a history rewritten: its ids start afresh
+            session.epoch = outcome.compaction.get("id", new_epoch())[:12]
         if outcome.cost:
             session.cost += outcome.cost
+        if outcome.cost or outcome.compaction is not None:
             await self._sessions.save_settings(session)
         if outcome.compaction is None:
             reason = outcome.reason or "nothing to compact"

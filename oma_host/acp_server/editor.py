@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from oma_host.acp_server.wire import AcpWire
 from oma_host.core.editor_channel import TerminalExit, TerminalOutput
+from oma_host.core.spans import current_span, traceparent_of
 
 # The most of an editor's reason a tool result carries.
 REASON_CHARS = 500
@@ -85,10 +86,19 @@ class EditorClient:
     def __init__(self, wire: AcpWire) -> None:
         self._wire = wire
 
+    async def _request(self, method: str, params: dict[str, Any]) -> Any:
+        """A request to the editor; made inside a recorded run, its
+        ``_meta.traceparent`` names the run's current span."""
+        span = current_span()
+        if span is not None:
+            meta = params.get("_meta")
+            params = {**params, "_meta": {**(meta or {}), "traceparent": traceparent_of(span)}}
+        return await self._wire.request(method, params)
+
     async def _ask(self, method: str, params: dict[str, Any]) -> Any:
         """A file or terminal request; EditorRefused for an error answer."""
         try:
-            return await self._wire.request(method, params)
+            return await self._request(method, params)
         except RequestError as error:
             raise EditorRefused(editor_said(error)) from None
 
@@ -105,7 +115,7 @@ class EditorClient:
         request = RequestPermissionRequest(
             session_id=session_id, tool_call=tool_call, options=options
         )
-        answer = await self._wire.request("session/request_permission", request_params(request))
+        answer = await self._request("session/request_permission", request_params(request))
         return RequestPermissionResponse.model_validate(answer)
 
     async def read_text_file(self, session_id: str, path: str) -> ReadTextFileResponse:

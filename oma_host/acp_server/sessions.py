@@ -21,6 +21,7 @@ from acp.schema import SessionInfo
 from oma_host.acp_server.agents import ServedAgents, default_agent
 from oma_host.acp_server.auth import auth_required
 from oma_host.acp_server.coding_agent import coding_defaults
+from oma_host.acp_server.message_ids import EPOCH_SETTING, new_epoch
 from oma_host.acp_server.options import Choices, ModelLists, config_options, mode_state, switched
 from oma_host.acp_server.run_traces import RunTraces
 from oma_host.acp_server.session_store import (
@@ -35,6 +36,7 @@ from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import TokenUsage, zero_usage
+from oma_host.core.spans import TraceParent
 from oma_host.providers.base import credential_problem
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,11 @@ class DoorSession:
     turns: set[AbortSignal] = field(default_factory=set)
     # Rests the agent once the session has been idle long enough (see SessionBook).
     idle_timer: asyncio.TimerHandle | None = None
+    # The epoch of its history's message ids (:mod:`.message_ids`).
+    epoch: str = field(default_factory=new_epoch)
+    # The editor's span from session/new's ``_meta.traceparent``: the parent
+    # of the runs of prompts that name none.
+    trace: TraceParent | None = None
 
     @property
     def busy(self) -> bool:
@@ -91,7 +98,7 @@ class DoorSession:
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {**self.choices.settings(), "cost": self.cost}
+        return {**self.choices.settings(), "cost": self.cost, EPOCH_SETTING: self.epoch}
 
 
 def checked_cwd(cwd: str) -> str:
@@ -236,6 +243,9 @@ class SessionBook:
             session_id, cwd, config, choices, history, mcp_servers, info["title"]
         )
         session.cost = stored_cost(info["settings"])
+        epoch = info["settings"].get(EPOCH_SETTING)
+        if isinstance(epoch, str) and epoch:
+            session.epoch = epoch
         await self.save_settings(session)
         self._opened(session)
         return session, history
@@ -371,6 +381,8 @@ class SessionBook:
             refuse("a turn is running; clear after it ends")
         session.agent.reset()
         await self._storage.clear(session.session_id)
+        session.epoch = new_epoch()
+        await self.save_settings(session)
 
     def config_options(self, session: DoorSession) -> list[dict[str, Any]]:
         return config_options(session.choices, self.configs, session.models)

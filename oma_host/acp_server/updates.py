@@ -45,6 +45,7 @@ from pydantic import BaseModel, ValidationError
 from oma_host.acp_server import commands
 from oma_host.acp_server.auth import auth_required
 from oma_host.acp_server.delegate_text import DelegateText
+from oma_host.acp_server.message_ids import TurnMessages
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import context_window_of
 from oma_host.core.events import (
@@ -396,9 +397,12 @@ class UpdateSender:
         session_id: str,
         cwd: str,
         features: ClientFeatures = ClientFeatures(),
+        messages: TurnMessages | None = None,
     ) -> None:
         self._sink = sink
         self._features = features
+        # A turn's sender gives its chunks their message's id.
+        self._messages = messages
         self._session_id = session_id
         self._cwd = cwd
         self._gone = False
@@ -417,9 +421,12 @@ class UpdateSender:
                 self._delegations = DelegateText(self._delegate_output)
             self._delegations.add(event["data"])
             return
+        message = self._message_of(event)
         update = event_update(event, self._cwd, self._features)
         if update is None:
             return
+        if message is not None and event["type"] in ("text", "reasoning"):
+            update["messageId"] = message
         if event["type"] == "tool_use" and "content" in update:
             self._kept[update["toolCallId"]] = update["content"]
         elif event["type"] == "tool_output":
@@ -436,6 +443,19 @@ class UpdateSender:
             elif kept:
                 update["content"] = [*kept, *update.get("content", [])]
         self.send(update)
+
+    def _message_of(self, event: RunEvent) -> str | None:
+        """The id of the message ``event`` is part of, for a turn's sender."""
+        messages = self._messages
+        if messages is None:
+            return None
+        if event["type"] in ("text", "reasoning", "tool_use"):
+            return messages.reply_part()
+        if event["type"] == "tool_result":
+            messages.tool_result()
+        elif event["type"] == "compaction":
+            messages.compacted(event["data"])
+        return None
 
     def _delegate_output(self, call_id: str, text: str) -> None:
         """A piece of a delegate's text, shown as its ``delegate`` call's

@@ -275,6 +275,11 @@ class Agent:
             )
         return await backend.configure(config_id, value)
 
+    @property
+    def history_length(self) -> int:
+        """How many messages the persistent history holds."""
+        return len(self._conversation.messages)
+
     def get_history(self) -> list[LLMMessage]:
         """A copy of the persistent history; changing it changes nothing here.
         The agent's own secret values are taken out, as from its results."""

@@ -35,6 +35,7 @@ holds no more than its stored sessions already do.
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -140,6 +141,11 @@ class Span:
     status: SpanStatus = "ok"
     attributes: Attributes = field(default_factory=dict)
     local: dict[str, Any] = field(default_factory=dict)
+    # A root span of a run a client traced: its parent in the client's trace
+    # (exported as the parent; locally the span stays a root), and the
+    # client's ``tracestate``.
+    remote_parent_id: str | None = None
+    trace_state: str | None = None
 
     @property
     def duration_ns(self) -> int:
@@ -176,10 +182,42 @@ class CollectedSpans:
 
 
 @dataclass(frozen=True, slots=True)
+class TraceParent:
+    """A client's span that a run continues (W3C ``traceparent``, with its ``tracestate``)."""
+
+    trace_id: str
+    span_id: str
+    trace_state: str | None = None
+
+
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
+
+
+def parse_traceparent(value: object, state: object = None) -> TraceParent | None:
+    """The span a W3C ``traceparent`` header names, or None for a value that
+    is not one (an unknown version ``ff``, all-zero ids, the wrong form)."""
+    if not isinstance(value, str):
+        return None
+    found = _TRACEPARENT.fullmatch(value.strip())
+    if found is None or found[1] == "ff" or (found[1] == "00" and found[5]):
+        return None
+    trace_id, span_id = found[2], found[3]
+    if not int(trace_id, 16) or not int(span_id, 16):
+        return None
+    return TraceParent(trace_id, span_id, state if isinstance(state, str) and state else None)
+
+
+def traceparent_of(span: Span) -> str:
+    """The W3C ``traceparent`` naming ``span`` (sampled)."""
+    return f"00-{span.trace_id}-{span.span_id}-01"
+
+
+@dataclass(frozen=True, slots=True)
 class _Recording:
     sinks: tuple[SpanSink, ...]
     capture_content: bool
     conversation_id: str | None
+    remote: TraceParent | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,20 +231,26 @@ _scope: ContextVar[_Scope | None] = ContextVar("oma_span_scope", default=None)
 
 @contextmanager
 def recording(
-    *sinks: SpanSink, capture_content: bool = False, conversation_id: str | None = None
+    *sinks: SpanSink,
+    capture_content: bool = False,
+    conversation_id: str | None = None,
+    remote: TraceParent | None = None,
 ) -> Iterator[None]:
     """Record the spans of the runs started inside this block to ``sinks``.
     ``capture_content``: message text goes into attributes (redacted);
     ``conversation_id``: the session the runs belong to (a client's run's
-    ``invoke_agent`` span carries it). Inside another recording, the spans
-    go to both, nested under its current span."""
+    ``invoke_agent`` span carries it); ``remote``: the client's span the
+    runs continue (their trace, its span their parent). Inside another
+    recording, the spans go to both, nested under its current span."""
     outer = _scope.get()
     parent = None if outer is None else outer.span
     if outer is not None:
         sinks = (*outer.recording.sinks, *sinks)
         capture_content = capture_content or outer.recording.capture_content
         conversation_id = conversation_id or outer.recording.conversation_id
-    token = _scope.set(_Scope(_Recording(sinks, capture_content, conversation_id), parent))
+        remote = remote or outer.recording.remote
+    recorded = _Recording(sinks, capture_content, conversation_id, remote)
+    token = _scope.set(_Scope(recorded, parent))
     try:
         yield
     finally:
@@ -237,8 +281,16 @@ def open_span(
         yield None
         return
     parent = scope.span
+    # A root span continues the client's trace when the recording has one.
+    remote = scope.recording.remote if parent is None else None
+    if parent is not None:
+        trace_id, trace_state = parent.trace_id, parent.trace_state
+    elif remote is not None:
+        trace_id, trace_state = remote.trace_id, remote.trace_state
+    else:
+        trace_id, trace_state = _new_id(128), None
     span = Span(
-        trace_id=_new_id(128) if parent is None else parent.trace_id,
+        trace_id=trace_id,
         span_id=_new_id(64),
         parent_id=None if parent is None else parent.span_id,
         run_id=run_id if run_id is not None or parent is None else parent.run_id,
@@ -246,6 +298,8 @@ def open_span(
         name=name,
         start_ns=time.time_ns(),
         attributes={OPERATION: operation, **(attributes or {})},
+        remote_parent_id=None if remote is None else remote.span_id,
+        trace_state=trace_state,
     )
     sinks = scope.recording.sinks
     for sink in sinks:

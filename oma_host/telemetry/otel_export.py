@@ -18,7 +18,7 @@ from opentelemetry.sdk.resources import (
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
 from oma_host.core.spans import Span
 from oma_host.core.version import __version__
@@ -41,8 +41,25 @@ def resource(service_name: str | None) -> Resource:
     return Resource.create(own)
 
 
-def _context(trace_id: str, span_id: str) -> SpanContext:
-    return SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=False, trace_flags=_SAMPLED)
+def _context(
+    trace_id: str, span_id: str, state: str | None = None, *, remote: bool = False
+) -> SpanContext:
+    return SpanContext(
+        int(trace_id, 16),
+        int(span_id, 16),
+        is_remote=remote,
+        trace_flags=_SAMPLED,
+        trace_state=None if state is None else TraceState.from_header([state]),
+    )
+
+
+def _parent(span: Span) -> SpanContext | None:
+    """The span's parent: its own, or for a run a client traced, the client's."""
+    if span.parent_id is not None:
+        return _context(span.trace_id, span.parent_id, span.trace_state)
+    if span.remote_parent_id is not None:
+        return _context(span.trace_id, span.remote_parent_id, span.trace_state, remote=True)
+    return None
 
 
 class OtlpExport:
@@ -69,8 +86,8 @@ class OtlpExport:
         code, message = otlp.exported_status(span)
         return ReadableSpan(
             name=span.name,
-            context=_context(span.trace_id, span.span_id),
-            parent=None if span.parent_id is None else _context(span.trace_id, span.parent_id),
+            context=_context(span.trace_id, span.span_id, span.trace_state),
+            parent=_parent(span),
             resource=self._resource,
             attributes=otlp.exported_attributes(span),
             kind=SpanKind.CLIENT

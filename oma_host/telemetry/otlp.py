@@ -100,8 +100,11 @@ def otlp_span(span: Span) -> dict[str, Any]:
         "attributes": key_values(exported_attributes(span)),
         "status": status,
     }
-    if span.parent_id is not None:
-        message["parentSpanId"] = span.parent_id
+    parent = span.parent_id or span.remote_parent_id  # a client's span, for a traced run
+    if parent is not None:
+        message["parentSpanId"] = parent
+    if span.trace_state:
+        message["traceState"] = span.trace_state
     return message
 
 

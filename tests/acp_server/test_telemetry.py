@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, text
+from tests.acp_server.raw_editor import raw_editor, stderr_of
 from tests.cli.recorded_runs import flatten, oma_runs
 from tests.telemetry.receiver import Receiver, by_operation, children
 
@@ -119,3 +121,87 @@ def test_content_capture_without_an_endpoint_records_the_conversation_in_the_sto
     assert tool["attributes"]["gen_ai.tool.call.result"] == "forty-two, and the key [redacted]"
     assert "It says forty-two." in chats[-1]["attributes"]["gen_ai.output.messages"]
     assert key not in shown.stdout
+
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+EDITOR_SPAN = "00f067aa0ba902b7"
+
+
+async def test_a_prompt_with_a_traceparent_continues_the_editors_trace(
+    door: Door, collector: Receiver
+) -> None:
+    """``_meta.traceparent`` on ``session/prompt``: the run's spans are in the
+    editor's trace, its root a child of the editor's span, ``tracestate``
+    kept; the door's request to the editor during the run (a permission
+    ask) names the run's span in its own ``_meta.traceparent``."""
+    door.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
+    door.write_agents(first=door.llm(tools=["file_write"]))
+    call = {
+        "type": "tool_use",
+        "id": "w",
+        "name": "file_write",
+        "input": {"path": "out.txt", "content": "hi"},
+    }
+    door.sim.script(Reply(content=[call]), Reply.text("written"))
+    async with raw_editor(door) as editor:
+        editor.on_request = _allow_once
+        await editor.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        new = await editor.call("session/new", {"cwd": str(door.cwd), "mcpServers": []})
+        session_id = new["result"]["sessionId"]
+        meta = {"traceparent": f"00-{TRACE_ID}-{EDITOR_SPAN}-01", "tracestate": "zed=1"}
+        turn = await editor.call(
+            "session/prompt",
+            {"sessionId": session_id, "prompt": [text("write it")], "_meta": meta},
+        )
+        assert turn["result"]["stopReason"] == "end_turn", turn
+        (asked,) = [m for m in editor.received if m.get("method") == "session/request_permission"]
+        await stderr_of(editor)  # the door exits, flushing its spans
+    spans = collector.spans
+    assert spans and {span.trace_id for span in spans} == {TRACE_ID}
+    (root,) = by_operation(spans, "invoke_agent")
+    assert root.parent_id == EDITOR_SPAN
+    assert root.trace_state == "zed=1"
+    version, trace_id, span_id, flags = asked["params"]["_meta"]["traceparent"].split("-")
+    assert (version, trace_id, flags) == ("00", TRACE_ID, "01")
+    assert span_id in {span.span_id for span in spans}
+
+
+async def test_a_traceparent_on_session_new_is_the_parent_of_its_prompts(
+    door: Door, collector: Receiver
+) -> None:
+    door.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
+    door.sim.script(Reply.text("hello"))
+    async with raw_editor(door) as editor:
+        await editor.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        meta = {"traceparent": f"00-{TRACE_ID}-{EDITOR_SPAN}-01"}
+        new = await editor.call(
+            "session/new", {"cwd": str(door.cwd), "mcpServers": [], "_meta": meta}
+        )
+        prompted = {"sessionId": new["result"]["sessionId"], "prompt": [text("hi")]}
+        assert (await editor.call("session/prompt", prompted))["result"]["stopReason"]
+        await stderr_of(editor)
+    (root,) = by_operation(collector.spans, "invoke_agent")
+    assert (root.trace_id, root.parent_id) == (TRACE_ID, EDITOR_SPAN)
+
+
+async def test_a_malformed_traceparent_starts_a_trace_of_its_own(
+    door: Door, collector: Receiver
+) -> None:
+    door.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
+    door.sim.script(Reply.text("hello"))
+    async with raw_editor(door) as editor:
+        await editor.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        new = await editor.call("session/new", {"cwd": str(door.cwd), "mcpServers": []})
+        meta = {"traceparent": f"00-{'0' * 32}-{EDITOR_SPAN}-01"}
+        prompted = {"sessionId": new["result"]["sessionId"], "prompt": [text("hi")], "_meta": meta}
+        assert (await editor.call("session/prompt", prompted))["result"]["stopReason"]
+        await stderr_of(editor)
+    (root,) = by_operation(collector.spans, "invoke_agent")
+    assert root.parent_id is None and root.trace_id != "0" * 32
+
+
+def _allow_once(request: dict[str, Any]) -> dict[str, Any]:
+    if request["method"] == "session/request_permission":
+        allow = next(o for o in request["params"]["options"] if o["kind"] == "allow_once")
+        return {"result": {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}}
+    return {"result": {}}

@@ -43,6 +43,7 @@ class ReceivedSpan:
     attributes: dict[str, Any]
     resource: dict[str, Any]
     scope: str
+    trace_state: str = ""
 
     @property
     def operation(self) -> str:
@@ -120,6 +121,7 @@ class Receiver:
                             attributes={a.key: plain(a.value) for a in span.attributes},
                             resource=resource,
                             scope=scope_spans.scope.name,
+                            trace_state=span.trace_state,
                         )
                     )
         with self._lock:
