@@ -564,7 +564,8 @@ def prompt_answer(reason: StopReason, result: AgentRunResult) -> dict[str, Any]:
 
 def stop_notice(result: AgentRunResult) -> dict[str, Any] | None:
     """The notice for a turn a guard ended (its budget, ``maxTurns``, loop
-    detection), in wire form; None for any other end."""
+    detection) or an MCP server failed (it could not start, or died), in
+    wire form; None for any other end."""
     status = result["status"]
     kind = result.get("errorInfo", {}).get("kind")
     message = status.get("message") or None
@@ -578,6 +579,8 @@ def stop_notice(result: AgentRunResult) -> dict[str, Any] | None:
         return notice_update(
             "error", "The turn was stopped: the agent was repeating itself", message
         )
+    if kind == "mcp":
+        return notice_update("error", "An MCP server failed", message)
     return None
 
 

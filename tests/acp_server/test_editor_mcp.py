@@ -198,3 +198,18 @@ async def test_an_editor_without_forms_has_the_server_declined(door: Door) -> No
     accepted = {"action": "accept", "content": {"name": "Ada", "number": 7}}
     said = await _ask_through(door, {}, accepted)
     assert said == "the user answered decline"
+
+
+def test_an_mcp_server_that_cannot_start_is_a_notice(door: Door) -> None:
+    """The editor's server exits before its handshake: the turn fails with
+    the server named, and a client that takes notices is shown one."""
+    crashing = {**FAULTS, "name": "crashing", "args": [*FAULTS["args"], "crash-at-start"]}
+    _, _, turn = door.run(
+        initialize(session={"notices": {}}),
+        new_session(door.cwd, [crashing]),
+        prompt(text("hello")),
+    )
+    assert "'crashing'" in turn["error"]["message"]
+    notices = [u for u in turn["updates"] if u.get("sessionUpdate") == "notice"]
+    assert [(n["severity"], n["title"]) for n in notices] == [("error", "An MCP server failed")]
+    assert "'crashing'" in notices[0]["description"]
