@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ from oma_host.cli.client import HostClient
 from oma_host.core.delegation import LIMITS_VARIABLE
 from oma_host.core.provider_facts import PROVIDERS, TEST_PROVIDER_VARIABLE
 from oma_host.testing.simulator import Simulator
+from tests.server.helpers import HostFactory
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -71,9 +73,37 @@ def sim() -> Iterator[Simulator]:
         yield simulator
 
 
+# -- Hosts: one factory for every test that talks to a spawned host ----------
+# A module (or a conftest.py) says what its hosts need by overriding
+# ``host_variables`` or ``host_options``; a test that needs more than one
+# host, or one started differently, calls ``spawn_host`` itself.
+
+
 @pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn()
-    await client.initialize()
-    yield client
-    await client.close()
+async def spawn_host() -> AsyncIterator[HostFactory]:
+    """Spawns initialized hosts (see :class:`HostFactory`); each is closed
+    (shutdown + exit) when the test ends."""
+    factory = HostFactory()
+    yield factory
+    await factory.close_all()
+
+
+@pytest.fixture
+def host_variables() -> dict[str, str]:
+    """The environment variables the ``host`` fixture's host gets on top of
+    the test's own (provider keys, typically)."""
+    return {}
+
+
+@pytest.fixture
+def host_options() -> dict[str, Any] | None:
+    """The ``initializationOptions`` the ``host`` fixture's host is initialized with."""
+    return None
+
+
+@pytest.fixture
+async def host(
+    spawn_host: HostFactory, host_variables: dict[str, str], host_options: dict[str, Any] | None
+) -> HostClient:
+    """A real ``oma-host`` spawned over stdio and initialized, as an editor would."""
+    return await spawn_host(env=host_variables, options=host_options)

@@ -26,6 +26,7 @@ from tests.acp_server.helpers import (
     step,
     text,
 )
+from tests.builders import reply, tool_use
 from tests.npm_packages import ensure_npm_packages
 from tests.server.helpers import pid_alive
 
@@ -49,10 +50,6 @@ def npm_servers() -> None:
     ensure_npm_packages(SERVERS, "@modelcontextprotocol/server-everything")
 
 
-def _use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
-
-
 def _results(door: Door, request: int) -> dict[str, dict[str, Any]]:
     content = door.sim.requests[request].body["messages"][-1]["content"]
     return {block["tool_use_id"]: block for block in content if block["type"] == "tool_result"}
@@ -60,11 +57,9 @@ def _results(door: Door, request: int) -> dict[str, dict[str, Any]]:
 
 def test_an_llm_agent_calls_the_editors_servers_tools(door: Door) -> None:
     door.sim.script(
-        Reply(
-            content=[
-                _use("e", "everything__echo", message="hello from the model"),
-                _use("f", "faults__echo", text="ping"),
-            ]
+        reply(
+            tool_use("e", "everything__echo", message="hello from the model"),
+            tool_use("f", "faults__echo", text="ping"),
         ),
         Reply.text("done"),
     )
@@ -91,7 +86,7 @@ def test_an_llm_agent_calls_the_editors_servers_tools(door: Door) -> None:
 def test_session_load_adds_the_editors_servers_to_the_loaded_session(door: Door) -> None:
     door.sim.script(
         Reply.text("first"),
-        Reply(content=[_use("f", "faults__echo", text="after load")]),
+        reply(tool_use("f", "faults__echo", text="after load")),
         Reply.text("done"),
     )
     _, new, _ = door.run(initialize(), new_session(door.cwd), prompt(text("hello")))

@@ -13,6 +13,7 @@ import pytest
 
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, text
+from tests.builders import reply, tool_use
 from tests.cli.recorded_runs import flatten, oma_runs
 from tests.telemetry.receiver import Receiver, by_operation, children
 
@@ -29,8 +30,8 @@ def _turn(door: Door) -> str:
     """One prompt turn with a tool call; the session's id."""
     door.write_agents(first=door.llm(tools=["file_read"]))
     (door.cwd / "notes.txt").write_text("forty-two")
-    call = {"type": "tool_use", "id": "call_1", "name": "file_read", "input": {"path": "notes.txt"}}
-    door.sim.script(Reply(content=[call]), Reply.text("It says forty-two."))
+    call = tool_use("call_1", "file_read", path="notes.txt")
+    door.sim.script(reply(call), Reply.text("It says forty-two."))
     _, new, turn = door.run(initialize(), new_session(door.cwd), prompt(text(PROMPT)))
     assert turn["result"]["stopReason"] == "end_turn"
     session_id: str = new["result"]["sessionId"]
@@ -96,8 +97,8 @@ def test_content_capture_without_an_endpoint_records_the_conversation_in_the_sto
     door.flags += ["--telemetry-capture-content", "true"]
     door.write_agents(first=door.llm(tools=["file_read"]))
     (door.cwd / "notes.txt").write_text(f"forty-two, and the key {key}")
-    call = {"type": "tool_use", "id": "call_1", "name": "file_read", "input": {"path": "notes.txt"}}
-    door.sim.script(Reply(content=[call]), Reply.text("It says forty-two."))
+    call = tool_use("call_1", "file_read", path="notes.txt")
+    door.sim.script(reply(call), Reply.text("It says forty-two."))
     _, _, turn = door.run(initialize(), new_session(door.cwd), prompt(text(f"{PROMPT} {key}")))
     assert turn["result"]["stopReason"] == "end_turn"
     assert collector.received.bodies == []

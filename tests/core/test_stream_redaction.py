@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from oma_host.core.messages import ToolUseBlock
 from oma_host.core.redact import Redactor
 from oma_host.core.results import RunRecorder, StreamEvent, StreamRedaction
+from tests.builders import tool_use
 
 SECRETS = ("sk-abcdefghij", "abcdXYZ", "defghij-tail")
 
@@ -49,7 +50,7 @@ def test_the_recorder_streams_text_and_reasoning_each_as_one_stream() -> None:
     for piece in ("the secr", "et-va", "lue!"):
         recorder.text(piece)
         recorder.reasoning(piece)
-    call: ToolUseBlock = {"type": "tool_use", "id": "t", "name": "n", "input": {}}
+    call: ToolUseBlock = tool_use("t", "n")
     recorder.event({"type": "tool_use", "data": call})
     result = recorder.result()
     joined = {

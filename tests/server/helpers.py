@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,37 @@ import pytest
 from oma_host.cli.client import HostClient, RpcError
 
 PY = sys.executable
+
+
+class HostFactory:
+    """Spawns real hosts over stdio for one test (``spawn_host`` in
+    tests/conftest.py) and closes every one it started when the test ends."""
+
+    def __init__(self) -> None:
+        self.clients: list[HostClient] = []
+
+    async def __call__(
+        self,
+        argv: Sequence[str] | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        options: dict[str, Any] | None = None,
+        initialize: bool = True,
+    ) -> HostClient:
+        """A host run with ``argv`` (``python -m oma_host`` by default) and
+        ``env`` added to the test's environment, initialized with
+        ``options`` as its ``initializationOptions`` unless ``initialize``
+        is False."""
+        client = await HostClient.spawn(argv, env=env)
+        self.clients.append(client)
+        if initialize:
+            await client.initialize(options)
+        return client
+
+    async def close_all(self) -> None:
+        """shutdown + exit every host still running, the last started first."""
+        while self.clients:
+            await self.clients.pop().close()
 
 
 async def expect_error(call: Awaitable[Any], code: int, type_name: str) -> RpcError:

@@ -11,6 +11,7 @@ import pytest
 
 from oma_host.cli.client import HostClient, RpcError, host_argv
 from oma_host.wire.framing import encode_frame
+from tests.builders import tool_use
 from tests.server.helpers import create, expect_error, nested_object
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
@@ -51,14 +52,7 @@ async def test_an_oversized_frame_is_answered_with_its_own_top_level_id() -> Non
         "input": [
             {
                 "role": "user",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": "toolu_01",
-                        "name": "n",
-                        "input": {"pad": "x" * 8000},
-                    }
-                ],
+                "content": [tool_use("toolu_01", "n", pad="x" * 8000)],
             }
         ]
     }
