@@ -2,7 +2,9 @@
 run traces, evaluation records) in a temporary directory, never in the
 developer's own ``~/.local/state/oma-host``; ``host`` is a real ``oma-host``
 spawned over stdio (``python -m oma_host``) and initialized, as an editor
-would. Every host, and the tests' own process, offers the in-process
+would (``spawn_host`` starts more, or others), and ``server`` is the same
+server in the test's own process, for tests whose subject is not the
+process. Every host, and the tests' own process, offers the in-process
 ``test`` provider (``OMA_HOST_TEST_PROVIDER=1``), none inherits delegation
 limits (``OMA_HOST_DELEGATION``) from whatever ran the suite, and none reads
 a provider endpoint from the developer's environment (``ANTHROPIC_BASE_URL``...):
@@ -21,7 +23,7 @@ from oma_host.cli.client import HostClient
 from oma_host.core.delegation import LIMITS_VARIABLE
 from oma_host.core.provider_facts import PROVIDERS, TEST_PROVIDER_VARIABLE
 from oma_host.testing.simulator import Simulator
-from tests.server.helpers import HostFactory
+from tests.server.helpers import HostFactory, InProcessHost
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -73,7 +75,8 @@ def sim() -> Iterator[Simulator]:
         yield simulator
 
 
-# -- Hosts: one factory for every test that talks to a spawned host ----------
+# -- Hosts: one factory for every test that talks to a spawned host, and the
+# server in the test's process for those whose subject is not the process.
 # A module (or a conftest.py) says what its hosts need by overriding
 # ``host_variables`` or ``host_options``; a test that needs more than one
 # host, or one started differently, calls ``spawn_host`` itself.
@@ -107,3 +110,14 @@ async def host(
 ) -> HostClient:
     """A real ``oma-host`` spawned over stdio and initialized, as an editor would."""
     return await spawn_host(env=host_variables, options=host_options)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[InProcessHost]:
+    """The real server (the session ``oma-host`` serves on stdio) in the
+    test's own process, over in-memory streams, initialized: for protocol
+    tests whose subject is not the process (see :class:`InProcessHost`)."""
+    client = await InProcessHost.serve()
+    await client.initialize()
+    yield client
+    await client.close()
