@@ -44,7 +44,7 @@ def test_anthropic_maps_rich_tool_results_and_reasoning_unchanged() -> None:
     assert wire[0]["content"] == [
         {"type": "thinking", "thinking": "think", "signature": "sig"},
         {"type": "redacted_thinking", "data": "opaque"},
-        tool_use("t", "look", q=1),
+        {"type": "tool_use", "id": "t", "name": "look", "input": {"q": 1}},  # Anthropic's wire
     ]
     assert wire[1]["content"][0]["content"] == [
         {"type": "text", "text": "here"},

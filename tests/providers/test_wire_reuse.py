@@ -60,7 +60,7 @@ async def test_each_request_is_the_whole_conversation_mapped_afresh(
         config = llm_config(sim, provider, systemPrompt=SYSTEM)
     agent = (await host.request("agent/create", {"config": config}))["agentId"]
     call = tool_use("call_1", "nothing_here", q=1)
-    sim.script(reply({"type": "text", "text": "looking"}, call), Reply.text("none"))
+    sim.script(reply("looking", call), Reply.text("none"))
     for said in ("first ünïcödé ✓", "second", 'third \u2028 "quoted"'):
         result = await host.request("agent/prompt", {"agentId": agent, "input": said})
         assert result["success"] is True, result
