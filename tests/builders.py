@@ -1,9 +1,12 @@
 """Builders for the seed's data types (docs/protocol.md, "Data types"), shared
-by every test: content blocks and messages exactly as a client writes them."""
+by every test: content blocks and messages exactly as a client writes them,
+tool calls as a model makes them, and the simulator's scripted replies."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from oma_host.testing.simulator import Reply
 
 # A tiny valid base64 payload; what it decodes to does not matter to the host.
 DATA = "aGVsbG8="
@@ -32,3 +35,24 @@ def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
 def text_message(value: str, role: str = "user") -> dict[str, Any]:
     """One message holding one text block: what a string input is shorthand for."""
     return {"role": role, "content": [text(value)]}
+
+
+# -- What the model sends: tool calls and the simulator's scripted replies ----
+
+
+def tool_use(call_id: str, name: str, input: Any = None, /, **arguments: Any) -> dict[str, Any]:
+    """A ``tool_use`` block: the model calls ``name`` with ``arguments``, or
+    with ``input`` as given (any JSON value: a model may send a malformed one)."""
+    return {
+        "type": "tool_use",
+        "id": call_id,
+        "name": name,
+        "input": arguments if input is None else input,
+    }
+
+
+def reply(*blocks: dict[str, Any] | str, **options: Any) -> Reply:
+    """A scripted model reply holding ``blocks`` in order (a string is a text
+    block); ``options`` are :class:`Reply`'s (usage, stop_reason, pacing...)."""
+    content = [text(block) if isinstance(block, str) else block for block in blocks]
+    return Reply(content=content, **options)

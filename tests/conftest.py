@@ -2,7 +2,9 @@
 run traces, evaluation records) in a temporary directory, never in the
 developer's own ``~/.local/state/oma-host``; ``host`` is a real ``oma-host``
 spawned over stdio (``python -m oma_host``) and initialized, as an editor
-would. Every host, and the tests' own process, offers the in-process
+would (``spawn_host`` starts more, or others), and ``server`` is the same
+server in the test's own process, for tests whose subject is not the
+process. Every host, and the tests' own process, offers the in-process
 ``test`` provider (``OMA_HOST_TEST_PROVIDER=1``), none inherits delegation
 limits (``OMA_HOST_DELEGATION``) from whatever ran the suite, and none reads
 a provider endpoint from the developer's environment (``ANTHROPIC_BASE_URL``...):
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +23,7 @@ from oma_host.cli.client import HostClient
 from oma_host.core.delegation import LIMITS_VARIABLE
 from oma_host.core.provider_facts import PROVIDERS, TEST_PROVIDER_VARIABLE
 from oma_host.testing.simulator import Simulator
+from tests.server.helpers import HostFactory, InProcessHost
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -71,9 +75,49 @@ def sim() -> Iterator[Simulator]:
         yield simulator
 
 
+# -- Hosts: one factory for every test that talks to a spawned host, and the
+# server in the test's process for those whose subject is not the process.
+# A module (or a conftest.py) says what its hosts need by overriding
+# ``host_variables`` or ``host_options``; a test that needs more than one
+# host, or one started differently, calls ``spawn_host`` itself.
+
+
 @pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn()
+async def spawn_host() -> AsyncIterator[HostFactory]:
+    """Spawns initialized hosts (see :class:`HostFactory`); each is closed
+    (shutdown + exit) when the test ends."""
+    factory = HostFactory()
+    yield factory
+    await factory.close_all()
+
+
+@pytest.fixture
+def host_variables() -> dict[str, str]:
+    """The environment variables the ``host`` fixture's host gets on top of
+    the test's own (provider keys, typically)."""
+    return {}
+
+
+@pytest.fixture
+def host_options() -> dict[str, Any] | None:
+    """The ``initializationOptions`` the ``host`` fixture's host is initialized with."""
+    return None
+
+
+@pytest.fixture
+async def host(
+    spawn_host: HostFactory, host_variables: dict[str, str], host_options: dict[str, Any] | None
+) -> HostClient:
+    """A real ``oma-host`` spawned over stdio and initialized, as an editor would."""
+    return await spawn_host(env=host_variables, options=host_options)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[InProcessHost]:
+    """The real server (the session ``oma-host`` serves on stdio) in the
+    test's own process, over in-memory streams, initialized: for protocol
+    tests whose subject is not the process (see :class:`InProcessHost`)."""
+    client = await InProcessHost.serve()
     await client.initialize()
     yield client
     await client.close()

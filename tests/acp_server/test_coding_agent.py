@@ -14,6 +14,7 @@ import pytest
 
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, step, text
+from tests.builders import reply, tool_use
 
 # open-multi-agent's full preset (its ``bash`` is ``shell`` here), then update_plan.
 CODING_TOOLS = ["file_read", "grep", "glob", "file_write", "file_edit", "shell", "update_plan"]
@@ -119,16 +120,7 @@ def test_the_agents_own_prompt_follows_and_the_mode_is_the_sessions(door: Door) 
 def test_acpx_exec_summarize_readme_reads_it_with_file_read(door: Door) -> None:
     (door.cwd / "README.md").write_text("# Widget\n\nWidget turns sprockets into gears.\n")
     door.sim.script(
-        Reply(
-            content=[
-                {
-                    "type": "tool_use",
-                    "id": "read-1",
-                    "name": "file_read",
-                    "input": {"path": "README.md"},
-                }
-            ]
-        ),
+        reply(tool_use("read-1", "file_read", path="README.md")),
         Reply.text("Widget turns sprockets into gears."),
     )
     done = door.acpx("--format", "quiet", "exec", "summarize README.md")

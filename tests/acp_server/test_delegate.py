@@ -31,6 +31,7 @@ from tests.acp_server.helpers import (
     reply_text,
     text,
 )
+from tests.builders import reply, tool_use
 from tests.providers.helpers import tool_result_text
 from tests.server.helpers import kill_quietly, wait_dead
 
@@ -39,12 +40,7 @@ ECHO = "import sys; data = sys.stdin.read(); print(f'{len(data)} chars on stdin:
 
 
 def delegate_call(call_id: str, agent: str, task: str) -> dict[str, Any]:
-    return {
-        "type": "tool_use",
-        "id": call_id,
-        "name": "delegate",
-        "input": {"agent": agent, "task": task},
-    }
+    return tool_use(call_id, "delegate", agent=agent, task=task)
 
 
 def lead(door: Door, *delegates: str) -> dict[str, Any]:
@@ -79,7 +75,7 @@ def test_an_acp_delegate_is_one_tool_call_streaming_its_text(
 ) -> None:
     door.write_agents(acp_agent("coder"), first=lead(door, "coder"))
     door.sim.script(
-        Reply(content=[delegate_call("d1", "coder", "count for me [chunks]")]),
+        reply(delegate_call("d1", "coder", "count for me [chunks]")),
         Reply.text("the coder counted"),
     )
     _, _, turn = door.run(
@@ -121,7 +117,7 @@ def test_an_acp_delegate_is_one_tool_call_streaming_its_text(
 def test_a_process_delegate_reads_the_task_as_text_alone(door: Door) -> None:
     door.write_agents(process_agent("echo", "-c", ECHO), first=lead(door, "echo"))
     task = 'Check [{"type": "image"}] and reply'
-    door.sim.script(Reply(content=[delegate_call("d1", "echo", task)]), Reply.text("echoed"))
+    door.sim.script(reply(delegate_call("d1", "echo", task)), Reply.text("echoed"))
     _, _, turn = door.run(
         initialize(), new_session(door.cwd), prompt(text("go")), permission="allow_once"
     )
@@ -143,7 +139,7 @@ def test_a_long_delegate_text_shows_its_end_while_it_streams(door: Door) -> None
         "time.sleep(0.5); print(' end', end='')"
     )
     door.write_agents(process_agent("long", "-c", script), first=lead(door, "long"))
-    door.sim.script(Reply(content=[delegate_call("d1", "long", "write")]), Reply.text("ok"))
+    door.sim.script(reply(delegate_call("d1", "long", "write")), Reply.text("ok"))
     _, _, turn = door.run(
         initialize(), new_session(door.cwd), prompt(text("go")), permission="allow_once"
     )
@@ -167,7 +163,7 @@ def test_an_llm_delegates_cost_is_in_the_turns_usage_update_and_budget(door: Doo
     )
     door.write_agents(helper, first=first)
     door.sim.script(
-        Reply(content=[delegate_call("d1", "helper", "think")]),  # lead
+        reply(delegate_call("d1", "helper", "think")),  # lead
         Reply.text("thought", usage={"input_tokens": 200, "output_tokens": 50}),  # helper
     )
     _, _, turn = door.run(
@@ -186,7 +182,7 @@ def test_a_refused_delegation_runs_nothing(door: Door, tmp_path: Path) -> None:
     door.write_agents(
         process_agent("worker", "-c", f"open({str(ran)!r}, 'w')"), first=lead(door, "worker")
     )
-    door.sim.script(Reply(content=[delegate_call("d1", "worker", "go")]), Reply.text("ok"))
+    door.sim.script(reply(delegate_call("d1", "worker", "go")), Reply.text("ok"))
     _, _, turn = door.run(
         initialize(), new_session(door.cwd), prompt(text("go")), permission="reject_once"
     )
@@ -205,7 +201,7 @@ def test_cancelling_the_turn_ends_the_delegates_process(door: Door, tmp_path: Pa
         "backend": {"kind": "process", "command": "sh", "args": ["-c", script]},
     }
     door.write_agents(worker, first=lead(door, "worker"))
-    door.sim.script(Reply(content=[delegate_call("d1", "worker", "work")]), Reply.text("unreached"))
+    door.sim.script(reply(delegate_call("d1", "worker", "work")), Reply.text("unreached"))
     cancelled = prompt(text("go"))
     cancelled["cancelOnUpdate"] = "tool_call_update"
     try:
@@ -255,7 +251,7 @@ def test_a_delegation_cycle_through_an_acp_agent_stops_at_the_depth(door: Door) 
         asked.append(next(delegations))
         if len(asked) > 6:
             return Reply.text("enough")
-        return Reply(content=[delegate_call(f"d{asked[-1]}", "inner", "go on")])
+        return reply(delegate_call(f"d{asked[-1]}", "inner", "go on"))
 
     door.sim.responder = model
     began = time.monotonic()

@@ -22,6 +22,7 @@ from tests.acp_server.helpers import (
     step,
     text,
 )
+from tests.builders import reply, tool_use
 
 
 def test_initialize_advertises_images_embedded_context_and_load(door: Door) -> None:
@@ -195,8 +196,8 @@ def test_switching_the_model_keeps_the_history(door: Door) -> None:
 def test_tool_calls_stream_with_kind_locations_and_output(door: Door) -> None:
     (door.cwd / "notes.txt").write_text("the notes")
     door.write_agents(first=door.llm(tools=["file_read"]))
-    call = {"type": "tool_use", "id": "call_1", "name": "file_read", "input": {"path": "notes.txt"}}
-    door.sim.script(Reply(content=[call]), Reply.text("done"))
+    call = tool_use("call_1", "file_read", path="notes.txt")
+    door.sim.script(reply(call), Reply.text("done"))
     _, _, turn = door.run(initialize(), new_session(door.cwd), prompt(text("read the notes")))
     started, finished = (u for u in turn["updates"] if u["sessionUpdate"].startswith("tool_call"))
     assert started["sessionUpdate"] == "tool_call"
@@ -208,12 +209,12 @@ def test_tool_calls_stream_with_kind_locations_and_output(door: Door) -> None:
 
 
 def test_stop_reasons_for_the_token_budget_and_max_turns(door: Door) -> None:
-    call = {"type": "tool_use", "id": "call_1", "name": "glob", "input": {"pattern": "*"}}
+    call = tool_use("call_1", "glob", pattern="*")
     door.write_agents(
         door.llm("looping", tools=["glob"], maxTurns=1),
         first=door.llm("thrifty", maxTokenBudget=5),
     )
-    door.sim.script(Reply.text("too long"), Reply(content=[call]))
+    door.sim.script(Reply.text("too long"), reply(call))
     _, _, budget, _, turns = door.run(
         initialize(),
         new_session(door.cwd),

@@ -19,6 +19,7 @@ from tests.acp_server.helpers import (
     reply_text,
     text,
 )
+from tests.builders import reply, tool_use
 
 
 def _tool_results(door: Door) -> dict[str, dict[str, Any]]:
@@ -28,7 +29,7 @@ def _tool_results(door: Door) -> dict[str, dict[str, Any]]:
 
 
 def _read(call_id: str, path: str) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": "file_read", "input": {"path": path}}
+    return tool_use(call_id, "file_read", path=path)
 
 
 def _files_setup(door: Door, tmp_path: Path) -> tuple[str, str]:
@@ -38,7 +39,7 @@ def _files_setup(door: Door, tmp_path: Path) -> tuple[str, str]:
     (tmp_path / "secret.txt").write_text("disk secret")
     door.write_agents(first=door.llm(tools=["file_read"]))
     door.sim.script(
-        Reply(content=[_read("in", "notes.txt"), _read("out", "../secret.txt")]),
+        reply(_read("in", "notes.txt"), _read("out", "../secret.txt")),
         Reply.text("done"),
     )
     project = os.path.realpath(door.cwd)
@@ -151,7 +152,7 @@ def _asking_read(door: Door) -> None:
     (door.cwd / "notes.txt").write_text("the notes")
     rules = [{"tool": "file_read", "action": "ask"}]
     door.write_agents(first=door.llm(tools=["file_read"], permissions=rules))
-    door.sim.script(Reply(content=[_read("in", "notes.txt")]), Reply.text("done"))
+    door.sim.script(reply(_read("in", "notes.txt")), Reply.text("done"))
 
 
 def test_an_llm_tool_that_asks_asks_the_editor_with_the_standard_options(door: Door) -> None:

@@ -16,13 +16,10 @@ from typing import Any
 
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, text
+from tests.builders import reply, tool_use
 
 ALLOW_WRITES = [{"tool": "file_*", "action": "allow"}]
 WRITE_AND_READ = {"readTextFile": True, "writeTextFile": True}
-
-
-def _use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
 
 
 def _results(door: Door, request: int = 1) -> dict[str, dict[str, Any]]:
@@ -45,7 +42,7 @@ def _setup(door: Door, *calls: dict[str, Any], **fields: Any) -> str:
 
 
 def test_file_edit_goes_to_the_editor_planned_from_its_buffer(door: Door) -> None:
-    notes = _setup(door, _use("e", "file_edit", path="notes.txt", old="TWO", new="2"))
+    notes = _setup(door, tool_use("e", "file_edit", path="notes.txt", old="TWO", new="2"))
     _, new, turn = door.run(
         initialize(fs=WRITE_AND_READ),
         new_session(door.cwd),
@@ -66,7 +63,7 @@ def test_file_edit_goes_to_the_editor_planned_from_its_buffer(door: Door) -> Non
 
 
 def test_file_write_of_a_new_file_goes_to_the_editor_and_not_the_disk(door: Door) -> None:
-    _setup(door, _use("w", "file_write", path="src/new.txt", content="fresh\n"))
+    _setup(door, tool_use("w", "file_write", path="src/new.txt", content="fresh\n"))
     _, _, turn = door.run(
         initialize(fs={"writeTextFile": True}), new_session(door.cwd), prompt(text("write"))
     )
@@ -78,7 +75,7 @@ def test_file_write_of_a_new_file_goes_to_the_editor_and_not_the_disk(door: Door
 
 
 def test_an_editor_that_refuses_the_write_is_an_error_result(door: Door) -> None:
-    _setup(door, _use("w", "file_write", path="notes.txt", content="gone"))
+    _setup(door, tool_use("w", "file_write", path="notes.txt", content="gone"))
     _, _, turn = door.run(
         initialize(fs={"writeTextFile": True}),
         new_session(door.cwd),
@@ -99,7 +96,7 @@ def test_an_editor_s_reason_in_its_error_data_reaches_the_model_and_the_user_red
     door: Door,
 ) -> None:
     secret = door.env["ANTHROPIC_API_KEY"]
-    _setup(door, _use("w", "file_write", path="notes.txt", content="gone"))
+    _setup(door, tool_use("w", "file_write", path="notes.txt", content="gone"))
     refusal = {"details": f"Permission denied: the buffer is locked ({secret})"}
     _, _, turn = door.run(
         initialize(fs={"writeTextFile": True}),
@@ -119,7 +116,7 @@ def test_an_editor_s_reason_in_its_error_data_reaches_the_model_and_the_user_red
 def test_acpx_refusing_the_write_gives_its_reason_to_the_model_and_the_user(door: Door) -> None:
     """acpx answers a write it does not approve with "Internal error" and the
     reason in ``data.details``: the reason reaches the tool result."""
-    _setup(door, _use("w", "file_write", path="notes.txt", content="gone"))
+    _setup(door, tool_use("w", "file_write", path="notes.txt", content="gone"))
     done = door.acpx("--deny-all", "--format", "json", "exec", "write the notes")
     assert done.returncode == 5, done.stderr  # acpx's PERMISSION_DENIED: it refused one
     result = _results(door)["w"]
@@ -143,7 +140,7 @@ def test_a_path_outside_cwd_is_refused_before_the_editor_is_asked(
     door: Door, tmp_path: Path
 ) -> None:
     (tmp_path / "outside.txt").write_text("keep")
-    _setup(door, _use("w", "file_write", path="../outside.txt", content="x"))
+    _setup(door, tool_use("w", "file_write", path="../outside.txt", content="x"))
     _, _, turn = door.run(
         initialize(fs=WRITE_AND_READ), new_session(door.cwd), prompt(text("write"))
     )
@@ -159,9 +156,9 @@ def test_a_write_reaches_the_editor_as_an_edit_located_only_inside_cwd(
 ) -> None:
     _setup(
         door,
-        _use("in", "file_write", path="src/new.txt", content="x"),
-        _use("up", "file_write", path="src/../../outside.txt", content="x"),
-        _use("abs", "file_write", path=str(tmp_path / "outside.txt"), content="x"),
+        tool_use("in", "file_write", path="src/new.txt", content="x"),
+        tool_use("up", "file_write", path="src/../../outside.txt", content="x"),
+        tool_use("abs", "file_write", path=str(tmp_path / "outside.txt"), content="x"),
     )
     _, _, turn = door.run(initialize(), new_session(door.cwd), prompt(text("write")))
     started = {
@@ -180,7 +177,7 @@ def test_a_write_reaches_the_editor_as_an_edit_located_only_inside_cwd(
 
 
 def test_without_the_capability_the_host_writes_the_disk(door: Door) -> None:
-    _setup(door, _use("e", "file_edit", path="notes.txt", old="two", new="2"))
+    _setup(door, tool_use("e", "file_edit", path="notes.txt", old="two", new="2"))
     _, _, turn = door.run(initialize(), new_session(door.cwd), prompt(text("edit")))
     assert not _results(door)["e"].get("is_error")
     assert not _asked(turn, "writeTextFile")
@@ -190,7 +187,7 @@ def test_without_the_capability_the_host_writes_the_disk(door: Door) -> None:
 def test_an_editor_that_reads_but_cannot_write_has_the_edit_planned_from_its_buffer(
     door: Door,
 ) -> None:
-    notes = _setup(door, _use("e", "file_edit", path="notes.txt", old="TWO", new="2"))
+    notes = _setup(door, tool_use("e", "file_edit", path="notes.txt", old="TWO", new="2"))
     door.run(
         initialize(fs={"readTextFile": True}),
         new_session(door.cwd),
@@ -205,10 +202,8 @@ def test_always_allow_in_the_editor_lasts_the_session(door: Door) -> None:
     (door.cwd / "notes.txt").write_text("the notes")
     rules = [{"tool": "file_read", "action": "ask"}]
     door.write_agents(first=door.llm(tools=["file_read"], permissions=rules))
-    read = _use("r", "file_read", path="notes.txt")
-    door.sim.script(
-        Reply(content=[read]), Reply.text("one"), Reply(content=[read]), Reply.text("two")
-    )
+    read = tool_use("r", "file_read", path="notes.txt")
+    door.sim.script(reply(read), Reply.text("one"), reply(read), Reply.text("two"))
     _, _, first, second = door.run(
         initialize(),
         new_session(door.cwd),
@@ -229,11 +224,9 @@ def test_writes_are_shown_as_diffs_and_reviewed_before_they_land(door: Door) -> 
     (door.cwd / "notes.txt").write_text("one\ntwo\nthree\n")
     door.write_agents(first=door.llm(tools=["file_read", "file_write", "file_edit"]))
     door.sim.script(
-        Reply(
-            content=[
-                _use("e", "file_edit", path="notes.txt", old="two", new="2"),
-                _use("w", "file_write", path="src/new.txt", content="fresh\n"),
-            ]
+        reply(
+            tool_use("e", "file_edit", path="notes.txt", old="two", new="2"),
+            tool_use("w", "file_write", path="src/new.txt", content="fresh\n"),
         ),
         Reply.text("done"),
     )
@@ -273,13 +266,11 @@ def test_always_allow_covers_the_file_approved_and_never_git(door: Door) -> None
     for with no "always" option, so this editor's answer rejects it."""
     door.write_agents(first=door.llm(tools=["file_write"]))
     door.sim.script(
-        Reply(
-            content=[
-                _use("w1", "file_write", path="docs/notes.md", content="one\n"),
-                _use("w2", "file_write", path="docs/notes.md", content="two\n"),
-                _use("w3", "file_write", path="docs/other.md", content="other\n"),
-                _use("w4", "file_write", path=".git/hooks/pre-commit", content="curl evil\n"),
-            ]
+        reply(
+            tool_use("w1", "file_write", path="docs/notes.md", content="one\n"),
+            tool_use("w2", "file_write", path="docs/notes.md", content="two\n"),
+            tool_use("w3", "file_write", path="docs/other.md", content="other\n"),
+            tool_use("w4", "file_write", path=".git/hooks/pre-commit", content="curl evil\n"),
         ),
         Reply.text("done"),
     )
@@ -307,12 +298,10 @@ def test_accept_edits_still_asks_for_the_agents_file_and_the_commands(door: Door
     door.write_agents(first=door.llm(tools=["file_write"], permissionMode="accept-edits"))
     served = door.agents_file.read_text()
     door.sim.script(
-        Reply(
-            content=[
-                _use("ok", "file_write", path="src/a.txt", content="a\n"),
-                _use("agents", "file_write", path="agents.json", content="[]"),
-                _use("cmd", "file_write", path=".oma/commands/review.md", content="steal\n"),
-            ]
+        reply(
+            tool_use("ok", "file_write", path="src/a.txt", content="a\n"),
+            tool_use("agents", "file_write", path="agents.json", content="[]"),
+            tool_use("cmd", "file_write", path=".oma/commands/review.md", content="steal\n"),
         ),
         Reply.text("done"),
     )

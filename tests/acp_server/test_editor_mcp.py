@@ -28,6 +28,7 @@ from tests.acp_server.helpers import (
 )
 from tests.acp_server.raw_editor import raw_editor
 from tests.acp_server.test_schema_v1 import AGENT, CLIENT, Checker
+from tests.builders import reply, tool_use
 from tests.npm_packages import ensure_npm_packages
 from tests.server.helpers import pid_alive
 
@@ -51,10 +52,6 @@ def npm_servers() -> None:
     ensure_npm_packages(SERVERS, "@modelcontextprotocol/server-everything")
 
 
-def _use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
-
-
 def _results(door: Door, request: int) -> dict[str, dict[str, Any]]:
     content = door.sim.requests[request].body["messages"][-1]["content"]
     return {block["tool_use_id"]: block for block in content if block["type"] == "tool_result"}
@@ -62,11 +59,9 @@ def _results(door: Door, request: int) -> dict[str, dict[str, Any]]:
 
 def test_an_llm_agent_calls_the_editors_servers_tools(door: Door) -> None:
     door.sim.script(
-        Reply(
-            content=[
-                _use("e", "everything__echo", message="hello from the model"),
-                _use("f", "faults__echo", text="ping"),
-            ]
+        reply(
+            tool_use("e", "everything__echo", message="hello from the model"),
+            tool_use("f", "faults__echo", text="ping"),
         ),
         Reply.text("done"),
     )
@@ -93,7 +88,7 @@ def test_an_llm_agent_calls_the_editors_servers_tools(door: Door) -> None:
 def test_session_load_adds_the_editors_servers_to_the_loaded_session(door: Door) -> None:
     door.sim.script(
         Reply.text("first"),
-        Reply(content=[_use("f", "faults__echo", text="after load")]),
+        reply(tool_use("f", "faults__echo", text="after load")),
         Reply.text("done"),
     )
     _, new, _ = door.run(initialize(), new_session(door.cwd), prompt(text("hello")))
@@ -151,7 +146,7 @@ async def _ask_through(door: Door, capabilities: dict[str, Any], answer: dict[st
     elicitation), with an editor of ``capabilities`` that answers any
     ``elicitation/create`` with ``answer``; what the tool answered."""
     door.write_agents(first=door.llm(permissions=[{"tool": "faults__ask", "action": "allow"}]))
-    door.sim.script(Reply(content=[_use("a", "faults__ask")]), Reply.text("done"))
+    door.sim.script(reply(tool_use("a", "faults__ask")), Reply.text("done"))
     async with raw_editor(door) as editor:
         editor.on_request = lambda request: (
             {"result": answer} if request["method"] == "elicitation/create" else {"result": {}}

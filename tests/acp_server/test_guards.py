@@ -11,10 +11,11 @@ import pytest
 
 from oma_host.testing.simulator import Fault, Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, reply_text, text
+from tests.builders import reply, tool_use
 
 
 def _glob(call_id: str) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": "glob", "input": {"pattern": "*"}}
+    return tool_use(call_id, "glob", pattern="*")
 
 
 def test_fallback_cost_budget_and_loop_detection_on_the_acp_door(door: Door) -> None:
@@ -30,8 +31,8 @@ def test_fallback_cost_budget_and_loop_detection_on_the_acp_door(door: Door) -> 
     )
     busy = Fault(529, "overloaded", retry_after=0)
     door.sim.script(busy, busy, busy, Reply.text("from model two"))
-    door.sim.script(Reply(content=[_glob("a")]), Reply(content=[_glob("b")]))
-    door.sim.script(Reply(content=[_glob("c"), _glob("d"), _glob("e")]))
+    door.sim.script(reply(_glob("a")), reply(_glob("b")))
+    door.sim.script(reply(_glob("c"), _glob("d"), _glob("e")))
     _, _, fell_back, spent, looping = door.run(
         initialize(),
         new_session(door.cwd),

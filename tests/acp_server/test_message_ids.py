@@ -10,14 +10,11 @@ from typing import Any
 
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, step, text
+from tests.builders import reply, tool_use
 from tests.llm.compaction_helpers import provider_tokens, summaries
 
 WORDS = "the quick brown fox jumps over the lazy dog " * 6
 CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
-
-
-def _glob(call_id: str) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": "glob", "input": {"pattern": "*"}}
 
 
 def _replies(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -44,7 +41,7 @@ def _load(door: Door, session: str) -> dict[str, Any]:
 def test_each_reply_has_its_id_and_a_load_replays_the_same(door: Door) -> None:
     door.write_agents(first=door.llm(tools=["glob"], environment=False))
     door.sim.script(
-        Reply(content=[{"type": "text", "text": "looking"}, _glob("g")]),
+        reply("looking", tool_use("g", "glob", pattern="*")),
         Reply.text("found it"),
         Reply.text("second turn"),
     )

@@ -14,8 +14,9 @@ import pytest
 from oma_host.core.provider_facts import facts_of
 from oma_host.testing.simulator import Fault, Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, step, text
+from tests.builders import reply, tool_use
 
-WRITE = {"type": "tool_use", "id": "w", "name": "file_write", "input": {"path": "a.txt"}}
+WRITE = tool_use("w", "file_write", path="a.txt")
 WRITE["input"]["content"] = "written\n"
 
 
@@ -140,7 +141,7 @@ def test_an_openai_compatible_server_without_a_list_offers_its_agents_model_alon
 def _prompt_a_write(door: Door, *mode_steps: dict[str, Any]) -> dict[str, Any]:
     """One turn whose model writes a.txt, after ``mode_steps``; the turn."""
     door.write_agents(first=door.llm(tools=["file_read", "file_write"]))
-    door.sim.script(Reply(content=[WRITE]), Reply.text("done"))
+    door.sim.script(reply(WRITE), Reply.text("done"))
     answers = door.run(
         initialize(),
         new_session(door.cwd),

@@ -13,6 +13,7 @@ from oma_host.cli.client import HostClient, host_argv
 from oma_host.core.events import PlanPriority, PlanStatus
 from oma_host.testing.simulator import Reply, Simulator
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, step, text
+from tests.builders import reply, tool_use
 
 FIRST = [
     {"content": "Read the failing test", "priority": "high", "status": "in_progress"},
@@ -26,14 +27,14 @@ SECOND = [
 
 def _plan_calls() -> list[Reply]:
     return [
-        Reply(content=[_use("p1", FIRST)]),
-        Reply(content=[_use("p2", SECOND)]),
+        reply(_use("p1", FIRST)),
+        reply(_use("p2", SECOND)),
         Reply.text("on it"),
     ]
 
 
 def _use(call_id: str, entries: list[dict[str, str]]) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": "update_plan", "input": {"entries": entries}}
+    return tool_use(call_id, "update_plan", entries=entries)
 
 
 def test_plan_updates_reach_the_editor_in_order(door: Door) -> None:
@@ -86,7 +87,7 @@ async def test_plan_events_stream_on_the_json_rpc_door(sim: Simulator) -> None:
 def test_a_malformed_plan_is_an_error_result_naming_the_field(door: Door) -> None:
     door.write_agents(first=door.llm(tools=["update_plan"]))
     bad = [{"content": "x", "status": "done"}]
-    door.sim.script(Reply(content=[_use("p", bad)]), Reply.text("ok"))
+    door.sim.script(reply(_use("p", bad)), Reply.text("ok"))
     _, _, turn = door.run(initialize(), new_session(door.cwd), prompt(text("plan")))
     assert not [u for u in turn["updates"] if u.get("sessionUpdate") == "plan"]
     content = door.sim.requests[-1].body["messages"][-1]["content"]

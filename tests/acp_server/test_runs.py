@@ -12,6 +12,7 @@ from typing import Any
 
 from oma_host.testing.simulator import Fault, Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, text
+from tests.builders import reply, tool_use
 
 
 def oma_runs(state: Path, *args: str) -> Any:
@@ -31,9 +32,9 @@ def test_prompt_turns_are_runs_with_their_tool_calls_failures_and_cancellations(
 ) -> None:
     door.write_agents(first=door.llm(tools=["file_read"]))
     (door.cwd / "notes.txt").write_text("forty-two")
-    call = {"type": "tool_use", "id": "call_1", "name": "file_read", "input": {"path": "notes.txt"}}
+    call = tool_use("call_1", "file_read", path="notes.txt")
     door.sim.script(
-        Reply(content=[call]),
+        reply(call),
         Reply.text("It says forty-two."),
         Fault(401, "invalid x-api-key"),
         Reply.text("a long answer " * 20, chunk_size=4, event_delay_s=0.05),

@@ -26,6 +26,7 @@ from jsonschema.exceptions import best_match
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, text
 from tests.acp_server.raw_editor import TIMEOUT_S, RawEditor, raw_editor, stderr_of
+from tests.builders import reply, tool_use
 from tests.llm.compaction_helpers import summaries
 
 SCHEMA_DIR = Path("node_modules") / "@agentclientprotocol" / "sdk" / "schema" / "v1"
@@ -205,10 +206,6 @@ CAPABILITIES = {
 }
 
 
-def _use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
-
-
 def _ok(answer: dict[str, Any]) -> dict[str, Any]:
     assert "error" not in answer, answer
     result: dict[str, Any] = answer["result"]
@@ -254,13 +251,11 @@ async def _first_process(door: Door, checker: Checker) -> str:
 
         plan = [{"content": "Build it", "priority": "high", "status": "in_progress"}]
         door.sim.script(
-            Reply(
-                content=[
-                    _use("p", "update_plan", entries=plan),
-                    _use("r", "file_read", path="notes.txt"),
-                    _use("w", "file_write", path="notes.txt", content="new notes\n"),
-                    _use("sh", "shell", command="make"),
-                ]
+            reply(
+                tool_use("p", "update_plan", entries=plan),
+                tool_use("r", "file_read", path="notes.txt"),
+                tool_use("w", "file_write", path="notes.txt", content="new notes\n"),
+                tool_use("sh", "shell", command="make"),
             ),
             Reply.text("done"),
             Reply.text("second answer " * 40),

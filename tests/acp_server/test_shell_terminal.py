@@ -15,18 +15,19 @@ from typing import Any
 
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, text
+from tests.builders import reply, tool_use
 from tests.server.helpers import pid_alive
 
 ALLOW = [{"tool": "shell", "action": "allow"}]
 
 
 def _shell(command: str, **more: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": "sh", "name": "shell", "input": {"command": command, **more}}
+    return tool_use("sh", "shell", command=command, **more)
 
 
 def _setup(door: Door, command: str, permissions: Any = ALLOW, **more: Any) -> None:
     door.write_agents(first=door.llm(tools=["shell"], permissions=permissions))
-    door.sim.script(Reply(content=[_shell(command, **more)]), Reply.text("done"))
+    door.sim.script(reply(_shell(command, **more)), Reply.text("done"))
 
 
 def _result_sent(door: Door) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import pytest
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, text
 from tests.acp_server.raw_editor import raw_editor, stderr_of
+from tests.builders import reply, tool_use
 from tests.cli.recorded_runs import flatten, oma_runs
 from tests.telemetry.receiver import Receiver, by_operation, children
 
@@ -31,8 +32,8 @@ def _turn(door: Door) -> str:
     """One prompt turn with a tool call; the session's id."""
     door.write_agents(first=door.llm(tools=["file_read"]))
     (door.cwd / "notes.txt").write_text("forty-two")
-    call = {"type": "tool_use", "id": "call_1", "name": "file_read", "input": {"path": "notes.txt"}}
-    door.sim.script(Reply(content=[call]), Reply.text("It says forty-two."))
+    call = tool_use("call_1", "file_read", path="notes.txt")
+    door.sim.script(reply(call), Reply.text("It says forty-two."))
     _, new, turn = door.run(initialize(), new_session(door.cwd), prompt(text(PROMPT)))
     assert turn["result"]["stopReason"] == "end_turn"
     session_id: str = new["result"]["sessionId"]
@@ -98,8 +99,8 @@ def test_content_capture_without_an_endpoint_records_the_conversation_in_the_sto
     door.flags += ["--telemetry-capture-content", "true"]
     door.write_agents(first=door.llm(tools=["file_read"]))
     (door.cwd / "notes.txt").write_text(f"forty-two, and the key {key}")
-    call = {"type": "tool_use", "id": "call_1", "name": "file_read", "input": {"path": "notes.txt"}}
-    door.sim.script(Reply(content=[call]), Reply.text("It says forty-two."))
+    call = tool_use("call_1", "file_read", path="notes.txt")
+    door.sim.script(reply(call), Reply.text("It says forty-two."))
     _, _, turn = door.run(initialize(), new_session(door.cwd), prompt(text(f"{PROMPT} {key}")))
     assert turn["result"]["stopReason"] == "end_turn"
     assert collector.received.bodies == []
@@ -136,13 +137,9 @@ async def test_a_prompt_with_a_traceparent_continues_the_editors_trace(
     ask) names the run's span in its own ``_meta.traceparent``."""
     door.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
     door.write_agents(first=door.llm(tools=["file_write"]))
-    call = {
-        "type": "tool_use",
-        "id": "w",
-        "name": "file_write",
-        "input": {"path": "out.txt", "content": "hi"},
-    }
-    door.sim.script(Reply(content=[call]), Reply.text("written"))
+    door.sim.script(
+        reply(tool_use("w", "file_write", path="out.txt", content="hi")), Reply.text("written")
+    )
     async with raw_editor(door) as editor:
         editor.on_request = _allow_once
         await editor.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})

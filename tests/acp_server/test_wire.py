@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from oma_host.testing.simulator import Reply
 from tests.acp_server.helpers import Door, acp_agent, text
 from tests.acp_server.raw_editor import raw_editor, stderr_of
+from tests.builders import reply, tool_use
 from tests.server.helpers import wait_dead_async
 
 
@@ -192,8 +193,8 @@ async def test_an_error_answer_to_a_permission_request_denies_the_tool(
     (door.cwd / "notes.txt").write_text("the notes")
     rules = [{"tool": "file_read", "action": "ask"}]
     door.write_agents(first=door.llm(tools=["file_read"], permissions=rules))
-    read = {"type": "tool_use", "id": "in", "name": "file_read", "input": {"path": "notes.txt"}}
-    door.sim.script(Reply(content=[read]), Reply.text("done"))
+    read = tool_use("in", "file_read", path="notes.txt")
+    door.sim.script(reply(read), Reply.text("done"))
     async with raw_editor(door) as editor:
         editor.on_request = lambda request: {"error": error}
         session_id = await editor.start(door)
@@ -278,10 +279,8 @@ async def test_an_idle_sessions_mcp_server_is_ended_and_its_next_turn_starts_it(
     allow = [{"tool": "*__*", "action": "allow"}]
     door.write_agents(first=door.llm(mcpServers=[faults], permissions=allow))
     door.flags = ["--session-idle-timeout", "1"]
-    echo = {"type": "tool_use", "id": "e", "name": "faults__echo", "input": {"text": "x"}}
-    door.sim.script(
-        Reply(content=[echo]), Reply.text("one"), Reply(content=[echo]), Reply.text("two")
-    )
+    echo = tool_use("e", "faults__echo", text="x")
+    door.sim.script(reply(echo), Reply.text("one"), reply(echo), Reply.text("two"))
 
     def server_pid(request_index: int) -> int:
         (result,) = door.sim.requests[request_index].body["messages"][-1]["content"]

@@ -20,7 +20,7 @@ from typing import Any
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.testing.script import Fault, Reply
 from oma_host.testing.simulator import Simulator, too_long_fault
-from tests.builders import assistant, text, user
+from tests.builders import assistant, reply, text, tool_use, user
 from tests.llm.compaction_helpers import summaries
 from tests.providers.helpers import llm_config
 
@@ -44,7 +44,7 @@ DIAMOND = {"plan": [], "left": ["plan"], "right": ["plan"], "join": ["left", "ri
 
 
 def _tool_use(call_id: str, path: str) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": "file_read", "input": {"path": path}}
+    return tool_use(call_id, "file_read", path=path)
 
 
 def _history(turns: int) -> list[dict[str, Any]]:
@@ -88,7 +88,7 @@ async def make_runs(state: Path, work: Path, sim: Simulator) -> dict[str, str]:
             session="sess-1",
         )
         sim.script(
-            Reply(content=[_tool_use("call_1", "notes.txt"), _tool_use("call_2", "more.txt")]),
+            reply(_tool_use("call_1", "notes.txt"), _tool_use("call_2", "more.txt")),
             Reply.text("It says 42."),
         )
         result = await host.request("agent/prompt", {"agentId": coder, "input": PROMPT})
@@ -114,8 +114,8 @@ async def make_runs(state: Path, work: Path, sim: Simulator) -> dict[str, str]:
                 break
             await asyncio.sleep(0.025)
         host.cancel(msg_id)
-        reply = await asyncio.wait_for(answer, 30)
-        assert reply["error"]["code"] == -32800, reply
+        answered = await asyncio.wait_for(answer, 30)
+        assert answered["error"]["code"] == -32800, answered
         runs["cancelled"] = "run-cancelled"
 
         # A delegation to a process agent.
@@ -134,7 +134,7 @@ async def make_runs(state: Path, work: Path, sim: Simulator) -> dict[str, str]:
         lead = await _create(host, lead_config)
         call = {"agent": "helper", "task": "say hi"}
         sim.script(
-            Reply(content=[{"type": "tool_use", "id": "d1", "name": "delegate", "input": call}]),
+            reply(tool_use("d1", "delegate", call)),
             Reply.text("delegated"),
         )
         result = await host.request("agent/run", {"agentId": lead, "input": "hand it on"})
@@ -201,7 +201,7 @@ async def make_runs(state: Path, work: Path, sim: Simulator) -> dict[str, str]:
             host,
             llm_config(sim, "anthropic", name=MARKUP_AGENT, tools=["file_read"], cwd=str(work)),
         )
-        sim.script(Reply(content=[_tool_use("call_m", MARKUP_INPUT)]), Reply.text("no such file"))
+        sim.script(reply(_tool_use("call_m", MARKUP_INPUT)), Reply.text("no such file"))
         result = await host.request("agent/run", {"agentId": markup, "input": "read it"})
         assert result["success"], result
         runs["markup"] = result["identity"]["runId"]
@@ -235,7 +235,7 @@ async def _captured_runs(state: Path, work: Path, sim: Simulator, runs: dict[str
             session="sess-captured",
         )
         sim.script(
-            Reply(content=[_tool_use("call_c", "build.txt")]),
+            reply(_tool_use("call_c", "build.txt")),
             Reply.text(CAPTURED_REPLY),
             Reply.text(CAPTURED_SECOND_REPLY),
         )

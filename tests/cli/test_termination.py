@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.helpers import llm_config
 from tests.server.helpers import kill_quietly, process_config, wait_dead, wait_for_pid
 
@@ -108,8 +109,8 @@ def test_the_json_rpc_door_ends_an_agents_mcp_servers_on_sigterm(tmp_path: Path)
                 permissions=[{"tool": "*__*", "action": "allow"}],
             )
             agent_id = host.request("agent/create", {"config": config})["agentId"]
-            echo = {"type": "tool_use", "id": "e", "name": "faults__echo", "input": {"text": "x"}}
-            sim.script(Reply(content=[echo]), Reply.text("done"))
+            echo = tool_use("e", "faults__echo", text="x")
+            sim.script(reply(echo), Reply.text("done"))
             result = host.request("agent/run", {"agentId": agent_id, "input": "go"})
             assert result["success"] is True, result
             (echoed,) = sim.requests[1].body["messages"][-1]["content"]
@@ -195,8 +196,8 @@ def _mcp_server_pid(host: Host, sim: Simulator) -> tuple[str, int]:
         sim, "anthropic", mcpServers=[faults], permissions=[{"tool": "*__*", "action": "allow"}]
     )
     agent_id = host.request("agent/create", {"config": config})["agentId"]
-    echo = {"type": "tool_use", "id": "e", "name": "faults__echo", "input": {"text": "x"}}
-    sim.script(Reply(content=[echo]), Reply.text("done"))
+    echo = tool_use("e", "faults__echo", text="x")
+    sim.script(reply(echo), Reply.text("done"))
     result = host.request("agent/run", {"agentId": agent_id, "input": "go"})
     assert result["success"] is True, result
     (echoed,) = sim.requests[-1].body["messages"][-1]["content"]

@@ -17,7 +17,7 @@ import pytest
 from oma_host import AbortSignal, Agent, InvalidMessageError, OpenMultiAgent
 from oma_host.core.hooks import LOSSY_MESSAGES, AfterRunContext, BeforeRunContext
 from oma_host.testing.recording import shared_recording_adapter
-from tests.builders import assistant, image, text, user
+from tests.builders import assistant, image, text, tool_use, user
 
 # --------------------------------------------------------------------------
 # helpers
@@ -259,7 +259,7 @@ async def test_run_id_is_reported_in_the_result_identity():
         ),
         ([{"role": "tool", "content": []}], "config.history[0].role"),
         (
-            [user({"type": "tool_use", "id": "t", "name": "n", "input": {"cb": print}})],
+            [user(tool_use("t", "n", cb=print))],
             "config.history[0].content[0].input.cb",
         ),
         ({"role": "user", "content": []}, "config.history"),
@@ -328,7 +328,7 @@ async def test_stream_validates_at_call_time_before_any_iteration():
         pytest.param([], id="empty"),
         pytest.param(42, id="number"),
         pytest.param(
-            [user({"type": "tool_use", "id": "t", "name": "n", "input": {"s": {1}}})],
+            [user(tool_use("t", "n", s={1}))],
             id="uncopyable",
         ),
     ],
@@ -592,7 +592,7 @@ async def test_hook_timeout_in_stream_sends_error_event_with_callback_kind():
         ([], "beforeRun.messages must not be an empty array"),
         (None, "beforeRun.messages must be an array, got null"),
         (
-            [user({"type": "tool_use", "id": "t", "name": "n", "input": {"f": print}})],
+            [user(tool_use("t", "n", f=print))],
             "beforeRun.messages[0].content[0].input.f is a function",
         ),
     ],

@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 from oma_host import Agent, InvalidMessageError, OpenMultiAgent
-from tests.builders import assistant, image, text, tool_result, user
+from tests.builders import assistant, image, text, tool_result, tool_use, user
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
 
 
 def caller_history() -> list[dict[str, Any]]:
-    tool_use = {"type": "tool_use", "id": "tu_1", "name": "lookup", "input": {"q": {"terms": []}}}
+    call = tool_use("tu_1", "lookup", q={"terms": []})
     return [
         user(text("Earlier question")),
-        assistant(text("Let me look."), tool_use),
+        assistant(text("Let me look."), call),
         user(tool_result("found", "tu_1"), text("What is in this image?"), image("aW1hZ2U=")),
     ]
 

@@ -10,6 +10,7 @@ from oma_host.core.messages import ToolUseBlock
 from oma_host.core.recorder import RunRecorder, StreamRedaction
 from oma_host.core.redact import Redactor
 from oma_host.core.results import StreamEvent
+from tests.builders import tool_use
 
 SECRETS = ("sk-abcdefghij", "abcdXYZ", "defghij-tail")
 
@@ -50,7 +51,7 @@ def test_the_recorder_streams_text_and_reasoning_each_as_one_stream() -> None:
     for piece in ("the secr", "et-va", "lue!"):
         recorder.text(piece)
         recorder.reasoning(piece)
-    call: ToolUseBlock = {"type": "tool_use", "id": "t", "name": "n", "input": {}}
+    call: ToolUseBlock = tool_use("t", "n")
     recorder.event({"type": "tool_use", "data": call})
     result = recorder.result()
     joined = {

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from oma_host.cli.client import HostClient
+from tests.builders import tool_use
 from tests.interop.helpers import AcpConfig, spawned_pids, whoami
 from tests.server.helpers import create
 
@@ -65,12 +66,7 @@ async def test_a_streamed_turn_maps_every_update_kind(host: HostClient, acp: Acp
     assert events[1]["data"] == "thinking it over"
     assert events[4]["data"] == {"kind": "future_thing", "detail": 42}
     assert events[5]["data"]["content"]["type"] == "image"
-    assert events[8]["data"] == {
-        "type": "tool_use",
-        "id": "call-1",
-        "name": "Read a.txt",
-        "input": {"path": "a.txt"},
-    }
+    assert events[8]["data"] == tool_use("call-1", "Read a.txt", path="a.txt")
     assert events[9]["data"] == {
         "type": "tool_result",
         "tool_use_id": "call-1",

@@ -1,7 +1,7 @@
 """The LLM backend's tool tests drive a real host against the provider
-simulator (the suite's ``sim``), with the same host fixture as the provider
-tests."""
+simulator (the suite's ``sim``), with the same host as the provider tests:
+their keys, once per HTTP transport."""
 
-from tests.providers.conftest import host
+from tests.providers.conftest import host_options, host_variables
 
-__all__ = ["host"]
+__all__ = ["host_options", "host_variables"]

@@ -7,7 +7,6 @@ listed; ``agent/compact``; sliding-window; ``off``."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.testing.simulator import Reply, Simulator, too_long_fault
-from tests.builders import assistant, image, text, user
+from tests.builders import assistant, image, reply, text, tool_use, user
 from tests.llm.compaction_helpers import (
     SUMMARY_HEADING,
     first_text,
@@ -28,24 +27,21 @@ from tests.llm.compaction_helpers import (
 from tests.providers.conftest import ANTHROPIC_KEY, OPENAI_KEY
 from tests.providers.gemini_bedrock import gb_config, host_env
 from tests.providers.helpers import PNG, llm_config
-from tests.server.helpers import expect_error
+from tests.server.helpers import HostFactory, expect_error
 
 WINDOW = 3_000
 WORDS = "the quick brown fox jumps over the lazy dog " * 6
 
 
 @pytest.fixture
-async def host(tmp_path: Path) -> AsyncIterator[HostClient]:
-    client = await _spawn(tmp_path / "state")
-    yield client
-    await client.close()
+async def host(spawn_host: HostFactory, tmp_path: Path) -> HostClient:
+    return await _spawn(spawn_host, tmp_path / "state")
 
 
-async def _spawn(state: Path) -> HostClient:
+async def _spawn(spawn_host: HostFactory, state: Path) -> HostClient:
+    """A host keeping its sessions in ``state``: a second one restores them."""
     env = host_env(ANTHROPIC_API_KEY=ANTHROPIC_KEY, OPENAI_API_KEY=OPENAI_KEY)
-    client = await HostClient.spawn(host_argv("--state-dir", str(state)), env=env)
-    await client.initialize()
-    return client
+    return await spawn_host(host_argv("--state-dir", str(state)), env=env)
 
 
 def _config(sim: Simulator, provider: str = "anthropic", **extra: Any) -> dict[str, Any]:
@@ -83,12 +79,12 @@ def _history(turns: int) -> list[dict[str, Any]]:
 
 
 async def test_a_session_past_a_small_window_keeps_answering_and_a_second_host_restores_it(
-    sim: Simulator, tmp_path: Path
+    sim: Simulator, tmp_path: Path, spawn_host: HostFactory
 ) -> None:
     count = provider_tokens()
     sim.count_tokens, sim.context_limit = count, WINDOW  # the provider refuses past it
     given = summaries(sim)
-    host = await _spawn(tmp_path / "state")
+    host = await _spawn(spawn_host, tmp_path / "state")
     config = _config(sim, contextWindow=WINDOW, maxTokens=300)
     agent = await _agent(host, config, session="chat-1")
     events: list[tuple[int, dict[str, Any]]] = []
@@ -122,7 +118,7 @@ async def test_a_session_past_a_small_window_keeps_answering_and_a_second_host_r
     assert lifecycle == [(kind, i) for i in ids for kind in ("compaction_started", "compaction")]
     await host.close()
 
-    second = await _spawn(tmp_path / "state")
+    second = await _spawn(spawn_host, tmp_path / "state")
     restored = await _agent(second, config, session="chat-1")
     history = (await second.request("agent/history", {"agentId": restored}))["messages"]
     assert history[0]["content"][0]["text"].startswith(SUMMARY_HEADING)
@@ -210,10 +206,10 @@ async def test_an_image_in_a_summarised_turn_is_sent_to_the_summary_and_listed(
 
 
 async def test_agent_compact_compacts_on_request_or_says_why_not(
-    sim: Simulator, tmp_path: Path
+    sim: Simulator, tmp_path: Path, spawn_host: HostFactory
 ) -> None:
     summaries(sim)
-    host = await _spawn(tmp_path / "state")
+    host = await _spawn(spawn_host, tmp_path / "state")
     config = _config(sim, history=_history(1), pricing={"input": 3, "output": 15})
     agent = await _agent(host, config, session="s")
     empty = await host.request("agent/compact", {"agentId": await _agent(host, _config(sim))})
@@ -237,7 +233,7 @@ async def test_agent_compact_compacts_on_request_or_says_why_not(
     )
     assert "only an LLM agent's history can be compacted" in error.message
     await host.close()
-    second = await _spawn(tmp_path / "state")
+    second = await _spawn(spawn_host, tmp_path / "state")
     restored = await _agent(second, config, session="s")
     history = (await second.request("agent/history", {"agentId": restored}))["messages"]
     assert len(history) == 2 and history[0]["content"][0]["text"].startswith(SUMMARY_HEADING)
@@ -302,19 +298,7 @@ async def test_a_long_turn_is_cut_between_tool_calls_never_inside_one(
         sim, tools=["file_read"], cwd=str(tmp_path), contextWindow=2_500, maxTokens=200
     )
     agent = await _agent(host, config)
-    calls = [
-        Reply(
-            content=[
-                {
-                    "type": "tool_use",
-                    "id": f"call_{n}",
-                    "name": "file_read",
-                    "input": {"path": f"notes{n}.txt"},
-                }
-            ]
-        )
-        for n in range(8)
-    ]
+    calls = [reply(tool_use(f"call_{n}", "file_read", path=f"notes{n}.txt")) for n in range(8)]
     sim.script(*calls, Reply.text("read it all"))
     result = await _prompt(host, agent, "read the eight notes", "t")
     assert result["success"] is True and result["output"] == "read it all", result

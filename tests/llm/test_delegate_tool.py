@@ -13,7 +13,6 @@ import asyncio
 import json
 import shlex
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,12 @@ import pytest
 from oma_host.cli.client import HostClient
 from oma_host.testing.script import RecordedRequest
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.interop.helpers import whoami
 from tests.npm_packages import ensure_npm_packages
 from tests.providers.helpers import llm_config, tool_result_text
 from tests.server.helpers import (
+    HostFactory,
     create,
     expect_error,
     kill_quietly,
@@ -42,11 +43,8 @@ ECHO = "import sys; data = sys.stdin.read(); print(f'{len(data)} chars on stdin:
 
 
 @pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn(env={"ANTHROPIC_API_KEY": KEY})
-    await client.initialize()
-    yield client
-    await client.close()
+async def host(spawn_host: HostFactory) -> HostClient:
+    return await spawn_host(env={"ANTHROPIC_API_KEY": KEY})
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +77,7 @@ def caller(sim: Simulator, delegates: list[str], **extra: Any) -> dict[str, Any]
 
 
 def delegate_call(call_id: str, agent: str, task: str) -> dict[str, Any]:
-    return {
-        "type": "tool_use",
-        "id": call_id,
-        "name": "delegate",
-        "input": {"agent": agent, "task": task},
-    }
+    return tool_use(call_id, "delegate", agent=agent, task=task)
 
 
 def tool_results(sim: Simulator, request: int) -> list[dict[str, Any]]:
@@ -118,7 +111,7 @@ async def test_a_process_delegate_gets_the_task_as_text_and_answers_the_call(
     await create(host, **echo_agent())
     lead = await create(host, **caller(sim, ["echo"]))
     task = 'Summarise {"not": "json"} in one line'
-    sim.script(Reply(content=[delegate_call("d1", "echo", task)]), Reply.text("all done"))
+    sim.script(reply(delegate_call("d1", "echo", task)), Reply.text("all done"))
     result = await stream(host, lead, "t")
     assert result["success"] is True and result["output"] == "all done"
     # The tools the model was offered: delegate, its agent one of the delegates.
@@ -152,8 +145,8 @@ async def test_an_acp_delegate_streams_nested_and_keeps_to_text(
     await create(host, **acp_agent(acp_agent_script))
     lead = await create(host, **caller(sim, ["coder"]))
     sim.script(
-        Reply(content=[delegate_call("d1", "coder", "count for me [chunks]")]),
-        Reply(content=[delegate_call("d2", "coder", "plain words")]),
+        reply(delegate_call("d1", "coder", "count for me [chunks]")),
+        reply(delegate_call("d2", "coder", "plain words")),
         Reply.text("thanks"),
     )
     result = await stream(host, lead, "a")
@@ -194,7 +187,7 @@ async def test_an_acp_agents_process_carries_the_limits_of_the_run_that_started_
     assert _limits_of(first) == "depth=3,calls=16"
     pids = []
     for call_id in ("d1", "d2"):
-        sim.script(Reply(content=[delegate_call(call_id, "coder", "[whoami]")]), Reply.text("ok"))
+        sim.script(reply(delegate_call(call_id, "coder", "[whoami]")), Reply.text("ok"))
         assert (await stream(host, lead, call_id))["success"] is True
         pids.append(int(whoami(tool_results(sim, -1)[0]["content"])["pid"]))
     assert pids[0] != first and pids[1] == pids[0]
@@ -209,7 +202,7 @@ async def test_cancelling_the_caller_ends_a_process_delegate(
     script = f"sleep 60 & echo $$ $! > {pids}; echo working; wait"
     await create(host, **process_config("worker", script))
     lead = await create(host, **caller(sim, ["worker"]))
-    sim.script(Reply(content=[delegate_call("d1", "worker", "work")]), Reply.text("unreached"))
+    sim.script(reply(delegate_call("d1", "worker", "work")), Reply.text("unreached"))
     msg_id, pending = host.start_request(
         "agent/stream", {"agentId": lead, "input": "go", "partialResultToken": "c"}
     )
@@ -235,7 +228,7 @@ async def test_cancelling_the_caller_cancels_an_acp_delegates_turn(
     marker = tmp_path / "agent-pids"
     await create(host, **acp_agent(acp_agent_script, env={"ACP_AGENT_MARKER": str(marker)}))
     lead = await create(host, **caller(sim, ["coder"]))
-    sim.script(Reply(content=[delegate_call("d1", "coder", "wait [hang]")]))
+    sim.script(reply(delegate_call("d1", "coder", "wait [hang]")))
     msg_id, pending = host.start_request(
         "agent/stream", {"agentId": lead, "input": "go", "partialResultToken": "h"}
     )
@@ -245,7 +238,7 @@ async def test_cancelling_the_caller_cancels_an_acp_delegates_turn(
     assert response["error"]["code"] == -32800
     # The agent was told session/cancel: its hung turn ended, and the same
     # process goes on with the session's next turn.
-    sim.script(Reply(content=[delegate_call("d2", "coder", "[whoami]")]), Reply.text("ok"))
+    sim.script(reply(delegate_call("d2", "coder", "[whoami]")), Reply.text("ok"))
     result = await stream(host, lead, "w")
     assert result["success"] is True, result
     me = whoami(tool_results(sim, 2)[0]["content"])
@@ -259,7 +252,7 @@ async def test_an_acp_delegate_that_ignores_the_cancel_is_ended(
     marker = tmp_path / "agent-pids"
     await create(host, **acp_agent(acp_agent_script, env={"ACP_AGENT_MARKER": str(marker)}))
     lead = await create(host, **caller(sim, ["coder"]))
-    sim.script(Reply(content=[delegate_call("d1", "coder", "ignore me [deaf]")]))
+    sim.script(reply(delegate_call("d1", "coder", "ignore me [deaf]")))
     msg_id, pending = host.start_request(
         "agent/stream", {"agentId": lead, "input": "go", "partialResultToken": "x"}
     )
@@ -281,8 +274,8 @@ async def test_a_delegate_that_delegates_is_refused_past_the_depth(
     await create(host, **caller(sim, ["echo"], name="middle"))
     lead = await create(host, **caller(sim, ["middle"], delegation={"maxDepth": 1}))
     sim.script(
-        Reply(content=[delegate_call("d1", "middle", "ask echo")]),  # lead
-        Reply(content=[delegate_call("d2", "echo", "hi")]),  # middle, one level down
+        reply(delegate_call("d1", "middle", "ask echo")),  # lead
+        reply(delegate_call("d2", "echo", "hi")),  # middle, one level down
         Reply.text("echo is out of reach"),  # middle
         Reply.text("done"),  # lead
     )
@@ -346,7 +339,7 @@ async def test_hosts_started_from_the_shell_run_a_level_down_each(
         if len(asked) > 6:
             return Reply.text("enough")
         call = {"type": "tool_use", "id": f"s{asked[-1]}", "name": "shell"}
-        return Reply(content=[{**call, "input": {"command": command}}])
+        return reply({**call, "input": {"command": command}})
 
     sim.responder = model
     agent = await create(host, **config)
@@ -403,7 +396,7 @@ async def test_delegate_usage_and_cost_count_toward_the_callers_budget(
         host, **caller(sim, ["helper"], pricing=prices, maxTokenBudget=100, maxTurns=5)
     )
     sim.script(
-        Reply(content=[delegate_call("d1", "helper", "think hard")]),  # lead: 10 + 5
+        reply(delegate_call("d1", "helper", "think hard")),  # lead: 10 + 5
         Reply.text("deep thoughts", usage={"input_tokens": 200, "output_tokens": 50}),  # helper
     )
     result = await stream(host, lead, "b")
@@ -426,7 +419,7 @@ async def test_a_delegates_cost_ends_the_callers_run_by_its_cost_budget(
     # The caller's own replies cost $0.00002 each: the budget is the delegate's to spend.
     lead = await create(host, **caller(sim, ["helper"], pricing=prices, maxCostBudget=0.002))
     sim.script(
-        Reply(content=[delegate_call("d1", "helper", "think hard")]),  # lead
+        reply(delegate_call("d1", "helper", "think hard")),  # lead
         Reply.text("deep thoughts", usage={"input_tokens": 200, "output_tokens": 50}),  # helper
     )
     result = await stream(host, lead, "c")
@@ -454,7 +447,7 @@ async def test_an_unpriced_llm_delegate_makes_the_callers_cost_unknown_a_process
     await create(host, **llm_config(sim, "anthropic", name="unpriced"))  # sim-1: no known price
     prices = {"input": 1.0, "output": 2.0}
     lead = await create(host, **caller(sim, ["echo", "unpriced"], pricing=prices))
-    sim.script(Reply(content=[delegate_call("d1", "echo", "hi")]), Reply.text("done"))
+    sim.script(reply(delegate_call("d1", "echo", "hi")), Reply.text("done"))
     result = await stream(host, lead, "p")
     own = 2 * (10 * 1.0 + 5 * 2.0) / 1e6
     # A process delegate has no model's prices: its run adds no cost, and no unknown.
@@ -462,7 +455,7 @@ async def test_an_unpriced_llm_delegate_makes_the_callers_cost_unknown_a_process
     state = await host.request("agent/state", {"agentId": lead})
     assert state["cost"]["amount"] == pytest.approx(own)
     sim.script(
-        Reply(content=[delegate_call("d2", "unpriced", "hi")]),
+        reply(delegate_call("d2", "unpriced", "hi")),
         Reply.text("hello"),  # the unpriced delegate's
         Reply.text("done"),
     )
@@ -480,8 +473,8 @@ async def test_a_failed_or_disposed_delegate_is_an_error_result(
     lead = await create(host, **caller(sim, ["broken", "gone"]))
     await host.request("agent/dispose", {"agentId": gone})
     sim.script(
-        Reply(content=[delegate_call("d1", "broken", "x"), delegate_call("d2", "gone", "y")]),
-        Reply(content=[delegate_call("d3", "nobody", "z")]),
+        reply(delegate_call("d1", "broken", "x"), delegate_call("d2", "gone", "y")),
+        reply(delegate_call("d3", "nobody", "z")),
         Reply.text("sorry"),
     )
     result = await stream(host, lead, "e")
@@ -504,7 +497,7 @@ async def test_the_client_is_asked_by_default_and_a_refusal_runs_nothing(
     await create(host, **process_config("worker", f"touch {ran}"))
     lead = await create(host, **caller(sim, ["worker"], permissions=None))
     host.handlers["agent/requestPermission"] = lambda params: {"approve": False}
-    sim.script(Reply(content=[delegate_call("d1", "worker", "go")]), Reply.text("ok"))
+    sim.script(reply(delegate_call("d1", "worker", "go")), Reply.text("ok"))
     result = await stream(host, lead, "p")
     assert result["success"] is True
     asks = [

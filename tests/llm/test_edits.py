@@ -19,6 +19,7 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.helpers import llm_config, results_sent
 
 KEY = "sk-ant-api03-edit-test-key-DO-NOT-LEAK-777"
@@ -54,10 +55,6 @@ async def create(host: HostClient, sim: Simulator, cwd: Path, **extra: Any) -> s
     config = llm_config(sim, "anthropic", tools=WRITE_TOOLS, cwd=str(cwd), **extra)
     agent_id: str = (await host.request("agent/create", {"config": config}))["agentId"]
     return agent_id
-
-
-def use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
 
 
 def utf16_offset(text: str, line: int, character: int) -> int:
@@ -111,11 +108,9 @@ async def test_an_edit_goes_to_the_client_with_the_right_range_and_only_it_write
     editor.handlers["workspace/applyEdit"] = client
     agent = await create(editor, sim, tmp_path)
     sim.script(
-        Reply(
-            content=[
-                use("e", "file_edit", path="src/main.py", old="1  # 😀 old", new="2  # new"),
-                use("w", "file_write", path="docs/new.md", content="# New\n"),
-            ]
+        reply(
+            tool_use("e", "file_edit", path="src/main.py", old="1  # 😀 old", new="2  # new"),
+            tool_use("w", "file_write", path="docs/new.md", content="# New\n"),
         ),
         Reply.text("done"),
     )
@@ -161,7 +156,7 @@ async def test_the_clients_refusal_is_an_error_result(
     editor.handlers["workspace/applyEdit"] = client
     agent = await create(editor, sim, tmp_path)
     sim.script(
-        Reply(content=[use("e", "file_edit", path="a.txt", old="keep", new="gone")]),
+        reply(tool_use("e", "file_edit", path="a.txt", old="keep", new="gone")),
         Reply.text("ok"),
     )
     result = await editor.request("agent/run", {"agentId": agent, "input": "go"})
@@ -183,11 +178,9 @@ async def test_without_the_capability_the_host_writes_atomically_keeping_the_mod
     inode = script.stat().st_ino
     agent = await create(plain, sim, tmp_path)
     sim.script(
-        Reply(
-            content=[
-                use("e", "file_edit", path="run.sh", old="echo old", new="echo new"),
-                use("w", "file_write", path="deep/er/new.txt", content="fresh\n"),
-            ]
+        reply(
+            tool_use("e", "file_edit", path="run.sh", old="echo old", new="echo new"),
+            tool_use("w", "file_write", path="deep/er/new.txt", content="fresh\n"),
         ),
         Reply.text("done"),
     )
@@ -219,13 +212,11 @@ async def test_paths_outside_cwd_are_refused(
     try:
         agent = await create(host, sim, work)
         sim.script(
-            Reply(
-                content=[
-                    use("a", "file_write", path="../escape.txt", content="x"),
-                    use("b", "file_write", path=str(tmp_path / "abs.txt"), content="x"),
-                    use("c", "file_edit", path="link", old="outside", new="inside"),
-                    use("d", "file_write", path="dirlink/escape.txt", content="x"),
-                ]
+            reply(
+                tool_use("a", "file_write", path="../escape.txt", content="x"),
+                tool_use("b", "file_write", path=str(tmp_path / "abs.txt"), content="x"),
+                tool_use("c", "file_edit", path="link", old="outside", new="inside"),
+                tool_use("d", "file_write", path="dirlink/escape.txt", content="x"),
             ),
             Reply.text("done"),
         )
@@ -247,12 +238,10 @@ async def test_a_missing_or_ambiguous_old_tells_the_model_why(
     (tmp_path / "a.txt").write_text("x = 1\nx = 1\n")
     agent = await create(plain, sim, tmp_path)
     sim.script(
-        Reply(
-            content=[
-                use("m", "file_edit", path="a.txt", old="y = 2", new="z"),
-                use("t", "file_edit", path="a.txt", old="x = 1", new="z"),
-                use("n", "file_edit", path="none.txt", old="a", new="b"),
-            ]
+        reply(
+            tool_use("m", "file_edit", path="a.txt", old="y = 2", new="z"),
+            tool_use("t", "file_edit", path="a.txt", old="x = 1", new="z"),
+            tool_use("n", "file_edit", path="none.txt", old="a", new="b"),
         ),
         Reply.text("done"),
     )
@@ -289,13 +278,11 @@ async def test_the_host_keeps_owner_and_links_and_refuses_read_only_and_oversize
     agent = await create(plain, sim, tmp_path)
     huge = "x" * (4 * 1024 * 1024 + 1)
     sim.script(
-        Reply(
-            content=[
-                use("o", "file_edit", path="owned.txt", old="old", new="new"),
-                use("l", "file_write", path="linked.txt", content="new\n"),
-                use("r", "file_edit", path="locked.txt", old="old", new="new"),
-                use("h", "file_write", path="huge.txt", content=huge),
-            ]
+        reply(
+            tool_use("o", "file_edit", path="owned.txt", old="old", new="new"),
+            tool_use("l", "file_write", path="linked.txt", content="new\n"),
+            tool_use("r", "file_edit", path="locked.txt", old="old", new="new"),
+            tool_use("h", "file_write", path="huge.txt", content=huge),
         ),
         Reply.text("done"),
     )

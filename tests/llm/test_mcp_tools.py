@@ -10,7 +10,6 @@ import asyncio
 import base64
 import os
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,10 @@ import pytest
 from oma_host.cli.client import HostClient
 from oma_host.llm.mcp_servers import offered_name
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.npm_packages import ensure_npm_packages
 from tests.providers.helpers import llm_config, results_sent
-from tests.server.helpers import pid_alive
+from tests.server.helpers import HostFactory, pid_alive
 
 SERVERS = Path(__file__).resolve().parent / "mcp_servers"
 BIN = SERVERS / "node_modules" / ".bin"
@@ -36,11 +36,8 @@ def npm_servers() -> None:
 
 
 @pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn(env={"ANTHROPIC_API_KEY": KEY})
-    await client.initialize()
-    yield client
-    await client.close()
+async def host(spawn_host: HostFactory) -> HostClient:
+    return await spawn_host(env={"ANTHROPIC_API_KEY": KEY})
 
 
 def stdio(name: str, command: list[str], **extra: Any) -> dict[str, Any]:
@@ -51,10 +48,6 @@ async def create(host: HostClient, sim: Simulator, **extra: Any) -> str:
     config = llm_config(sim, "anthropic", permissions=ALLOW_MCP, **extra)
     agent_id: str = (await host.request("agent/create", {"config": config}))["agentId"]
     return agent_id
-
-
-def use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
 
 
 def offered(sim: Simulator, index: int = 0) -> dict[str, dict[str, Any]]:
@@ -75,12 +68,10 @@ async def test_everything_tools_are_offered_called_and_answered(
     everything = stdio("everything", [str(BIN / "mcp-server-everything"), "stdio"])
     agent = await create(host, sim, mcpServers=[everything])
     sim.script(
-        Reply(
-            content=[
-                use("e", "everything__echo", message="hello from the model"),
-                use("i", "everything__get-tiny-image"),
-                use("s", "everything__get-sum", a=2, b=40),
-            ]
+        reply(
+            tool_use("e", "everything__echo", message="hello from the model"),
+            tool_use("i", "everything__get-tiny-image"),
+            tool_use("s", "everything__get-sum", a=2, b=40),
         ),
         Reply.text("done"),
     )
@@ -111,11 +102,9 @@ async def test_embedded_resources_are_kept_in_the_result(host: HostClient, sim: 
     agent = await create(host, sim, mcpServers=[everything])
     reference = "everything__get-resource-reference"
     sim.script(
-        Reply(
-            content=[
-                use("t", reference, resourceType="Text", resourceId=1),
-                use("b", reference, resourceType="Blob", resourceId=2),
-            ]
+        reply(
+            tool_use("t", reference, resourceType="Text", resourceId=1),
+            tool_use("b", reference, resourceType="Blob", resourceId=2),
         ),
         Reply.text("done"),
     )
@@ -144,14 +133,12 @@ async def test_filesystem_server_reads_the_agents_folder_and_servers_are_reused(
     faults = stdio("faults", FAULTS)
     agent = await create(host, sim, mcpServers=[filesystem, faults], cwd=str(tmp_path))
     sim.script(
-        Reply(
-            content=[
-                use("r", "fs__read_text_file", path=str(tmp_path / "notes.txt")),
-                use("p", "faults__echo", text="one"),
-            ]
+        reply(
+            tool_use("r", "fs__read_text_file", path=str(tmp_path / "notes.txt")),
+            tool_use("p", "faults__echo", text="one"),
         ),
         Reply.text("first"),
-        Reply(content=[use("p", "faults__echo", text="two")]),
+        reply(tool_use("p", "faults__echo", text="two")),
         Reply.text("second"),
     )
     first = await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=120)
@@ -176,9 +163,9 @@ async def test_reset_ends_the_servers_and_the_next_run_starts_them_again(
 ) -> None:
     agent = await create(host, sim, mcpServers=[stdio("faults", FAULTS)])
     sim.script(
-        Reply(content=[use("p", "faults__echo", text="one")]),
+        reply(tool_use("p", "faults__echo", text="one")),
         Reply.text("first"),
-        Reply(content=[use("p", "faults__echo", text="two")]),
+        reply(tool_use("p", "faults__echo", text="two")),
         Reply.text("second"),
     )
     await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
@@ -191,7 +178,7 @@ async def test_reset_ends_the_servers_and_the_next_run_starts_them_again(
 
 
 async def test_a_one_off_run_ends_its_servers(host: HostClient, sim: Simulator) -> None:
-    sim.script(Reply(content=[use("p", "faults__echo", text="one")]), Reply.text("done"))
+    sim.script(reply(tool_use("p", "faults__echo", text="one")), Reply.text("done"))
     config = llm_config(
         sim, "anthropic", permissions=ALLOW_MCP, mcpServers=[stdio("faults", FAULTS)]
     )
@@ -204,7 +191,7 @@ async def test_a_one_off_run_ends_its_servers(host: HostClient, sim: Simulator) 
 async def test_a_tool_error_goes_back_to_the_model(host: HostClient, sim: Simulator) -> None:
     agent = await create(host, sim, mcpServers=[stdio("faults", FAULTS)])
     sim.script(
-        Reply(content=[use("f", "faults__fail", reason="bad"), use("m", "faults__missing")]),
+        reply(tool_use("f", "faults__fail", reason="bad"), tool_use("m", "faults__missing")),
         Reply.text("noted"),
     )
     result = await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
@@ -238,7 +225,7 @@ async def test_a_server_that_crashes_at_start_fails_the_run_with_its_stderr(
 
 async def test_a_server_that_dies_mid_call_fails_the_run(host: HostClient, sim: Simulator) -> None:
     agent = await create(host, sim, mcpServers=[stdio("faults", FAULTS)])
-    sim.script(Reply(content=[use("d", "faults__die")]), Reply.text("never"))
+    sim.script(reply(tool_use("d", "faults__die")), Reply.text("never"))
     result = await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
     assert result["success"] is False
     assert result["errorInfo"]["kind"] == "mcp"
@@ -323,7 +310,7 @@ async def test_a_streamable_http_server_is_reached_by_url(host: HostClient, sim:
             "headers": [{"name": "Authorization", "value": "Bearer web-token-DO-NOT-LEAK"}],
         }
         agent = await create(host, sim, mcpServers=[web])
-        sim.script(Reply(content=[use("h", "web__echo", text="over http")]), Reply.text("done"))
+        sim.script(reply(tool_use("h", "web__echo", text="over http")), Reply.text("done"))
         result = await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
         assert result["success"] is True, result
         (echo,) = results_sent(sim)
@@ -340,7 +327,7 @@ async def test_shutdown_ends_the_servers(sim: Simulator) -> None:
     client = await HostClient.spawn(env={"ANTHROPIC_API_KEY": KEY})
     await client.initialize()
     agent = await create(client, sim, mcpServers=[stdio("faults", FAULTS)])
-    sim.script(Reply(content=[use("p", "faults__echo", text="one")]), Reply.text("done"))
+    sim.script(reply(tool_use("p", "faults__echo", text="one")), Reply.text("done"))
     await client.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
     pid = int(results_sent(sim)[0]["content"].rsplit("pid ", 1)[1].rstrip(")"))
     assert pid_alive(pid)
@@ -358,7 +345,7 @@ async def test_an_mcp_tool_asks_by_default(host: HostClient, sim: Simulator) -> 
     host.handlers["agent/requestPermission"] = answer
     config = llm_config(sim, "anthropic", mcpServers=[stdio("faults", FAULTS)])
     agent = (await host.request("agent/create", {"config": config}))["agentId"]
-    sim.script(Reply(content=[use("p", "faults__echo", text="asked")]), Reply.text("done"))
+    sim.script(reply(tool_use("p", "faults__echo", text="asked")), Reply.text("done"))
     await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
     (request,) = seen
     assert request["source"] == "tool" and request["kind"] is None
@@ -374,8 +361,8 @@ async def test_a_call_that_never_answers_is_an_error_after_tool_timeout_ms(
     the server answers the next call of the same session."""
     agent = await create(host, sim, mcpServers=[stdio("faults", FAULTS)], toolTimeoutMs=1000)
     sim.script(
-        Reply(content=[use("h", "faults__hang"), use("g", "faults__garble")]),
-        Reply(content=[use("e", "faults__echo", text="still here")]),
+        reply(tool_use("h", "faults__hang"), tool_use("g", "faults__garble")),
+        reply(tool_use("e", "faults__echo", text="still here")),
         Reply.text("done"),
     )
     result = await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=60)
@@ -396,8 +383,8 @@ async def test_an_answer_over_the_limit_is_dropped_and_the_call_told_so(
     answers the next call."""
     agent = await create(host, sim, mcpServers=[stdio("faults", FAULTS)])
     sim.script(
-        Reply(content=[use("b", "faults__big", size=17 * 1024 * 1024)]),
-        Reply(content=[use("s", "faults__big", size=10)]),
+        reply(tool_use("b", "faults__big", size=17 * 1024 * 1024)),
+        reply(tool_use("s", "faults__big", size=10)),
         Reply.text("done"),
     )
     result = await host.request("agent/run", {"agentId": agent, "input": "go"}, timeout=90)

@@ -4,27 +4,20 @@ record of a call carries its ``permission`` event's data, through a real
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.helpers import llm_config
+from tests.server.helpers import HostFactory
 
 
 @pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn(env={"ANTHROPIC_API_KEY": "sk-ant-test-key"})
-    await client.initialize()
-    yield client
-    await client.close()
-
-
-def _use(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+async def host(spawn_host: HostFactory) -> HostClient:
+    return await spawn_host(env={"ANTHROPIC_API_KEY": "sk-ant-test-key"})
 
 
 async def test_tool_call_records_carry_their_permission_decisions(
@@ -41,13 +34,11 @@ async def test_tool_call_records_carry_their_permission_decisions(
     )
     agent = (await host.request("agent/create", {"config": config}))["agentId"]
     sim.script(
-        Reply(
-            content=[
-                _use("r", "file_read", path="a.txt"),
-                _use("s", "file_read", path="secret.txt"),
-                _use("w", "file_write", path="b.txt", content="beta"),
-                _use("x", "no_such_tool"),
-            ]
+        reply(
+            tool_use("r", "file_read", path="a.txt"),
+            tool_use("s", "file_read", path="secret.txt"),
+            tool_use("w", "file_write", path="b.txt", content="beta"),
+            tool_use("x", "no_such_tool"),
         ),
         Reply.text("done"),
     )

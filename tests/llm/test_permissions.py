@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,9 @@ from oma_host.core.tools import builtin_tool
 from oma_host.testing.simulator import Reply, Simulator
 from oma_host.workspace.confined import Root
 from oma_host.workspace.permissions import evaluate, find_target, target_of, undeclared_tool
+from tests.builders import reply, tool_use
 from tests.providers.helpers import llm_config, results_sent
+from tests.server.helpers import HostFactory
 
 KEY = "sk-ant-api03-permission-test-key-DO-NOT-LEAK-99"
 FAULTS_SERVER = Path(__file__).resolve().parent / "mcp_servers" / "faults.py"
@@ -102,19 +103,12 @@ def test_the_main_argument_is_the_path_or_the_command() -> None:
 
 
 @pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn(env={"ANTHROPIC_API_KEY": KEY})
-    await client.initialize()
-    yield client
-    await client.close()
+async def host(spawn_host: HostFactory) -> HostClient:
+    return await spawn_host(env={"ANTHROPIC_API_KEY": KEY})
 
 
 def write(call_id: str, path: str) -> dict[str, Any]:
-    return call(call_id, "file_write", path=path, content=f"{call_id}\n")
-
-
-def call(call_id: str, name: str, /, **arguments: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+    return tool_use(call_id, "file_write", path=path, content=f"{call_id}\n")
 
 
 async def create(host: HostClient, sim: Simulator, cwd: Path, **extra: Any) -> str:
@@ -142,7 +136,7 @@ def asked(host: HostClient) -> list[dict[str, Any]]:
 async def test_allow_once_asks_every_time(host: HostClient, sim: Simulator, tmp_path: Path) -> None:
     host.handlers["agent/requestPermission"] = lambda params: {"approve": True, "scope": "once"}
     agent = await create(host, sim, tmp_path)
-    sim.script(Reply(content=[write("a", "a.txt"), write("b", "b.txt")]), Reply.text("done"))
+    sim.script(reply(write("a", "a.txt"), write("b", "b.txt")), Reply.text("done"))
     result = await run(host, agent, "once")
     assert result["success"] is True
     first, second = asked(host)
@@ -176,9 +170,9 @@ async def test_always_this_session_is_not_asked_again(
     host.handlers["agent/requestPermission"] = lambda params: {"approve": True, "scope": "session"}
     agent = await create(host, sim, tmp_path)
     sim.script(
-        Reply(content=[write("a", "a.txt"), write("b", "./a.txt")]),
+        reply(write("a", "a.txt"), write("b", "./a.txt")),
         Reply.text("first"),
-        Reply(content=[write("c", "a.txt")]),
+        reply(write("c", "a.txt")),
         Reply.text("second"),
     )
     await run(host, agent, "s1")
@@ -189,7 +183,7 @@ async def test_always_this_session_is_not_asked_again(
     assert by == ["client", "session", "session"]
     # A reset ends the session's grants: the next run asks again.
     await host.request("agent/reset", {"agentId": agent})
-    sim.script(Reply(content=[write("d", "a.txt")]), Reply.text("third"))
+    sim.script(reply(write("d", "a.txt")), Reply.text("third"))
     await run(host, agent, "s3")
     assert len(asked(host)) == 2
 
@@ -199,7 +193,7 @@ async def test_deny_is_an_error_result_and_writes_nothing(
 ) -> None:
     host.handlers["agent/requestPermission"] = lambda params: {"approve": False}
     agent = await create(host, sim, tmp_path)
-    sim.script(Reply(content=[write("a", "a.txt")]), Reply.text("ok"))
+    sim.script(reply(write("a", "a.txt")), Reply.text("ok"))
     result = await run(host, agent, "deny")
     assert result["success"] is True
     (denied,) = results_sent(sim, 1)
@@ -219,7 +213,7 @@ async def test_no_answer_within_the_hooks_timeout_denies(
 
     host.handlers["agent/requestPermission"] = never
     agent = await create(host, sim, tmp_path, hooks={"timeoutMs": 300})
-    sim.script(Reply(content=[write("a", "a.txt")]), Reply.text("ok"))
+    sim.script(reply(write("a", "a.txt")), Reply.text("ok"))
     await run(host, agent, "late")
     (denied,) = results_sent(sim, 1)
     assert denied["content"] == "file_write: permission denied (the client did not answer in time)"
@@ -241,7 +235,7 @@ async def test_a_malformed_answer_or_an_error_denies(
 
     host.handlers["agent/requestPermission"] = answer
     agent = await create(host, sim, tmp_path)
-    sim.script(Reply(content=[write("a", "a.txt"), write("b", "b.txt")]), Reply.text("ok"))
+    sim.script(reply(write("a", "a.txt"), write("b", "b.txt")), Reply.text("ok"))
     await run(host, agent, "bad")
     assert [e["by"] for e in permission_events(host, "bad")] == ["bad_answer", "client_error"]
     assert list(tmp_path.iterdir()) == []
@@ -255,7 +249,7 @@ async def test_rules_allow_and_deny_without_asking(
         {"tool": "file_*", "action": "deny"},
     ]
     agent = await create(host, sim, tmp_path, permissions=rules)
-    sim.script(Reply(content=[write("a", "a.md"), write("b", "b.txt")]), Reply.text("ok"))
+    sim.script(reply(write("a", "a.md"), write("b", "b.txt")), Reply.text("ok"))
     await run(host, agent, "rules")
     assert asked(host) == []
     allowed, denied = results_sent(sim, 1)
@@ -274,7 +268,7 @@ async def test_a_team_has_no_client_to_ask_so_ask_denies(
 ) -> None:
     host.handlers["agent/requestPermission"] = lambda params: {"approve": True}
     agent = llm_config(sim, "anthropic", name="writer", tools=["file_write"], cwd=str(tmp_path))
-    sim.script(Reply(content=[write("a", "a.txt")]), Reply.text("ok"))
+    sim.script(reply(write("a", "a.txt")), Reply.text("ok"))
     tasks = [{"id": "t", "title": "Write", "description": "write a.txt", "assignee": "writer"}]
     result = await host.request("oma/runTasks", {"team": {"agents": [agent]}, "tasks": tasks})
     assert result["success"] is True, result
@@ -367,7 +361,7 @@ async def test_an_mcp_tool_whose_targets_cannot_be_found_is_not_allowed_by_a_pat
     out = {"source": "secrets/key", "target": "stolen.txt"}
     decoy = {**out, "path": "docs/readme.md"}
     sim.script(
-        Reply(content=[call("m1", "faults__move", **out), call("m2", "faults__move", **decoy)]),
+        reply(tool_use("m1", "faults__move", **out), tool_use("m2", "faults__move", **decoy)),
         Reply.text("ok"),
     )
     await run(host, agent, "mcp")
@@ -397,7 +391,7 @@ async def test_a_name_swapped_for_a_symlink_after_the_approval_is_not_written(
 
     host.handlers["agent/requestPermission"] = approve_and_swap
     agent = await create(host, sim, tmp_path)
-    sim.script(Reply(content=[write("w", "notes.txt")]), Reply.text("ok"))
+    sim.script(reply(write("w", "notes.txt")), Reply.text("ok"))
     await run(host, agent, "swap")
     (refused,) = results_sent(sim, 1)
     assert refused["is_error"] is True
@@ -432,10 +426,10 @@ async def test_grep_leaves_out_every_file_a_rule_keeps_out(
     agent = (await host.request("agent/create", {"config": config}))["agentId"]
     paths = [None, ".", "secrets", "vault", "src", "secrets/k.txt", "vault/k.txt"]
     calls = [
-        call(f"g{index}", "grep", pattern="api", **({} if path is None else {"path": path}))
+        tool_use(f"g{index}", "grep", pattern="api", **({} if path is None else {"path": path}))
         for index, path in enumerate(paths)
     ]
-    calls.append(call("r", "file_read", path="vault/k.txt"))
+    calls.append(tool_use("r", "file_read", path="vault/k.txt"))
     sim.script(Reply(content=calls), Reply.text("ok"))
     await run(host, agent, "grep")
     results = {block["tool_use_id"]: block for block in results_sent(sim, 1)}
@@ -461,11 +455,8 @@ async def test_glob_lists_no_path_a_rule_keeps_out(
     config = llm_config(sim, "anthropic", tools=["glob"], cwd=str(tmp_path), permissions=rules)
     agent = (await host.request("agent/create", {"config": config}))["agentId"]
     sim.script(
-        Reply(
-            content=[
-                call("all", "glob", pattern="**/*"),
-                call("vault", "glob", pattern="vault/*"),
-            ]
+        reply(
+            tool_use("all", "glob", pattern="**/*"), tool_use("vault", "glob", pattern="vault/*")
         ),
         Reply.text("ok"),
     )
@@ -497,18 +488,18 @@ async def test_an_mcp_call_naming_a_denied_file_by_uri_or_folder_is_denied(
     agent = await create(host, sim, tmp_path, mcpServers=[faults], permissions=rules)
     cwd = str(tmp_path)
     denied = [
-        call("uri", "faults__read", uri=f"file://{cwd}/secrets/k.txt"),
-        call("host", "faults__read", uri=f"file://localhost{cwd}/secrets/%6B.txt"),
-        call("dir", "faults__read_in", dir="secrets", name="k.txt"),
-        call("abs", "faults__read_in", dir=f"{cwd}/secrets", name="k.txt"),
-        call("link", "faults__read_in", dir="vault", name="k.txt"),
-        call("root", "faults__read_in", dir=cwd, name="secrets/k.txt"),
+        tool_use("uri", "faults__read", uri=f"file://{cwd}/secrets/k.txt"),
+        tool_use("host", "faults__read", uri=f"file://localhost{cwd}/secrets/%6B.txt"),
+        tool_use("dir", "faults__read_in", dir="secrets", name="k.txt"),
+        tool_use("abs", "faults__read_in", dir=f"{cwd}/secrets", name="k.txt"),
+        tool_use("link", "faults__read_in", dir="vault", name="k.txt"),
+        tool_use("root", "faults__read_in", dir=cwd, name="secrets/k.txt"),
     ]
     allowed = [
-        call("ok_uri", "faults__read", uri=f"file://{cwd}/src/a.py"),
-        call("ok_dir", "faults__read_in", dir="src", name="a.py"),
+        tool_use("ok_uri", "faults__read", uri=f"file://{cwd}/src/a.py"),
+        tool_use("ok_dir", "faults__read_in", dir="src", name="a.py"),
     ]
-    sim.script(Reply(content=[*denied, *allowed]), Reply.text("ok"))
+    sim.script(reply(*denied, *allowed), Reply.text("ok"))
     await run(host, agent, "mcp-reach")
     results = {block["tool_use_id"]: block for block in results_sent(sim, 1)}
     for block in denied:
@@ -537,9 +528,9 @@ async def test_always_this_session_covers_the_approved_file_only(
     agent = await create(host, sim, tmp_path)
     hook = ".git/hooks/pre-commit"
     sim.script(
-        Reply(content=[write("a", "docs/notes.md"), write("b", "docs/notes.md")]),
+        reply(write("a", "docs/notes.md"), write("b", "docs/notes.md")),
         Reply.text("first"),
-        Reply(content=[write("c", "docs/other.md"), write("d", hook), write("e", hook)]),
+        reply(write("c", "docs/other.md"), write("d", hook), write("e", hook)),
         Reply.text("second"),
     )
     await run(host, agent, "s1")
@@ -591,7 +582,7 @@ async def test_git_and_the_agents_own_config_are_always_asked_for(
         ]
         calls = [write(f"w{index}", path) for index, path in enumerate(protected)]
         calls.append(
-            call("mv", "faults__move", source="payload.sh", target=".git/hooks/pre-commit")
+            tool_use("mv", "faults__move", source="payload.sh", target=".git/hooks/pre-commit")
         )
         calls.append(write("ok", "src/ok.txt"))
         sim.script(Reply(content=calls), Reply.text("ok"))

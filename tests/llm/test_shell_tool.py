@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,9 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.helpers import llm_config, results_sent
-from tests.server.helpers import kill_quietly, pid_alive
+from tests.server.helpers import HostFactory, kill_quietly, pid_alive
 
 KEY = "sk-ant-api03-shell-test-key-DO-NOT-LEAK-0123456789"
 HOST_SECRETS = {
@@ -58,20 +58,12 @@ ALLOW_SHELL = [{"tool": "shell", "action": "allow"}]
 
 
 @pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn(env={**HOST_SECRETS, **HOST_TOOLS})
-    await client.initialize()
-    yield client
-    await client.close()
+async def host(spawn_host: HostFactory) -> HostClient:
+    return await spawn_host(env={**HOST_SECRETS, **HOST_TOOLS})
 
 
 def shell(call_id: str, command: str, **more: Any) -> dict[str, Any]:
-    return {
-        "type": "tool_use",
-        "id": call_id,
-        "name": "shell",
-        "input": {"command": command, **more},
-    }
+    return tool_use(call_id, "shell", command=command, **more)
 
 
 async def create(host: HostClient, sim: Simulator, cwd: Path, **extra: Any) -> str:
@@ -117,7 +109,7 @@ async def test_a_command_runs_in_cwd_its_output_streamed_and_sent_with_the_exit_
 ) -> None:
     agent = await create(host, sim, tmp_path)
     command = "pwd; echo to-stdout; echo to-stderr >&2; sleep 0.3; echo later; exit 3"
-    sim.script(Reply(content=[shell("s", command), shell("ok", "true")]), Reply.text("done"))
+    sim.script(reply(shell("s", command), shell("ok", "true")), Reply.text("done"))
     result = await stream(host, agent, "t")
     assert result["success"] is True
     results = sent(sim)
@@ -141,7 +133,7 @@ async def test_a_timeout_ends_the_command_and_every_process_it_started(
 ) -> None:
     agent = await create(host, sim, tmp_path)
     command = "sleep 300 & echo $! > pids; echo $$ >> pids; echo waiting; wait"
-    sim.script(Reply(content=[shell("s", command, timeoutMs=1000)]), Reply.text("done"))
+    sim.script(reply(shell("s", command, timeoutMs=1000)), Reply.text("done"))
     await stream(host, agent, "t")
     (result,) = results_sent(sim, 1)
     assert result["is_error"] is True
@@ -158,7 +150,7 @@ async def test_the_model_cannot_ask_for_more_than_tool_timeout_ms(
     host: HostClient, sim: Simulator, tmp_path: Path
 ) -> None:
     agent = await create(host, sim, tmp_path, toolTimeoutMs=1500)
-    sim.script(Reply(content=[shell("s", "sleep 60", timeoutMs=600_000)]), Reply.text("done"))
+    sim.script(reply(shell("s", "sleep 60", timeoutMs=600_000)), Reply.text("done"))
     await stream(host, agent, "t")
     (result,) = results_sent(sim, 1)
     assert result["content"].startswith("shell: timed out after 1.5 s")
@@ -168,7 +160,7 @@ async def test_the_model_asks_for_less_time_in_timeout_ms(
     host: HostClient, sim: Simulator, tmp_path: Path
 ) -> None:
     agent = await create(host, sim, tmp_path, toolTimeoutMs=20_000)
-    sim.script(Reply(content=[shell("s", "sleep 60", timeoutMs=500)]), Reply.text("done"))
+    sim.script(reply(shell("s", "sleep 60", timeoutMs=500)), Reply.text("done"))
     await stream(host, agent, "t")
     # The limit as the model sees it: timeoutMs, in milliseconds.
     (tool,) = [tool for tool in sim.requests[0].body["tools"] if tool["name"] == "shell"]
@@ -184,7 +176,7 @@ async def test_an_old_timeout_is_refused_naming_timeout_ms_and_runs_nothing(
     # Seconds here once, milliseconds in other agents' shells: guessing its
     # unit could cut a command short, so the model is told what to send.
     agent = await create(host, sim, tmp_path)
-    sim.script(Reply(content=[shell("s", "touch ran", timeout=30)]), Reply.text("done"))
+    sim.script(reply(shell("s", "touch ran", timeout=30)), Reply.text("done"))
     result = await stream(host, agent, "t")
     assert result["success"] is True
     (sent_back,) = results_sent(sim, 1)
@@ -201,7 +193,7 @@ async def test_background_processes_left_running_are_ended_when_it_exits(
 ) -> None:
     agent = await create(host, sim, tmp_path)
     command = "sleep 300 >/dev/null 2>&1 & echo $! > pids; echo started"
-    sim.script(Reply(content=[shell("s", command)]), Reply.text("done"))
+    sim.script(reply(shell("s", command)), Reply.text("done"))
     await stream(host, agent, "t")
     (result,) = results_sent(sim, 1)
     assert result["content"] == (
@@ -245,7 +237,7 @@ async def test_a_process_that_left_the_group_ends_when_the_command_exits(
     agent = await create(host, sim, tmp_path)
     pid_file = tmp_path / "escaped.pid"
     sim.script(
-        Reply(content=[shell("s", escaping(spelling, pid_file, "echo started"))]),
+        reply(shell("s", escaping(spelling, pid_file, "echo started"))),
         Reply.text("done"),
     )
     await stream(host, agent, "t")
@@ -274,7 +266,7 @@ async def test_a_process_that_left_the_group_ends_with_the_host(
         agent = await create(host, sim, tmp_path)
         pid_file = tmp_path / "escaped.pid"
         command = escaping(spelling, pid_file, "echo started; sleep 300")
-        sim.script(Reply(content=[shell("s", command)]), Reply.text("never asked"))
+        sim.script(reply(shell("s", command)), Reply.text("never asked"))
         _, pending = host.start_request(
             "agent/stream", {"agentId": agent, "input": "go", "partialResultToken": "t"}
         )
@@ -306,7 +298,7 @@ async def test_a_cancelled_turn_ends_the_command_and_every_process_it_started(
 ) -> None:
     agent = await create(host, sim, tmp_path)
     command = "sleep 300 & echo $! > pids; echo $$ >> pids; echo started; wait"
-    sim.script(Reply(content=[shell("s", command)]), Reply.text("never asked"))
+    sim.script(reply(shell("s", command)), Reply.text("never asked"))
     msg_id, pending = host.start_request(
         "agent/stream", {"agentId": agent, "input": "go", "partialResultToken": "c"}
     )
@@ -329,7 +321,7 @@ async def test_a_command_that_kills_what_runs_it_is_still_ended(
     # the command's process group itself.
     command = "sleep 300 & echo $! > pids; echo $$ >> pids; kill -9 $PPID; sleep 300"
     agent = await create(host, sim, tmp_path)
-    sim.script(Reply(content=[shell("s", command)]), Reply.text("done"))
+    sim.script(reply(shell("s", command)), Reply.text("done"))
     await stream(host, agent, "t")
     background, sh = pids_in(tmp_path / "pids")
     assert await gone(background) and await gone(sh)
@@ -344,7 +336,7 @@ async def test_a_pipeline_ends_its_writer_as_a_terminal_would(
     # ``head`` has had its line, as in a terminal.
     agent = await create(host, sim, tmp_path)
     sim.script(
-        Reply(content=[shell("s", "yes | head -n 1; trap")]),
+        reply(shell("s", "yes | head -n 1; trap")),
         Reply.text("done"),
     )
     await stream(host, agent, "t")
@@ -356,7 +348,7 @@ async def test_output_past_the_cap_keeps_its_head_and_tail(
     host: HostClient, sim: Simulator, tmp_path: Path
 ) -> None:
     agent = await create(host, sim, tmp_path)
-    sim.script(Reply(content=[shell("s", "seq 1 30000")]), Reply.text("done"))
+    sim.script(reply(shell("s", "seq 1 30000")), Reply.text("done"))
     await stream(host, agent, "t")
     (result,) = results_sent(sim, 1)
     whole = "".join(f"{n}\n" for n in range(1, 30001))
@@ -373,7 +365,7 @@ async def test_the_command_sees_no_secret_of_the_host(
     host: HostClient, sim: Simulator, tmp_path: Path
 ) -> None:
     agent = await create(host, sim, tmp_path)
-    sim.script(Reply(content=[shell("s", "env")]), Reply.text("done"))
+    sim.script(reply(shell("s", "env")), Reply.text("done"))
     await stream(host, agent, "t")
     (result,) = results_sent(sim, 1)
     variables = dict(line.split("=", 1) for line in result["content"].splitlines() if "=" in line)
@@ -395,7 +387,7 @@ async def test_a_secret_the_command_prints_is_redacted_in_the_stream_even_split(
     agent = await create(host, sim, tmp_path)
     half = len(KEY) // 2
     command = f"printf '%s' '{KEY[:half]}'; sleep 0.3; printf '%s' '{KEY[half:]}'; echo"
-    sim.script(Reply(content=[shell("s", command)]), Reply.text("done"))
+    sim.script(reply(shell("s", command)), Reply.text("done"))
     await stream(host, agent, "t")
     text = streamed(host, "t", "s")
     assert KEY not in text and KEY[:half] not in text
@@ -407,7 +399,7 @@ async def test_ask_is_the_default_and_a_denied_command_never_runs(
 ) -> None:
     host.handlers["agent/requestPermission"] = lambda params: {"approve": False}
     agent = await create(host, sim, tmp_path, permissions=None)
-    sim.script(Reply(content=[shell("s", "touch made")]), Reply.text("done"))
+    sim.script(reply(shell("s", "touch made")), Reply.text("done"))
     result = await stream(host, agent, "t")
     (request,) = [p for m, p in host.server_requests if m == "agent/requestPermission"]
     assert request["kind"] == "execute"
@@ -474,7 +466,7 @@ async def test_always_allow_covers_that_command_line_only(
     host.handlers["agent/requestPermission"] = lambda params: {"approve": True, "scope": "session"}
     agent = await create(host, sim, tmp_path, permissions=None)
     sim.script(
-        Reply(content=[shell("a", "echo one"), shell("b", "echo one"), shell("c", "touch x")]),
+        reply(shell("a", "echo one"), shell("b", "echo one"), shell("c", "touch x")),
         Reply.text("done"),
     )
     await stream(host, agent, "t")

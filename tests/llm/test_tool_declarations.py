@@ -7,10 +7,10 @@ to the model as an error result that names the field."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.helpers import create_llm, results_sent
 
 PATH = {"type": "string", "description": "relative path"}
@@ -66,10 +66,6 @@ SCHEMAS = {
 }
 
 
-def _use(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
-
-
 async def test_the_provider_is_sent_each_tools_plain_schema(
     host: HostClient, sim: Simulator, tmp_path: Path
 ) -> None:
@@ -91,14 +87,12 @@ async def test_a_call_the_params_refuse_is_an_error_result_naming_the_field(
         host, sim, "anthropic", tools=tools, cwd=str(tmp_path), permissions=allow
     )
     sim.script(
-        Reply(
-            content=[
-                _use("missing", "file_read", {}),
-                _use("typed", "grep", {"pattern": 7}),
-                _use("empty", "file_edit", {"path": "notes.txt", "old": "", "new": "x"}),
-                _use("extra", "file_read", {"path": "notes.txt", "lines": 3}),
-                _use("list", "grep", ["needle"]),
-            ]
+        reply(
+            tool_use("missing", "file_read", {}),
+            tool_use("typed", "grep", {"pattern": 7}),
+            tool_use("empty", "file_edit", {"path": "notes.txt", "old": "", "new": "x"}),
+            tool_use("extra", "file_read", {"path": "notes.txt", "lines": 3}),
+            tool_use("list", "grep", ["needle"]),
         ),
         Reply.text("done"),
     )

@@ -13,17 +13,13 @@ from typing import Any
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.helpers import create_llm
 from tests.server.helpers import wait_for_progress
 
 
 def grep_call(call_id: str, pattern: str, path: str = ".") -> dict[str, Any]:
-    return {
-        "type": "tool_use",
-        "id": call_id,
-        "name": "grep",
-        "input": {"pattern": pattern, "path": path},
-    }
+    return tool_use(call_id, "grep", pattern=pattern, path=path)
 
 
 def tool_results(sim: Simulator) -> list[dict[str, Any]]:
@@ -44,7 +40,7 @@ async def test_a_backtracking_pattern_is_answered_at_once_and_one_re2_lacks_is_a
     (tmp_path / "a.txt").write_text(("a" * 28 + "!\n") * 3)
     agent = await create_llm(host, sim, "anthropic", tools=["grep"], cwd=str(tmp_path))
     sim.script(
-        Reply(content=[grep_call("slow", "(a+)+$"), grep_call("look", "(?<=a)!")]),
+        reply(grep_call("slow", "(a+)+$"), grep_call("look", "(?<=a)!")),
         Reply.text("done"),
     )
     started = time.monotonic()
@@ -68,8 +64,8 @@ async def test_symlink_loops_in_cwd_leave_grep_and_glob_working(
     (tmp_path / "pong").symlink_to("ping")
     (tmp_path / "src" / "up").symlink_to("..")
     agent = await create_llm(host, sim, "anthropic", tools=["grep", "glob"], cwd=str(tmp_path))
-    glob = {"type": "tool_use", "id": "g", "name": "glob", "input": {"pattern": "**/*.py"}}
-    sim.script(Reply(content=[grep_call("n", "needle"), glob]), Reply.text("done"))
+    glob = tool_use("g", "glob", pattern="**/*.py")
+    sim.script(reply(grep_call("n", "needle"), glob), Reply.text("done"))
     result = await host.request("agent/run", {"agentId": agent, "input": "go"})
     assert result["success"] is True
     assert [(r.get("is_error", False), r["content"]) for r in tool_results(sim)] == [
@@ -89,7 +85,7 @@ async def test_a_run_cancelled_mid_grep_stops_its_worker(
         for name in range(100):
             os.link(tmp_path / "one.txt", tmp_path / f"d{directory:02}" / f"f{name:03}.txt")
     agent = await create_llm(host, sim, "anthropic", tools=["grep"], cwd=str(tmp_path))
-    sim.script(Reply(content=[grep_call("long", "never-there")]), Reply.text("unreached"))
+    sim.script(reply(grep_call("long", "never-there")), Reply.text("unreached"))
     msg_id, pending = host.start_request(
         "agent/stream", {"agentId": agent, "input": "go", "partialResultToken": "p"}
     )

@@ -21,7 +21,7 @@ import os
 import re
 import signal
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,14 +89,6 @@ def acp_agent_script() -> str:
     folder = Path(__file__).resolve().parents[1] / "interop" / "acp_agent"
     ensure_npm_packages(folder, "@agentclientprotocol/sdk/package.json")
     return str(folder / "agent.mjs")
-
-
-@pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn()
-    await client.initialize()
-    yield client
-    await client.close()
 
 
 def ray(cluster: RayCluster, **fields: Any) -> dict[str, Any]:

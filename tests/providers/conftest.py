@@ -4,11 +4,10 @@ with a known API key in its environment, once per HTTP transport."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
-from oma_host.cli.client import HostClient
 from tests.providers.helpers import TRANSPORTS
 
 ANTHROPIC_KEY = "sk-ant-api03-test-key-DO-NOT-LEAK-1234567890"
@@ -16,16 +15,17 @@ OPENAI_KEY = "sk-proj-test-key-DO-NOT-LEAK-0987654321"
 AZURE_KEY = "azure-test-key-DO-NOT-LEAK-5678901234abcdef"
 
 
+@pytest.fixture
+def host_variables() -> dict[str, str]:
+    """Every provider test's host knows these keys (none of them may leak)."""
+    return {
+        "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
+        "OPENAI_API_KEY": OPENAI_KEY,
+        "AZURE_OPENAI_API_KEY": AZURE_KEY,
+    }
+
+
 @pytest.fixture(params=TRANSPORTS)
-async def host(request: pytest.FixtureRequest) -> AsyncIterator[HostClient]:
+def host_options(request: pytest.FixtureRequest) -> dict[str, Any]:
     """A host on each HTTP transport in turn: every provider test runs on both."""
-    client = await HostClient.spawn(
-        env={
-            "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
-            "OPENAI_API_KEY": OPENAI_KEY,
-            "AZURE_OPENAI_API_KEY": AZURE_KEY,
-        }
-    )
-    await client.initialize({"http": {"transport": request.param}})
-    yield client
-    await client.close()
+    return {"http": {"transport": request.param}}

@@ -12,7 +12,7 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
-from tests.builders import text
+from tests.builders import reply, text, tool_use
 from tests.providers.helpers import create_llm
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -30,8 +30,8 @@ async def test_caching_marks_the_system_prompt_the_last_tool_and_the_conversatio
         tools=["file_read", "glob"],
         cwd=str(tmp_path),
     )
-    call = {"type": "tool_use", "id": "t1", "name": "file_read", "input": {"path": "a.txt"}}
-    sim.script(Reply(content=[text("reading"), call]), Reply.text("alpha it is"))
+    call = tool_use("t1", "file_read", path="a.txt")
+    sim.script(reply(text("reading"), call), Reply.text("alpha it is"))
     result = await host.request("agent/run", {"agentId": agent, "input": "read a.txt"})
     assert result["success"] is True, result
     for request in sim.requests:
@@ -79,7 +79,7 @@ async def test_cache_counts_are_reported_and_summed_over_turns(
         "cache_creation_input_tokens": 40,
         "cache_read_input_tokens": 1500,
     }
-    call = {"type": "tool_use", "id": "t1", "name": "file_read", "input": {"path": "a.txt"}}
+    call = tool_use("t1", "file_read", path="a.txt")
     sim.script(Reply(content=[call], usage=first), Reply.text("done", usage=second))
     method = "agent/stream" if streaming else "agent/run"
     params: dict[str, Any] = {"agentId": agent, "input": "go"}
@@ -160,7 +160,7 @@ async def test_thinking_maps_to_each_model_generation(
     if max_tokens is not None:
         extra["maxTokens"] = max_tokens
     agent = await create_llm(host, sim, "anthropic", **extra)
-    sim.script(Reply(content=[{"type": "reasoning", "text": "so", "signature": "s1"}, text("ok")]))
+    sim.script(reply({"type": "reasoning", "text": "so", "signature": "s1"}, text("ok")))
     result = await host.request("agent/run", {"agentId": agent, "input": "hi"})
     assert result["success"] is True, result
     body = sim.requests[-1].body

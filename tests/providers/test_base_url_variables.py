@@ -23,6 +23,7 @@ import pytest
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.core.provider_facts import PROVIDERS
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.conftest import ANTHROPIC_KEY, AZURE_KEY, OPENAI_KEY
 from tests.providers.gemini_bedrock import GEMINI_KEY, host_env, signature_is_valid
 
@@ -224,8 +225,8 @@ async def test_the_shell_tool_does_not_see_a_variable_whose_url_has_a_password(
         "GOOGLE_GEMINI_BASE_URL": f"https://gemini.example.com/?key={password}x",
         "OPENAI_BASE_URL": "https://plain.example.com/v1",
     }
-    shell = {"type": "tool_use", "id": "s", "name": "shell", "input": {"command": "env"}}
-    sim.script(Reply(content=[shell]), Reply.text("done"))
+    shell = tool_use("s", "shell", command="env")
+    sim.script(reply(shell), Reply.text("done"))
     async with spawned(env) as client:
         config = {
             "name": "a",

@@ -6,7 +6,6 @@ or signature in anything the host writes."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.testing.simulator import Fault, Reply, Simulator
-from tests.builders import text
+from tests.builders import text, tool_use
 from tests.providers.gemini_bedrock import (
     AWS_ACCESS_KEY,
     AWS_SECRET,
@@ -25,15 +24,13 @@ from tests.providers.gemini_bedrock import (
     host_env,
     signature_is_valid,
 )
-from tests.providers.helpers import PNG, TRANSPORTS, image
+from tests.providers.helpers import PNG, image
+from tests.server.helpers import HostFactory
 
 
-@pytest.fixture(params=TRANSPORTS)
-async def host(request: pytest.FixtureRequest) -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn(env=host_env())
-    await client.initialize({"http": {"transport": request.param}})
-    yield client
-    await client.close()
+@pytest.fixture
+def host_variables() -> dict[str, str]:
+    return host_env()
 
 
 async def create(host: HostClient, sim: Simulator, provider: str, **extra: Any) -> str:
@@ -113,12 +110,7 @@ async def test_text_and_an_image_reach_the_provider_in_its_own_form(
 
 def first_reply(provider: str) -> list[dict[str, Any]]:
     """Thinking, text and a tool call, each signed the provider's way."""
-    call: dict[str, Any] = {
-        "type": "tool_use",
-        "id": "tooluse_1",
-        "name": "file_read",
-        "input": {"path": "notes.txt"},
-    }
+    call: dict[str, Any] = tool_use("tooluse_1", "file_read", path="notes.txt")
     if provider == "gemini":
         signed = {"providerMetadata": {"google": {"thoughtSignature": "Cs0BAdHtim9+c2lnMQ=="}}}
         return [
@@ -236,7 +228,7 @@ async def test_bedrock_tool_errors_and_images_in_tool_results(
         {"role": "user", "content": [text("look")]},
         {
             "role": "assistant",
-            "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}],
+            "content": [tool_use("t1", "shot")],
         },
         {
             "role": "user",
@@ -250,7 +242,7 @@ async def test_bedrock_tool_errors_and_images_in_tool_results(
         },
         {
             "role": "assistant",
-            "content": [{"type": "tool_use", "id": "t2", "name": "x", "input": {}}],
+            "content": [tool_use("t2", "x")],
         },
         {
             "role": "user",
@@ -414,11 +406,10 @@ async def test_gemini_answers_a_bad_key_with_400_and_that_is_an_auth_failure(
 
 @pytest.mark.parametrize("provider", GB_PROVIDERS)
 async def test_missing_credentials_fail_the_run_before_any_request(
-    sim: Simulator, provider: str
+    sim: Simulator, provider: str, spawn_host: HostFactory
 ) -> None:
     env = host_env(GEMINI_API_KEY="", AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY="")
-    client = await HostClient.spawn(env=env)
-    await client.initialize()
+    client = await spawn_host(env=env)
     agent = (await client.request("agent/create", {"config": gb_config(sim, provider)}))["agentId"]
     result = await client.request("agent/run", {"agentId": agent, "input": "x"})
     assert result["success"] is False and result["errorInfo"]["kind"] == "auth", result
@@ -432,12 +423,11 @@ async def test_missing_credentials_fail_the_run_before_any_request(
 
 
 async def test_google_api_key_is_the_fallback_and_api_key_env_names_another(
-    sim: Simulator,
+    sim: Simulator, spawn_host: HostFactory
 ) -> None:
-    client = await HostClient.spawn(
+    client = await spawn_host(
         env=host_env(GEMINI_API_KEY="", GOOGLE_API_KEY="google-fallback", OMA_MY_KEY="mine")
     )
-    await client.initialize()
     for extra, expected in (({}, "google-fallback"), ({"apiKeyEnv": "OMA_MY_KEY"}, "mine")):
         config = gb_config(sim, "gemini", **extra)
         agent = (await client.request("agent/create", {"config": config}))["agentId"]
@@ -447,7 +437,7 @@ async def test_google_api_key_is_the_fallback_and_api_key_env_names_another(
 
 
 async def test_bedrock_reads_the_profile_files_and_its_region(
-    sim: Simulator, tmp_path: Path
+    sim: Simulator, tmp_path: Path, spawn_host: HostFactory
 ) -> None:
     credentials = tmp_path / "credentials"
     credentials.write_text(
@@ -465,8 +455,7 @@ async def test_bedrock_reads_the_profile_files_and_its_region(
         AWS_SHARED_CREDENTIALS_FILE=str(credentials),
         AWS_CONFIG_FILE=str(config_file),
     )
-    client = await HostClient.spawn(env=env)
-    await client.initialize()
+    client = await spawn_host(env=env)
     agent = (await client.request("agent/create", {"config": gb_config(sim, "bedrock")}))["agentId"]
     result = await client.request("agent/run", {"agentId": agent, "input": "x"})
     assert result["success"] is True, result
@@ -478,9 +467,10 @@ async def test_bedrock_reads_the_profile_files_and_its_region(
     assert await client.close() == 0
 
 
-async def test_bedrock_api_key_is_sent_as_a_bearer_token_unsigned(sim: Simulator) -> None:
-    client = await HostClient.spawn(env=host_env(AWS_BEARER_TOKEN_BEDROCK="ABSK-bedrock-key-1"))
-    await client.initialize()
+async def test_bedrock_api_key_is_sent_as_a_bearer_token_unsigned(
+    sim: Simulator, spawn_host: HostFactory
+) -> None:
+    client = await spawn_host(env=host_env(AWS_BEARER_TOKEN_BEDROCK="ABSK-bedrock-key-1"))
     agent = (await client.request("agent/create", {"config": gb_config(sim, "bedrock")}))["agentId"]
     result = await client.request("agent/run", {"agentId": agent, "input": "x"})
     assert result["success"] is True, result
@@ -490,14 +480,13 @@ async def test_bedrock_api_key_is_sent_as_a_bearer_token_unsigned(sim: Simulator
 
 
 async def test_no_key_secret_or_signature_in_anything_the_host_writes(
-    sim: Simulator, tmp_path: Path
+    sim: Simulator, tmp_path: Path, spawn_host: HostFactory
 ) -> None:
     (tmp_path / "notes.txt").write_text("the answer is 42\n")
     state = tmp_path / "state"
-    client = await HostClient.spawn(
+    client = await spawn_host(
         host_argv("--log-level", "DEBUG", "--state-dir", str(state)), env=host_env()
     )
-    await client.initialize()
     transcript: list[Any] = []
     for provider in GB_PROVIDERS:
         agent = await create(client, sim, provider, tools=["file_read"], cwd=str(tmp_path))

@@ -11,6 +11,7 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Fault, Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.helpers import (
     OPENAI_FAMILY,
     PROVIDERS,
@@ -31,7 +32,7 @@ async def test_streaming_relays_text_reasoning_tool_use_and_tool_result_in_order
     agent = await create_llm(host, sim, provider, tools=["file_read"], cwd=str(tmp_path))
     first: list[dict[str, Any]] = [
         text("Let me read it."),
-        {"type": "tool_use", "id": "call_1", "name": "file_read", "input": {"path": "notes.txt"}},
+        tool_use("call_1", "file_read", path="notes.txt"),
     ]
     if provider == "anthropic":
         first.insert(
@@ -59,8 +60,8 @@ async def test_streaming_relays_text_reasoning_tool_use_and_tool_result_in_order
         "decision": "allow",
         "by": "default",
     }
-    tool_use = next(e["data"] for e in events if e["type"] == "tool_use")
-    assert tool_use == first[-1]
+    called = next(e["data"] for e in events if e["type"] == "tool_use")
+    assert called == first[-1]
     tool_result = next(e["data"] for e in events if e["type"] == "tool_result")
     assert tool_result == {
         "type": "tool_result",
@@ -102,16 +103,11 @@ async def test_tools_are_confined_to_cwd_and_unknown_tools_come_back_as_errors(
     (inside / "link").symlink_to(tmp_path / "secret.txt")
     agent = await create_llm(host, sim, "anthropic", tools=["file_read", "glob"], cwd=str(inside))
     calls = [
-        {"type": "tool_use", "id": "a", "name": "file_read", "input": {"path": "../secret.txt"}},
-        {"type": "tool_use", "id": "b", "name": "file_read", "input": {"path": "link"}},
-        {
-            "type": "tool_use",
-            "id": "c",
-            "name": "file_read",
-            "input": {"path": str(tmp_path / "secret.txt")},
-        },
-        {"type": "tool_use", "id": "d", "name": "shell", "input": {"cmd": "rm -rf /"}},
-        {"type": "tool_use", "id": "e", "name": "glob", "input": {"pattern": "../*"}},
+        tool_use("a", "file_read", path="../secret.txt"),
+        tool_use("b", "file_read", path="link"),
+        tool_use("c", "file_read", path=str(tmp_path / "secret.txt")),
+        tool_use("d", "shell", cmd="rm -rf /"),
+        tool_use("e", "glob", pattern="../*"),
     ]
     sim.script(Reply(content=calls), Reply.text("done"))
     result = await host.request("agent/run", {"agentId": agent, "input": "go"})
@@ -143,7 +139,7 @@ async def test_max_token_budget_stops_the_loop(
     host: HostClient, sim: Simulator, provider: str
 ) -> None:
     agent = await create_llm(host, sim, provider, maxTokenBudget=100, tools=["glob"])
-    loop_call = {"type": "tool_use", "id": "g", "name": "glob", "input": {"pattern": "*"}}
+    loop_call = tool_use("g", "glob", pattern="*")
     sim.script(
         Reply(content=[loop_call], usage={"input_tokens": 60, "output_tokens": 10}),
         Reply(content=[text("more")], usage={"input_tokens": 70, "output_tokens": 10}),
@@ -168,10 +164,8 @@ async def test_max_turns_stops_a_model_that_keeps_calling_tools(
     host: HostClient, sim: Simulator
 ) -> None:
     agent = await create_llm(host, sim, "anthropic", maxTurns=2, tools=["glob"])
-    call = {"type": "tool_use", "id": "g", "name": "glob", "input": {"pattern": "*"}}
-    sim.script(
-        Reply(content=[call]), Reply(content=[text("again"), call]), Reply.text("never asked")
-    )
+    call = tool_use("g", "glob", pattern="*")
+    sim.script(reply(call), reply(text("again"), call), Reply.text("never asked"))
     result = await host.request("agent/run", {"agentId": agent, "input": "go"})
     assert len(sim.requests) == 2
     assert result["status"] == {"code": "ok", "message": "stopped at maxTurns=2"}

@@ -7,6 +7,7 @@ import pytest
 
 from oma_host.providers import anthropic, anthropic_reply, openai
 from oma_host.providers.base import ProviderError
+from tests.builders import tool_use
 
 B64 = {"type": "base64", "media_type": "image/png", "data": "AAAA"}
 URL = {"type": "url", "media_type": "image/png", "url": "https://example.invalid/a.png"}
@@ -20,7 +21,7 @@ def test_anthropic_maps_rich_tool_results_and_reasoning_unchanged() -> None:
             "content": [
                 {"type": "reasoning", "text": "think", "signature": "sig"},
                 {"type": "reasoning", "text": "", "redactedData": "opaque"},
-                {"type": "tool_use", "id": "t", "name": "look", "input": {"q": 1}},
+                tool_use("t", "look", q=1),
             ],
         },
         {
@@ -43,7 +44,7 @@ def test_anthropic_maps_rich_tool_results_and_reasoning_unchanged() -> None:
     assert wire[0]["content"] == [
         {"type": "thinking", "thinking": "think", "signature": "sig"},
         {"type": "redacted_thinking", "data": "opaque"},
-        {"type": "tool_use", "id": "t", "name": "look", "input": {"q": 1}},
+        {"type": "tool_use", "id": "t", "name": "look", "input": {"q": 1}},  # Anthropic's wire
     ]
     assert wire[1]["content"][0]["content"] == [
         {"type": "text", "text": "here"},
@@ -94,7 +95,7 @@ def test_openai_maps_images_tool_calls_and_tool_results() -> None:
             "role": "assistant",
             "content": [
                 {"type": "text", "text": "calling"},
-                {"type": "tool_use", "id": "c1", "name": "f", "input": {"a": [1]}},
+                tool_use("c1", "f", a=[1]),
             ],
         },
         {

@@ -7,6 +7,7 @@ import json
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Fault, Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.conftest import ANTHROPIC_KEY
 from tests.providers.helpers import create_llm
 
@@ -15,7 +16,7 @@ async def test_a_reply_block_missing_its_fields_is_a_malformed_failure(
     host: HostClient, sim: Simulator
 ) -> None:
     agent = await create_llm(host, sim, "anthropic")
-    sim.script(Reply(content=[{"type": "tool_use", "name": "x", "input": {}}]))
+    sim.script(reply({"type": "tool_use", "name": "x", "input": {}}))
     result = await host.request("agent/run", {"agentId": agent, "input": "x", "workDoneToken": "w"})
     assert result["success"] is False and result["errorInfo"]["kind"] == "malformed"
     kinds = [value["kind"] for value in host.progress("w")]
@@ -45,8 +46,8 @@ async def test_tool_input_that_is_not_an_object_comes_back_as_an_error_result(
 ) -> None:
     agent = await create_llm(host, sim, "anthropic", tools=["file_read"])
     calls = [
-        {"type": "tool_use", "id": "a", "name": "file_read", "input": ["x"]},
-        {"type": "tool_use", "id": "b", "name": "file_read", "input": {"path": "a\u0000b"}},
+        tool_use("a", "file_read", ["x"]),
+        tool_use("b", "file_read", path="a\u0000b"),
     ]
     sim.script(Reply(content=calls), Reply.text("done"))
     result = await host.request("agent/run", {"agentId": agent, "input": "x"})

@@ -19,11 +19,12 @@ from oma_host.core.config import AgentConfig
 from oma_host.providers.azure import v1_base_url
 from oma_host.providers.openai_target import openai_target
 from oma_host.testing.simulator import Fault, Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.conftest import AZURE_KEY, OPENAI_KEY
 from tests.providers.helpers import PNG, create_llm, image, text
 
 RESPONSES_WIRES = ["openai-responses", "azure"]
-FILE_READ = {"type": "tool_use", "id": "call_1", "name": "file_read", "input": {"path": "n.txt"}}
+FILE_READ = tool_use("call_1", "file_read", path="n.txt")
 
 
 def _run_params(agent: str, value: Any, streaming: bool) -> tuple[str, dict[str, Any]]:
@@ -142,7 +143,7 @@ async def test_reasoning_from_openai_is_sent_back_on_the_next_prompt_turn(
     agent = await create_llm(host, sim, "openai-responses")
     metadata = {"openai": {"itemId": "rs_abc", "encryptedContent": "gAAAA-opaque"}}
     sim.script(
-        Reply(content=[{"type": "reasoning", "text": "", "providerMetadata": metadata}, text("1")]),
+        reply({"type": "reasoning", "text": "", "providerMetadata": metadata}, text("1")),
         Reply.text("2"),
     )
     assert (await host.request("agent/prompt", {"agentId": agent, "input": "one"}))["success"]
@@ -393,7 +394,7 @@ async def test_gemini_thought_signatures_on_tool_calls_are_sent_back_exactly(
     agent = await create_llm(host, sim, "openai", tools=["file_read"], cwd=str(tmp_path))
     signature = "CiQBjz1rX+signature/with=padding=="
     signed = {**FILE_READ, "providerMetadata": {"google": {"thoughtSignature": signature}}}
-    sim.script(Reply(content=[signed]), Reply.text("done"))
+    sim.script(reply(signed), Reply.text("done"))
     method, params = _run_params(agent, "read it", streaming)
     result = await host.request(method, params)
     assert result["success"] is True and result["messages"][0]["content"] == [signed]

@@ -13,6 +13,7 @@ from oma_host.cli.client import HostClient
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import prices_of
 from oma_host.testing.simulator import Fault, Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.helpers import (
     PROVIDERS,
     create_llm,
@@ -25,7 +26,7 @@ from tests.server.helpers import expect_error
 
 
 def _grep(call_id: str, **tool_input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": "grep", "input": tool_input}
+    return tool_use(call_id, "grep", **tool_input)
 
 
 def _models(sim: Simulator, start: int = 0) -> list[str]:
@@ -44,10 +45,10 @@ async def test_a_repeated_call_is_warned_once_then_ends_the_run(
     agent = await create_llm(host, sim, provider, tools=["grep"], cwd=str(tmp_path))
     # Equal JSON values: the key order does not matter.
     sim.script(
-        Reply(content=[text("looking"), _grep("a", pattern="needle", path=".")]),
-        Reply(content=[_grep("b", path=".", pattern="needle")]),
-        Reply(content=[_grep("c", pattern="needle", path=".")]),
-        Reply(content=[_grep("d", path=".", pattern="needle")]),
+        reply(text("looking"), _grep("a", pattern="needle", path=".")),
+        reply(_grep("b", path=".", pattern="needle")),
+        reply(_grep("c", pattern="needle", path=".")),
+        reply(_grep("d", path=".", pattern="needle")),
         Reply.text("never asked"),
     )
     result = await host.request(
@@ -90,13 +91,8 @@ async def test_identical_calls_in_one_turn_count_in_order(
     )
     same = {"pattern": "needle"}
     sim.script(
-        Reply(
-            content=[
-                _grep("a", **same),
-                _grep("b", **same),
-                _grep("c", **same),
-                _grep("d", pattern="other"),
-            ]
+        reply(
+            _grep("a", **same), _grep("b", **same), _grep("c", **same), _grep("d", pattern="other")
         ),
         Reply.text("never asked"),
     )
@@ -119,13 +115,13 @@ async def test_loop_detection_off_and_calls_in_between_let_repeats_run(
     off = await create_llm(
         host, sim, "anthropic", tools=["grep"], cwd=str(tmp_path), loopDetection="off"
     )
-    sim.script(*[Reply(content=[same])] * 5, Reply.text("done"))
+    sim.script(*[reply(same)] * 5, Reply.text("done"))
     result = await host.request("agent/run", {"agentId": off, "input": "go"})
     assert result["success"] is True and result["output"] == "done"
     assert [call["output"] for call in result["toolCalls"]] == ["notes.txt:1: needle"] * 5
     # On by default: a different call between two streaks starts the count again.
     watched = await create_llm(host, sim, "anthropic", tools=["grep"], cwd=str(tmp_path))
-    replies = [Reply(content=[call]) for call in (same, same, other, same, same)]
+    replies = [reply(call) for call in (same, same, other, same, same)]
     sim.script(*replies, Reply.text("done"))
     result = await host.request("agent/run", {"agentId": watched, "input": "go"})
     assert result["success"] is True, result
@@ -170,7 +166,7 @@ async def test_a_failing_model_falls_back_for_that_turn_only(
         busy,
         busy,
         busy,
-        Reply(content=[text("from sim-2"), _grep("g", pattern="needle")]),
+        reply(text("from sim-2"), _grep("g", pattern="needle")),
         Reply.text("sim-1 again"),
     )
     result = await host.request(
@@ -259,9 +255,9 @@ async def test_the_cost_budget_ends_the_run_once_spent(
     pricing = {"input": 1000, "output": 1000}
     config = llm_config(sim, provider, pricing=pricing, maxCostBudget=0.02, tools=["glob"])
     agent = (await host.request("agent/create", {"config": config}))["agentId"]
-    call = {"type": "tool_use", "id": "g", "name": "glob", "input": {"pattern": "*"}}
-    other = {"type": "tool_use", "id": "h", "name": "glob", "input": {"pattern": "*.md"}}
-    sim.script(Reply(content=[call]), Reply(content=[text("more"), other]))
+    call = tool_use("g", "glob", pattern="*")
+    other = tool_use("h", "glob", pattern="*.md")
+    sim.script(reply(call), reply(text("more"), other))
     result = await host.request("agent/run", {"agentId": agent, "input": "go"})
     assert len(sim.requests) == 2
     assert result["success"] is False and result["budgetExceeded"] is True
@@ -271,7 +267,7 @@ async def test_the_cost_budget_ends_the_run_once_spent(
     assert result["cost"] == {"amount": pytest.approx(0.03), "currency": "USD"}
     assert result["output"] == "more"
     # oma/runAgent reports the spent budget with its cost.
-    sim.script(Reply(content=[call]), Reply(content=[other]))
+    sim.script(reply(call), reply(other))
     result = await host.request("oma/runAgent", {"config": config, "input": "go", "progress": True})
     assert result["errorInfo"]["kind"] == "budget"
     exceeded = [

@@ -22,8 +22,9 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from oma_host.testing.simulator import Fault, Reply, Simulator, too_long_fault
+from tests.builders import tool_use
 
-TOOL = {"type": "tool_use", "id": "call_9", "name": "lookup", "input": {"q": "pipes", "n": 2}}
+TOOL = tool_use("call_9", "lookup", q="pipes", n=2)
 THOUGHT = {"type": "reasoning", "text": "Think about pipes first.", "signature": "sig-abc"}
 USAGE = {"input_tokens": 21, "output_tokens": 13, "cache_read_input_tokens": 100}
 USAGE_PLAIN = {"input_tokens": 21, "output_tokens": 13}

@@ -16,6 +16,7 @@ import pytest
 from oma_host.providers import sigv4
 from oma_host.testing.script import RecordedRequest
 from oma_host.testing.simulator import Fault, Reply, Simulator, too_long_fault
+from tests.builders import tool_use
 from tests.providers.helpers import PNG
 
 genai = pytest.importorskip("google.genai")
@@ -211,7 +212,7 @@ MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 BEDROCK_REPLY = [
     {"type": "reasoning", "text": "Thinking it over.", "signature": "sig-abc"},
     {"type": "text", "text": "Looking it up."},
-    {"type": "tool_use", "id": "tooluse_1", "name": "lookup", "input": {"q": "weather"}},
+    tool_use("tooluse_1", "lookup", q="weather"),
 ]
 BEDROCK_USAGE = {
     "input_tokens": 20,

@@ -8,7 +8,6 @@ JSON of the whole body."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -16,22 +15,21 @@ import pytest
 from oma_host.cli.client import HostClient
 from oma_host.providers import anthropic, bedrock, gemini, openai, openai_responses
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.conftest import ANTHROPIC_KEY, OPENAI_KEY
 from tests.providers.gemini_bedrock import gb_config, host_env
 from tests.providers.helpers import llm_config
+from tests.server.helpers import HostFactory
 
 # A system prompt: OpenAI's chat wire puts it first among the messages.
 SYSTEM = "answer briefly"
 
 
 @pytest.fixture
-async def host() -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn(
+async def host(spawn_host: HostFactory) -> HostClient:
+    return await spawn_host(
         env=host_env(ANTHROPIC_API_KEY=ANTHROPIC_KEY, OPENAI_API_KEY=OPENAI_KEY)
     )
-    await client.initialize()
-    yield client
-    await client.close()
 
 
 def _whole(provider: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -61,8 +59,8 @@ async def test_each_request_is_the_whole_conversation_mapped_afresh(
     else:
         config = llm_config(sim, provider, systemPrompt=SYSTEM)
     agent = (await host.request("agent/create", {"config": config}))["agentId"]
-    call = {"type": "tool_use", "id": "call_1", "name": "nothing_here", "input": {"q": 1}}
-    sim.script(Reply(content=[{"type": "text", "text": "looking"}, call]), Reply.text("none"))
+    call = tool_use("call_1", "nothing_here", q=1)
+    sim.script(reply("looking", call), Reply.text("none"))
     for said in ("first ünïcödé ✓", "second", 'third \u2028 "quoted"'):
         result = await host.request("agent/prompt", {"agentId": agent, "input": said})
         assert result["success"] is True, result

@@ -13,6 +13,7 @@ import pytest
 
 from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
+from tests.builders import reply, tool_use
 from tests.providers.helpers import llm_config
 
 ELAPSED = r" \(\d+ s\)"
@@ -24,8 +25,8 @@ async def test_a_run_reports_its_steps_while_it_waits(
 ) -> None:
     (tmp_path / "notes.txt").write_text("the answer is 42\n")
     config = llm_config(sim, "anthropic", tools=["grep"], cwd=str(tmp_path))
-    call = {"type": "tool_use", "id": "call_1", "name": "grep", "input": {"pattern": "answer"}}
-    sim.script(Reply(content=[call]), Reply.text("42"))
+    call = tool_use("call_1", "grep", pattern="answer")
+    sim.script(reply(call), Reply.text("42"))
     params: dict[str, Any] = {"input": "what is the answer?", "workDoneToken": "wd"}
     if method == "oma/runAgent":
         params["config"] = config

@@ -9,15 +9,109 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from oma_host.cli.client import HostClient, RpcError
+from oma_host.server import close_http_client, close_telemetry
+from oma_host.server.app import HostSession, SessionOptions
 
 PY = sys.executable
+
+
+class HostFactory:
+    """Spawns real hosts over stdio for one test (``spawn_host`` in
+    tests/conftest.py) and closes every one it started when the test ends."""
+
+    def __init__(self) -> None:
+        self.clients: list[HostClient] = []
+
+    async def __call__(
+        self,
+        argv: Sequence[str] | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        options: dict[str, Any] | None = None,
+        initialize: bool = True,
+    ) -> HostClient:
+        """A host run with ``argv`` (``python -m oma_host`` by default) and
+        ``env`` added to the test's environment, initialized with
+        ``options`` as its ``initializationOptions`` unless ``initialize``
+        is False."""
+        client = await HostClient.spawn(argv, env=env)
+        self.clients.append(client)
+        if initialize:
+            await client.initialize(options)
+        return client
+
+    async def close_all(self) -> None:
+        """shutdown + exit every host still running, the last started first."""
+        while self.clients:
+            await self.clients.pop().close()
+
+
+@dataclass
+class InProcessHost(HostClient):
+    """A client of the real server (:class:`HostSession`, what ``oma-host``
+    serves on stdio) run in the test's own process and event loop: the
+    client's frames reach the session through one in-memory stream and its
+    answers come back through another, the bytes a pipe would carry. For
+    protocol tests whose subject is not the process: there is no argv, no
+    stderr, no signal or exit status of a process, and the host's
+    environment and working directory are the test's."""
+
+    serving: asyncio.Task[int] | None = None
+
+    @classmethod
+    async def serve(cls, options: SessionOptions | None = None) -> InProcessHost:
+        """A session served with ``options`` (by default the command line's:
+        ``--framing auto``), not yet initialized."""
+        to_session = asyncio.StreamReader(limit=2**24)
+        to_client = asyncio.StreamReader(limit=2**24)
+
+        def write(data: bytes) -> None:  # as a pipe whose reader has gone
+            if to_client.at_eof():
+                raise BrokenPipeError("the test client reads no more")
+            to_client.feed_data(data)
+
+        session = HostSession(write, options or SessionOptions(framing="auto"))
+        client = cls(to_client, to_session.feed_data)
+        client.serving = asyncio.ensure_future(session.serve(to_session))
+        client.serving.add_done_callback(lambda _: to_client.feed_eof())
+        client.start()
+        return client
+
+    async def close(self, timeout: float = 20) -> int:
+        """shutdown + exit (exit even when shutdown is refused), then the
+        session's exit code; closing a session that has ended returns it."""
+        assert self.serving is not None
+        if not self.serving.done():
+            with contextlib.suppress(Exception):
+                await self.request("shutdown", timeout=timeout)
+            with contextlib.suppress(Exception):
+                self.notify("exit")
+        return await self.wait(timeout)
+
+    async def wait(self, timeout: float = 20) -> int:
+        """The session's exit code once it has served its last frame (a
+        session still serving after ``timeout`` is cancelled, as Ctrl-C
+        would, and the TimeoutError raised); the shared clients a host closes
+        on its way out are closed too, since the next test has another loop."""
+        assert self.serving is not None
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.serving), timeout)
+        except TimeoutError:
+            self.serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.serving
+            raise
+        finally:
+            await close_telemetry()
+            await close_http_client()
 
 
 async def expect_error(call: Awaitable[Any], code: int, type_name: str) -> RpcError:

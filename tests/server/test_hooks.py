@@ -28,11 +28,11 @@ def hooked(**extra: Any) -> dict[str, Any]:
 
 
 async def test_before_run_sees_messages_prompt_and_config_without_secrets(
-    host: HostClient,
+    server: HostClient,
 ) -> None:
     seen: list[Any] = []
-    host.handlers["agent/beforeRun"] = lambda params: seen.append(params)
-    agent = await create(host, **hooked())
+    server.handlers["agent/beforeRun"] = lambda params: seen.append(params)
+    agent = await create(server, **hooked())
     turn = {
         "role": "user",
         "content": [
@@ -41,7 +41,7 @@ async def test_before_run_sees_messages_prompt_and_config_without_secrets(
             {"type": "text", "text": "world"},
         ],
     }
-    await host.request("agent/run", {"agentId": agent, "input": [turn], "runId": "r9"})
+    await server.request("agent/run", {"agentId": agent, "input": [turn], "runId": "r9"})
     params = seen[0]
     assert params["agentName"] == "hooked"
     assert params["runId"] == "r9"
@@ -49,28 +49,30 @@ async def test_before_run_sees_messages_prompt_and_config_without_secrets(
     assert params["messages"] == [turn]
     assert "hooks" not in params["agent"] and "apiKey" not in params["agent"]
     assert params["agent"]["model"] == "echo"
-    everything = json.dumps(host.received)
+    everything = json.dumps(server.received)
     assert SECRET not in everything
 
 
-async def test_image_only_turn_gives_an_empty_prompt(host: HostClient) -> None:
+async def test_image_only_turn_gives_an_empty_prompt(server: HostClient) -> None:
     seen: list[Any] = []
-    host.handlers["agent/beforeRun"] = lambda params: seen.append(params["prompt"])
-    agent = await create(host, **hooked())
-    await host.request("agent/prompt", {"agentId": agent, "input": [image_block()]})
+    server.handlers["agent/beforeRun"] = lambda params: seen.append(params["prompt"])
+    agent = await create(server, **hooked())
+    await server.request("agent/prompt", {"agentId": agent, "input": [image_block()]})
     assert seen == [""]
 
 
-async def test_prompt_rewrite_replaces_text_blocks_where_the_first_stood(host: HostClient) -> None:
-    host.handlers["agent/beforeRun"] = lambda params: {"prompt": "REWRITTEN"}
-    agent = await create(host, **hooked())
+async def test_prompt_rewrite_replaces_text_blocks_where_the_first_stood(
+    server: HostClient,
+) -> None:
+    server.handlers["agent/beforeRun"] = lambda params: {"prompt": "REWRITTEN"}
+    agent = await create(server, **hooked())
     blocks = [
         image_block("AAAA"),
         {"type": "text", "text": "one"},
         image_block("BBBB"),
         {"type": "text", "text": "two"},
     ]
-    result = await host.request("agent/prompt", {"agentId": agent, "input": blocks})
+    result = await server.request("agent/prompt", {"agentId": agent, "input": blocks})
     assert received(result) == [
         {
             "role": "user",
@@ -82,14 +84,14 @@ async def test_prompt_rewrite_replaces_text_blocks_where_the_first_stood(host: H
         }
     ]
     # History keeps the caller's original turn.
-    history = (await host.request("agent/history", {"agentId": agent}))["messages"]
+    history = (await server.request("agent/history", {"agentId": agent}))["messages"]
     assert history[0] == {"role": "user", "content": blocks}
 
 
-async def test_prompt_rewrite_of_an_image_only_turn_puts_text_first(host: HostClient) -> None:
-    host.handlers["agent/beforeRun"] = lambda params: {"prompt": "caption this"}
-    agent = await create(host, **hooked())
-    result = await host.request(
+async def test_prompt_rewrite_of_an_image_only_turn_puts_text_first(server: HostClient) -> None:
+    server.handlers["agent/beforeRun"] = lambda params: {"prompt": "caption this"}
+    agent = await create(server, **hooked())
+    result = await server.request(
         "agent/run", {"agentId": agent, "input": [{"role": "user", "content": [image_block()]}]}
     )
     assert received(result)[0]["content"] == [
@@ -98,35 +100,35 @@ async def test_prompt_rewrite_of_an_image_only_turn_puts_text_first(host: HostCl
     ]
 
 
-async def test_unchanged_prompt_and_null_answer_change_nothing(host: HostClient) -> None:
+async def test_unchanged_prompt_and_null_answer_change_nothing(server: HostClient) -> None:
     answers = iter([None, "same"])
 
     def answer(params: Any) -> Any:
         value = next(answers)
         return None if value is None else {"prompt": params["prompt"]}
 
-    host.handlers["agent/beforeRun"] = answer
-    agent = await create(host, **hooked())
+    server.handlers["agent/beforeRun"] = answer
+    agent = await create(server, **hooked())
     turn = [text_message("a"), text_message("b", "assistant"), text_message("c")]
     for _ in range(2):
-        result = await host.request("agent/run", {"agentId": agent, "input": turn})
+        result = await server.request("agent/run", {"agentId": agent, "input": turn})
         assert received(result) == turn
 
 
-async def test_messages_replacement_then_prompt_rewrite(host: HostClient) -> None:
+async def test_messages_replacement_then_prompt_rewrite(server: HostClient) -> None:
     replacement = [
         text_message("system note"),
         text_message("ack", "assistant"),
         text_message("old"),
     ]
-    host.handlers["agent/beforeRun"] = lambda params: {"prompt": "new", "messages": replacement}
-    agent = await create(host, **hooked())
-    result = await host.request("agent/run", {"agentId": agent, "input": "original"})
+    server.handlers["agent/beforeRun"] = lambda params: {"prompt": "new", "messages": replacement}
+    agent = await create(server, **hooked())
+    result = await server.request("agent/run", {"agentId": agent, "input": "original"})
     assert received(result) == [*replacement[:2], text_message("new")]
 
 
-async def test_hook_failures_fail_the_run_with_callback_kind(host: HostClient) -> None:
-    agent = await create(host, **hooked(hooks={"beforeRun": True, "timeoutMs": 300}))
+async def test_hook_failures_fail_the_run_with_callback_kind(server: HostClient) -> None:
+    agent = await create(server, **hooked(hooks={"beforeRun": True, "timeoutMs": 300}))
 
     async def slow(params: Any) -> Any:
         await asyncio.sleep(5)
@@ -140,8 +142,8 @@ async def test_hook_failures_fail_the_run_with_callback_kind(host: HostClient) -
         (lambda params: {"prompt": 7}, "prompt must be a string"),
         (slow, "300 ms"),
     ):
-        host.handlers["agent/beforeRun"] = handler
-        result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+        server.handlers["agent/beforeRun"] = handler
+        result = await server.request("agent/run", {"agentId": agent, "input": "x"})
         assert result["success"] is False
         assert result["status"]["code"] == "error"
         assert result["errorInfo"]["kind"] == "callback"
@@ -149,10 +151,10 @@ async def test_hook_failures_fail_the_run_with_callback_kind(host: HostClient) -
 
 
 async def test_hook_messages_failing_the_guard_fail_the_run_as_a_callback(
-    host: HostClient,
+    server: HostClient,
 ) -> None:
     # The hook is a callback: its bad answer is a failed run, not a -32602.
-    agent = await create(host, **hooked(history=[text_message("kept")]))
+    agent = await create(server, **hooked(history=[text_message("kept")]))
     for messages, message in (
         (
             [{"role": "user", "content": "not blocks"}],
@@ -165,33 +167,33 @@ async def test_hook_messages_failing_the_guard_fail_the_run_as_a_callback(
         ),
         (None, "beforeRun.messages must be an array, got null"),
     ):
-        host.handlers["agent/beforeRun"] = lambda params, m=messages: {
+        server.handlers["agent/beforeRun"] = lambda params, m=messages: {
             "prompt": params["prompt"],
             "messages": m,
         }
         for method in ("agent/run", "agent/prompt"):
-            result = await host.request(method, {"agentId": agent, "input": "x"})
+            result = await server.request(method, {"agentId": agent, "input": "x"})
             assert result["success"] is False
             assert result["status"] == {"code": "error", "message": message}
             assert result["errorInfo"] == {"kind": "callback", "message": message}
             assert result["output"] == message  # the echo model was never called
-        token = f"t-{len(host.received)}"
-        result = await host.request(
+        token = f"t-{len(server.received)}"
+        result = await server.request(
             "agent/stream", {"agentId": agent, "input": "x", "partialResultToken": token}
         )
         assert result["errorInfo"]["kind"] == "callback"
-        assert [event["type"] for event in host.progress(token)] == ["error"]
-    history = await host.request("agent/history", {"agentId": agent})
+        assert [event["type"] for event in server.progress(token)] == ["error"]
+    history = await server.request("agent/history", {"agentId": agent})
     assert history == {"messages": [text_message("kept")]}
 
 
 async def test_external_prompt_hook_sees_the_history_and_may_not_trim_it(
-    host: HostClient, tmp_path: Path
+    server: HostClient, tmp_path: Path
 ) -> None:
     marker = tmp_path / "spawned"
     history = [text_message("before"), text_message("reply", "assistant")]
     agent = await create(
-        host,
+        server,
         **process_config("ext", f"touch {marker}; cat"),
         history=history,
         hooks={"beforeRun": True},
@@ -202,58 +204,58 @@ async def test_external_prompt_hook_sees_the_history_and_may_not_trim_it(
         seen.append(params["messages"])
         return {"prompt": params["prompt"], "messages": params["messages"][-1:]}
 
-    host.handlers["agent/beforeRun"] = trim
-    result = await host.request("agent/prompt", {"agentId": agent, "input": "now"})
+    server.handlers["agent/beforeRun"] = trim
+    result = await server.request("agent/prompt", {"agentId": agent, "input": "now"})
     assert seen == [[*history, text_message("now")]]
     assert result["success"] is False
     assert "beforeRun.messages cannot be forwarded without loss" in result["output"]
     assert not marker.exists()
-    assert await host.request("agent/history", {"agentId": agent}) == {"messages": history}
+    assert await server.request("agent/history", {"agentId": agent}) == {"messages": history}
 
 
 async def test_external_agent_takes_prompt_rewrites_but_not_message_changes(
-    host: HostClient, tmp_path: Path
+    server: HostClient, tmp_path: Path
 ) -> None:
     marker = tmp_path / "spawned"
     agent = await create(
-        host,
+        server,
         **process_config("ext", f"touch {marker}; cat"),
         hooks={"beforeRun": True},
     )
-    host.handlers["agent/beforeRun"] = lambda params: {"prompt": params["prompt"].upper()}
-    result = await host.request("agent/run", {"agentId": agent, "input": "shout this"})
+    server.handlers["agent/beforeRun"] = lambda params: {"prompt": params["prompt"].upper()}
+    result = await server.request("agent/run", {"agentId": agent, "input": "shout this"})
     assert result["output"] == "SHOUT THIS"
     marker.unlink()
-    host.handlers["agent/beforeRun"] = lambda params: {
+    server.handlers["agent/beforeRun"] = lambda params: {
         "prompt": params["prompt"],
         "messages": [text_message("smuggled"), *params["messages"]],
     }
-    result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+    result = await server.request("agent/run", {"agentId": agent, "input": "x"})
     assert result["success"] is False and result["status"]["code"] == "error"
     assert "beforeRun.messages cannot be forwarded without loss" in result["output"]
     assert not marker.exists()
     # Returning the messages unchanged is not a change.
-    host.handlers["agent/beforeRun"] = lambda params: {
+    server.handlers["agent/beforeRun"] = lambda params: {
         "prompt": params["prompt"],
         "messages": params["messages"],
     }
-    result = await host.request("agent/run", {"agentId": agent, "input": "same"})
+    result = await server.request("agent/run", {"agentId": agent, "input": "same"})
     assert result["success"] and result["output"] == "same"
 
 
-async def test_after_run_result_replaces_the_result(host: HostClient) -> None:
+async def test_after_run_result_replaces_the_result(server: HostClient) -> None:
     seen: list[Any] = []
 
     def after(params: Any) -> Any:
         seen.append(params)
         return {**params["result"], "output": "replaced by the client"}
 
-    host.handlers["agent/afterRun"] = after
-    agent = await create(host, **hooked(hooks={"afterRun": True}))
-    result = await host.request("agent/run", {"agentId": agent, "input": "x", "runId": "a1"})
+    server.handlers["agent/afterRun"] = after
+    agent = await create(server, **hooked(hooks={"afterRun": True}))
+    result = await server.request("agent/run", {"agentId": agent, "input": "x", "runId": "a1"})
     assert result["output"] == "replaced by the client"
     assert seen[0]["agentName"] == "hooked" and seen[0]["runId"] == "a1"
     assert seen[0]["result"]["success"] is True
-    host.handlers["agent/afterRun"] = lambda params: {"output": 3}
-    result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+    server.handlers["agent/afterRun"] = lambda params: {"output": 3}
+    result = await server.request("agent/run", {"agentId": agent, "input": "x"})
     assert result["success"] is False and result["errorInfo"]["kind"] == "callback"

@@ -11,7 +11,8 @@ import pytest
 
 from oma_host.cli.client import HostClient, RpcError, host_argv
 from oma_host.wire.framing import encode_frame
-from tests.server.helpers import create, expect_error, nested_object
+from tests.builders import tool_use
+from tests.server.helpers import InProcessHost, create, expect_error, nested_object
 
 ECHO = {"name": "echo", "provider": "test", "model": "echo"}
 
@@ -51,14 +52,7 @@ async def test_an_oversized_frame_is_answered_with_its_own_top_level_id() -> Non
         "input": [
             {
                 "role": "user",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": "toolu_01",
-                        "name": "n",
-                        "input": {"pad": "x" * 8000},
-                    }
-                ],
+                "content": [tool_use("toolu_01", "n", pad="x" * 8000)],
             }
         ]
     }
@@ -86,7 +80,7 @@ async def test_an_oversized_frame_is_answered_with_its_own_top_level_id() -> Non
 
 
 async def test_a_refused_initialize_can_be_retried() -> None:
-    client = await HostClient.spawn()
+    client = await InProcessHost.serve()
     await expect_error(client.initialize({"evaluation": {"sample": 2}}), -32602, "InvalidParams")
     await expect_error(client.request("agent/list", {}), -32002, "ServerNotInitialized")
     judge = {"kind": "judge", "config": {**ECHO, "bogus": 1}, "criteria": "c"}
@@ -112,23 +106,25 @@ async def test_a_refused_initialize_can_be_retried() -> None:
     ],
 )
 async def test_wrong_typed_config_values_are_refused_not_coerced(
-    host: HostClient, extra: dict[str, Any], field: str
+    server: HostClient, extra: dict[str, Any], field: str
 ) -> None:
     error = await expect_error(
-        host.request("agent/create", {"config": {**ECHO, **extra}}), -32602, "InvalidParams"
+        server.request("agent/create", {"config": {**ECHO, **extra}}), -32602, "InvalidParams"
     )
     assert field in error.message
 
 
-async def test_wrong_typed_run_flags_are_refused(host: HostClient) -> None:
+async def test_wrong_typed_run_flags_are_refused(server: HostClient) -> None:
     await expect_error(
-        host.request("oma/runAgent", {"config": ECHO, "input": "x", "progress": "yes"}),
+        server.request("oma/runAgent", {"config": ECHO, "input": "x", "progress": "yes"}),
         -32602,
         "InvalidParams",
     )
     team = {"agents": [ECHO], "sharedMemory": "yes"}
     await expect_error(
-        host.request("oma/runTasks", {"team": team, "tasks": [{"title": "t", "description": "d"}]}),
+        server.request(
+            "oma/runTasks", {"team": team, "tasks": [{"title": "t", "description": "d"}]}
+        ),
         -32602,
         "InvalidParams",
     )
@@ -139,28 +135,28 @@ async def test_wrong_typed_run_flags_are_refused(host: HostClient) -> None:
     [{"tokenUsage": {}}, {"status": {}}, {"status": {"code": "weird"}}, {"identity": "x"}],
 )
 async def test_a_malformed_after_run_answer_fails_the_turn_and_leaves_history(
-    host: HostClient, defect: dict[str, Any]
+    server: HostClient, defect: dict[str, Any]
 ) -> None:
-    agent = await create(host, **ECHO, hooks={"afterRun": True})
-    host.handlers["agent/afterRun"] = lambda params: {**params["result"], **defect}
-    result = await host.request("agent/prompt", {"agentId": agent, "input": "hello"})
+    agent = await create(server, **ECHO, hooks={"afterRun": True})
+    server.handlers["agent/afterRun"] = lambda params: {**params["result"], **defect}
+    result = await server.request("agent/prompt", {"agentId": agent, "input": "hello"})
     assert result["success"] is False and result["errorInfo"]["kind"] == "callback"
-    assert (await host.request("agent/history", {"agentId": agent})) == {"messages": []}
-    assert (await host.request("agent/state", {"agentId": agent}))["status"] == "error"
+    assert (await server.request("agent/history", {"agentId": agent})) == {"messages": []}
+    assert (await server.request("agent/state", {"agentId": agent}))["status"] == "error"
 
 
 async def test_malformed_error_answers_from_the_client_fail_the_run_at_once(
-    host: HostClient,
+    server: HostClient,
 ) -> None:
-    agent = await create(host, **ECHO, hooks={"beforeRun": True, "timeoutMs": 20000})
+    agent = await create(server, **ECHO, hooks={"beforeRun": True, "timeoutMs": 20000})
     for answer in ({"error": "just a string"}, {"error": {"code": "x", "message": "m"}}, {}):
 
         async def reply(params: Any, answer: dict[str, Any] = answer) -> None:
             raise _RawAnswer(answer)
 
-        host.handlers["agent/beforeRun"] = reply
+        server.handlers["agent/beforeRun"] = reply
         result = await asyncio.wait_for(
-            host.request("agent/run", {"agentId": agent, "input": "x"}), 10
+            server.request("agent/run", {"agentId": agent, "input": "x"}), 10
         )
         assert result["success"] is False and result["errorInfo"]["kind"] == "callback"
 
@@ -211,72 +207,72 @@ def _raw_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 async def test_a_lone_surrogate_in_params_is_invalid_params_at_its_path(
-    host: HostClient, method: str, params: dict[str, Any], path: str
+    server: HostClient, method: str, params: dict[str, Any], path: str
 ) -> None:
     """No UTF-8 text holds a lone surrogate, so no provider, process or store
     could take it: it is refused where the params are read, for every method."""
-    await create(host, name="cat", backend={"kind": "process", "command": "cat"})
-    await create(host, **ECHO)
-    error = await expect_error(host.request(method, params), -32602, "InvalidParams")
+    await create(server, name="cat", backend={"kind": "process", "command": "cat"})
+    await create(server, **ECHO)
+    error = await expect_error(server.request(method, params), -32602, "InvalidParams")
     assert error.data["path"] == path
     assert f"{method}: params.{path} holds a lone UTF-16 surrogate" in error.message
-    assert (await host.request("agent/history", {"agentId": "agent-2"}))["messages"] == []
-    assert len((await host.request("agent/list", {}))["agents"]) == 2
+    assert (await server.request("agent/history", {"agentId": "agent-2"}))["messages"] == []
+    assert len((await server.request("agent/list", {}))["agents"]) == 2
 
 
-async def test_a_surrogate_pair_is_a_character_like_any_other(host: HostClient) -> None:
-    agent = await create(host, name="cat", backend={"kind": "process", "command": "cat"})
-    result = await host.request("agent/run", {"agentId": agent, "input": "\ud83d\ude00"})
+async def test_a_surrogate_pair_is_a_character_like_any_other(server: HostClient) -> None:
+    agent = await create(server, name="cat", backend={"kind": "process", "command": "cat"})
+    result = await server.request("agent/run", {"agentId": agent, "input": "\ud83d\ude00"})
     assert result["output"] == "\U0001f600"
 
 
-async def test_a_hook_answer_with_a_lone_surrogate_fails_the_run(host: HostClient) -> None:
-    host.handlers["agent/beforeRun"] = lambda params: {"prompt": "\ud800"}
-    agent = await create(host, **ECHO, hooks={"beforeRun": True})
-    result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+async def test_a_hook_answer_with_a_lone_surrogate_fails_the_run(server: HostClient) -> None:
+    server.handlers["agent/beforeRun"] = lambda params: {"prompt": "\ud800"}
+    agent = await create(server, **ECHO, hooks={"beforeRun": True})
+    result = await server.request("agent/run", {"agentId": agent, "input": "x"})
     assert result["success"] is False and result["errorInfo"]["kind"] == "callback"
     assert "lone UTF-16 surrogate" in result["output"]
 
 
-async def test_deeply_nested_metadata_is_not_an_internal_error(host: HostClient) -> None:
+async def test_deeply_nested_metadata_is_not_an_internal_error(server: HostClient) -> None:
     deep = nested_object()
-    result = await host.request("oma/runAgent", {"config": ECHO, "input": "x", "metadata": deep})
+    result = await server.request("oma/runAgent", {"config": ECHO, "input": "x", "metadata": deep})
     assert result["success"] is True
 
 
-async def test_the_agents_own_key_is_not_echoed_in_results_or_progress(host: HostClient) -> None:
+async def test_the_agents_own_key_is_not_echoed_in_results_or_progress(server: HostClient) -> None:
     key = "my-very-secret-key-123"
-    result = await host.request(
+    result = await server.request(
         "oma/runAgent",
         {"config": {**ECHO, "apiKey": key}, "input": f"my key is {key}", "progress": True},
     )
-    assert key not in json.dumps(result) and key not in json.dumps(host.notifications)
-    assert "my key is [redacted]" in json.dumps(host.notifications)
+    assert key not in json.dumps(result) and key not in json.dumps(server.notifications)
+    assert "my key is [redacted]" in json.dumps(server.notifications)
 
 
-async def test_a_prompt_queued_behind_dispose_fails(host: HostClient) -> None:
-    agent = await create(host, name="slow", provider="test", model="slow-echo")
-    _, first = host.start_request("agent/prompt", {"agentId": agent, "input": "one"})
-    _, queued = host.start_request("agent/prompt", {"agentId": agent, "input": "two"})
+async def test_a_prompt_queued_behind_dispose_fails(server: HostClient) -> None:
+    agent = await create(server, name="slow", provider="test", model="slow-echo")
+    _, first = server.start_request("agent/prompt", {"agentId": agent, "input": "one"})
+    _, queued = server.start_request("agent/prompt", {"agentId": agent, "input": "two"})
     await asyncio.sleep(0.1)
-    assert await host.request("agent/dispose", {"agentId": agent}) is None
+    assert await server.request("agent/dispose", {"agentId": agent}) is None
     answers = await asyncio.wait_for(asyncio.gather(first, queued), 20)
     assert answers[1]["result"]["success"] is False
     assert answers[1]["result"]["errorInfo"]["kind"] == "disposed"
 
 
-async def test_a_missing_working_directory_is_named(host: HostClient) -> None:
+async def test_a_missing_working_directory_is_named(server: HostClient) -> None:
     agent = await create(
-        host, name="p", backend={"kind": "process", "command": "pwd", "cwd": "/no/such/dir"}
+        server, name="p", backend={"kind": "process", "command": "pwd", "cwd": "/no/such/dir"}
     )
-    result = await host.request("agent/run", {"agentId": agent, "input": "x"})
+    result = await server.request("agent/run", {"agentId": agent, "input": "x"})
     assert result["success"] is False and "/no/such/dir" in result["output"]
     assert "does not exist" in result["output"]
 
 
-async def test_string_ids_with_surrogates_are_answered(host: HostClient) -> None:
-    _, pending = host.start_request("agent/list", {}, msg_id="\ud800")
+async def test_string_ids_with_surrogates_are_answered(server: HostClient) -> None:
+    _, pending = server.start_request("agent/list", {}, msg_id="\ud800")
     response = await asyncio.wait_for(pending, 10)
     assert response["result"] == {"agents": []}
     with pytest.raises(RpcError):
-        await host.request("agent/run", {"agentId": "nope", "input": "x"})
+        await server.request("agent/run", {"agentId": "nope", "input": "x"})

@@ -53,8 +53,8 @@ async def test_requests_before_initialize_are_refused_with_server_not_initialize
     assert await client.close() == 0
 
 
-async def test_second_initialize_is_an_invalid_request(host: HostClient) -> None:
-    await expect_error(host.initialize(), -32600, "InvalidRequest")
+async def test_second_initialize_is_an_invalid_request(server: HostClient) -> None:
+    await expect_error(server.initialize(), -32600, "InvalidRequest")
 
 
 async def test_shutdown_returns_null_then_refuses_requests_and_exit_code_is_zero() -> None:

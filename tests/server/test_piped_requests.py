@@ -66,11 +66,11 @@ def test_a_request_piped_after_a_create_that_fails_finds_no_agent(tmp_path: Path
     assert answers[3]["error"]["code"] == -32001, answers[3]
 
 
-async def test_a_failed_create_gives_its_id_to_the_next_one(host: HostClient) -> None:
+async def test_a_failed_create_gives_its_id_to_the_next_one(server: HostClient) -> None:
     broken = {**ECHO, "history": [{"role": "robot", "content": []}]}
     await expect_error(
-        host.request("agent/create", {"config": broken, "sessionId": "broken"}),
+        server.request("agent/create", {"config": broken, "sessionId": "broken"}),
         -32602,
         "InvalidMessageError",
     )
-    assert await host.request("agent/create", {"config": ECHO}) == {"agentId": "agent-1"}
+    assert await server.request("agent/create", {"config": ECHO}) == {"agentId": "agent-1"}

@@ -25,25 +25,25 @@ def streamed(host: HostClient, token: str, kind: str = "text") -> str:
 
 
 async def test_a_key_streamed_in_pieces_is_redacted_in_the_joined_progress_text(
-    host: HostClient,
+    server: HostClient,
 ) -> None:
     # The test provider echoes the request in 16-character deltas: the key spans three.
-    agent = await create(host, name="echo", provider="test", model="echo", apiKey=KEY)
-    result = await host.request(
+    agent = await create(server, name="echo", provider="test", model="echo", apiKey=KEY)
+    result = await server.request(
         "agent/stream",
         {"agentId": agent, "input": f"my key is {KEY}", "partialResultToken": "t"},
     )
-    text = streamed(host, "t")
-    assert KEY not in text and KEY not in json.dumps(host.notifications)
+    text = streamed(server, "t")
+    assert KEY not in text and KEY not in json.dumps(server.notifications)
     assert "my key is [redacted]" in text
     assert text == result["output"]  # the stream, joined, is the output
 
 
 async def test_a_process_agents_env_secret_in_five_character_deltas_is_redacted(
-    host: HostClient,
+    server: HostClient,
 ) -> None:
     agent = await create(
-        host,
+        server,
         name="drip",
         backend={
             "kind": "process",
@@ -53,21 +53,21 @@ async def test_a_process_agents_env_secret_in_five_character_deltas_is_redacted(
             "env": {"MY_API_TOKEN": TOKEN},
         },
     )
-    result = await host.request(
+    result = await server.request(
         "agent/stream", {"agentId": agent, "input": "go", "partialResultToken": "p"}
     )
-    assert len(host.progress("p")) > 1  # it streamed
-    text = streamed(host, "p")
-    assert TOKEN not in text and TOKEN not in json.dumps(host.notifications)
+    assert len(server.progress("p")) > 1  # it streamed
+    text = streamed(server, "p")
+    assert TOKEN not in text and TOKEN not in json.dumps(server.notifications)
     assert text == result["output"] == "token: [redacted] done"
 
 
 async def test_history_is_redacted_of_the_agents_own_secrets_like_the_stored_copy(
-    host: HostClient,
+    server: HostClient,
 ) -> None:
-    agent = await create(host, name="echo", provider="test", model="echo", apiKey=KEY)
-    await host.request("agent/prompt", {"agentId": agent, "input": f"remember {KEY}"})
-    history = (await host.request("agent/history", {"agentId": agent}))["messages"]
+    agent = await create(server, name="echo", provider="test", model="echo", apiKey=KEY)
+    await server.request("agent/prompt", {"agentId": agent, "input": f"remember {KEY}"})
+    history = (await server.request("agent/history", {"agentId": agent}))["messages"]
     assert KEY not in json.dumps(history)
     assert history[0] == {
         "role": "user",

@@ -47,24 +47,24 @@ BAD_INPUTS: list[tuple[Any, str]] = [
 
 @pytest.mark.parametrize(("bad", "path"), BAD_INPUTS)
 async def test_invalid_input_is_answered_before_hooks_or_progress(
-    host: HostClient, bad: Any, path: str
+    server: HostClient, bad: Any, path: str
 ) -> None:
     agent = await create(
-        host, name="h", provider="test", model="echo", hooks={"beforeRun": True, "afterRun": True}
+        server, name="h", provider="test", model="echo", hooks={"beforeRun": True, "afterRun": True}
     )
     for method, extra in (
         ("agent/run", {"workDoneToken": "w"}),
         ("agent/stream", {"partialResultToken": "p", "workDoneToken": "w"}),
     ):
         error = await expect_error(
-            host.request(method, {"agentId": agent, "input": bad, **extra}),
+            server.request(method, {"agentId": agent, "input": bad, **extra}),
             -32602,
             "InvalidMessageError",
         )
         assert error.data["path"] == path
         assert error.message.startswith(path)
     await expect_error(
-        host.request(
+        server.request(
             "oma/runAgent",
             {
                 "config": {"name": "x", "provider": "test", "model": "echo"},
@@ -75,33 +75,33 @@ async def test_invalid_input_is_answered_before_hooks_or_progress(
         -32602,
         "InvalidMessageError",
     )
-    assert host.server_requests == []
-    assert host.notifications == []
-    assert (await host.request("agent/state", {"agentId": agent}))["status"] == "idle"
+    assert server.server_requests == []
+    assert server.notifications == []
+    assert (await server.request("agent/state", {"agentId": agent}))["status"] == "idle"
 
 
-async def test_invalid_prompt_blocks_change_nothing(host: HostClient) -> None:
-    agent = await create(host, name="e", provider="test", model="echo", hooks={"beforeRun": True})
-    host.handlers["agent/beforeRun"] = lambda params: None
-    await host.request("agent/prompt", {"agentId": agent, "input": "first"})
-    before = await host.request("agent/history", {"agentId": agent})
-    calls = len(host.server_requests)
+async def test_invalid_prompt_blocks_change_nothing(server: HostClient) -> None:
+    agent = await create(server, name="e", provider="test", model="echo", hooks={"beforeRun": True})
+    server.handlers["agent/beforeRun"] = lambda params: None
+    await server.request("agent/prompt", {"agentId": agent, "input": "first"})
+    before = await server.request("agent/history", {"agentId": agent})
+    calls = len(server.server_requests)
     error = await expect_error(
-        host.request(
+        server.request(
             "agent/prompt", {"agentId": agent, "input": [image_block(), {"type": "text"}]}
         ),
         -32602,
         "InvalidMessageError",
     )
     assert error.data["path"] == "input[1].text"
-    assert await host.request("agent/history", {"agentId": agent}) == before
-    assert len(host.server_requests) == calls
+    assert await server.request("agent/history", {"agentId": agent}) == before
+    assert len(server.server_requests) == calls
 
 
-async def test_structured_input_to_an_acp_agent_names_it_an_acp_backend(host: HostClient) -> None:
-    agent = await create(host, name="coder", backend={"kind": "acp", "command": "never-run"})
+async def test_structured_input_to_an_acp_agent_names_it_an_acp_backend(server: HostClient) -> None:
+    agent = await create(server, name="coder", backend={"kind": "acp", "command": "never-run"})
     error = await expect_error(
-        host.request("agent/run", {"agentId": agent, "input": [text_message("hi")]}),
+        server.request("agent/run", {"agentId": agent, "input": [text_message("hi")]}),
         -32602,
         "InvalidMessageError",
     )
@@ -109,10 +109,10 @@ async def test_structured_input_to_an_acp_agent_names_it_an_acp_backend(host: Ho
 
 
 async def test_structured_input_never_spawns_an_external_agent(
-    host: HostClient, tmp_path: Path
+    server: HostClient, tmp_path: Path
 ) -> None:
     marker = tmp_path / "spawned"
-    agent = await create(host, **process_config("ext", f"touch {marker}; cat"))
+    agent = await create(server, **process_config("ext", f"touch {marker}; cat"))
     structured = [text_message("hello")]
     for method, params in (
         ("agent/run", {"input": structured}),
@@ -120,11 +120,11 @@ async def test_structured_input_never_spawns_an_external_agent(
         ("agent/prompt", {"input": [{"type": "text", "text": "hello"}]}),
     ):
         error = await expect_error(
-            host.request(method, {"agentId": agent, **params}), -32602, "InvalidMessageError"
+            server.request(method, {"agentId": agent, **params}), -32602, "InvalidMessageError"
         )
         assert "accepts string prompts only" in error.message
     error = await expect_error(
-        host.request(
+        server.request(
             "oma/runAgent",
             {
                 "config": process_config("ext", f"touch {marker}; cat"),
@@ -137,8 +137,8 @@ async def test_structured_input_never_spawns_an_external_agent(
     )
     assert "accepts string prompts only" in error.message
     assert not marker.exists()
-    assert host.notifications == []
-    assert (await host.request("agent/history", {"agentId": agent})) == {"messages": []}
+    assert server.notifications == []
+    assert (await server.request("agent/history", {"agentId": agent})) == {"messages": []}
     # The same agent with a string does spawn: the marker check can fail.
-    result = await host.request("agent/run", {"agentId": agent, "input": "hello"})
+    result = await server.request("agent/run", {"agentId": agent, "input": "hello"})
     assert result["success"] and marker.exists()

@@ -17,6 +17,7 @@ import pytest
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.testing.script import Reply
 from oma_host.testing.simulator import Simulator
+from tests.builders import reply, tool_use
 from tests.cli.recorded_runs import show_json
 from tests.providers.helpers import llm_config
 from tests.telemetry.receiver import Receiver, by_operation
@@ -40,8 +41,8 @@ async def one_tool_run(host: HostClient, sim: Simulator, work: Path) -> str:
     (work / "notes.txt").write_text(FILE_TEXT)
     config = llm_config(sim, "anthropic", name="reader", tools=["file_read"], cwd=str(work))
     agent = (await host.request("agent/create", {"config": config}))["agentId"]
-    call = {"type": "tool_use", "id": "c1", "name": "file_read", "input": {"path": "notes.txt"}}
-    sim.script(Reply(content=[call]), Reply.text("ANSWER-MARKER-3e done"))
+    call = tool_use("c1", "file_read", path="notes.txt")
+    sim.script(reply(call), Reply.text("ANSWER-MARKER-3e done"))
     result = await host.request("agent/run", {"agentId": agent, "input": PROMPT})
     assert result["success"], result
     run_id: str = result["identity"]["runId"]

@@ -24,7 +24,7 @@ from oma_host.cli.client import HostClient, host_argv
 from oma_host.core.version import __version__
 from oma_host.testing.script import Reply
 from oma_host.testing.simulator import Simulator, too_long_fault
-from tests.builders import assistant, text, user
+from tests.builders import assistant, reply, text, tool_use, user
 from tests.llm.compaction_helpers import summaries
 from tests.providers.helpers import llm_config
 from tests.telemetry.receiver import (
@@ -55,10 +55,6 @@ SECOND_USAGE = {
     "cache_creation_input_tokens": 40,
     "cache_read_input_tokens": 1500,
 }
-
-
-def tool_use(call_id: str, name: str, **input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": input}
 
 
 async def create(host: HostClient, config: dict[str, Any]) -> str:
@@ -145,7 +141,7 @@ async def _make_runs(sim: Simulator, collector: Receiver, state: Path, work: Pat
             ),
         )
         sim.script(
-            Reply(content=[tool_use("d1", "delegate", agent="helper", task="say hi")]),
+            reply(tool_use("d1", "delegate", agent="helper", task="say hi")),
             Reply.text("delegated"),
         )
         result = await host.request("agent/run", {"agentId": lead, "input": "hand it on"})
