@@ -312,6 +312,10 @@ class AgentConfig(_Model):
     # default, on at the ACP door, off at the JSON-RPC door and in Python.
     environment: bool | None = None
     cwd: str | None = None
+    # Folders the built-in tools reach besides ``cwd`` (absolute paths; ACP's
+    # ``additionalDirectories``): each confined as ``cwd`` is, with the same
+    # permission rules, and named in the environment prompt.
+    additional_directories: list[Annotated[str, Field(min_length=1)]] | None = None
     history: Any = None
     hooks: HooksConfig | None = None
     output_schema: dict[str, Any] | None = None
