@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from oma_host.core.config import PermissionRule
+from oma_host.core.config import PermissionRule, parse_agent_config
+from oma_host.core.errors import InvalidParamsError
 from oma_host.core.tools import FILE_WRITE
 from oma_host.llm.tools import BUILTIN_TOOLS
 from oma_host.llm.tools.base import Workspace
@@ -139,3 +140,10 @@ def test_a_search_leaves_out_what_a_rule_keeps_from_an_additional_directory(
         BUILTIN_TOOLS["grep"].execute({"pattern": "needle", "path": str(extra)}, workspace, Stop(9))
     )
     assert found.splitlines() == ["no matches", "[2 paths left out by the permission rules]"]
+
+
+def test_a_config_refuses_a_relative_additional_directory_naming_it() -> None:
+    with pytest.raises(
+        InvalidParamsError, match=r"config.additionalDirectories\[1\] must be an abs"
+    ):
+        parse_agent_config({"name": "a", "model": "m", "additionalDirectories": ["/tmp", "src"]})
