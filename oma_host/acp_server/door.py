@@ -40,7 +40,12 @@ from oma_host.acp_server.editor import EditorClient, SessionTerminals, request_p
 from oma_host.acp_server.editor_mcp import host_servers
 from oma_host.acp_server.handshake import LOGIN_METHOD
 from oma_host.acp_server.message_ids import TurnMessages, new_epoch
-from oma_host.acp_server.sessions import DoorSession, SessionBook, checked_cwd
+from oma_host.acp_server.sessions import (
+    DoorSession,
+    SessionBook,
+    checked_cwd,
+    checked_directories,
+)
 from oma_host.acp_server.updates import (
     ClientFeatures,
     UpdateSender,
@@ -224,19 +229,35 @@ class OmaAcpAgent:
         return answer
 
     async def new_session(
-        self, cwd: str, mcp_servers: list[Any] | None = None, **meta: Any
+        self,
+        cwd: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **meta: Any,
     ) -> dict[str, Any]:
-        """A new session; a ``_meta.traceparent`` on it makes the client's
+        """A new session, its tools reaching ``additional_directories``
+        besides ``cwd``; a ``_meta.traceparent`` on it makes the client's
         span the parent of its turns' runs that bring none of their own."""
-        session = await self._sessions.open(checked_cwd(cwd), host_servers(mcp_servers))
+        cwd = checked_cwd(cwd)
+        directories = checked_directories(additional_directories)
+        session = await self._sessions.open(cwd, host_servers(mcp_servers), directories)
         session.trace = parse_traceparent(meta.get("traceparent"), meta.get("tracestate"))
         return await self._choices(session, sessionId=session.session_id)
 
     async def load_session(
-        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **_: Any,
     ) -> dict[str, Any]:
+        """The stored session with its history replayed; its additional
+        directories are the request's when it gives them, else those stored."""
+        cwd = checked_cwd(cwd)
+        directories = checked_directories(additional_directories)
         servers = host_servers(mcp_servers)
-        session, history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
+        session, history = await self._sessions.load(session_id, cwd, servers, directories)
         sender = self._sender(session_id, cwd)
         for update, message in replay_updates(history, cwd, session.epoch):
             wire = wire_update(update)
@@ -247,18 +268,32 @@ class OmaAcpAgent:
         return await self._choices(session)
 
     async def resume_session(
-        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **_: Any,
     ) -> dict[str, Any]:
         """As ``session/load``, without replaying the history to the editor."""
+        cwd = checked_cwd(cwd)
+        directories = checked_directories(additional_directories)
         servers = host_servers(mcp_servers)
-        session, _history = await self._sessions.load(session_id, checked_cwd(cwd), servers)
+        session, _history = await self._sessions.load(session_id, cwd, servers, directories)
         return await self._choices(session)
 
     async def fork_session(
-        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **_: Any,
     ) -> dict[str, Any]:
+        cwd = checked_cwd(cwd)
+        directories = checked_directories(additional_directories)
         servers = host_servers(mcp_servers)
-        session = await self._sessions.fork(session_id, checked_cwd(cwd), servers)
+        session = await self._sessions.fork(session_id, cwd, servers, directories)
         return await self._choices(session, sessionId=session.session_id)
 
     async def close_session(self, session_id: str, **_: Any) -> None:

@@ -202,6 +202,7 @@ def initialize_result(
                 "fork": {},
                 "resume": {},
                 "close": {},
+                "additionalDirectories": {},
             },
         },
         "authMethods": methods,

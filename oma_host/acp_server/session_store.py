@@ -24,6 +24,8 @@ from oma_host.core.redact import Redactor
 from oma_host.orchestration.store import Store
 
 TITLE_CHARS = 80
+# The settings' key of a session's additional directories.
+DIRECTORIES_SETTING = "additionalDirectories"
 # Sessions in one page of session/list.
 LIST_PAGE = 50
 
@@ -160,6 +162,7 @@ class SessionStorage:
             SessionInfo(
                 session_id=row["sessionId"],
                 cwd=row["cwd"],
+                additional_directories=stored_directories(row["settings"]) or None,
                 title=row["title"],
                 updated_at=_timestamp(row["updated"]),
             )
@@ -177,6 +180,15 @@ def stored_cost(settings: dict[str, Any]) -> float:
     """The cost stored settings carry (0 when they carry none)."""
     cost = settings.get("cost")
     return float(cost) if isinstance(cost, int | float) else 0.0
+
+
+def stored_directories(settings: dict[str, Any]) -> list[str]:
+    """The additional directories stored settings carry (none when they
+    carry no list of absolute paths)."""
+    directories = settings.get(DIRECTORIES_SETTING)
+    if not isinstance(directories, list):
+        return []
+    return [item for item in directories if isinstance(item, str) and item.startswith("/")]
 
 
 def _title(turn: LLMMessage) -> str | None:

@@ -1,5 +1,9 @@
 """The ACP door's live sessions: agent, model, ``cwd``, turns in flight, idle agents resting.
 
+A session's additional directories are stored in its settings and restored by
+``session/load``, ``session/resume`` and ``session/fork`` when the request
+names none (:func:`directories_of`).
+
 Switching the agent or model builds a new core Agent on the same history. The
 editor's MCP servers are kept with the session, not stored. A session builds
 each delegate the first time one of its agents hands it a task and keeps it
@@ -25,9 +29,11 @@ from oma_host.acp_server.message_ids import EPOCH_SETTING, new_epoch
 from oma_host.acp_server.options import Choices, ModelLists, config_options, mode_state, switched
 from oma_host.acp_server.run_traces import RunTraces
 from oma_host.acp_server.session_store import (
+    DIRECTORIES_SETTING,
     SessionStorage,
     refuse,
     stored_cost,
+    stored_directories,
     unknown_session,
 )
 from oma_host.core.abort import AbortSignal
@@ -75,6 +81,9 @@ class DoorSession:
     # The editor's span from session/new's ``_meta.traceparent``: the parent
     # of the runs of prompts that name none.
     trace: TraceParent | None = None
+    # ACP's ``additionalDirectories``: folders its agents' tools reach
+    # besides ``cwd`` (AgentConfig.additionalDirectories), kept in the store.
+    directories: list[str] = field(default_factory=list)
 
     @property
     def busy(self) -> bool:
@@ -98,7 +107,12 @@ class DoorSession:
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {**self.choices.settings(), "cost": self.cost, EPOCH_SETTING: self.epoch}
+        return {
+            **self.choices.settings(),
+            "cost": self.cost,
+            EPOCH_SETTING: self.epoch,
+            DIRECTORIES_SETTING: self.directories,
+        }
 
 
 def checked_cwd(cwd: str) -> str:
@@ -112,6 +126,29 @@ def checked_cwd(cwd: str) -> str:
     else:
         return cwd
     return refuse(problem)
+
+
+def checked_directories(directories: list[str] | None) -> list[str] | None:
+    """A request's ``additionalDirectories``, each an absolute path to a
+    directory (-32602 naming ``additionalDirectories[i]`` otherwise, as
+    :func:`checked_cwd`); None when the request gives none (null or left
+    out: a stored session keeps its own, :func:`directories_of`)."""
+    if directories is None:
+        return None
+    for index, directory in enumerate(directories):
+        where = f"additionalDirectories[{index}]"
+        if not os.path.isabs(directory):
+            refuse(f"{where} must be an absolute path; {directory!r} is relative")
+        if not os.path.isdir(directory):
+            refuse(f"{where} {directory!r} is not a directory")
+    return list(dict.fromkeys(directories))
+
+
+def directories_of(given: list[str] | None, settings: dict[str, Any]) -> list[str]:
+    """The additional directories of a stored session opened again: the
+    request's own list when it gives one (``[]`` included: none), else
+    those stored with it (:func:`checked_directories`)."""
+    return given if given is not None else stored_directories(settings)
 
 
 class SessionBook:
@@ -205,11 +242,15 @@ class SessionBook:
                 return fresh
         raise auth_required(str(problem))
 
-    async def open(self, cwd: str, mcp_servers: list[McpServer]) -> DoorSession:
+    async def open(
+        self, cwd: str, mcp_servers: list[McpServer], directories: list[str] | None = None
+    ) -> DoorSession:
         config = self._authenticated(self.default)
         session_id = _new_id()
         choices = Choices.of(config)
-        session = await self._build(session_id, cwd, config, choices, [], mcp_servers, None)
+        session = await self._build(
+            session_id, cwd, config, choices, [], mcp_servers, None, directories or []
+        )
         await self._storage.create(session, [])
         self._opened(session)
         return session
@@ -225,9 +266,14 @@ class SessionBook:
         return config, Choices.stored(settings, config)
 
     async def load(
-        self, session_id: str, cwd: str, mcp_servers: list[McpServer]
+        self,
+        session_id: str,
+        cwd: str,
+        mcp_servers: list[McpServer],
+        directories: list[str] | None = None,
     ) -> tuple[DoorSession, list[LLMMessage]]:
-        """The stored session, in ``cwd``, and its history (to replay;
+        """The stored session, in ``cwd`` with ``directories`` (else those
+        stored: :func:`directories_of`), and its history (to replay;
         ``session/resume`` does not)."""
         self.check_agents()
         history, info = await self._storage.stored(session_id)
@@ -239,8 +285,9 @@ class SessionBook:
             refuse("a turn is running; load after it ends")
         if previous is not None:
             await self._end(previous)
+        directories = directories_of(directories, info["settings"])
         session = await self._build(
-            session_id, cwd, config, choices, history, mcp_servers, info["title"]
+            session_id, cwd, config, choices, history, mcp_servers, info["title"], directories
         )
         session.cost = stored_cost(info["settings"])
         epoch = info["settings"].get(EPOCH_SETTING)
@@ -250,17 +297,25 @@ class SessionBook:
         self._opened(session)
         return session, history
 
-    async def fork(self, source_id: str, cwd: str, mcp_servers: list[McpServer]) -> DoorSession:
+    async def fork(
+        self,
+        source_id: str,
+        cwd: str,
+        mcp_servers: list[McpServer],
+        directories: list[str] | None = None,
+    ) -> DoorSession:
         """A new session holding a copy of a stored session's history (its
         completed turns: a turn still running is not part of it), with the
-        same agent, model and title; the source goes on unchanged. A wrapped
+        same agent, model, title and (unless ``directories`` are given)
+        additional directories; the source goes on unchanged. A wrapped
         ACP agent's own session is not copied: the fork's opens afresh."""
         self.check_agents()
         history, info = await self._storage.stored(source_id)
         config, choices = self._chosen(info["settings"])
         session_id = _new_id()
+        directories = directories_of(directories, info["settings"])
         session = await self._build(
-            session_id, cwd, config, choices, history, mcp_servers, info["title"]
+            session_id, cwd, config, choices, history, mcp_servers, info["title"], directories
         )
         await self._storage.create(session, history)
         self._opened(session)
@@ -300,9 +355,16 @@ class SessionBook:
         history: list[LLMMessage],
         mcp_servers: list[McpServer],
         title: str | None,
+        directories: list[str],
     ) -> DoorSession:
         session = DoorSession(
-            session_id, cwd, config, choices, title, mcp_servers=list(mcp_servers)
+            session_id,
+            cwd,
+            config,
+            choices,
+            title,
+            mcp_servers=list(mcp_servers),
+            directories=directories,
         )
         session.models = await self._model_lists.models(config)
         session.agent = self._agent(session, history)
@@ -331,6 +393,8 @@ class SessionBook:
         left out with a log line (refusing would shut the editor out of every
         process agent whenever it has servers configured)."""
         update: dict[str, Any] = {"cwd": session.cwd, **coding_defaults(config)}
+        if session.directories:
+            update["additional_directories"] = session.directories
         backend = config.backend
         if session.mcp_servers and backend is not None and backend.kind == "process":
             names = ", ".join(server.name for server in session.mcp_servers)

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -272,6 +273,12 @@ def parse_model_defaults(value: ModelDefaults | Mapping[str, Any] | None) -> Mod
     return ModelDefaults.model_validate(dict(value))
 
 
+def _absolute_path(value: str) -> str:
+    if not os.path.isabs(value):
+        raise predicate_error(f"must be an absolute path; {value!r} is relative")
+    return value
+
+
 class AgentConfig(_Model):
     name: Annotated[str, Field(min_length=1)]
     model: str | None = None
@@ -312,6 +319,10 @@ class AgentConfig(_Model):
     # default, on at the ACP door, off at the JSON-RPC door and in Python.
     environment: bool | None = None
     cwd: str | None = None
+    # Folders the built-in tools reach besides ``cwd`` (absolute paths; ACP's
+    # ``additionalDirectories``): each confined as ``cwd`` is, with the same
+    # permission rules, and named in the environment prompt.
+    additional_directories: list[Annotated[str, AfterValidator(_absolute_path)]] | None = None
     history: Any = None
     hooks: HooksConfig | None = None
     output_schema: dict[str, Any] | None = None

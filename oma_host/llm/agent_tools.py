@@ -76,6 +76,7 @@ class AgentTools:
             timeout_s,
             call_timeout_s=self._tool_timeout_s,
             secrets=config.secrets,
+            folders=self.registry.folders,
         )
         self._policy = PermissionPolicy(
             config.permissions,
@@ -84,6 +85,7 @@ class AgentTools:
             timeout_s,
             self.registry.root,
             config.permission_mode or "ask",
+            self.registry.folders,
         )
         self._servers: McpServers | None = None
         # What a call's input is stored with, and its content exported with.

@@ -91,10 +91,13 @@ class Environment:
     git: GitState | None  # None: not in a repository
     instructions: tuple[Instructions, ...]
     omitted: tuple[str, ...]  # instruction files left out for the total limit
+    # The additional directories the tools reach (absolute, resolved).
+    folders: tuple[str, ...] = ()
 
 
-async def gather_environment(cwd: str) -> Environment:
-    """The environment of an agent working in ``cwd`` (absolute, resolved)."""
+async def gather_environment(cwd: str, folders: tuple[str, ...] = ()) -> Environment:
+    """The environment of an agent working in ``cwd`` (absolute, resolved)
+    and reaching ``folders`` besides."""
     root = _repository_root(cwd)
     git = await _git_state(cwd, root) if root is not None else None
     instructions, omitted = await asyncio.to_thread(_read_instructions, cwd, root or cwd)
@@ -106,6 +109,7 @@ async def gather_environment(cwd: str) -> Environment:
         git=git,
         instructions=instructions,
         omitted=omitted,
+        folders=folders,
     )
 
 
@@ -327,8 +331,13 @@ def _where(environment: Environment) -> str:
         "# Environment",
         "",
         f"- Working directory: {environment.cwd}",
-        f"- OS: {environment.system}",
     ]
+    if environment.folders:
+        lines.append(
+            "- Additional directories (the tools reach them too; name files there by "
+            "absolute path): " + ", ".join(environment.folders)
+        )
+    lines.append(f"- OS: {environment.system}")
     if environment.shell:
         lines.append(f"- The user's shell: {environment.shell}")
     lines.append(f"- Today's date: {environment.date}")

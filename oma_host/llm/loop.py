@@ -137,7 +137,8 @@ class LLMBackend:
         async with self._environment_lock:
             if not self._environment_pending:
                 return
-            environment = await gather_environment(self._tools.registry.root)
+            registry = self._tools.registry
+            environment = await gather_environment(registry.root, registry.folders)
             tools = list(self._tools.registry.tools)
             host = environment_prompt(environment, self._config, tools)
             system = self._options.system_prompt

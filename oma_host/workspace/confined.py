@@ -15,7 +15,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -94,6 +94,35 @@ class Root:
 
     def __exit__(self, *exc: object) -> None:
         os.close(self.fd)
+
+
+# What refusals call the folders of an agent with additional directories.
+EVERY_FOLDER = "the agent's working directory and its additional directories"
+
+
+def root_of(path: str, roots: Sequence[str]) -> str:
+    """The folder of ``roots`` (the agent's ``cwd`` first, then its
+    additional directories; absolute, symlinks resolved) a tool confines
+    ``path`` to: ``cwd`` for a relative path; for an absolute one, the first
+    folder it lies beneath once ``..`` is folded, else ``cwd`` (which then
+    refuses it as outside). Lexical: each folder is a tree of its own, and a
+    symlink in one never leads into another."""
+    if not path.startswith("/") or len(roots) < 2:
+        return roots[0]
+    normal = os.path.normpath(path)
+    for root in roots:
+        if normal == root or normal.startswith(root.rstrip("/") + "/"):
+            return root
+    return roots[0]
+
+
+def named(root: str, cwd: str, resolved: str) -> str:
+    """The file ``resolved`` (relative to the folder ``root``) as the agent
+    and its permission rules name it: relative to ``cwd`` in ``cwd``,
+    absolute in an additional directory."""
+    if root == cwd:
+        return resolved
+    return os.path.join(root, resolved) if resolved else root
 
 
 def _outside(root: Root, what: str, path: str) -> ToolError:

@@ -34,6 +34,7 @@ from oma_host.workspace.confined import (
     ToolError,
     open_beneath,
     resolve_beneath,
+    root_of,
     walk,
 )
 
@@ -81,7 +82,8 @@ class Target:
     an ``allow`` rule's pattern may match (None: no allow rule with a pattern
     applies), and ``possible``, the forms any of which makes a ``deny`` or
     ``ask`` rule's pattern match. ``resolved``: the
-    path's file, relative to ``cwd``, when the target is a path inside it;
+    path's file, relative to ``cwd``, when the target is a path inside it
+    (absolute, when inside an additional directory);
     ``parts``: a command line's simple commands."""
 
     shown: str | None
@@ -222,11 +224,19 @@ class _Beneath:
 
 
 def find_target(
-    declaration: ToolFacts, arguments: Any, root: Root, *, look_beneath: bool = False
+    declaration: ToolFacts,
+    arguments: Any,
+    root: Root,
+    *,
+    look_beneath: bool = False,
+    cwd: str | None = None,
 ) -> Target:
     """How ``declaration``'s call of ``arguments`` is matched (filesystem
     reads: a worker's). ``look_beneath``: an MCP call's folders are looked
-    through for what a deny or ask rule may cover (:class:`_Beneath`)."""
+    through for what a deny or ask rule may cover (:class:`_Beneath`).
+    ``cwd``: the agent's, when ``root`` is another of its folders (an
+    additional directory holding the call's path): the file is then named by
+    its absolute path only (:func:`named`), which is what rules match."""
     shown = declaration.target(arguments)
     if declaration.target_kind == "command":
         return command_target(shown)
@@ -239,6 +249,10 @@ def find_target(
         guarded = protected(root.path, resolved, shown)
         if resolved is None:
             return Target(shown, None, forms, None, protected=guarded)
+        if cwd is not None and cwd != root.path:
+            absolute = _absolute(root, resolved)
+            forms = tuple(form for form in forms if form.startswith("/"))
+            return Target(shown, (absolute,), forms, absolute, protected=guarded)
         names = (resolved or ".", _absolute(root, resolved))
         return Target(shown, names, forms, resolved, protected=guarded)
     given: list[str] = []  # the arguments' forms
@@ -378,17 +392,23 @@ class SearchRules:
         self._read = naming(READ_TOOL)
         self._root = root
 
-    def hides(self, path: str, resolved: str, *, reads: bool) -> bool:
-        """Whether the walk must leave out ``path`` (leading to ``resolved``)."""
+    def hides(self, path: str, resolved: str, *, reads: bool, root: str | None = None) -> bool:
+        """Whether the walk must leave out ``path`` (leading to ``resolved``),
+        both beneath the folder ``root`` (``cwd`` by default; in an
+        additional directory only the absolute forms are matched)."""
         rules = (self._own, self._read) if reads else (self._own,)
         if not any(rules):
             return False
+        base = root or self._root
         absolute = (
-            os.path.join(self._root, path) if path else self._root,
-            os.path.join(self._root, resolved) if resolved else self._root,
+            os.path.join(base, path) if path else base,
+            os.path.join(base, resolved) if resolved else base,
         )
-        names = (resolved or ".", absolute[1])
-        target = Target(path, names, tuple(dict.fromkeys((path, resolved, *absolute))))
+        if base == self._root:
+            names = (resolved or ".", absolute[1])
+            target = Target(path, names, tuple(dict.fromkeys((path, resolved, *absolute))))
+        else:
+            target = Target(path, absolute[1:], tuple(dict.fromkeys(absolute)))
         for some in rules:
             found = next((rule for rule in some if _applies(rule, target)), None)
             if found is not None and found.action != "allow":
@@ -402,7 +422,8 @@ class Decision:
 
     allowed: bool
     event: dict[str, Any]
-    # The file decided for, relative to ``cwd``, when the target is a path.
+    # The file decided for, when the target is a path: relative to ``cwd``,
+    # absolute in an additional directory (confined.named).
     resolved: str | None = None
 
 
@@ -417,10 +438,13 @@ class PermissionPolicy:
         timeout_s: float,
         root: str,
         mode: PermissionMode = "ask",
+        folders: tuple[str, ...] = (),
     ) -> None:
         self._rules = list(rules or [])
         self._mode = mode
         self._root = root
+        # The additional directories (absolute, resolved), confined as ``root`` is.
+        self._folders = folders
         self._handler = handler
         self._agent_name = agent_name
         self._timeout_s = timeout_s
@@ -445,9 +469,14 @@ class PermissionPolicy:
         look_beneath = declaration.target_kind == "unknown" and self._names_a_pattern(
             declaration.name
         )
+        # A path's call is matched in the folder it is confined to (root_of).
+        shown = declaration.target(arguments) if declaration.target_kind == "path" else None
+        folder = root_of(shown or ".", (self._root, *self._folders))
         try:
-            with Root(self._root) as root:
-                return find_target(declaration, arguments, root, look_beneath=look_beneath)
+            with Root(folder) as root:
+                return find_target(
+                    declaration, arguments, root, look_beneath=look_beneath, cwd=self._root
+                )
         except OSError:  # no cwd to resolve in (the tools will say so): nothing is certain
             shown = declaration.target(arguments)
             return Target(shown, None, () if shown is None else (shown,))

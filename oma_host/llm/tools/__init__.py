@@ -62,7 +62,7 @@ def check_tool_names(config: AgentConfig) -> None:
 
 
 class ToolRegistry:
-    """The built-in tools one agent may use, and the directory they are confined to."""
+    """The built-in tools one agent may use, and the folders they are confined to."""
 
     def __init__(self, config: AgentConfig, delegates: list[str] | None = None) -> None:
         """The tools ``config`` grants (InvalidParamsError for a name that is
@@ -72,3 +72,11 @@ class ToolRegistry:
         if delegates:
             self.tools[delegate.NAME] = delegate.for_delegates(delegates)
         self.root = str(Path(config.cwd or os.getcwd()).resolve())
+        # The additional directories, resolved as ``root`` is, each once.
+        self.folders = tuple(
+            folder
+            for folder in dict.fromkeys(
+                str(Path(directory).resolve()) for directory in config.additional_directories or []
+            )
+            if folder != self.root
+        )

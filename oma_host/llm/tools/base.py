@@ -24,7 +24,7 @@ from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.events import EmitFn
 from oma_host.core.tools import ToolDeclaration, ToolFacts
 from oma_host.core.validation import describe_validation_error, predicate_error
-from oma_host.workspace.confined import Root, Stop, ToolError
+from oma_host.workspace.confined import EVERY_FOLDER, Root, Stop, ToolError, named, root_of
 from oma_host.workspace.permissions import SearchRules, confirm_approved
 
 CALL_BUDGET_S = 20.0  # then grep and glob answer with what they found
@@ -80,8 +80,9 @@ def input_schema(params: type[ToolParams]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Workspace:
-    """Where one agent's tools work: its ``cwd`` (resolved) and its door's
-    editor channel, asked for at most ``editor_timeout_s`` a request."""
+    """Where one agent's tools work: its ``cwd`` (resolved), its additional
+    directories, and its door's editor channel, asked for at most
+    ``editor_timeout_s`` a request."""
 
     root: str
     editor: EditorChannel = NO_EDITOR
@@ -107,23 +108,44 @@ class Workspace:
     # Variables every command the call starts gets over the host's: the
     # run's delegation limits (oma_host.core.delegation.Lineage.environment).
     command_env: Mapping[str, str] = field(default_factory=dict)
+    # The folders the tools reach besides ``root`` (absolute, resolved): the
+    # config's ``additionalDirectories``, each confined as ``root`` is.
+    folders: tuple[str, ...] = ()
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """Every folder the tools reach, ``root`` first."""
+        return (self.root, *self.folders)
+
+    def root_for(self, path: str) -> str:
+        """The folder ``path`` is confined to (:func:`root_of`)."""
+        return root_of(path, self.roots)
+
+    def shown(self, root: str, resolved: str) -> str:
+        """A path beneath the folder ``root`` as the model is told it
+        (:func:`named`: absolute in an additional directory)."""
+        return named(root, self.root, resolved) or "."
 
     def confirm(self, path: str, resolved: str) -> None:
-        """Refuse a call whose file is no longer the one the permission
-        policy decided for (:func:`oma_host.workspace.permissions.confirm_approved`)."""
-        confirm_approved(path, resolved, self.approved)
+        """Refuse a call whose file (``resolved``, beneath the folder of
+        ``path``) is no longer the one the permission policy decided for
+        (:func:`oma_host.workspace.permissions.confirm_approved`)."""
+        confirm_approved(path, named(self.root_for(path), self.root, resolved), self.approved)
 
-    def left_out(self, path: str, resolved: str, *, reads: bool) -> bool:
-        """Whether a search leaves out ``path`` (leading to ``resolved``),
-        which the permission rules keep from it (:class:`SearchRules`)."""
+    def left_out(self, path: str, resolved: str, *, reads: bool, root: str | None = None) -> bool:
+        """Whether a search leaves out ``path`` (leading to ``resolved``,
+        both beneath the folder ``root``, ``cwd`` by default), which the
+        permission rules keep from it (:class:`SearchRules`)."""
         rules = self.search_rules
-        return rules is not None and rules.hides(path, resolved, reads=reads)
+        return rules is not None and rules.hides(path, resolved, reads=reads, root=root)
 
-    async def in_thread(self, work: Callable[[Root], T]) -> T:
-        """``work`` in a worker thread, given the root opened."""
+    async def in_thread(self, work: Callable[[Root], T], path: str = ".") -> T:
+        """``work`` in a worker thread, given the folder ``path`` is
+        confined to opened (:meth:`root_for`)."""
+        inside = EVERY_FOLDER if self.folders else "the agent's working directory"
 
         def run() -> T:
-            with Root(self.root) as root:
+            with Root(self.root_for(path), inside=inside) as root:
                 return work(root)
 
         return await asyncio.to_thread(run)

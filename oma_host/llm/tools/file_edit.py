@@ -1,8 +1,9 @@
 """``file_edit {path, old, new}``: replace the one exact occurrence of ``old`` in a file.
 
-The path is confined beneath ``cwd``; ``old`` is looked for in the editor's
-text when the editor reads files (the unsaved buffer the model read), and the
-edit is carried out where the editor channel says.
+The path is confined beneath ``cwd`` (or an additional directory); ``old``
+is looked for in the editor's text when the editor reads files (the unsaved
+buffer the model read), and the edit is carried out where the editor channel
+says.
 """
 
 from __future__ import annotations
@@ -24,16 +25,19 @@ class FileEditParams(ToolParams):
 
 async def _run(params: FileEditParams, workspace: Workspace, stop: Stop) -> str:
     read, timeout_s = workspace.editor.read_text, workspace.editor_timeout_s
+    folder = workspace.root_for(params.path)
     if read is None:
         edit = await workspace.in_thread(
-            lambda root: plan_edit(params.path, params.old, params.new, root)
+            lambda root: plan_edit(params.path, params.old, params.new, root), params.path
         )
     else:
-        located = await workspace.in_thread(lambda root: existing_file(params.path, root))
-        current = await editor_text(read, located.absolute(workspace.root), timeout_s)
+        located = await workspace.in_thread(
+            lambda root: existing_file(params.path, root), params.path
+        )
+        current = await editor_text(read, located.absolute(folder), timeout_s)
         edit = replace_once(located, current, params.old, params.new)
     workspace.confirm(params.path, edit.resolved())
-    return await carry_out(edit, workspace.root, workspace.editor, timeout_s)
+    return await carry_out(edit, folder, workspace.editor, timeout_s)
 
 
 TOOL = declare(FILE_EDIT, FileEditParams, _run)

@@ -1,4 +1,4 @@
-"""``file_read {path}``: a regular file's text under the agent's ``cwd``, up to 256 KiB.
+"""``file_read {path}``: a regular file's text in the agent's folders, up to 256 KiB.
 
 Only a regular file is read, so a FIFO cannot block the call; when the editor
 reads files, its text of the confined path is read instead, so an unsaved
@@ -60,8 +60,12 @@ def _confined(path: str, root: Root, workspace: Workspace) -> str:
 async def _run(params: FileReadParams, workspace: Workspace, stop: Stop) -> str:
     read = workspace.editor.read_text
     if read is None:
-        return await workspace.in_thread(lambda root: _read_disk(params.path, root, workspace))
-    path = await workspace.in_thread(lambda root: _confined(params.path, root, workspace))
+        return await workspace.in_thread(
+            lambda root: _read_disk(params.path, root, workspace), params.path
+        )
+    path = await workspace.in_thread(
+        lambda root: _confined(params.path, root, workspace), params.path
+    )
     text = await editor_text(read, path, workspace.editor_timeout_s)
     return _text(text.encode(errors="replace"))
 

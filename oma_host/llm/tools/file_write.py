@@ -17,9 +17,12 @@ class FileWriteParams(ToolParams):
 
 
 async def _run(params: FileWriteParams, workspace: Workspace, stop: Stop) -> str:
-    edit = await workspace.in_thread(lambda root: plan_write(params.path, params.content, root))
+    edit = await workspace.in_thread(
+        lambda root: plan_write(params.path, params.content, root), params.path
+    )
     workspace.confirm(params.path, edit.resolved())
-    return await carry_out(edit, workspace.root, workspace.editor, workspace.editor_timeout_s)
+    root = workspace.root_for(params.path)
+    return await carry_out(edit, root, workspace.editor, workspace.editor_timeout_s)
 
 
 TOOL = declare(FILE_WRITE, FileWriteParams, _run)

@@ -1,8 +1,11 @@
-"""``glob {pattern}``: the paths under the agent's ``cwd`` matching a glob such as ``**/*.py``.
+"""``glob {pattern}``: the paths in the agent's folders matching a glob such as ``**/*.py``.
 
-The confined walk enters a directory only while the pattern can still match
-beneath it, stops at 500 paths or the call's time budget, and leaves out what
-the permission rules keep from ``glob``, saying how many.
+A relative pattern is matched beneath ``cwd``; an absolute one that starts
+with one of the agent's folders (an additional directory) beneath that
+folder, and what it finds is named by absolute paths. The confined walk
+enters a directory only while the pattern can still match beneath it, stops
+at 500 paths or the call's time budget, and leaves out what the permission
+rules keep from ``glob``, saying how many.
 """
 
 from __future__ import annotations
@@ -14,7 +17,16 @@ from pathlib import PurePosixPath
 
 from oma_host.core.tools import GLOB
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare, left_out_note
-from oma_host.workspace.confined import Entry, Root, Stop, TimeUp, ToolError, open_beneath, walk
+from oma_host.workspace.confined import (
+    EVERY_FOLDER,
+    Entry,
+    Root,
+    Stop,
+    TimeUp,
+    ToolError,
+    open_beneath,
+    walk,
+)
 
 MAX_RESULTS = 500
 
@@ -66,22 +78,41 @@ class _GlobPattern:
         return inner if any(state < len(self.components) for state in inner) else None
 
 
-def _glob(params: GlobParams, root: Root, stop: Stop, workspace: Workspace) -> str:
-    text = params.pattern
+def _split(text: str, workspace: Workspace) -> tuple[str, tuple[str, ...]]:
+    """The folder a pattern is matched beneath, and its components below it
+    (see the module docstring); a ToolError for one that leads outside
+    every folder or names no path."""
     pure = PurePosixPath(text)
-    if pure.is_absolute() or ".." in pure.parts:
-        raise ToolError(f"pattern {text!r} is outside the agent's working directory")
-    if not pure.parts:
+    folder, parts = workspace.root, pure.parts
+    if pure.is_absolute():
+        for root in workspace.roots:
+            prefix = PurePosixPath(root).parts
+            if parts[: len(prefix)] == prefix:
+                folder, parts = root, parts[len(prefix) :]
+                break
+        else:
+            parts = ("..",)
+    if ".." in parts:
+        inside = EVERY_FOLDER if workspace.folders else "the agent's working directory"
+        raise ToolError(f"pattern {text!r} is outside {inside}")
+    if not parts:
         raise ToolError(f"pattern {text!r} names no path; give one such as **/*.py")
-    pattern = _GlobPattern(pure.parts)
+    return folder, parts
+
+
+def _glob(parts: tuple[str, ...], root: Root, stop: Stop, workspace: Workspace) -> str:
+    pattern = _GlobPattern(parts)
+    folder = root.path
 
     def enter(entry: Entry[frozenset[int]]) -> frozenset[int] | None:
         inner = pattern.enter(entry)
-        if inner is None or workspace.left_out(entry.path, entry.resolved, reads=False):
+        if inner is None or workspace.left_out(
+            entry.path, entry.resolved, reads=False, root=folder
+        ):
             return None
         return inner
 
-    found = ["."] if pattern.accepts(pattern.start) else []
+    found = [workspace.shown(folder, "")] if pattern.accepts(pattern.start) else []
     left_out = 0
     note = ""
     start_fd, _ = open_beneath(root, ".", "path")
@@ -89,10 +120,10 @@ def _glob(params: GlobParams, root: Root, stop: Stop, workspace: Workspace) -> s
         for entry in walk(root, start_fd, "", pattern.start, stop, enter):
             if not pattern.accepts(pattern.step(entry.context, entry)):
                 continue
-            if workspace.left_out(entry.path, entry.resolved, reads=False):
+            if workspace.left_out(entry.path, entry.resolved, reads=False, root=folder):
                 left_out += 1
                 continue
-            found.append(entry.path)
+            found.append(workspace.shown(folder, entry.path))
             if len(found) >= MAX_RESULTS:
                 note = f"[stopped at {MAX_RESULTS} paths]"
                 break
@@ -110,7 +141,8 @@ def _glob(params: GlobParams, root: Root, stop: Stop, workspace: Workspace) -> s
 
 
 async def _run(params: GlobParams, workspace: Workspace, stop: Stop) -> str:
-    return await workspace.in_thread(lambda root: _glob(params, root, stop, workspace))
+    folder, parts = _split(params.pattern, workspace)
+    return await workspace.in_thread(lambda root: _glob(parts, root, stop, workspace), folder)
 
 
 TOOL = declare(GLOB, GlobParams, _run)

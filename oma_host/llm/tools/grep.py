@@ -1,7 +1,9 @@
-"""``grep {pattern, path?}``: lines matching a regular expression under the agent's ``cwd``.
+"""``grep {pattern, path?}``: lines matching a regular expression in the agent's folders.
 
-Patterns run on RE2 (:mod:`oma_host.core.patterns`), so none can backtrack for
-seconds. The confined walk skips hidden and symlinked directories, large and
+A ``path`` that is absolute and inside an additional directory searches
+there, and its matches are named by absolute paths. Patterns run on RE2
+(:mod:`oma_host.core.patterns`), so none can backtrack for seconds. The
+confined walk skips hidden and symlinked directories, large and
 binary files, stops at 200 matches or the call's time budget, and leaves out
 what the permission rules keep from ``grep`` or ``file_read``, saying how many.
 """
@@ -118,20 +120,25 @@ def _grep(params: GrepParams, root: Root, stop: Stop, workspace: Workspace) -> s
     left_out = 0
     note = ""
 
+    folder = root.path
+
     def enter(entry: Entry[bool]) -> bool | None:
         nonlocal left_out
         inner = _enter(entry)
-        if inner is not None and workspace.left_out(entry.path, entry.resolved, reads=True):
+        if inner is not None and workspace.left_out(
+            entry.path, entry.resolved, reads=True, root=folder
+        ):
             left_out += 1
             return None
         return inner
 
     try:
         if not stat.S_ISDIR(os.fstat(start_fd).st_mode):
-            if workspace.left_out(start, start, reads=True):
+            if workspace.left_out(start, start, reads=True, root=folder):
                 left_out += 1
             else:
-                _search_file(start_fd, start, search, matches, stop)
+                shown = workspace.shown(folder, start)
+                _search_file(start_fd, shown, search, matches, stop)
         else:
             for entry in walk(root, start_fd, start, True, stop, enter):
                 opened = None if entry.is_dir else open_file(root, entry)
@@ -139,10 +146,11 @@ def _grep(params: GrepParams, root: Root, stop: Stop, workspace: Workspace) -> s
                     continue
                 fd, resolved = opened
                 try:
-                    if workspace.left_out(entry.path, resolved, reads=True):
+                    if workspace.left_out(entry.path, resolved, reads=True, root=folder):
                         left_out += 1
                     else:
-                        _search_file(fd, entry.path, search, matches, stop)
+                        shown = workspace.shown(folder, entry.path)
+                        _search_file(fd, shown, search, matches, stop)
                 finally:
                     os.close(fd)
                 if len(matches) >= MAX_MATCHES:
@@ -163,7 +171,7 @@ def _grep(params: GrepParams, root: Root, stop: Stop, workspace: Workspace) -> s
 
 
 async def _run(params: GrepParams, workspace: Workspace, stop: Stop) -> str:
-    return await workspace.in_thread(lambda root: _grep(params, root, stop, workspace))
+    return await workspace.in_thread(lambda root: _grep(params, root, stop, workspace), params.path)
 
 
 TOOL = declare(GREP, GrepParams, _run)

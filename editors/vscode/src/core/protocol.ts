@@ -85,6 +85,7 @@ export interface AgentConfig {
   disallowedTools?: string[] | null;
   environment?: boolean | null;
   cwd?: string | null;
+  additionalDirectories?: string[] | null;
   history?: unknown;
   hooks?: HooksConfig | null;
   outputSchema?: Record<string, unknown> | null;
@@ -541,6 +542,10 @@ export interface ModelFallbackEvent {
   data: ModelFallback;
 }
 
+/**
+ * One model of a provider's list (`models/list`); typing_extensions'
+ * TypedDict, which pydantic reads on Python 3.11.
+ */
 export interface ModelInfo {
   id: string;
   displayName?: string;
