@@ -54,6 +54,8 @@ def test_file_edit_goes_to_the_editor_planned_from_its_buffer(door: Door) -> Non
     assert not result.get("is_error"), result
     assert "written by the editor" in result["content"]
     (written,) = _asked(turn, "writeTextFile")
+    # The request names the run's span it was made in (docs/acp.md, "Trace context").
+    assert written.pop("_meta")["traceparent"].startswith("00-")
     assert written == {
         "sessionId": new["result"]["sessionId"],
         "path": notes,
