@@ -2,7 +2,8 @@
 
 Updates arrive in wire form and are written at once, in order. The rare
 requests (permission, files, terminals) are built and their answers validated
-with the schema's models.
+with the schema's models; ``elicitation/create``, which the library lacks, is
+built as the TypedDict generated from the v1 schema (:mod:`.wire_v1`).
 """
 
 from __future__ import annotations
