@@ -2,8 +2,9 @@
 
 Updates arrive in wire form and are written at once, in order. The rare
 requests (permission, files, terminals) are built and their answers validated
-with the schema's models; ``elicitation/create``, which the library lacks, is
-built as the TypedDict generated from the v1 schema (:mod:`.wire_v1`).
+with the schema's models; ``elicitation/create`` is built as the TypedDict
+generated from the v1 schema (:mod:`.wire_v1`), since the library's model
+would rewrite the MCP server's ``requestedSchema`` the door relays.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ added to the core fails the type check here until it is mapped. The updates
 every turn sends and the answer are built as plain dicts, held equal to the
 schema models' dumps by ``tests/acp_server/test_wire_forms.py``; the rest are
 built as models, but for what the library lacks (``compaction_update``,
-``notice``, chunks' ``messageId``, the client's ``session`` and
-``elicitation`` capabilities), typed with the TypedDicts generated from the
-v1 schema (:mod:`.wire_v1`) and checked against it by
+``notice``, the client's ``session`` capabilities). Those, the chunks and
+the capabilities read from the wire form are typed with the TypedDicts
+generated from the v1 schema (:mod:`.wire_v1`), and checked against it by
 ``tests/acp_server/test_schema_v1.py``. Every update of a turn is written
 before its answer.
 docs/acp.md, "What it serves".

@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import acp.schema
 import pytest
 
 from oma_host.cli.acp_types import (
@@ -78,13 +79,20 @@ def test_what_the_door_sends_is_closed_and_what_it_reads_is_open() -> None:
     assert '    mode: Literal["form"]\n' in request
     assert "    sessionId: SessionId\n" in request
     assert "requestId" not in request and "class CreateElicitationRequestUrl" not in text
-    other = text.split("class CreateElicitationResponseOther(TypedDict):")[1].split("\n\n\n")[0]
-    assert "    action: str\n" in other
+    assert "class CreateElicitationResponseOther" not in text
     assert (
         "CreateElicitationResponse = (\n    CreateElicitationResponseAccept\n"
-        "    | CreateElicitationResponseDecline\n    | CreateElicitationResponseCancel\n"
-        "    | CreateElicitationResponseOther\n)"
+        "    | CreateElicitationResponseDecline\n    | CreateElicitationResponseCancel\n)"
     ) in render()
+    read = generate(SCHEMA, {"CreateElicitationResponse": Root("read", reads=True)})
+    other = read.split("class CreateElicitationResponseOther(TypedDict):")[1].split("\n\n\n")[0]
+    assert "    action: str\n" in other
+    assert "| CreateElicitationResponseOther\n" in read
+    statuses = generate(SCHEMA, {"CompactionStatus": Root("read", reads=True)})
+    assert (
+        'CompactionStatus = Literal["in_progress", "completed", "failed", "cancelled"] | str'
+        in (statuses)
+    )
 
 
 def test_a_change_to_the_schema_changes_the_types() -> None:
@@ -204,3 +212,13 @@ def test_a_root_the_schema_lacks_or_a_member_it_does_not_name_is_an_error() -> N
     both = {"ElicitationCapabilities": Root("read", reads=True), "ClientCapabilities": Root("sent")}
     with pytest.raises(SchemaError, match="both sent and read"):
         generate(SCHEMA, both)
+
+
+def test_what_the_roots_say_the_package_lacks_it_lacks() -> None:
+    """A newer ``agent-client-protocol`` that models these fails here: use
+    its models for them, and take them out of ROOTS."""
+    assert not hasattr(acp.schema, "CompactionUpdate")
+    assert not hasattr(acp.schema, "Notice")
+    fields = acp.schema.ClientSessionCapabilities.model_fields
+    assert {"compaction", "notices"}.isdisjoint(fields)
+    assert "0.12.1" in ROOTS["ClientSessionCapabilities"].why
