@@ -289,6 +289,7 @@ class ClientFeatures:
 
 
 def _object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
     return value if isinstance(value, dict) else {}
 
 
