@@ -56,12 +56,14 @@ from oma_host.acp_server.updates import (
     message_update,
     prompt_answer,
     proposed_diff,
+    replayed_update,
     stop_notice,
     stop_reason,
     title_update,
     usage_update,
     wire_update,
 )
+from oma_host.acp_server.wire_v1 import CreateElicitationResponse
 from oma_host.core.abort import AbortSignal
 from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig
@@ -104,10 +106,6 @@ def _option_name(kind: str, tool: Any) -> str:
 def _error(error: OmaError) -> RequestError:
     """An ACP error for an OmaError: its code, its message, its ``data``."""
     return RequestError(error.code, str(error), error.error_data())
-
-
-# The updates whose chunks carry their message's id.
-_MESSAGE_CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
 
 
 class OmaAcpAgent:
@@ -260,10 +258,7 @@ class OmaAcpAgent:
         session, history = await self._sessions.load(session_id, cwd, servers, directories)
         sender = self._sender(session_id, cwd)
         for update, message in replay_updates(history, cwd, session.epoch):
-            wire = wire_update(update)
-            if wire["sessionUpdate"] in _MESSAGE_CHUNKS:
-                wire["messageId"] = message
-            sender.send(wire)
+            sender.send(replayed_update(update, message))
         await sender.close()
         return await self._choices(session)
 
@@ -528,7 +523,7 @@ class OmaAcpAgent:
         async def write(path: str, content: str) -> None:
             await self.client.write_text_file(session_id=session_id, path=path, content=content)
 
-        async def elicit(message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        async def elicit(message: str, schema: dict[str, Any]) -> CreateElicitationResponse:
             return await self.client.elicit(session_id, message, schema)
 
         editor = EditorChannel(

@@ -2,12 +2,15 @@
 
 Updates arrive in wire form and are written at once, in order. The rare
 requests (permission, files, terminals) are built and their answers validated
-with the schema's models.
+with the schema's models; ``elicitation/create`` is built as the TypedDict
+generated from the v1 schema (:mod:`.wire_v1`), since the library's model
+would rewrite the MCP server's ``requestedSchema`` the door relays.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from acp import RequestError
@@ -34,6 +37,11 @@ from acp.schema import (
 from pydantic import BaseModel
 
 from oma_host.acp_server.wire import AcpWire
+from oma_host.acp_server.wire_v1 import (
+    CreateElicitationRequest,
+    CreateElicitationResponse,
+    ElicitationSchema,
+)
 from oma_host.core.editor_channel import TerminalExit, TerminalOutput
 from oma_host.core.spans import current_span, traceparent_of
 
@@ -86,7 +94,7 @@ class EditorClient:
     def __init__(self, wire: AcpWire) -> None:
         self._wire = wire
 
-    async def _request(self, method: str, params: dict[str, Any]) -> Any:
+    async def _request(self, method: str, params: Mapping[str, Any]) -> Any:
         """A request to the editor; made inside a recorded run, its
         ``_meta.traceparent`` names the run's current span."""
         span = current_span()
@@ -95,14 +103,14 @@ class EditorClient:
             params = {**params, "_meta": {**(meta or {}), "traceparent": traceparent_of(span)}}
         return await self._wire.request(method, params)
 
-    async def _ask(self, method: str, params: dict[str, Any]) -> Any:
+    async def _ask(self, method: str, params: Mapping[str, Any]) -> Any:
         """A file or terminal request; EditorRefused for an error answer."""
         try:
             return await self._request(method, params)
         except RequestError as error:
             raise EditorRefused(editor_said(error)) from None
 
-    def send_update(self, session_id: str, update: dict[str, Any]) -> None:
+    def send_update(self, session_id: str, update: Mapping[str, Any]) -> None:
         """Write one ``session/update`` now; ConnectionError once the editor has gone."""
         self._wire.notify("session/update", {"sessionId": session_id, "update": update})
 
@@ -123,12 +131,18 @@ class EditorClient:
         answer = await self._ask("fs/read_text_file", request_params(request))
         return ReadTextFileResponse.model_validate(answer)
 
-    async def elicit(self, session_id: str, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(
+        self, session_id: str, message: str, schema: ElicitationSchema
+    ) -> CreateElicitationResponse:
         """A form elicitation (``elicitation/create``, form mode) tied to the
         session; the editor's answer, or ``cancel`` for one that is not an
         action the schema knows."""
-        params: dict[str, Any] = {"sessionId": session_id, "mode": "form", "message": message}
-        params["requestedSchema"] = schema
+        params: CreateElicitationRequest = {
+            "sessionId": session_id,
+            "mode": "form",
+            "message": message,
+            "requestedSchema": schema,
+        }
         answer = await self._ask("elicitation/create", params)
         action = answer.get("action") if isinstance(answer, dict) else None
         if action == "accept":

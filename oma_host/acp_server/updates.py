@@ -4,9 +4,12 @@
 added to the core fails the type check here until it is mapped. The updates
 every turn sends and the answer are built as plain dicts, held equal to the
 schema models' dumps by ``tests/acp_server/test_wire_forms.py``; the rest are
-built as models, but for those the library lacks (``compaction_update``,
-``notice``), which ``tests/acp_server/test_schema_v1.py`` checks against the
-v1 schema. Every update of a turn is written before its answer.
+built as models, but for what the library lacks (``compaction_update``,
+``notice``, the client's ``session`` capabilities). Those, the chunks and
+the capabilities read from the wire form are typed with the TypedDicts
+generated from the v1 schema (:mod:`.wire_v1`), and checked against it by
+``tests/acp_server/test_schema_v1.py``. Every update of a turn is written
+before its answer.
 docs/acp.md, "What it serves".
 """
 
@@ -46,6 +49,17 @@ from oma_host.acp_server import commands
 from oma_host.acp_server.auth import auth_required
 from oma_host.acp_server.delegate_text import DelegateText
 from oma_host.acp_server.message_ids import TurnMessages
+from oma_host.acp_server.wire_v1 import (
+    ClientSessionCapabilities,
+    CompactionStatus,
+    CompactionUpdate,
+    ContentChunk,
+    ElicitationCapabilities,
+    MessageId,
+    Notice,
+    NoticeSeverity,
+)
+from oma_host.acp_server.wire_v1 import ContentBlock as AcpContentBlock
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import context_window_of
 from oma_host.core.events import (
@@ -83,7 +97,7 @@ class UpdateSink(Protocol):
     """The part of the ACP connection that sends session updates
     (:class:`.editor.EditorClient`)."""
 
-    def send_update(self, session_id: str, update: dict[str, Any]) -> None: ...
+    def send_update(self, session_id: str, update: Mapping[str, Any]) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -100,22 +114,36 @@ def wire_update(update: BaseModel) -> dict[str, Any]:
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk"]
 
 
-def _chunk(kind: ChunkKind, data: Any) -> dict[str, Any]:
-    """``agent_message_chunk`` / ``agent_thought_chunk`` of one text delta."""
-    if type(data) is str:  # what the schema's TextContentBlock takes, dumped as is
-        return {"content": {"text": data, "type": "text"}, "sessionUpdate": kind}
-    if kind == "agent_message_chunk":  # the model refuses what it cannot take
-        return wire_update(AgentMessageChunk(session_update=kind, content=_text(data)))
-    return wire_update(AgentThoughtChunk(session_update=kind, content=_text(data)))
+def _chunk(kind: ChunkKind, data: Any, message: MessageId | None = None) -> ContentChunk:
+    """``agent_message_chunk`` / ``agent_thought_chunk`` of one text delta,
+    with the id of the message it is part of when there is one."""
+    # A plain str is what the schema's TextContentBlock takes, dumped as is;
+    # the model refuses what it cannot take.
+    text = data if type(data) is str else _text(data).text
+    chunk: ContentChunk = {"content": {"text": text, "type": "text"}, "sessionUpdate": kind}
+    if message is not None:
+        chunk["messageId"] = message
+    return chunk
 
 
 def _text(text: str) -> TextContentBlock:
     return TextContentBlock(type="text", text=text)
 
 
-def message_update(text: str) -> dict[str, Any]:
+def message_update(text: str) -> ContentChunk:
     """``agent_message_chunk`` of a whole text the door says itself."""
     return _chunk("agent_message_chunk", text)
+
+
+def replayed_update(update: SessionUpdate, message: MessageId) -> Mapping[str, Any]:
+    """A stored conversation's update in its wire form, as ``session/load``
+    replays it: a message chunk with its message's ``messageId``."""
+    wire = wire_update(update)
+    if isinstance(update, UserMessageChunk | AgentMessageChunk | AgentThoughtChunk):
+        chunk = cast(ContentChunk, wire)  # the library's chunk: the v1 form but for the id
+        chunk["messageId"] = message
+        return chunk
+    return wire
 
 
 def commands_update(available: list[dict[str, Any]]) -> dict[str, Any]:
@@ -250,10 +278,9 @@ class ClientFeatures:
 
     @classmethod
     def of(cls, capabilities: Mapping[str, Any]) -> ClientFeatures:
-        session = capabilities.get("session")
-        session = session if isinstance(session, dict) else {}
-        elicitation = capabilities.get("elicitation")
-        elicitation = elicitation if isinstance(elicitation, dict) else {}
+        # Objects as the client sent them: each field is checked as it is read.
+        session = cast(ClientSessionCapabilities, _object(capabilities.get("session")))
+        elicitation = cast(ElicitationCapabilities, _object(capabilities.get("elicitation")))
         return cls(
             compaction=isinstance(session.get("compaction"), dict),
             notices=isinstance(session.get("notices"), dict),
@@ -261,36 +288,53 @@ class ClientFeatures:
         )
 
 
-def compaction_update(compaction_id: str, status: str, **fields: Any) -> dict[str, Any]:
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def compaction_update(
+    compaction_id: str,
+    status: CompactionStatus,
+    *,
+    summary: list[AcpContentBlock] | None = None,
+    error: str | None = None,
+) -> CompactionUpdate:
     """A ``compaction_update`` (wire form): one compaction's lifecycle,
     ``in_progress`` first, by its id."""
-    return {
+    update: CompactionUpdate = {
         "sessionUpdate": "compaction_update",
         "compactionId": compaction_id,
         "status": status,
-        **fields,
     }
+    if summary is not None:
+        update["summary"] = summary
+    if error is not None:
+        update["error"] = error
+    return update
 
 
-def notice_update(severity: str, title: str, description: str | None = None) -> dict[str, Any]:
+def notice_update(severity: NoticeSeverity, title: str, description: str | None = None) -> Notice:
     """A ``notice`` (wire form): something the user should know, shown by a
     client that takes notices."""
-    update = {"sessionUpdate": "notice", "severity": severity, "title": title}
+    update: Notice = {"sessionUpdate": "notice", "severity": severity, "title": title}
     if description:
         update["description"] = description
     return update
 
 
-def compaction_done(compaction: Compaction) -> list[dict[str, Any]]:
+def compaction_done(compaction: Compaction) -> list[AcpContentBlock]:
     """A completed compaction's summary content: what was compacted, then the
     summary the model wrote (text blocks, wire form)."""
-    blocks = [{"type": "text", "text": commands.compaction_note(compaction)}]
+    blocks: list[AcpContentBlock] = [{"type": "text", "text": commands.compaction_note(compaction)}]
     if compaction.get("summary"):
         blocks.append({"type": "text", "text": compaction["summary"]})
     return blocks
 
 
-def _compaction_events(event: RunEvent, features: ClientFeatures) -> dict[str, Any] | None:
+def _compaction_events(
+    event: RunEvent, features: ClientFeatures
+) -> CompactionUpdate | Notice | ContentChunk | None:
     """A compaction's events: ``compaction_update`` for a client that takes
     them, else a thought chunk when it completed (or a notice, else a
     thought, when it failed)."""
@@ -322,13 +366,19 @@ def _compaction_events(event: RunEvent, features: ClientFeatures) -> dict[str, A
 
 
 def event_update(
-    event: RunEvent, cwd: str, features: ClientFeatures = ClientFeatures()
+    event: RunEvent,
+    cwd: str,
+    features: ClientFeatures = ClientFeatures(),
+    message: MessageId | None = None,
 ) -> dict[str, Any] | None:
-    """The ACP update for one event in its wire form, or None when it has none."""
+    """The ACP update for one event in its wire form, or None when it has
+    none; a text or reasoning chunk carries ``message``, its message's id.
+    (The generated forms are copied into plain dicts, which the turn's
+    sender completes in place.)"""
     if event["type"] == "text":
-        return _chunk("agent_message_chunk", event["data"])
+        return dict(_chunk("agent_message_chunk", event["data"], message))
     if event["type"] == "reasoning":
-        return _chunk("agent_thought_chunk", event["data"])
+        return dict(_chunk("agent_thought_chunk", event["data"], message))
     if event["type"] == "tool_use":
         # The tool updates read the block as the untyped ContentBlock.
         return wire_update(tool_use_update(cast(ContentBlock, event["data"]), cwd))
@@ -357,7 +407,8 @@ def event_update(
         or event["type"] == "compaction"
         or event["type"] == "compaction_failed"
     ):
-        return _compaction_events(event, features)
+        compaction = _compaction_events(event, features)
+        return None if compaction is None else dict(compaction)
     if event["type"] == "delegate":
         return None  # the text accumulates in UpdateSender (a state of the turn)
     if event["type"] == "permission" or event["type"] == "error":
@@ -377,10 +428,12 @@ def event_update(
             fallback["message"],
         )
         if features.notices:
-            return notice_update(
-                "warning",
-                f"{fallback['failed']} failed; {fallback['model']} answers this turn",
-                f"HTTP {fallback['status']}: {fallback['message']}",
+            return dict(
+                notice_update(
+                    "warning",
+                    f"{fallback['failed']} failed; {fallback['model']} answers this turn",
+                    f"HTTP {fallback['status']}: {fallback['message']}",
+                )
             )
         return None
     assert_never(event)
@@ -422,11 +475,9 @@ class UpdateSender:
             self._delegations.add(event["data"])
             return
         message = self._message_of(event)
-        update = event_update(event, self._cwd, self._features)
+        update = event_update(event, self._cwd, self._features, message)
         if update is None:
             return
-        if message is not None and event["type"] in ("text", "reasoning"):
-            update["messageId"] = message
         if event["type"] == "tool_use" and "content" in update:
             self._kept[update["toolCallId"]] = update["content"]
         elif event["type"] == "tool_output":
@@ -477,7 +528,7 @@ class UpdateSender:
         text = {"type": "content", "content": {"type": "text", "text": live}}
         update["content"] = [*kept, text]
 
-    def send(self, update: dict[str, Any]) -> None:
+    def send(self, update: Mapping[str, Any]) -> None:
         if self._gone:
             return
         try:
@@ -562,7 +613,7 @@ def prompt_answer(reason: StopReason, result: AgentRunResult) -> dict[str, Any]:
     return dumped
 
 
-def stop_notice(result: AgentRunResult) -> dict[str, Any] | None:
+def stop_notice(result: AgentRunResult) -> Notice | None:
     """The notice for a turn a guard ended (its budget, ``maxTurns``, loop
     detection) or an MCP server failed (it could not start, or died), in
     wire form; None for any other end."""

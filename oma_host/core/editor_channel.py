@@ -9,7 +9,7 @@ write the disk. Tools confine every path before handing it over;
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,7 +21,7 @@ FileWriter = Callable[[str, str], Awaitable[None]]
 EditApplier = Callable[[dict[str, Any]], Awaitable[Any]]
 # Asks the user to fill in a form: its message and JSON schema (primitive
 # properties); returns ``{action: "accept" | "decline" | "cancel", content?}``.
-Elicitor = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+Elicitor = Callable[[str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
 
 
 @dataclass(frozen=True)

@@ -80,17 +80,31 @@ def test_the_plain_prompt_shape_takes_the_common_prompt() -> None:
     assert plain[1].texts == ["hi"]
 
 
-@given(TEXT)
-def test_text_and_thought_chunks_are_the_models_dumps(text: str) -> None:
+@given(TEXT, st.none() | TEXT)
+def test_text_and_thought_chunks_are_the_models_dumps(text: str, message: str | None) -> None:
+    """With the ``messageId`` of their message, or none (a chunk outside a turn):
+    the same fields, and without an id the same bytes."""
     block = TextContentBlock(type="text", text=text)
     cases = [
-        ("text", AgentMessageChunk(session_update="agent_message_chunk", content=block)),
-        ("reasoning", AgentThoughtChunk(session_update="agent_thought_chunk", content=block)),
+        (
+            "text",
+            AgentMessageChunk(
+                session_update="agent_message_chunk", content=block, message_id=message
+            ),
+        ),
+        (
+            "reasoning",
+            AgentThoughtChunk(
+                session_update="agent_thought_chunk", content=block, message_id=message
+            ),
+        ),
     ]
     for kind, model in cases:
-        update = event_update({"type": kind, "data": text}, "/")  # type: ignore[typeddict-item]
+        event: Any = {"type": kind, "data": text}
+        update = event_update(event, "/", message=message)
         assert update == wire_update(model)
-        assert _json(update) == _json(wire_update(model))
+        if message is None:  # the door writes ``messageId`` last, the model before the tag
+            assert _json(update) == _json(wire_update(model))
         # and as the library dumped a whole session/update
         notification = SessionNotification(session_id="s", update=model)
         assert {"sessionId": "s", "update": update} == notification.model_dump(
