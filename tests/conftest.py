@@ -121,3 +121,75 @@ async def server() -> AsyncIterator[InProcessHost]:
     await client.initialize()
     yield client
     await client.close()
+
+
+# --- Tiers and parallel runs ---------------------------------------------
+# The markers name what a test needs beyond Python (registered in
+# pyproject.toml), so that ``-m "not editors and not ray and not node"`` is
+# the fast tier; the plain ``python3 -m pytest`` runs every test, on
+# pytest-xdist workers (``addopts``). ``xdist_group`` keeps on one worker the
+# tests that share something a second worker would break or pay for twice.
+
+# Path prefixes (from the repository's root) and the markers their tests get.
+MARKED_PATHS: dict[str, tuple[str, ...]] = {
+    "tests/editors/": ("editors", "node"),  # code-server, chromium, neovim, npm builds
+    "tests/cli/test_run_viewer_page.py": ("editors",),  # the viewer's page in chromium
+    "tests/orchestration/test_ray_executor.py": ("ray",),
+}
+# The fixtures that install or run the npm peers (tests/npm_packages.py).
+NODE_FIXTURES = frozenset(
+    {
+        "client_dir",
+        "acp_agent_dir",
+        "acp_agent_script",
+        "gemini_script",
+        "npm_servers",
+        "_agent_packages",
+    }
+)
+# Tests that write the same files: every module here builds editors/vscode
+# (``npm run build`` into its out/, the .vsix test deletes it first).
+SHARED_GROUPS: dict[str, str] = {
+    "tests/editors/test_vscode.py": "editors-vscode-build",
+    "tests/editors/test_vsix.py": "editors-vscode-build",
+    "tests/editors/test_code_server.py": "editors-vscode-build",
+}
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Without xdist (``-p no:xdist``, or not installed) the ``-n`` and
+    ``--dist`` of ``addopts`` are accepted and the run is serial."""
+    if pluginmanager.has_plugin("xdist"):
+        return
+    group = parser.getgroup("xdist", "serial run: pytest-xdist is not loaded")
+    group._addoption("-n", "--numprocesses", dest="numprocesses", help="ignored: no xdist")
+    group.addoption("--dist", dest="dist", default="no", help="ignored: no xdist")
+
+
+def _module_scoped(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture made once per module (a Ray cluster, a
+    browser, a built wheel): its module's tests then share one worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        definition.scope in ("module", "package")
+        for definitions in info.name2fixturedefs.values()
+        for definition in definitions
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        path = item.path.relative_to(root).as_posix()
+        for prefix, markers in MARKED_PATHS.items():
+            if path.startswith(prefix):
+                for marker in markers:
+                    item.add_marker(marker)
+        if NODE_FIXTURES.intersection(item.fixturenames):
+            item.add_marker("node")
+        group = SHARED_GROUPS.get(path) or (path if _module_scoped(item) else None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -221,7 +221,9 @@ async def test_scorer_errors_and_timeouts_are_counted_not_raised() -> None:
     client = await spawn(
         {
             "sample": 1,
-            "timeoutMs": 300,
+            # Below the hanging scorer's 5 s; room for the json scorer's first
+            # validation on a loaded machine (300 ms timed it out under xdist).
+            "timeoutMs": 2000,
             "storePayloads": "full",  # the regex and json scorers read the real output
             "scorers": [
                 {"kind": "client", "name": "broken"},
