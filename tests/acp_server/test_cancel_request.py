@@ -31,7 +31,7 @@ def silent_server() -> Iterator[str]:
         listener.close()
 
 
-async def test_a_prompt_ends_cancelled_long_before_its_reply_would(door: Door) -> None:
+async def test_a_prompt_ends_cancelled_within_a_second(door: Door) -> None:
     slow = "".join(f"word{index} " for index in range(60))  # 82 events: 25 s
     door.sim.script(Reply.text(slow, chunk_size=5, event_delay_s=0.3))
     async with raw_editor(door) as editor:
@@ -49,9 +49,9 @@ async def test_a_prompt_ends_cancelled_long_before_its_reply_would(door: Door) -
             "session/prompt", {"sessionId": session_id, "prompt": [text("more")]}
         )
     assert answer["result"]["stopReason"] == "cancelled"
-    # About 0.1 s on a quiet machine; the bound leaves room for a loaded one
-    # (parallel workers) and is far below the 25 s the reply would stream.
-    assert took < 5.0, took
+    # About 0.1 s on a quiet machine; docs/acp.md promises a second, and
+    # the reply would stream for 25 s more.
+    assert took < 1.0, took
     assert again["result"]["stopReason"] == "end_turn"
 
 
