@@ -1,48 +1,30 @@
-"""Which ACP auth methods the door's agents need, from their checked
-configs: each LLM agent's key variables (its ``apiKeyEnv``, else its
-provider's, :mod:`oma_host.core.provider_facts`), the ``initialize`` answer
-that offers them, the method ``authenticate`` checks, and the
-``auth_required`` error (-32000) that sends the editor to its login when a
-session's agent has no key or the provider refused it."""
+"""The ACP door's auth methods and its ``auth_required`` error: the
+``initialize`` answer offering the reading's methods (:mod:`.agents`), and
+the -32000 that sends the editor to its login when a key is missing."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from oma_host.acp_server.handshake import env_var_method, initialize_result
-from oma_host.core.config import AgentConfig
-from oma_host.core.provider_facts import DEFAULT_PROVIDER, AuthMethod, facts_of
 
 if TYPE_CHECKING:
     from acp import RequestError
 
-
-def auth_methods_of(config: AgentConfig) -> tuple[AuthMethod, ...]:
-    """The ways an LLM agent's key can reach it from the environment: the
-    ``apiKeyEnv`` variable, else its provider's."""
-    if config.api_key_env:
-        return (AuthMethod((config.api_key_env,)),)
-    # The agents file was checked against the offered providers when loaded.
-    return facts_of(config.provider or DEFAULT_PROVIDER).auth_methods
+    from oma_host.core.provider_facts import AuthMethod
 
 
-def env_auth_methods(configs: list[AgentConfig]) -> dict[str, AuthMethod]:
-    """Every LLM agent's auth methods, by id (an agent with ``apiKey`` needs none)."""
-    methods = {
-        method.id: method
-        for config in configs
-        if config.backend is None and not config.api_key
-        for method in auth_methods_of(config)
-    }
-    return dict(sorted(methods.items()))
+def env_var_methods(methods: dict[str, AuthMethod]) -> list[dict[str, Any]]:
+    """``methods`` (by id, as the agents' reading gives them) in wire form."""
+    return [env_var_method(m.required, m.optional, m.public) for m in methods.values()]
 
 
-def initialize_answer(configs: list[AgentConfig], capabilities: dict[str, Any]) -> dict[str, Any]:
-    """The ``initialize`` result for ``configs`` and a client with ``capabilities``."""
-    methods = env_auth_methods(configs).values()
-    return initialize_result(
-        [env_var_method(m.required, m.optional, m.public) for m in methods], capabilities
-    )
+def initialize_answer(
+    methods: dict[str, AuthMethod], capabilities: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``initialize`` result for agents whose keys can come from
+    ``methods`` and a client with ``capabilities``."""
+    return initialize_result(env_var_methods(methods), capabilities)
 
 
 # What a credential error adds: how to give oma-host a key.

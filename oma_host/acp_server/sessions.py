@@ -25,7 +25,7 @@ from typing import Any
 
 from acp.schema import SessionInfo
 
-from oma_host.acp_server.agents import ServedAgents, default_agent
+from oma_host.acp_server.agents import ServedAgents, default_reading, serve_reading
 from oma_host.acp_server.auth import auth_required
 from oma_host.acp_server.coding_agent import coding_defaults
 from oma_host.acp_server.options import Choices, ModelLists, config_options, mode_state, switched
@@ -41,6 +41,7 @@ from oma_host.core.agent import Agent
 from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
 from oma_host.core.messages import LLMMessage
+from oma_host.core.provider_facts import AuthMethod
 from oma_host.core.results import TokenUsage, zero_usage
 from oma_host.providers.base import credential_problem
 
@@ -184,6 +185,11 @@ class SessionBook:
             refuse(self._agents.problem)
 
     @property
+    def auth_methods(self) -> dict[str, AuthMethod]:
+        """The served agents' auth methods, by id (:class:`.agents.ServedAgents`)."""
+        return self._agents.auth_methods
+
+    @property
     def default(self) -> AgentConfig:
         """The agents file's first agent (the agents checked first)."""
         self.check_agents()
@@ -198,9 +204,10 @@ class SessionBook:
         if problem is None:
             return config
         if self._agents.defaulted and config is self.default:
-            fresh = default_agent()
+            agents = serve_reading(default_reading())
+            (fresh,) = agents.configs
             if credential_problem(fresh) is None:
-                self._agents = ServedAgents([fresh], defaulted=True)
+                self._agents = agents
                 self.configs = {fresh.name: fresh}
                 return fresh
         raise auth_required(str(problem))

@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oma_host.cli.runs_args import add_runs_parser
 from oma_host.core.cli_options import (
@@ -22,18 +22,12 @@ from oma_host.core.cli_options import (
 )
 from oma_host.core.provider_facts import default_providers
 from oma_host.core.version import __version__
-from oma_host.process.collector import tune_for_serving
-from oma_host.process.subreaper import enable_subreaper
-from oma_host.server.limits import (
+from oma_host.wire.limits import (
     DEFAULT_DRAIN_TIMEOUT_S,
     DEFAULT_HANDSHAKE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_MESSAGE_BYTES,
 )
-from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
-
-if TYPE_CHECKING:
-    from oma_host.acp_server.early import EarlyStart
-
 
 _VERSION = f"oma-host {__version__}"
 
@@ -269,14 +263,13 @@ def _forwarded_options(args: argparse.Namespace) -> list[str]:
     return forwarded
 
 
-def main(argv: list[str] | None = None, early: EarlyStart | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Run the command line; Ctrl-C ends any command quietly with status 130,
     and so does a reader of stdout that goes away (``oma-host runs list |
-    head``), with 141 as for a program SIGPIPE ended. ``early``: what
-    ``oma-host acp``'s early answer read and wrote (:mod:`.entry`)."""
-    args = build_parser().parse_args(argv)
+    head``), with 141 as for a program SIGPIPE ended."""
     try:
-        status = _run(args, early)
+        args = build_parser().parse_args(argv)
+        status = _run(args)
         sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
         return status
     except KeyboardInterrupt:
@@ -296,7 +289,7 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
+def _run(args: argparse.Namespace) -> int:
     from oma_host.cli.stderr_log import configure_logging
 
     configure_logging(args.log_level)
@@ -337,10 +330,12 @@ def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
         return run_logout(getattr(args, "provider", None))
     if args.command == "acp":
         from oma_host.acp_server.serve import AcpOptions, serve_acp
+        from oma_host.process.collector import tune_for_serving
+        from oma_host.process.subreaper import enable_subreaper
 
         enable_subreaper()  # a host: what its runs leave behind comes back to it
         tune_for_serving()
-        acp_exit: int = serve_acp(
+        return serve_acp(
             AcpOptions(
                 args.agents,
                 args.state_dir,
@@ -349,10 +344,8 @@ def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
                 telemetry_endpoint=args.telemetry_endpoint,
                 telemetry_capture_content=args.telemetry_capture_content,
                 no_telemetry=args.no_telemetry,
-            ),
-            early,
+            )
         )
-        return acp_exit
     if args.command == "runs":
         from oma_host.cli.runs import run_runs
 
@@ -368,6 +361,8 @@ def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
 def _serve(args: argparse.Namespace) -> int:
     """Serve on stdio or TCP; a --trace or --token-file that cannot be used,
     or a port that cannot be bound, ends with status 2 and the reason."""
+    from oma_host.process.collector import tune_for_serving
+    from oma_host.process.subreaper import enable_subreaper
     from oma_host.server import serve_stdio
     from oma_host.server.app import SessionOptions
     from oma_host.server.tcp import TcpOptions, serve_tcp
