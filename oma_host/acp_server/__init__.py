@@ -5,11 +5,10 @@ editors such as Zed, the JetBrains IDEs, Neovim, Emacs and ``acpx``.
 It sits beside the JSON-RPC door (``oma_host.server``), on the same core,
 store and agents, and imports neither that door nor the command line:
 
-- :mod:`.early`: a plain ``initialize`` answered from the agents file as
-  written, before anything heavy is imported; :mod:`.handshake` builds that
-  answer and :mod:`.auth` the same from the checked configs;
-- :mod:`.agents`: the agents file (or the default agent) read and checked
-  before any request after ``initialize``;
+- :mod:`.serve`: the entry point the ``acp`` subcommand calls: the agents
+  read once (:mod:`.agents`), ``initialize`` answered from that reading
+  (:mod:`.handshake`, :mod:`.auth`), then the configs checked and the rest
+  served (:mod:`.lazy_door`);
 - :mod:`.content`: ACP content blocks to the core's blocks, and stored turns
   back to ACP updates for ``session/load``;
 - :mod:`.updates`: a turn's events to ``session/update`` notifications,
@@ -22,8 +21,7 @@ store and agents, and imports neither that door nor the command line:
   the ``agent-client-protocol`` library's connection (a prompt turn is the
   hot path; the library's schema models still define and check the messages);
 - :mod:`.editor`: what the door sends the editor (updates, permission and
-  file requests);
-- :mod:`.serve`: the entry point the ``acp`` subcommand calls.
+  file requests).
 
 Nothing here is imported by the JSON-RPC door, so its cold start is unchanged.
 """

@@ -1,30 +1,37 @@
-"""Which agents the ACP door serves, read once at start: the agents file,
-else the user's ``agents.json``, else one default agent.
+"""Which agents the ACP door serves, read once: the agents file, else the
+user's ``agents.json``, else one default agent.
 
-The door answers ``initialize`` from this reading (the auth methods need each
-agent's provider and key fields) and checks the configs, from the same parsed
-JSON, only after that answer: pydantic takes twenty interpreter starts to import.
-"""
+``initialize`` is answered from the reading; the configs are checked from
+the same parsed JSON afterwards, since pydantic is slow to import."""
 
 from __future__ import annotations
 
 import json
 import os
 
+from oma_host.acp_server.handshake import env_var_method
+from oma_host.core.credentials import key_for
 from oma_host.core.places import config_dir, private_folder
-from oma_host.core.provider_facts import (
-    DEFAULT_PROVIDER,
-    AuthMethod,
-    default_providers,
-    facts_of,
-    provider_facts,
-)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
     from oma_host.core.config import AgentConfig
+
+# The providers' facts this reading needs (key variables, auth methods,
+# default model), generated from :mod:`oma_host.core.provider_facts` by
+# ``python3 -m oma_host.cli.provider_auth_table`` (a test holds them equal).
+_PROVIDER_TABLE = os.path.join(os.path.dirname(__file__), "provider_auth.json")
+_providers: dict[str, Any] = {}
+
+
+def provider_table() -> dict[str, Any]:
+    """``provider_auth.json``, read once."""
+    if not _providers:
+        with open(_PROVIDER_TABLE, "rb") as file:
+            _providers.update(json.loads(file.read()))
+    return _providers
 
 
 class AgentsFileError(Exception):
@@ -35,7 +42,8 @@ class AgentsReading:
     """The agents as read, before any config is checked: the file's path
     (None: the default agent), its parsed entries, why it serves no agent
     (``problem``: unreadable, not JSON, not a non-empty array) and the auth
-    methods its LLM agents' keys can come from, by id."""
+    methods its LLM agents' keys can come from, by id, in wire form
+    (:func:`.handshake.env_var_method`)."""
 
     __slots__ = ("auth_methods", "defaulted", "entries", "path", "problem")
 
@@ -67,7 +75,7 @@ class ServedAgents:
         configs: list[AgentConfig],
         problem: str | None = None,
         defaulted: bool = False,
-        auth_methods: dict[str, AuthMethod] | None = None,
+        auth_methods: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.configs = configs
         self.problem = problem
@@ -109,35 +117,57 @@ def read_agents(path: str | None) -> AgentsReading:
 
 
 def default_reading() -> AgentsReading:
-    """One LLM agent, on its default model, for the first provider whose key
-    is set (:func:`~oma_host.core.provider_facts.default_providers`; Anthropic
-    when none is: ``authenticate`` and the first prompt then name the variable)."""
-    facts = next((f for f in default_providers() if f.key_is_set()), facts_of(DEFAULT_PROVIDER))
-    entry = {"name": facts.name, "provider": facts.name, "model": facts.default_model}
-    return AgentsReading(None, [entry], defaulted=True)
+    """One LLM agent, on its default model, for the first default provider
+    whose key is set (in the environment or kept by ``oma-host login``);
+    Anthropic when none is: ``authenticate`` and the first prompt then name
+    the variable."""
+    table = provider_table()
+    name = next(
+        (
+            candidate
+            for candidate in table["defaultCandidates"]
+            if _offered(table["providers"][candidate])
+            and any(key_for(v) for v in table["providers"][candidate]["keyVariables"])
+        ),
+        table["defaultProvider"],
+    )
+    model = table["providers"][name]["defaultModel"]
+    return AgentsReading(None, [{"name": name, "provider": name, "model": model}], defaulted=True)
 
 
-def _auth_methods(entries: list[Any]) -> dict[str, AuthMethod]:
-    methods = {method.id: method for entry in entries for method in _entry_methods(entry)}
+def _offered(facts: dict[str, Any]) -> bool:
+    """Whether this host offers the provider (read when asked, so a test
+    that sets the variable in its own process is seen)."""
+    variable = facts["offeredWhen"]
+    return variable is None or os.environ.get(variable) == "1"
+
+
+def _auth_methods(entries: list[Any]) -> dict[str, dict[str, Any]]:
+    methods = {method["id"]: method for entry in entries for method in _entry_methods(entry)}
     return dict(sorted(methods.items()))
 
 
-def _entry_methods(entry: Any) -> tuple[AuthMethod, ...]:
+def _entry_methods(entry: Any) -> list[dict[str, Any]]:
     """The ways an LLM agent's key can reach it from the environment, read
     from its fields as its config will read them: none for an external agent
     (``backend``) or one with its own ``apiKey``, else its ``apiKeyEnv``,
     else its provider's. An entry the checks will refuse gives none."""
     if not isinstance(entry, dict) or entry.get("backend") is not None:
-        return ()
+        return []
     if _text_field(entry, "apiKey", "api_key"):
-        return ()
+        return []
     api_key_env = _text_field(entry, "apiKeyEnv", "api_key_env")
     if api_key_env:
-        return (AuthMethod((api_key_env,)),)
-    facts = provider_facts(_text_field(entry, "provider", "provider") or DEFAULT_PROVIDER)
-    if facts is None or not facts.offered():
-        return ()
-    return facts.auth_methods
+        return [env_var_method((api_key_env,))]
+    table = provider_table()
+    provider = _text_field(entry, "provider", "provider") or table["defaultProvider"]
+    facts = table["providers"].get(provider)
+    if facts is None or not _offered(facts):
+        return []
+    return [
+        env_var_method(tuple(m["required"]), tuple(m["optional"]), tuple(m["public"]))
+        for m in facts["authMethods"]
+    ]
 
 
 def _text_field(entry: dict[str, Any], alias: str, name: str) -> str | None:

@@ -6,25 +6,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from oma_host.acp_server.handshake import env_var_method, initialize_result
+from oma_host.acp_server.handshake import initialize_result
 
 if TYPE_CHECKING:
     from acp import RequestError
 
-    from oma_host.core.provider_facts import AuthMethod
-
-
-def env_var_methods(methods: dict[str, AuthMethod]) -> list[dict[str, Any]]:
-    """``methods`` (by id, as the agents' reading gives them) in wire form."""
-    return [env_var_method(m.required, m.optional, m.public) for m in methods.values()]
-
 
 def initialize_answer(
-    methods: dict[str, AuthMethod], capabilities: dict[str, Any]
+    methods: dict[str, dict[str, Any]], capabilities: dict[str, Any]
 ) -> dict[str, Any]:
     """The ``initialize`` result for agents whose keys can come from
-    ``methods`` and a client with ``capabilities``."""
-    return initialize_result(env_var_methods(methods), capabilities)
+    ``methods`` (by id, as the agents' reading gives them) and a client
+    with ``capabilities``."""
+    return initialize_result(list(methods.values()), capabilities)
+
+
+def required_variables(method: dict[str, Any]) -> list[str]:
+    """The variables an ``env_var`` method (wire form) needs set for
+    ``authenticate`` to succeed."""
+    return [var["name"] for var in method["vars"] if not var.get("optional")]
 
 
 # What a credential error adds: how to give oma-host a key.

@@ -49,7 +49,7 @@ from acp.schema import (
 
 from oma_host.acp_server import commands
 from oma_host.acp_server.agents import ServedAgents
-from oma_host.acp_server.auth import initialize_answer
+from oma_host.acp_server.auth import initialize_answer, required_variables
 from oma_host.acp_server.content import (
     AcpBlock,
     TextPrompt,
@@ -190,7 +190,7 @@ class OmaAcpAgent:
         method = self._sessions.auth_methods.get(method_id)
         if method is None:
             raise RequestError.invalid_params({"message": f"unknown auth method {method_id!r}"})
-        missing = method.missing(key_for)
+        missing = [name for name in required_variables(method) if not key_for(name)]
         if missing:
             names = " and ".join(missing)
             raise RequestError.auth_required(

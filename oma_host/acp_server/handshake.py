@@ -1,12 +1,7 @@
-"""The ACP door's ``initialize`` answer and its first request, in a module
-that imports only ``json``: editors wait for this answer, so the door writes
-it before the agents' configs are checked and before the ACP library loads.
+"""The ACP door's ``initialize`` answer and the read of its first request.
 
-:func:`answer_first_request` reads stdin's first line and answers it when it
-is a plain ``initialize`` (:func:`plain_initialize`: capabilities of booleans
-this door reads); anything else, and every later request, goes to the
-door's routes and the schema's models (:mod:`.routes`).
-"""
+Editors wait for this answer, so it imports only ``json``: the door writes
+it before pydantic and the ACP library are loaded."""
 
 from __future__ import annotations
 

@@ -8,10 +8,13 @@ ACP library) is imported before it is written.
 from __future__ import annotations
 
 from oma_host.acp_server.agents import read_agents, serve_reading
-from oma_host.acp_server.auth import env_var_methods
 from oma_host.acp_server.handshake import answer_first_request
 from oma_host.core.places import serve_agents_file
 from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class AcpOptions:
@@ -53,15 +56,17 @@ class AcpOptions:
         self.no_telemetry = no_telemetry
 
 
-def serve_acp(options: AcpOptions) -> int:
+def serve_acp(options: AcpOptions, ready: Callable[[], None] = lambda: None) -> int:
     """Serve the agents of ``options.agents_file`` (see :mod:`.agents`) on
     stdio until the editor closes it (0), or SIGTERM or SIGHUP ends it (128
     plus its number). A bad agents file does not end the door: it is one
     warning on stderr, and every session request is refused with -32602
-    naming the file, the JSON path and the problem."""
+    naming the file, the JSON path and the problem. ``ready``: what the
+    command line sets up once ``initialize`` is answered (logging)."""
     serve_agents_file(options.agents_file)  # which no agent may change unasked
     reading = read_agents(options.agents_file)
-    first = answer_first_request(env_var_methods(reading.auth_methods), options.max_message_bytes)
+    first = answer_first_request(list(reading.auth_methods.values()), options.max_message_bytes)
+    ready()
     agents = serve_reading(reading)  # the configs checked, after the answer
     import logging
 

@@ -41,7 +41,6 @@ from oma_host.core.agent import Agent
 from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
 from oma_host.core.messages import LLMMessage
-from oma_host.core.provider_facts import AuthMethod
 from oma_host.core.results import TokenUsage, zero_usage
 from oma_host.providers.base import credential_problem
 
@@ -185,7 +184,7 @@ class SessionBook:
             refuse(self._agents.problem)
 
     @property
-    def auth_methods(self) -> dict[str, AuthMethod]:
+    def auth_methods(self) -> dict[str, dict[str, Any]]:
         """The served agents' auth methods, by id (:class:`.agents.ServedAgents`)."""
         return self._agents.auth_methods
 

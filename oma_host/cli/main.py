@@ -1,14 +1,15 @@
-"""The ``oma-host`` command: serve over stdio (default) or TCP, or run one
-of its commands (``demo``, ``console``, ``call``, ``acp``, ``runs``...)."""
+"""The ``oma-host`` command and its one parser, both doors' options included.
+
+It imports nothing heavy at the top: ``oma-host acp`` answers ``initialize``
+right after parsing, and editors wait for that answer."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
 
+from oma_host.acp_server.agents import provider_table
 from oma_host.cli.runs_args import add_runs_parser
 from oma_host.core.cli_options import (
     BROKEN_PIPE,
@@ -20,7 +21,6 @@ from oma_host.core.cli_options import (
     positive_seconds,
     true_or_false,
 )
-from oma_host.core.provider_facts import default_providers
 from oma_host.core.version import __version__
 from oma_host.wire.limits import (
     DEFAULT_DRAIN_TIMEOUT_S,
@@ -28,6 +28,11 @@ from oma_host.wire.limits import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_MESSAGE_BYTES,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 _VERSION = f"oma-host {__version__}"
 
@@ -147,15 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="spawn a host as an editor would and show a readable transcript"
     )
     demo.add_argument("--host-command", nargs="+", help="argv of the host to spawn")
-    live = default_providers()
+    table = provider_table()
+    live = table["defaultCandidates"]
     demo.add_argument(
         "--live",
         action="store_true",
         help="use the real provider instead of the simulator (needs "
-        + " or ".join(name for facts in live for name in facts.key_variables)
+        + " or ".join(name for p in live for name in table["providers"][p]["keyVariables"])
         + ")",
     )
-    demo.add_argument("--provider", choices=[facts.name for facts in live], help="with --live")
+    demo.add_argument("--provider", choices=live, help="with --live")
     demo.add_argument("--model", help="with --live: the model to ask")
     console = commands.add_parser(
         "console", help="an interactive console: start a host and talk to it by short commands"
@@ -290,6 +296,8 @@ def _discard_stdout() -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "acp" and args.action is None:
+        return _serve_acp(args)
     from oma_host.cli.stderr_log import configure_logging
 
     configure_logging(args.log_level)
@@ -328,24 +336,6 @@ def _run(args: argparse.Namespace) -> int:
         from oma_host.cli.login import run_logout
 
         return run_logout(getattr(args, "provider", None))
-    if args.command == "acp":
-        from oma_host.acp_server.serve import AcpOptions, serve_acp
-        from oma_host.process.collector import tune_for_serving
-        from oma_host.process.subreaper import enable_subreaper
-
-        enable_subreaper()  # a host: what its runs leave behind comes back to it
-        tune_for_serving()
-        return serve_acp(
-            AcpOptions(
-                args.agents,
-                args.state_dir,
-                args.session_idle_timeout,
-                args.max_message_bytes,
-                telemetry_endpoint=args.telemetry_endpoint,
-                telemetry_capture_content=args.telemetry_capture_content,
-                no_telemetry=args.no_telemetry,
-            )
-        )
     if args.command == "runs":
         from oma_host.cli.runs import run_runs
 
@@ -356,6 +346,32 @@ def _run(args: argparse.Namespace) -> int:
         write_schema(args.out)
         return 0
     return _serve(args)
+
+
+def _serve_acp(args: argparse.Namespace) -> int:
+    """Serve ACP on stdio; logging, the subreaper and the collector are set
+    up once ``initialize`` is answered, which the editor waits for."""
+    from oma_host.acp_server.serve import AcpOptions, serve_acp
+
+    def ready() -> None:
+        from oma_host.cli.stderr_log import configure_logging
+        from oma_host.process.collector import tune_for_serving
+        from oma_host.process.subreaper import enable_subreaper
+
+        configure_logging(args.log_level)
+        enable_subreaper()  # a host: what its runs leave behind comes back to it
+        tune_for_serving()
+
+    options = AcpOptions(
+        args.agents,
+        args.state_dir,
+        args.session_idle_timeout,
+        args.max_message_bytes,
+        telemetry_endpoint=args.telemetry_endpoint,
+        telemetry_capture_content=args.telemetry_capture_content,
+        no_telemetry=args.no_telemetry,
+    )
+    return serve_acp(options, ready)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -5,7 +5,10 @@ built on every start of ``oma-host``, and what carries the command out,
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _port(value: str) -> int:

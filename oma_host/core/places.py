@@ -1,7 +1,7 @@
 """Where oma-host keeps the user's own files, and the one rule for the folders
 it keeps them in, in a module that imports only ``os`` and ``stat`` (which
-``os`` imports anyway), so the ACP door's early answer
-(:mod:`oma_host.acp_server.early`) finds them as the rest of the host does."""
+``os`` imports anyway), so the ACP door reads its agents file before it
+answers ``initialize`` (:mod:`oma_host.acp_server.agents`) without more."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def private_folder(path: str, *, create: bool = False) -> str:
     is FileNotFoundError unless ``create``. What the state directory, the
     config folder and the TCP token directory pass through."""
     if create:
-        try:  # noqa: SIM105 (contextlib would be one more import for the early answer)
+        try:  # noqa: SIM105 (contextlib would be one more import before the ACP answer)
             os.makedirs(path, mode=0o700, exist_ok=True)
         except FileExistsError:  # a link or a file there: said below
             pass
