@@ -12,26 +12,13 @@ import os
 from oma_host.acp_server.handshake import env_var_method
 from oma_host.core.credentials import key_for
 from oma_host.core.places import config_dir, private_folder
+from oma_host.core.provider_table import offered, provider_table
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
     from oma_host.core.config import AgentConfig
-
-# The providers' facts this reading needs (key variables, auth methods,
-# default model), generated from :mod:`oma_host.core.provider_facts` by
-# ``python3 -m oma_host.cli.provider_auth_table`` (a test holds them equal).
-_PROVIDER_TABLE = os.path.join(os.path.dirname(__file__), "provider_auth.json")
-_providers: dict[str, Any] = {}
-
-
-def provider_table() -> dict[str, Any]:
-    """``provider_auth.json``, read once."""
-    if not _providers:
-        with open(_PROVIDER_TABLE, "rb") as file:
-            _providers.update(json.loads(file.read()))
-    return _providers
 
 
 class AgentsFileError(Exception):
@@ -126,20 +113,13 @@ def default_reading() -> AgentsReading:
         (
             candidate
             for candidate in table["defaultCandidates"]
-            if _offered(table["providers"][candidate])
+            if offered(table["providers"][candidate])
             and any(key_for(v) for v in table["providers"][candidate]["keyVariables"])
         ),
         table["defaultProvider"],
     )
     model = table["providers"][name]["defaultModel"]
     return AgentsReading(None, [{"name": name, "provider": name, "model": model}], defaulted=True)
-
-
-def _offered(facts: dict[str, Any]) -> bool:
-    """Whether this host offers the provider (read when asked, so a test
-    that sets the variable in its own process is seen)."""
-    variable = facts["offeredWhen"]
-    return variable is None or os.environ.get(variable) == "1"
 
 
 def _auth_methods(entries: list[Any]) -> dict[str, dict[str, Any]]:
@@ -162,7 +142,7 @@ def _entry_methods(entry: Any) -> list[dict[str, Any]]:
     table = provider_table()
     provider = _text_field(entry, "provider", "provider") or table["defaultProvider"]
     facts = table["providers"].get(provider)
-    if facts is None or not _offered(facts):
+    if facts is None or not offered(facts):
         return []
     return [
         env_var_method(tuple(m["required"]), tuple(m["optional"]), tuple(m["public"]))

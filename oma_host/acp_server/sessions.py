@@ -204,8 +204,8 @@ class SessionBook:
             return config
         if self._agents.defaulted and config is self.default:
             agents = serve_reading(default_reading())
-            (fresh,) = agents.configs
-            if credential_problem(fresh) is None:
+            fresh = agents.configs[0] if agents.configs else None
+            if fresh is not None and credential_problem(fresh) is None:
                 self._agents = agents
                 self.configs = {fresh.name: fresh}
                 return fresh

@@ -9,7 +9,6 @@ import argparse
 import os
 import sys
 
-from oma_host.acp_server.agents import provider_table
 from oma_host.cli.runs_args import add_runs_parser
 from oma_host.core.cli_options import (
     BROKEN_PIPE,
@@ -21,6 +20,7 @@ from oma_host.core.cli_options import (
     positive_seconds,
     true_or_false,
 )
+from oma_host.core.provider_table import provider_table
 from oma_host.core.version import __version__
 from oma_host.wire.limits import (
     DEFAULT_DRAIN_TIMEOUT_S,

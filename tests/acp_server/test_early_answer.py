@@ -15,7 +15,7 @@ import pytest
 from acp.schema import InitializeResponse
 
 from oma_host.acp_server.agents import read_agents, serve_reading
-from oma_host.cli import provider_auth_table
+from oma_host.core import provider_table
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60
@@ -306,7 +306,5 @@ def test_the_configs_checked_are_the_bytes_the_answer_was_made_from(tmp_path: Pa
 
 def test_the_provider_table_is_the_descriptors() -> None:
     """The providers' facts the start reads as JSON are the descriptors'."""
-    table = provider_auth_table.TABLE_PATH
-    assert table.read_text(encoding="utf-8") == provider_auth_table.build(), (
-        "run python3 -m oma_host.cli.provider_auth_table"
-    )
+    text = Path(provider_table.TABLE_PATH).read_text(encoding="utf-8")
+    assert text == provider_table.build(), "run python3 -m oma_host.core.provider_table"
