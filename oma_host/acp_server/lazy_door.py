@@ -18,31 +18,40 @@ from oma_host.wire.stdio import protect_stdout, stdin_reader, stream_writer
 
 if TYPE_CHECKING:
     from oma_host.acp_server.door import OmaAcpAgent
+    from oma_host.acp_server.editor import EditorClient
     from oma_host.acp_server.routes import DoorRoutes
-    from oma_host.acp_server.serve import AcpOptions
     from oma_host.acp_server.wire import (
         AcpWire,
         Canceller,
         NotificationHandler,
         RequestHandler,
     )
-    from oma_host.telemetry.settings import Telemetry
 
 
-def serve_door(agents: ServedAgents, options: AcpOptions, first: FirstRequest) -> int:
+def serve_door(
+    agents: ServedAgents,
+    first: FirstRequest,
+    max_message_bytes: int,
+    opened: Callable[[EditorClient], OmaAcpAgent],
+) -> int:
     """Serve the rest of stdin (what ``first`` read and did not answer, then
-    the editor's next requests) until the editor closes it."""
-    return asyncio.run(_serve(agents, options, first))
+    the editor's next requests) until the editor closes it (0), or until
+    SIGTERM or SIGHUP (128 plus its number). ``opened`` makes the door for
+    the editor once its modules are loaded."""
+    return asyncio.run(_serve(agents, first, max_message_bytes, opened))
 
 
-async def _serve(agents: ServedAgents, options: AcpOptions, first: FirstRequest) -> int:
-    """Serve until the editor closes stdin (0), or until SIGTERM or SIGHUP
-    (128 plus its number), the sessions' agents and servers ended either way."""
+async def _serve(
+    agents: ServedAgents,
+    first: FirstRequest,
+    max_message_bytes: int,
+    opened: Callable[[EditorClient], OmaAcpAgent],
+) -> int:
     task = asyncio.current_task()
     assert task is not None
     termination = Termination(task)
     try:
-        await _serve_editor(agents, options, first)
+        await _serve_editor(agents, first, max_message_bytes, opened)
     except asyncio.CancelledError:
         if termination.signum is None:
             raise  # Ctrl-C: asyncio.run makes it a KeyboardInterrupt (exit 130)
@@ -51,14 +60,19 @@ async def _serve(agents: ServedAgents, options: AcpOptions, first: FirstRequest)
     return 0 if termination.signum is None else termination.exit_code
 
 
-async def _serve_editor(agents: ServedAgents, options: AcpOptions, first: FirstRequest) -> None:
+async def _serve_editor(
+    agents: ServedAgents,
+    first: FirstRequest,
+    max_message_bytes: int,
+    opened: Callable[[EditorClient], OmaAcpAgent],
+) -> None:
     from oma_host.acp_server.wire import READ_CHUNK, AcpWire
 
     # Pipes from an editor, or files and /dev/null from a script.
     writer = await stream_writer(protect_stdout())
     reader = await stdin_reader(READ_CHUNK, first.pending)
-    wire = AcpWire(reader, writer, options.max_message_bytes)
-    door = LazyDoor(agents, options, wire)
+    wire = AcpWire(reader, writer, max_message_bytes)
+    door = LazyDoor(agents, opened, wire)
     if first.capabilities is not None:
         door.answered_early(first.capabilities)
     try:
@@ -70,27 +84,6 @@ async def _serve_editor(agents: ServedAgents, options: AcpOptions, first: FirstR
         await close_if_used()
 
 
-def _telemetry(options: AcpOptions) -> Telemetry:
-    """The span export the command line asks for (none with
-    ``--no-telemetry``), else the OTEL_* variables'."""
-    from oma_host.telemetry.exporters import environment_telemetry
-    from oma_host.telemetry.settings import settle_telemetry
-
-    asked = (
-        options.telemetry_endpoint is not None
-        or options.telemetry_capture_content is not None
-        or options.no_telemetry
-    )
-    if not asked:
-        return environment_telemetry()
-    return settle_telemetry(
-        endpoint=options.telemetry_endpoint,
-        capture_content=options.telemetry_capture_content,
-        explicit=options.telemetry_endpoint is not None,
-        export=False if options.no_telemetry else None,
-    )
-
-
 class LazyDoor:
     """The door's method table, answering ``initialize`` before the rest of
     the door (and the ACP library under it) is imported: a plain
@@ -98,9 +91,14 @@ class LazyDoor:
     imported in a thread while the editor reads the answer. Any other
     request waits for it, and is then served by :mod:`.routes` as always."""
 
-    def __init__(self, agents: ServedAgents, options: AcpOptions, wire: AcpWire) -> None:
+    def __init__(
+        self,
+        agents: ServedAgents,
+        opened: Callable[[EditorClient], OmaAcpAgent],
+        wire: AcpWire,
+    ) -> None:
         self._agents = agents
-        self._options = options
+        self._opened = opened
         self._wire = wire
         self._capabilities: dict[str, Any] | None = None  # a plain initialize's
         self._loading: asyncio.Task[tuple[OmaAcpAgent, DoorRoutes]] | None = None
@@ -112,18 +110,10 @@ class LazyDoor:
 
     async def _loaded(self) -> tuple[OmaAcpAgent, DoorRoutes]:
         await asyncio.to_thread(importlib.import_module, "oma_host.acp_server.routes")
-        from oma_host.acp_server.door import OmaAcpAgent
         from oma_host.acp_server.editor import EditorClient
         from oma_host.acp_server.routes import door_routes
 
-        options = self._options
-        agent = OmaAcpAgent(
-            self._agents,
-            options.state_dir,
-            options.session_idle_timeout_s,
-            _telemetry(options),
-        )
-        agent.on_connect(EditorClient(self._wire))
+        agent = self._opened(EditorClient(self._wire))
         if self._capabilities is not None:
             agent.accept_capabilities(self._capabilities)
         return agent, door_routes(agent)

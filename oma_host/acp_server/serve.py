@@ -16,6 +16,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from oma_host.acp_server.door import OmaAcpAgent
+    from oma_host.acp_server.editor import EditorClient
+    from oma_host.telemetry.settings import Telemetry
+
 
 class AcpOptions:
     """The command line's choices for ``oma-host acp`` (:mod:`oma_host.cli.main`
@@ -74,4 +78,35 @@ def serve_acp(options: AcpOptions, ready: Callable[[], None] = lambda: None) -> 
 
     if agents.problem is not None:
         logging.getLogger(__name__).warning("no session can start: %s", agents.problem)
-    return serve_door(agents, options, first)
+
+    def opened(editor: EditorClient) -> OmaAcpAgent:
+        from oma_host.acp_server.door import OmaAcpAgent
+
+        door = OmaAcpAgent(
+            agents, options.state_dir, options.session_idle_timeout_s, _telemetry(options)
+        )
+        door.on_connect(editor)
+        return door
+
+    return serve_door(agents, first, options.max_message_bytes, opened)
+
+
+def _telemetry(options: AcpOptions) -> Telemetry:
+    """The span export the command line asks for (none with
+    ``--no-telemetry``), else the OTEL_* variables'."""
+    from oma_host.telemetry.exporters import environment_telemetry
+    from oma_host.telemetry.settings import settle_telemetry
+
+    asked = (
+        options.telemetry_endpoint is not None
+        or options.telemetry_capture_content is not None
+        or options.no_telemetry
+    )
+    if not asked:
+        return environment_telemetry()
+    return settle_telemetry(
+        endpoint=options.telemetry_endpoint,
+        capture_content=options.telemetry_capture_content,
+        explicit=options.telemetry_endpoint is not None,
+        export=False if options.no_telemetry else None,
+    )
