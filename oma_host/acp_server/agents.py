@@ -6,10 +6,10 @@ the same parsed JSON afterwards, since pydantic is slow to import."""
 
 from __future__ import annotations
 
-import json
 import os
 
 from oma_host.acp_server.handshake import env_var_method
+from oma_host.core import quickjson
 from oma_host.core.credentials import key_for
 from oma_host.core.places import config_dir, private_folder
 from oma_host.core.provider_table import offered, provider_table
@@ -94,9 +94,10 @@ def read_agents(path: str | None) -> AgentsReading:
     except (OSError, UnicodeDecodeError) as error:
         return AgentsReading(path, [], f"{path}: cannot be read: {error}")
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        problem = f"{path}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        value = quickjson.loads(text)
+    except ValueError as error:  # json's JSONDecodeError, which says where
+        where = f"{getattr(error, 'msg', error)} at line {getattr(error, 'lineno', '?')}"
+        problem = f"{path}: not valid JSON: {where} column {getattr(error, 'colno', '?')}"
         return AgentsReading(path, [], problem)
     if not isinstance(value, list) or not value:
         return AgentsReading(path, [], f"{path}: $ must be a non-empty array of agent configs")

@@ -1,14 +1,14 @@
 """The ACP door's ``initialize`` answer and the read of its first request.
 
-Editors wait for this answer, so it imports only ``json``: the door writes
+Editors wait for this answer, so it imports nothing heavy: the door writes
 it before pydantic and the ACP library are loaded."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
+from oma_host.core import quickjson
 from oma_host.core.version import __version__
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -227,9 +227,7 @@ def answer_first_request(env_var_methods: list[dict[str, Any]], limit: int) -> F
         return FirstRequest(line + b"\n" + pending)
     request_id, capabilities = request
     result = initialize_result(env_var_methods, capabilities)
-    reply = json.dumps(
-        {"jsonrpc": "2.0", "id": request_id, "result": result}, separators=(",", ":")
-    )
+    reply = quickjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
     _write_all((reply + "\n").encode())
     return FirstRequest(pending, capabilities)
 
@@ -258,15 +256,11 @@ def _first_line(limit: int) -> tuple[bytes | None, bytes]:
             return None, b"".join(chunks)
 
 
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _plain_request(line: bytes) -> tuple[int | str, dict[str, Any]] | None:
     """The id and client capabilities of ``line`` when it is a plain
     ``initialize`` request; None for anything else (the routes answer it)."""
     try:
-        message = json.loads(line.decode("utf-8"), parse_constant=_not_json)
+        message = quickjson.loads(line.decode("utf-8"))
     except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return None
     if not isinstance(message, dict) or message.keys() != {"jsonrpc", "id", "method", "params"}:

@@ -18,9 +18,9 @@ counts as unset, as the providers have always read it.
 
 from __future__ import annotations
 
-import json
 import os
 
+from oma_host.core import quickjson
 from oma_host.core.places import FolderError, config_dir, private_folder
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -63,7 +63,7 @@ def _read_json(path: str) -> dict[str, Any]:
         return {}
     try:
         with open(path, encoding="utf-8") as file:
-            data = json.load(file)
+            data = quickjson.loads(file.read())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -73,6 +73,7 @@ def _write_json(path: str, data: dict[str, Any]) -> None:
     """Write ``data`` to ``path`` atomically, readable by the user alone (a
     FolderError when its folder is not the user's own)."""
     import contextlib  # writing is login's and logout's alone
+    import json
     import tempfile
 
     folder, name = os.path.split(path)

@@ -8,9 +8,10 @@ equal to the descriptors.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+
+from oma_host.core import quickjson
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def provider_table() -> dict[str, Any]:
     """The generated table, read once."""
     if not _table:
         with open(TABLE_PATH, "rb") as file:
-            _table.update(json.loads(file.read()))
+            _table.update(quickjson.loads(file.read().decode("utf-8")))
     return _table
 
 
@@ -37,6 +38,8 @@ def offered(facts: dict[str, Any]) -> bool:
 
 def build() -> str:
     """The table's text, from the descriptors."""
+    import json
+
     from oma_host.core.provider_facts import DEFAULT_PROVIDER, PROVIDERS
 
     table: dict[str, Any] = {

@@ -124,6 +124,7 @@ LIGHT_CORE = {
     "oma_host.core.credentials",  # login's keys: nothing read until a key is looked up
     "oma_host.core.cli_options",
     "oma_host.core.places",
+    "oma_host.core.quickjson",
     "oma_host.process",
     "oma_host.process.subreaper",
     "oma_host.process.collector",
