@@ -74,7 +74,7 @@ async def _serve_editor(
     wire = AcpWire(reader, writer, max_message_bytes)
     door = LazyDoor(agents, opened, wire)
     if first.capabilities is not None:
-        door.answered_early(first.capabilities)
+        door.answered_first(first.capabilities)
     try:
         await wire.serve(door.requests(), door.notifications(), door.cancellers())
     finally:
@@ -118,7 +118,7 @@ class LazyDoor:
             agent.accept_capabilities(self._capabilities)
         return agent, door_routes(agent)
 
-    def answered_early(self, capabilities: dict[str, Any]) -> None:
+    def answered_first(self, capabilities: dict[str, Any]) -> None:
         """``initialize`` was answered before the serving began
         (:func:`.handshake.answer_first_request`): keep the client's
         capabilities and load the door now."""

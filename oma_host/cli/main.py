@@ -1,7 +1,6 @@
-"""The ``oma-host`` command and its one parser, both doors' options included.
-
-It imports nothing heavy at the top: ``oma-host acp`` answers ``initialize``
-right after parsing, and editors wait for that answer."""
+"""The ``oma-host`` command: argparse reads every command's options, the
+words after ``acp`` excepted (:mod:`.acp_args`), and is imported only for
+them, since ``oma-host acp`` answers ``initialize`` first and editors wait."""
 
 from __future__ import annotations
 
