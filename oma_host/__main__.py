@@ -2,6 +2,6 @@
 
 import sys
 
-from oma_host.cli.entry import main
+from oma_host.cli.main import main
 
 sys.exit(main())

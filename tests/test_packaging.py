@@ -48,6 +48,6 @@ def test_every_source_package_is_installed(wheel_names: set[str]) -> None:
 
 
 def test_data_files_are_installed(wheel_names: set[str]) -> None:
-    for data in ("oma_host/py.typed", "oma_host/acp_server/provider_auth.json"):
+    for data in ("oma_host/py.typed", "oma_host/core/provider_table.json"):
         assert data in wheel_names
     assert any(name.startswith("oma_host/cli/viewer/") for name in wheel_names)

@@ -1,49 +1,33 @@
-"""Which ACP auth methods the door's agents need, and the ``auth_required`` error.
+"""The ACP door's auth methods and its ``auth_required`` error.
 
-Worked out from the checked configs: each LLM agent's key variables, offered in
-the ``initialize`` answer and checked by ``authenticate``; ``auth_required``
-(-32000) sends the editor to its login when a session's agent has no key or its
-provider refused it.
+The ``initialize`` answer offers the methods of the one reading at start
+(:mod:`.agents`); ``auth_required`` (-32000) sends the editor to its login
+when a session's agent has no key or its provider refused it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from oma_host.acp_server.handshake import env_var_method, initialize_result
-from oma_host.core.config import AgentConfig
-from oma_host.core.provider_facts import DEFAULT_PROVIDER, AuthMethod, facts_of
+from oma_host.acp_server.handshake import initialize_result
 
 if TYPE_CHECKING:
     from acp import RequestError
 
 
-def auth_methods_of(config: AgentConfig) -> tuple[AuthMethod, ...]:
-    """The ways an LLM agent's key can reach it from the environment: the
-    ``apiKeyEnv`` variable, else its provider's."""
-    if config.api_key_env:
-        return (AuthMethod((config.api_key_env,)),)
-    # The agents file was checked against the offered providers when loaded.
-    return facts_of(config.provider or DEFAULT_PROVIDER).auth_methods
+def initialize_answer(
+    methods: dict[str, dict[str, Any]], capabilities: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``initialize`` result for agents whose keys can come from
+    ``methods`` (by id, as the agents' reading gives them) and a client
+    with ``capabilities``."""
+    return initialize_result(list(methods.values()), capabilities)
 
 
-def env_auth_methods(configs: list[AgentConfig]) -> dict[str, AuthMethod]:
-    """Every LLM agent's auth methods, by id (an agent with ``apiKey`` needs none)."""
-    methods = {
-        method.id: method
-        for config in configs
-        if config.backend is None and not config.api_key
-        for method in auth_methods_of(config)
-    }
-    return dict(sorted(methods.items()))
-
-
-def initialize_answer(configs: list[AgentConfig], capabilities: dict[str, Any]) -> dict[str, Any]:
-    """The ``initialize`` result for ``configs`` and a client with ``capabilities``."""
-    methods = env_auth_methods(configs).values()
-    return initialize_result(
-        [env_var_method(m.required, m.optional, m.public) for m in methods], capabilities
-    )
+def required_variables(method: dict[str, Any]) -> list[str]:
+    """The variables an ``env_var`` method (wire form) needs set for
+    ``authenticate`` to succeed."""
+    return [var["name"] for var in method["vars"] if not var.get("optional")]
 
 
 # What a credential error adds: how to give oma-host a key.

@@ -28,7 +28,7 @@ from acp.schema import (
 
 from oma_host.acp_server import commands
 from oma_host.acp_server.agents import ServedAgents
-from oma_host.acp_server.auth import env_auth_methods, initialize_answer
+from oma_host.acp_server.auth import initialize_answer, required_variables
 from oma_host.acp_server.content import (
     AcpBlock,
     TextPrompt,
@@ -176,7 +176,7 @@ class OmaAcpAgent:
         validated by the schema's model: the same answer."""
         capabilities = {} if client_capabilities is None else request_params(client_capabilities)
         self.accept_capabilities(capabilities)
-        return initialize_answer(list(self._sessions.configs.values()), capabilities)
+        return initialize_answer(self._sessions.auth_methods, capabilities)
 
     async def authenticate(self, method_id: str, **_: Any) -> None:
         """Succeeds when the method's variables are set; they are read from
@@ -185,10 +185,10 @@ class OmaAcpAgent:
             raise RequestError.invalid_params(
                 {"message": f"{method_id!r} is a terminal method: run `oma-host acp login`"}
             )
-        method = env_auth_methods(list(self._sessions.configs.values())).get(method_id)
+        method = self._sessions.auth_methods.get(method_id)
         if method is None:
             raise RequestError.invalid_params({"message": f"unknown auth method {method_id!r}"})
-        missing = method.missing(key_for)
+        missing = [name for name in required_variables(method) if not key_for(name)]
         if missing:
             names = " and ".join(missing)
             raise RequestError.auth_required(

@@ -1,23 +1,14 @@
-"""The ACP door's ``initialize`` answer, built as wire data with nothing of
-the ``agent-client-protocol`` library imported, and by a module that imports
-nothing itself: editors spawn the door and wait for this answer, which
-:mod:`.early` writes before the agents' configs are checked, and the rest of
-the door (and the library) is imported once it is written (:mod:`.serve`).
+"""The ACP door's ``initialize`` answer and the read of its first request.
 
-:func:`plain_initialize` takes the params only in the plain shape clients
-send (the capabilities this door reads, as booleans); anything else goes
-through the schema's ``InitializeRequest`` (:mod:`.routes`), so a malformed
-request still gets its -32602 with the model's errors. Every path answers
-with :func:`initialize_result`, which a test holds equal to the library's
-``InitializeResponse`` dump; the auth methods come from the checked configs
-(:func:`.auth.initialize_answer`) or, in the early answer, from the agents
-file as written (:mod:`.early`).
-"""
+Editors wait for this answer, so it imports nothing heavy: the door writes
+it before pydantic and the ACP library are loaded."""
 
 from __future__ import annotations
 
+import os
 import sys
 
+from oma_host.core import quickjson
 from oma_host.core.version import __version__
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -208,3 +199,106 @@ def initialize_result(
         "authMethods": methods,
         "agentInfo": {"name": "oma-host", "title": "oma-host", "version": __version__},
     }
+
+
+_READ = 65_536
+
+
+class FirstRequest:
+    """What the door read of stdin before it served: the bytes it has not
+    consumed and, when the first request was a plain ``initialize`` it
+    answered, the client's capabilities (else None)."""
+
+    __slots__ = ("capabilities", "pending")
+
+    def __init__(self, pending: bytes, capabilities: dict[str, Any] | None = None) -> None:
+        self.pending = pending
+        self.capabilities = capabilities
+
+
+def answer_first_request(env_var_methods: list[dict[str, Any]], limit: int) -> FirstRequest:
+    """Read stdin's first line and, when it is a plain ``initialize``, answer
+    it with ``env_var_methods``; what was read and not answered is left to
+    the door, which serves it as it serves every request."""
+    line, pending = _first_line(limit)
+    if line is None:
+        return FirstRequest(pending)
+    request = _plain_request(line)
+    if request is None:
+        return FirstRequest(line + b"\n" + pending)
+    request_id, capabilities = request
+    result = initialize_result(env_var_methods, capabilities)
+    reply = quickjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+    _write_all((reply + "\n").encode())
+    return FirstRequest(pending, capabilities)
+
+
+def _first_line(limit: int) -> tuple[bytes | None, bytes]:
+    """The first line of stdin (without its newline) and the bytes read after
+    it; None and every byte read when stdin ends, fails or passes ``limit``
+    before a newline."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            chunk = os.read(0, _READ)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return None, b"".join(chunks)
+        newline = chunk.find(b"\n")
+        chunks.append(chunk)
+        if newline >= 0:
+            read = b"".join(chunks)
+            end = size + newline
+            return (read[:end], read[end + 1 :]) if end <= limit else (None, read)
+        size += len(chunk)
+        if size > limit:
+            return None, b"".join(chunks)
+
+
+def _plain_request(line: bytes) -> tuple[int | str, dict[str, Any]] | None:
+    """The id and client capabilities of ``line`` when it is a plain
+    ``initialize`` request; None for anything else (the routes answer it)."""
+    try:
+        message = quickjson.loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+    if not isinstance(message, dict) or message.keys() != {"jsonrpc", "id", "method", "params"}:
+        return None
+    request_id = message["id"]
+    if message["jsonrpc"] != "2.0" or message["method"] != "initialize":
+        return None
+    if type(request_id) is not int and type(request_id) is not str:
+        return None
+    capabilities = plain_initialize(message["params"])
+    if capabilities is None or not _encodable(message["params"]):
+        return None
+    return request_id, capabilities
+
+
+def _encodable(value: Any) -> bool:
+    """Whether every string in ``value`` is UTF-8 (the wire refuses a lone
+    surrogate, which JSON's escapes can spell)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_encodable(key) and _encodable(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_encodable(item) for item in value)
+    return True
+
+
+def _write_all(data: bytes) -> None:
+    """``data`` to stdout, all of it (a pipe may take part of a write)."""
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(1, view)
+        except OSError:  # the editor is gone: the door meets the same and ends
+            return
+        view = view[written:]

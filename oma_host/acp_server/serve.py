@@ -1,134 +1,94 @@
-"""``oma-host acp``: check the agents, then serve ACP on stdio until the
-editor closes it (or SIGTERM or SIGHUP ends it, as Ctrl-C does). A bad
-agents file does not end the door: it is one warning on stderr, and the
-door answers ``initialize`` and refuses every session request with -32602
-naming the file, the JSON path and the problem, so the editor shows why."""
+"""``oma-host acp``: read the agents once, answer ``initialize`` from that
+reading, then check the configs and serve ACP on stdio.
+
+Editors wait for the first answer, so nothing heavy (asyncio, pydantic, the
+ACP library) is imported before it is written.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import importlib
-import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from oma_host.acp_server.agents import (
-    AgentsFileError,
-    ServedAgents,
-    default_agent,
-    load_agents,
-    parse_agents_text,
-    user_agents_file,
-)
-from oma_host.acp_server.auth import initialize_answer
-from oma_host.acp_server.early import EarlyStart
-from oma_host.acp_server.handshake import SERVED_REQUESTS, plain_initialize
+from oma_host.acp_server.agents import read_agents, serve_reading
+from oma_host.acp_server.handshake import answer_first_request
 from oma_host.core.places import serve_agents_file
-from oma_host.process.termination import Termination
 from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
-from oma_host.wire.stdio import protect_stdout, stdin_reader, stream_writer
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from oma_host.acp_server.door import OmaAcpAgent
-    from oma_host.acp_server.routes import DoorRoutes
-    from oma_host.acp_server.wire import (
-        AcpWire,
-        Canceller,
-        NotificationHandler,
-        RequestHandler,
-    )
+    from oma_host.acp_server.editor import EditorClient
     from oma_host.telemetry.settings import Telemetry
 
-log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
 class AcpOptions:
-    """The command line's choices for ``oma-host acp``."""
+    """The command line's choices for ``oma-host acp`` (:mod:`oma_host.cli.main`
+    declares each option once)."""
 
-    agents_file: str | None
-    state_dir: str | None
-    # How long a session's agent keeps its processes while it runs nothing.
-    session_idle_timeout_s: float
-    # A line longer than this is dropped (a request answered -32600).
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    # --telemetry-endpoint, --telemetry-capture-content: export asked for on the
-    # command line (else the OTEL_* variables say; oma_host.telemetry.settings);
-    # --no-telemetry: no export, over the variables and those two.
-    telemetry_endpoint: str | None = None
-    telemetry_capture_content: bool | None = None
-    no_telemetry: bool = False
+    __slots__ = (
+        "agents_file",
+        "max_message_bytes",
+        "no_telemetry",
+        "session_idle_timeout_s",
+        "state_dir",
+        "telemetry_capture_content",
+        "telemetry_endpoint",
+    )
+
+    def __init__(
+        self,
+        agents_file: str | None,
+        state_dir: str | None,
+        session_idle_timeout_s: float,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        *,
+        telemetry_endpoint: str | None = None,
+        telemetry_capture_content: bool | None = None,
+        no_telemetry: bool = False,
+    ) -> None:
+        self.agents_file = agents_file
+        self.state_dir = state_dir
+        # How long a session's agent keeps its processes while it runs nothing.
+        self.session_idle_timeout_s = session_idle_timeout_s
+        # A line longer than this is dropped (a request answered -32600).
+        self.max_message_bytes = max_message_bytes
+        # --telemetry-endpoint, --telemetry-capture-content: export asked for on the
+        # command line (else the OTEL_* variables say; oma_host.telemetry.settings);
+        # --no-telemetry: no export, over the variables and those two.
+        self.telemetry_endpoint = telemetry_endpoint
+        self.telemetry_capture_content = telemetry_capture_content
+        self.no_telemetry = no_telemetry
 
 
-def served_agents(options: AcpOptions, early: EarlyStart) -> ServedAgents:
-    """The agents of ``options.agents_file``; when ``initialize`` was answered
-    early, the very file (or default agent) that answer was made for."""
-    try:
-        if early.capabilities is None:
-            path = options.agents_file
-            if path is None and not user_agents_file().is_file():
-                return ServedAgents([default_agent()], defaulted=True)
-            return ServedAgents(load_agents(path))
-        if early.agents_file is None:
-            return ServedAgents([default_agent()], defaulted=True)
-        return ServedAgents(parse_agents_text(*early.agents_file))
-    except AgentsFileError as error:
-        log.warning("no session can start: %s", error)
-        return ServedAgents([], problem=str(error))
-
-
-def serve_acp(options: AcpOptions, early: EarlyStart | None = None) -> int:
+def serve_acp(options: AcpOptions, ready: Callable[[], None] = lambda: None) -> int:
     """Serve the agents of ``options.agents_file`` (see :mod:`.agents`) on
-    stdio, going on from what the early answer read and wrote."""
+    stdio until the editor closes it (0), or SIGTERM or SIGHUP ends it (128
+    plus its number). A bad agents file does not end the door: it is one
+    warning on stderr, and every session request is refused with -32602
+    naming the file, the JSON path and the problem. ``ready``: what the
+    command line sets up once ``initialize`` is answered (logging)."""
     serve_agents_file(options.agents_file)  # which no agent may change unasked
-    early = early or EarlyStart(b"")
-    agents = served_agents(options, early)
-    if early.capabilities is not None and agents.problem is None:
-        checked = initialize_answer(agents.configs, early.capabilities)
-        if checked != early.answer:  # a kept key whose keyring has gone, say
-            log.warning(
-                "initialize was answered with auth methods %s; the checked agents need %s",
-                [method["id"] for method in (early.answer or {}).get("authMethods", [])],
-                [method["id"] for method in checked["authMethods"]],
-            )
-    return asyncio.run(_serve(agents, options, early))
+    reading = read_agents(options.agents_file)
+    first = answer_first_request(list(reading.auth_methods.values()), options.max_message_bytes)
+    ready()
+    agents = serve_reading(reading)  # the configs checked, after the answer
+    import logging
 
+    from oma_host.acp_server.lazy_door import serve_door
 
-async def _serve(agents: ServedAgents, options: AcpOptions, early: EarlyStart) -> int:
-    """Serve until the editor closes stdin (0), or until SIGTERM or SIGHUP
-    (128 plus its number), the sessions' agents and servers ended either way."""
-    task = asyncio.current_task()
-    assert task is not None
-    termination = Termination(task)
-    try:
-        await _serve_editor(agents, options, early)
-    except asyncio.CancelledError:
-        if termination.signum is None:
-            raise  # Ctrl-C: asyncio.run makes it a KeyboardInterrupt (exit 130)
-    finally:
-        termination.remove()
-    return 0 if termination.signum is None else termination.exit_code
+    if agents.problem is not None:
+        logging.getLogger(__name__).warning("no session can start: %s", agents.problem)
 
+    def opened(editor: EditorClient) -> OmaAcpAgent:
+        from oma_host.acp_server.door import OmaAcpAgent
 
-async def _serve_editor(agents: ServedAgents, options: AcpOptions, early: EarlyStart) -> None:
-    from oma_host.acp_server.wire import READ_CHUNK, AcpWire
+        door = OmaAcpAgent(
+            agents, options.state_dir, options.session_idle_timeout_s, _telemetry(options)
+        )
+        door.on_connect(editor)
+        return door
 
-    # Pipes from an editor, or files and /dev/null from a script.
-    writer = await stream_writer(protect_stdout())
-    reader = await stdin_reader(READ_CHUNK, early.pending)
-    wire = AcpWire(reader, writer, options.max_message_bytes)
-    door = LazyDoor(agents, options, wire)
-    if early.capabilities is not None:
-        door.answered_early(early.capabilities)
-    try:
-        await wire.serve(door.requests(), door.notifications(), door.cancellers())
-    finally:
-        await door.close()
-        from oma_host.telemetry import close_if_used
-
-        await close_if_used()
+    return serve_door(agents, first, options.max_message_bytes, opened)
 
 
 def _telemetry(options: AcpOptions) -> Telemetry:
@@ -150,119 +110,3 @@ def _telemetry(options: AcpOptions) -> Telemetry:
         explicit=options.telemetry_endpoint is not None,
         export=False if options.no_telemetry else None,
     )
-
-
-class LazyDoor:
-    """The door's method table, answering ``initialize`` before the rest of
-    the door (and the ACP library under it) is imported: a plain
-    ``initialize`` is answered by :mod:`.handshake`, and then the door is
-    imported in a thread while the editor reads the answer. Any other
-    request waits for it, and is then served by :mod:`.routes` as always."""
-
-    def __init__(self, agents: ServedAgents, options: AcpOptions, wire: AcpWire) -> None:
-        self._agents = agents
-        self._options = options
-        self._wire = wire
-        self._capabilities: dict[str, Any] | None = None  # a plain initialize's
-        self._loading: asyncio.Task[tuple[OmaAcpAgent, DoorRoutes]] | None = None
-
-    def _load(self) -> asyncio.Task[tuple[OmaAcpAgent, DoorRoutes]]:
-        if self._loading is None:
-            self._loading = asyncio.get_running_loop().create_task(self._loaded())
-        return self._loading
-
-    async def _loaded(self) -> tuple[OmaAcpAgent, DoorRoutes]:
-        await asyncio.to_thread(importlib.import_module, "oma_host.acp_server.routes")
-        from oma_host.acp_server.door import OmaAcpAgent
-        from oma_host.acp_server.editor import EditorClient
-        from oma_host.acp_server.routes import door_routes
-
-        options = self._options
-        agent = OmaAcpAgent(
-            self._agents,
-            options.state_dir,
-            options.session_idle_timeout_s,
-            _telemetry(options),
-        )
-        agent.on_connect(EditorClient(self._wire))
-        if self._capabilities is not None:
-            agent.accept_capabilities(self._capabilities)
-        return agent, door_routes(agent)
-
-    def answered_early(self, capabilities: dict[str, Any]) -> None:
-        """``initialize`` was answered before the door started (:mod:`.early`):
-        keep the client's capabilities and load the door now."""
-        self._capabilities = capabilities
-        self._load()
-
-    async def _initialize(self, params: Any) -> Any:
-        capabilities = plain_initialize(params)
-        if capabilities is None or self._loading is not None:
-            return await self._routed("initialize", params)
-        self._capabilities = capabilities
-        answer = initialize_answer(self._agents.configs, capabilities)
-        # Written before the import begins: the task starts once this returns.
-        self._load()
-        return answer
-
-    async def _routed(self, method: str, params: Any) -> Any:
-        # Shielded: a cancelled request must not cancel the loading the rest wait on.
-        _, (requests, _) = await asyncio.shield(self._load())
-        return await requests[method](params)
-
-    def requests(self) -> Mapping[str, RequestHandler]:
-        """The served methods: ``initialize`` answered at once, the rest by
-        the routes once the door is loaded."""
-        return _ServedMethods(self._initialize, self._routed)
-
-    def notifications(self) -> Mapping[str, NotificationHandler]:
-        async def cancel(params: Any) -> None:
-            _, (_, notifications) = await asyncio.shield(self._load())
-            await notifications["session/cancel"](params)
-
-        return {"session/cancel": cancel}
-
-    def cancellers(self) -> Mapping[str, Canceller]:
-        """How ``$/cancel_request`` ends a request gracefully: a prompt ends
-        as ``session/cancel`` ends it (``stopReason: "cancelled"``)."""
-
-        async def prompt(params: Any) -> None:
-            session_id = params.get("sessionId") if isinstance(params, dict) else None
-            await self.notifications()["session/cancel"]({"sessionId": session_id})
-
-        return {"session/prompt": prompt}
-
-    async def close(self) -> None:
-        if self._loading is None or self._loading.cancelled():
-            return
-        try:
-            agent, _ = await self._loading
-        except Exception:  # the import failed: the requests that waited said so
-            return
-        await agent.close()
-
-
-class _ServedMethods(Mapping[str, "RequestHandler"]):
-    """The door's method table before the door is loaded: ``initialize`` its
-    own handler, each other served method one that routes it once it is."""
-
-    def __init__(
-        self,
-        initialize: RequestHandler,
-        routed: Callable[[str, Any], Awaitable[Any]],
-    ) -> None:
-        self._initialize = initialize
-        self._routed = routed
-
-    def __getitem__(self, method: str) -> RequestHandler:
-        if method == "initialize":
-            return self._initialize
-        if method not in SERVED_REQUESTS:
-            raise KeyError(method)  # answered -32601 by the wire, the door not loaded for it
-        return functools.partial(self._routed, method)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(SERVED_REQUESTS)
-
-    def __len__(self) -> int:
-        return len(SERVED_REQUESTS)

@@ -22,7 +22,7 @@ from typing import Any
 
 from acp.schema import SessionInfo
 
-from oma_host.acp_server.agents import ServedAgents, default_agent
+from oma_host.acp_server.agents import ServedAgents, default_reading, serve_reading
 from oma_host.acp_server.auth import auth_required
 from oma_host.acp_server.coding_agent import coding_defaults
 from oma_host.acp_server.message_ids import EPOCH_SETTING, new_epoch
@@ -221,6 +221,11 @@ class SessionBook:
             refuse(self._agents.problem)
 
     @property
+    def auth_methods(self) -> dict[str, dict[str, Any]]:
+        """The served agents' auth methods, by id (:class:`.agents.ServedAgents`)."""
+        return self._agents.auth_methods
+
+    @property
     def default(self) -> AgentConfig:
         """The agents file's first agent (the agents checked first)."""
         self.check_agents()
@@ -235,9 +240,10 @@ class SessionBook:
         if problem is None:
             return config
         if self._agents.defaulted and config is self.default:
-            fresh = default_agent()
-            if credential_problem(fresh) is None:
-                self._agents = ServedAgents([fresh], defaulted=True)
+            agents = serve_reading(default_reading())
+            fresh = agents.configs[0] if agents.configs else None
+            if fresh is not None and credential_problem(fresh) is None:
+                self._agents = agents
                 self.configs = {fresh.name: fresh}
                 return fresh
         raise auth_required(str(problem))

@@ -1,45 +1,43 @@
-"""The ``oma-host`` command: serve over stdio (default) or TCP, or run one
-of its commands (``demo``, ``console``, ``call``, ``acp``, ``runs``...)."""
+"""The ``oma-host`` command: argparse reads every command's options, the
+words after ``acp`` excepted (:mod:`.acp_args`), and is imported only for
+them, since ``oma-host acp`` answers ``initialize`` first and editors wait."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
-from oma_host.cli.runs_args import add_runs_parser
 from oma_host.core.cli_options import (
     BROKEN_PIPE,
-    DEFAULT_SESSION_IDLE_TIMEOUT_S,
     INTERRUPTED,
     LOG_LEVELS,
-    collector_url,
     positive_int,
     positive_seconds,
-    true_or_false,
 )
-from oma_host.core.provider_facts import default_providers
+from oma_host.core.provider_table import provider_table
 from oma_host.core.version import __version__
-from oma_host.process.collector import tune_for_serving
-from oma_host.process.subreaper import enable_subreaper
-from oma_host.server.limits import (
+from oma_host.wire.limits import (
     DEFAULT_DRAIN_TIMEOUT_S,
     DEFAULT_HANDSHAKE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_MESSAGE_BYTES,
 )
-from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from oma_host.acp_server.early import EarlyStart
+    import argparse
+    from collections.abc import Callable
+    from typing import Any
 
+    from oma_host.cli.acp_args import AcpCommand
 
 _VERSION = f"oma-host {__version__}"
 
 
 def _parse_tcp(value: str) -> tuple[str, int]:
     """``PORT``, ``HOST:PORT`` or ``[IPV6]:PORT`` (brackets as in a URL)."""
+    import argparse
+
     host, sep, port = value.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
@@ -61,6 +59,8 @@ def _checked(check: Callable[[str], Any]) -> Callable[[str], Any]:
     becomes the usage error, with its message."""
 
     def checked(value: str) -> Any:
+        import argparse
+
         try:
             return check(value)
         except ValueError as error:
@@ -71,11 +71,17 @@ def _checked(check: Callable[[str], Any]) -> Callable[[str], Any]:
 
 _positive_seconds = _checked(positive_seconds)
 _positive_int = _checked(positive_int)
-_collector_url = _checked(collector_url)
-_true_or_false = _checked(true_or_false)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every command's options but ``acp``'s, whose words after ``acp`` are
+    read by :func:`.acp_args.parse_acp` (the options given before ``acp``
+    stand unless given again after it)."""
+    import argparse
+
+    from oma_host.cli.acp_args import DESCRIPTION
+    from oma_host.cli.runs_args import add_runs_parser
+
     parser = argparse.ArgumentParser(
         prog="oma-host",
         description="A JSON-RPC agent host for editors and tools (LSP framing on stdio).",
@@ -153,15 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="spawn a host as an editor would and show a readable transcript"
     )
     demo.add_argument("--host-command", nargs="+", help="argv of the host to spawn")
-    live = default_providers()
+    table = provider_table()
+    live = table["defaultCandidates"]
     demo.add_argument(
         "--live",
         action="store_true",
         help="use the real provider instead of the simulator (needs "
-        + " or ".join(name for facts in live for name in facts.key_variables)
+        + " or ".join(name for p in live for name in table["providers"][p]["keyVariables"])
         + ")",
     )
-    demo.add_argument("--provider", choices=[facts.name for facts in live], help="with --live")
+    demo.add_argument("--provider", choices=live, help="with --live")
     demo.add_argument("--model", help="with --live: the model to ask")
     console = commands.add_parser(
         "console", help="an interactive console: start a host and talk to it by short commands"
@@ -188,61 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.add_argument("--host-command", nargs="+", help="argv of the host to spawn")
     call.add_argument("--timeout", type=float, default=600.0, help="seconds (default 600)")
-    acp = commands.add_parser(
-        "acp", help="serve the agents as an ACP agent on stdio, for ACP editors (Zed, JetBrains)"
-    )
-    acp.add_argument(
-        "--agents",
-        metavar="FILE",
-        help="a JSON array of agent configs, the first the default "
-        "(default $XDG_CONFIG_HOME/oma-host/agents.json, else one agent for the provider key set)",
-    )
-    acp.add_argument("--version", action="version", version=_VERSION)
-    # SUPPRESS: given after ``acp`` they win, else the options before it stand.
-    acp.add_argument("--state-dir", metavar="DIR", default=argparse.SUPPRESS)
-    acp.add_argument("--log-level", choices=LOG_LEVELS, default=argparse.SUPPRESS)
-    acp.add_argument(
-        "--max-message-bytes",
-        type=_positive_int,
-        default=argparse.SUPPRESS,
-        help="a line larger than this is dropped, a request answered with -32600 (default 64 MiB)",
-    )
-    acp.add_argument(
-        "--session-idle-timeout",
-        metavar="SECONDS",
-        type=_positive_seconds,
-        default=DEFAULT_SESSION_IDLE_TIMEOUT_S,
-        help="a session that runs nothing this long has its agent's processes (MCP servers, "
-        "an ACP agent) ended; its next prompt starts them again "
-        f"(default {DEFAULT_SESSION_IDLE_TIMEOUT_S:g})",
-    )
-    acp.add_argument(
-        "--telemetry-endpoint",
-        metavar="URL",
-        type=_collector_url,
-        help="export the turns' spans to this OpenTelemetry collector (OTLP/HTTP base URL; "
-        "default: the OTEL_* variables say whether and where, docs/telemetry.md)",
-    )
-    acp.add_argument(
-        "--telemetry-capture-content",
-        metavar="true|false",
-        type=_true_or_false,
-        help="record message text in the turns' spans, redacted and bounded: in the state "
-        "directory (the run viewer shows it) and in the export when there is one "
-        "(default: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)",
-    )
-    acp.add_argument(
-        "--no-telemetry",
-        action="store_true",
-        help="export no spans, whatever the OTEL_* variables and the two options above say "
-        "(the turns are still recorded in the state directory)",
-    )
-    acp.add_argument(
-        "action",
-        nargs="?",
-        choices=["login", "logout"],
-        help="instead of serving: log in (the ACP terminal auth method) or out",
-    )
+    # prefix_chars: nothing after ``acp`` is an option here; parse_acp reads it all.
+    acp = commands.add_parser("acp", help=DESCRIPTION, add_help=False, prefix_chars="\0")
+    acp.add_argument("words", nargs=argparse.REMAINDER)
     for name, what in (("login", "keep a provider's key"), ("logout", "remove kept keys")):
         account = commands.add_parser(
             name, help=f"{what} for both doors (read when its variable is not set)"
@@ -269,14 +224,19 @@ def _forwarded_options(args: argparse.Namespace) -> list[str]:
     return forwarded
 
 
-def main(argv: list[str] | None = None, early: EarlyStart | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Run the command line; Ctrl-C ends any command quietly with status 130,
     and so does a reader of stdout that goes away (``oma-host runs list |
-    head``), with 141 as for a program SIGPIPE ended. ``early``: what
-    ``oma-host acp``'s early answer read and wrote (:mod:`.entry`)."""
-    args = build_parser().parse_args(argv)
+    head``), with 141 as for a program SIGPIPE ended. ``oma-host acp ...``
+    is read by :func:`.acp_args.parse_acp` alone, argparse not imported."""
+    words = sys.argv[1:] if argv is None else argv
     try:
-        status = _run(args, early)
+        if words[:1] == ["acp"]:
+            from oma_host.cli.acp_args import parse_acp
+
+            status = _acp(parse_acp(words[1:]))
+        else:
+            status = _run(build_parser().parse_args(words))
         sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
         return status
     except KeyboardInterrupt:
@@ -296,7 +256,12 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "acp":
+        from oma_host.cli.acp_args import parse_acp
+
+        given = {"state_dir": args.state_dir, "max_message_bytes": args.max_message_bytes}
+        return _acp(parse_acp(args.words, log_level=args.log_level, **given))
     from oma_host.cli.stderr_log import configure_logging
 
     configure_logging(args.log_level)
@@ -327,32 +292,14 @@ def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
             timeout=args.timeout,
         )
         return call_exit
-    if args.command == "login" or (args.command == "acp" and args.action == "login"):
+    if args.command == "login":
         from oma_host.cli.login import run_login
 
-        return run_login(getattr(args, "provider", None))
-    if args.command == "logout" or (args.command == "acp" and args.action == "logout"):
+        return run_login(args.provider)
+    if args.command == "logout":
         from oma_host.cli.login import run_logout
 
-        return run_logout(getattr(args, "provider", None))
-    if args.command == "acp":
-        from oma_host.acp_server.serve import AcpOptions, serve_acp
-
-        enable_subreaper()  # a host: what its runs leave behind comes back to it
-        tune_for_serving()
-        acp_exit: int = serve_acp(
-            AcpOptions(
-                args.agents,
-                args.state_dir,
-                args.session_idle_timeout,
-                args.max_message_bytes,
-                telemetry_endpoint=args.telemetry_endpoint,
-                telemetry_capture_content=args.telemetry_capture_content,
-                no_telemetry=args.no_telemetry,
-            ),
-            early,
-        )
-        return acp_exit
+        return run_logout(args.provider)
     if args.command == "runs":
         from oma_host.cli.runs import run_runs
 
@@ -365,9 +312,36 @@ def _run(args: argparse.Namespace, early: EarlyStart | None = None) -> int:
     return _serve(args)
 
 
+def _acp(command: AcpCommand) -> int:
+    """Log in or out for the ACP door, or serve ACP on stdio; logging, the
+    subreaper and the collector are set up once ``initialize`` is answered,
+    which the editor waits for."""
+    from oma_host.acp_server.serve import serve_acp
+
+    if command.action is not None:
+        from oma_host.cli.login import run_login, run_logout
+        from oma_host.cli.stderr_log import configure_logging
+
+        configure_logging(command.log_level)
+        return (run_login if command.action == "login" else run_logout)(None)
+
+    def ready() -> None:
+        from oma_host.cli.stderr_log import configure_logging
+        from oma_host.process.collector import tune_for_serving
+        from oma_host.process.subreaper import enable_subreaper
+
+        configure_logging(command.log_level)
+        enable_subreaper()  # a host: what its runs leave behind comes back to it
+        tune_for_serving()
+
+    return serve_acp(command.options, ready)
+
+
 def _serve(args: argparse.Namespace) -> int:
     """Serve on stdio or TCP; a --trace or --token-file that cannot be used,
     or a port that cannot be bound, ends with status 2 and the reason."""
+    from oma_host.process.collector import tune_for_serving
+    from oma_host.process.subreaper import enable_subreaper
     from oma_host.server import serve_stdio
     from oma_host.server.app import SessionOptions
     from oma_host.server.tcp import TcpOptions, serve_tcp

@@ -1,19 +1,9 @@
-"""The command line's value checks, the ``acp`` command's options and the
-exit statuses of Ctrl-C and a closed pipe, in a module that imports nothing: the parser
-(:mod:`oma_host.cli.main`) and the ACP door's early answer
-(:mod:`oma_host.acp_server.early`, which reads ``oma-host acp``'s options
-before ``argparse`` is imported) take them from here, so both accept exactly
-the same command lines.
-
-A check raises ValueError with the message the user sees; the parser turns
-it into argparse's usage error.
-"""
+"""The command line's value checks and exit statuses, import-free: the
+parser (:mod:`oma_host.cli.main`) declares each option with them, and the
+JSON-RPC door checks ``initializationOptions.telemetry.endpoint`` with
+:func:`collector_url`. A check raises ValueError with the message the user sees."""
 
 from __future__ import annotations
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 # The exit status of a program ended by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
@@ -44,16 +34,6 @@ def positive_int(value: str) -> int:
     return number
 
 
-def log_level(value: str) -> str:
-    if value not in LOG_LEVELS:
-        raise ValueError(f"wants one of {', '.join(LOG_LEVELS)}, got {value!r}")
-    return value
-
-
-def any_text(value: str) -> str:
-    return value
-
-
 def collector_url(value: str) -> str:
     """An OpenTelemetry collector's OTLP/HTTP base URL (as
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` takes it); ``initializationOptions.telemetry``
@@ -71,18 +51,3 @@ def true_or_false(value: str) -> bool:
     if value not in ("true", "false"):
         raise ValueError(f"wants true or false, got {value!r}")
     return value == "true"
-
-
-# ``oma-host acp``'s options, each taking one value, and the check of that
-# value: the parser declares these and no others after ``acp``.
-ACP_OPTIONS: dict[str, Callable[[str], object]] = {
-    "--agents": any_text,
-    "--state-dir": any_text,
-    "--log-level": log_level,
-    "--max-message-bytes": positive_int,
-    "--session-idle-timeout": positive_seconds,
-    "--telemetry-endpoint": collector_url,
-    "--telemetry-capture-content": true_or_false,
-}
-# ``oma-host acp``'s options that take no value.
-ACP_FLAGS = frozenset({"--no-telemetry"})

@@ -1,7 +1,7 @@
 """Where oma-host keeps the user's own files, and the one rule for the folders that hold them.
 
-It imports only ``os`` and ``stat``, so startup code finds them without loading
-the host.
+It imports only ``os`` and ``stat``, so the ACP door reads its agents file
+before it answers ``initialize`` without loading the host.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def private_folder(path: str, *, create: bool = False) -> str:
     is FileNotFoundError unless ``create``. What the state directory, the
     config folder and the TCP token directory pass through."""
     if create:
-        try:  # noqa: SIM105 (contextlib would be one more import for the early answer)
+        try:  # noqa: SIM105 (contextlib would be one more import before the ACP answer)
             os.makedirs(path, mode=0o700, exist_ok=True)
         except FileExistsError:  # a link or a file there: said below
             pass

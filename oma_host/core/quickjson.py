@@ -1,14 +1,7 @@
-"""JSON for the first moments of a process, without importing :mod:`json`.
+"""JSON through CPython's C codec (``_json``), without importing :mod:`json`.
 
-Importing the ``json`` package compiles its regular expressions (and imports
-``re`` and ``enum`` for them), which costs more than everything else
-``oma-host acp`` does before it answers ``initialize`` (:mod:`oma_host.
-acp_server.early`). CPython's ``json`` is a thin layer over the C codec in
-``_json``; :func:`loads` and :func:`dumps` call that codec directly, with the
-settings ``json.loads`` and the door's wire use (strict strings, compact
-separators, ASCII escapes), and fall back to ``json`` where there is no
-``_json`` (another Python implementation).
-"""
+``json`` imports ``re``, which costs as much as the interpreter's start; the
+ACP door reads its agents file and answers ``initialize`` before that."""
 
 from __future__ import annotations
 

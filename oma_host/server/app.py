@@ -26,7 +26,6 @@ from oma_host.core.errors import ErrorCode, OmaError
 from oma_host.core.suggest import did_you_mean
 from oma_host.process.collector import count_in_flight
 from oma_host.server.context import RequestContext
-from oma_host.server.limits import DEFAULT_DRAIN_TIMEOUT_S
 from oma_host.server.registry import Method, load, lookup
 from oma_host.server.rpc import Call, Connection, RpcError
 from oma_host.server.state import SessionState, Settings
@@ -44,7 +43,7 @@ from oma_host.wire.framing import (
     frame_reader,
     surrogate_problem,
 )
-from oma_host.wire.limits import DEFAULT_MAX_MESSAGE_BYTES
+from oma_host.wire.limits import DEFAULT_DRAIN_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES
 from oma_host.wire.peer import MsgId, valid_id
 
 if TYPE_CHECKING:

@@ -21,13 +21,13 @@ from pathlib import Path
 from oma_host.process.termination import ENDING_SIGNALS
 from oma_host.server import close_http_client, close_telemetry
 from oma_host.server.app import HostSession, SessionOptions
-from oma_host.server.limits import DEFAULT_HANDSHAKE_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
 from oma_host.server.tcp_token import (
     new_token,
     read_token_file,
     remove_token_file,
     write_token_file,
 )
+from oma_host.wire.limits import DEFAULT_HANDSHAKE_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
 
 log = logging.getLogger("oma_host.server")
 

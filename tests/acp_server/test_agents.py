@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from oma_host.acp_server.agents import AgentsFileError, load_agents, parse_agents_file
+from oma_host.acp_server.agents import AgentsFileError, load_agents
 
 
 def test_without_a_file_one_agent_for_the_provider_key_that_is_set(
@@ -72,7 +72,7 @@ def test_a_bad_file_names_itself_and_the_json_path(
     path = tmp_path / "agents.json"
     path.write_text(content)
     with pytest.raises(AgentsFileError) as caught:
-        parse_agents_file(str(path))
+        load_agents(str(path))
     assert str(caught.value).startswith(f"{path}: ")
     assert expected in str(caught.value)
 

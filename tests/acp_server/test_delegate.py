@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from oma_host.acp_server.agents import AgentsFileError, parse_agents_file
+from oma_host.acp_server.agents import AgentsFileError, load_agents
 from oma_host.acp_server.updates import LIVE_OUTPUT_CHARS
 from oma_host.testing.script import RecordedRequest
 from oma_host.testing.simulator import Reply
@@ -299,7 +299,7 @@ def test_a_file_whose_delegates_cannot_be_found_or_loop_is_refused(
     path = tmp_path / "agents.json"
     path.write_text(json.dumps(agents))
     with pytest.raises(AgentsFileError) as refused:
-        parse_agents_file(str(path))
+        load_agents(str(path))
     assert str(refused.value).startswith(f"{path}: {expected}")
 
 

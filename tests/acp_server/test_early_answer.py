@@ -1,7 +1,6 @@
-"""``oma-host acp``'s early answer (``oma_host.acp_server.early``): a plain
-``initialize`` answered before anything heavy is imported, with the answer
-the checked configs give, and the door going on from there; and everything
-the early answer does not read exactly left to the door as before."""
+"""``oma-host acp`` answers ``initialize`` from its one reading of the agents
+file, before the configs are checked: the answer an editor gets, the
+requests served after it, and a bad file refusing sessions."""
 
 from __future__ import annotations
 
@@ -13,12 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp.schema import InitializeResponse
 
-from oma_host.acp_server.agents import load_agents
-from oma_host.acp_server.auth import initialize_answer
-from oma_host.cli import provider_auth_table
-from oma_host.cli.main import build_parser
-from oma_host.core.cli_options import ACP_FLAGS, ACP_OPTIONS
+from oma_host.acp_server.agents import read_agents, serve_reading
+from oma_host.core import provider_table
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60
@@ -33,20 +30,7 @@ KEY_VARIABLES = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
 )
-
-# Called as the entry point calls it, in a fresh interpreter: what it
-# returned and every module imported by then.
-_PROBE = (
-    "import sys\n"
-    "before = set(sys.modules)\n"
-    "from oma_host.acp_server.early import answer_early\n"
-    "early = answer_early(sys.argv[1:])\n"
-    "imported = sorted(set(sys.modules) - before)\n"
-    "import json\n"
-    "print(json.dumps({'answered': early is not None and early.answer is not None,\n"
-    "  'pending': early.pending.decode() if early else None, 'imported': imported}),\n"
-    "  file=sys.stderr)\n"
-)
+LIST = b'{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}\n'
 
 
 def _initialize(request_id: Any = 1, capabilities: Any = None) -> bytes:
@@ -62,293 +46,194 @@ def _env(tmp_path: Path, **variables: str) -> dict[str, str]:
     return env
 
 
-def _probe(
-    args: list[str], stdin: bytes, env: dict[str, str]
-) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """Run the early answer on ``args`` and ``stdin``: the answer it wrote
-    (None: none) and its report."""
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args],
-        input=stdin,
-        capture_output=True,
-        env=env,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode()
-    report = json.loads(done.stderr.decode().splitlines()[-1])
-    written = done.stdout.decode()
-    return (json.loads(written) if written else None), report
-
-
-def _agents(tmp_path: Path, agents: list[dict[str, Any]]) -> str:
+def _agents(tmp_path: Path, agents: Any) -> str:
     path = tmp_path / "agents.json"
     path.write_text(json.dumps(agents))
     return str(path)
 
 
-AGENT_FILES: dict[str, list[dict[str, Any]]] = {
-    "each provider": [
-        {"name": "a", "provider": "anthropic", "model": "m"},
-        {"name": "o", "provider": "openai", "model": "m"},
-        {"name": "g", "provider": "gemini", "model": "m"},
-        {"name": "z", "provider": "azure", "model": "m", "baseURL": "https://x.example/openai/v1"},
-        {"name": "b", "provider": "bedrock", "model": "m"},
-    ],
-    "no provider named": [{"name": "a", "model": "m"}],
-    "own keys": [
-        {"name": "k", "provider": "openai", "model": "m", "apiKey": "sk-own"},
-        {"name": "e", "provider": "gemini", "model": "m", "apiKeyEnv": "MY_GEMINI"},
-        {"name": "s", "provider": "openai", "model": "m", "api_key_env": "SNAKE_KEY"},
-    ],
-    "external agents only": [
-        {"name": "p", "backend": {"kind": "process", "command": "cat"}},
-        {"name": "q", "backend": {"kind": "acp", "command": "gemini", "args": ["--acp"]}},
-    ],
-    "mixed": [
-        {"name": "p", "backend": {"kind": "process", "command": "cat"}},
-        {"name": "a", "provider": "anthropic", "model": "m", "apiKeyEnv": ""},
-    ],
-}
-
-
-@pytest.mark.parametrize("case", list(AGENT_FILES))
-@pytest.mark.parametrize("capabilities", [{}, TERMINAL])
-def test_the_early_answer_is_the_checked_configs_answer(
-    tmp_path: Path, case: str, capabilities: dict[str, Any]
-) -> None:
-    path = _agents(tmp_path, AGENT_FILES[case])
-    written, report = _probe(
-        ["acp", "--agents", path], _initialize(7, capabilities), _env(tmp_path)
-    )
-    assert report["answered"], report
-    assert written == {
-        "jsonrpc": "2.0",
-        "id": 7,
-        "result": initialize_answer(load_agents(path), capabilities),
-    }
-
-
-@pytest.mark.parametrize(
-    ("keys", "logged_in"),
-    [
-        ({}, None),
-        ({"OPENAI_API_KEY": "sk-o"}, None),
-        ({"GEMINI_API_KEY": "g", "OPENAI_API_KEY": "sk-o"}, None),
-        ({"GOOGLE_API_KEY": "g"}, None),
-        ({"ANTHROPIC_API_KEY": ""}, "GEMINI_API_KEY"),  # empty counts as unset
-        ({"OPENAI_API_KEY": "sk-o"}, "ANTHROPIC_API_KEY"),
-    ],
-)
-def test_the_default_agent_is_the_one_the_door_picks(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    keys: dict[str, str],
-    logged_in: str | None,
-) -> None:
-    env = _env(tmp_path, **keys)
-    if logged_in is not None:  # as oma-host login keeps a key in the file store
-        folder = tmp_path / "config" / "oma-host"
-        folder.mkdir(parents=True)
-        (folder / "logins.json").write_text(json.dumps({logged_in: "file"}))
-        (folder / "credentials.json").write_text(json.dumps({logged_in: "kept"}))
-    written, report = _probe(["acp"], _initialize(1, TERMINAL), env)
-    assert report["answered"], report
-    for name in KEY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    for name, value in {**keys, "XDG_CONFIG_HOME": env["XDG_CONFIG_HOME"]}.items():
-        monkeypatch.setenv(name, value)
-    assert written is not None
-    assert written["result"] == initialize_answer(load_agents(None), TERMINAL)
-
-
-def test_a_key_kept_in_the_keyring_leaves_the_default_agent_to_the_door(
-    tmp_path: Path,
-) -> None:
-    """Whether the keyring gives the key back is known only by asking it."""
-    folder = tmp_path / "config" / "oma-host"
-    folder.mkdir(parents=True)
-    (folder / "logins.json").write_text(json.dumps({"ANTHROPIC_API_KEY": "keyring"}))
-    written, report = _probe(["acp"], _initialize(), _env(tmp_path))
-    assert written is None and report["pending"] is None
-
-
-def test_the_users_agents_file_is_read_when_no_file_is_given(tmp_path: Path) -> None:
-    folder = tmp_path / "config" / "oma-host"
-    folder.mkdir(parents=True)
-    (folder / "agents.json").write_text(json.dumps(AGENT_FILES["own keys"]))
-    written, report = _probe(["acp"], _initialize(), _env(tmp_path))
-    assert report["answered"]
-    assert written is not None
-    ids = [method["id"] for method in written["result"]["authMethods"]]
-    assert ids == ["env:MY_GEMINI", "env:SNAKE_KEY"]
-
-
-def test_the_early_answer_imports_nothing_heavy(tmp_path: Path) -> None:
-    """No json, re, typing, dataclasses, pydantic, asyncio or argparse: the
-    modules it adds to a bare interpreter are these, and no others."""
-    path = _agents(tmp_path, AGENT_FILES["each provider"])
-    _, report = _probe(["acp", "--agents", path], _initialize(), _env(tmp_path))
-    assert report["answered"]
-    assert set(report["imported"]) <= {
-        "_json",
-        "oma_host",
-        "oma_host.acp_server",
-        "oma_host.acp_server.early",
-        "oma_host.acp_server.handshake",
-        "oma_host.cli",
-        "oma_host.core.cli_options",
-        "oma_host.core",
-        "oma_host.core.credentials",
-        "oma_host.core.places",
-        "oma_host.core.quickjson",
-        "oma_host.core.version",
-        "oma_host.wire",
-        "oma_host.wire.limits",
-    }, report["imported"]
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["acp", "login"],
-        ["acp", "--help"],
-        ["acp", "--agent", "F"],  # an abbreviation argparse would take
-        ["acp", "--log-level", "LOUD"],
-        ["acp", "--max-message-bytes", "0"],
-        ["acp", "--session-idle-timeout=never"],
-        ["acp", "--agents"],
-        ["acp", "--agents", "--state-dir"],
-        ["--state-dir", "x", "acp"],
-        ["demo"],
-        [],
-    ],
-)
-def test_a_command_line_it_does_not_read_exactly_is_left_alone(
-    tmp_path: Path, args: list[str]
-) -> None:
-    written, report = _probe(args, _initialize(), _env(tmp_path))
-    assert written is None and not report["answered"]
-    assert report["pending"] is None  # stdin not read: all of it left to the command line
-
-
-def test_it_reads_the_acp_options_the_parser_declares() -> None:
-    parser = build_parser()
-    commands = next(a for a in parser._actions if a.dest == "command")
-    acp = commands.choices["acp"]  # type: ignore[index]
-    declared = {s for action in acp._actions for s in action.option_strings}
-    assert declared - {"-h", "--help", "--version"} == set(ACP_OPTIONS) | ACP_FLAGS
-
-
-def test_a_flag_is_read_and_a_flag_given_a_value_is_left_to_the_parser(tmp_path: Path) -> None:
-    path = _agents(tmp_path, AGENT_FILES["each provider"])
-    flagged = ["acp", "--no-telemetry", "--agents", path]
-    written, report = _probe(flagged, _initialize(3), _env(tmp_path))
-    assert report["answered"], report
-    assert written == {
-        "jsonrpc": "2.0",
-        "id": 3,
-        "result": initialize_answer(load_agents(path), {}),
-    }
-    written, report = _probe(["acp", "--no-telemetry=yes"], _initialize(), _env(tmp_path))
-    assert written is None and report["pending"] is None
-
-
-@pytest.mark.parametrize(
-    "agents",
-    [
-        [{"name": "t", "provider": "test", "model": "echo"}],  # not offered
-        [{"name": "x", "provider": "nosuch", "model": "m"}],
-        [{"name": "x", "provider": 3, "model": "m"}],
-        [{"name": "x", "provider": "openai", "apiKey": "a", "api_key": "b", "model": "m"}],
-        [],
-        {"name": "not an array"},
-    ],
-)
-def test_agents_it_does_not_read_exactly_are_left_to_the_checks(
-    tmp_path: Path, agents: Any
-) -> None:
-    path = tmp_path / "agents.json"
-    path.write_text(json.dumps(agents))
-    written, report = _probe(["acp", "--agents", str(path)], _initialize(), _env(tmp_path))
-    assert written is None and report["pending"] is None
-
-
-@pytest.mark.parametrize(
-    "first",
-    [
-        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
-        b'"clientCapabilities":{"_meta":{"x":1}}}}\n',
-        b'{"jsonrpc":"2.0","id":true,"method":"initialize","params":{"protocolVersion":1}}\n',
-        b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}\n',
-        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
-        b'"clientInfo":{"name":"\\ud800","version":"1"}}}\n',
-        b"not json\n",
-        b'{"jsonrpc":"2.0","id":1,"method":"initialize"',  # no newline before the end
-    ],
-)
-def test_a_first_line_that_is_not_a_plain_initialize_is_handed_on(
-    tmp_path: Path, first: bytes
-) -> None:
-    path = _agents(tmp_path, AGENT_FILES["no provider named"])
-    later = b'{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}\n'
-    stdin = first + later if first.endswith(b"\n") else first
-    written, report = _probe(["acp", "--agents", path], stdin, _env(tmp_path))
-    assert written is None and not report["answered"]
-    assert report["pending"] == stdin.decode()  # every byte read, for the door
-
-
-def test_the_provider_table_is_the_descriptors() -> None:
-    table = provider_auth_table.TABLE_PATH
-    assert table.read_text(encoding="utf-8") == provider_auth_table.build(), (
-        "run python3 -m oma_host.cli.provider_auth_table"
-    )
-
-
-def _acp(args: list[str], stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "oma_host", "acp", *args],
-        input=stdin,
-        capture_output=True,
-        env=env,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-
-
-def _answers(args: list[str], stdin: bytes, tmp_path: Path) -> tuple[list[Any], str]:
-    """The door's answers to the requests in ``stdin`` (read before stdin is
-    closed: the end of stdin cancels what is still running), and its stderr;
-    it exits 0."""
+def _answers(
+    args: list[str], stdin: bytes, env: dict[str, str]
+) -> tuple[list[dict[str, Any]], str]:
+    """The door's answers to the requests in ``stdin`` in the order written
+    (read before stdin is closed: its end cancels what is still running),
+    and its stderr; it exits 0."""
     process = subprocess.Popen(
         [sys.executable, "-m", "oma_host", "acp", *args, "--state-dir", ":memory:"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=_env(tmp_path),
+        env=env,
     )
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(stdin)
     process.stdin.flush()
     answers = [json.loads(process.stdout.readline()) for _ in range(stdin.count(b"\n"))]
     _, stderr = process.communicate(timeout=TIMEOUT_S)
-    assert process.returncode == 0
-    return sorted(answers, key=lambda answer: int(answer["id"])), stderr.decode()
+    assert process.returncode == 0, stderr.decode()
+    return answers, stderr.decode()
 
 
-def test_an_invalid_config_is_reported_to_the_editor_after_the_early_answer(
-    tmp_path: Path,
+def _ids(answer: dict[str, Any]) -> list[str]:
+    return [method["id"] for method in answer["result"]["authMethods"]]
+
+
+AGENT_FILES: dict[str, tuple[list[dict[str, Any]], list[str]]] = {
+    "each provider": (
+        [
+            {"name": "a", "provider": "anthropic", "model": "m"},
+            {"name": "o", "provider": "openai", "model": "m"},
+            {"name": "g", "provider": "gemini", "model": "m"},
+            {"name": "z", "provider": "azure", "model": "m", "baseURL": "https://x.example/v1"},
+            {"name": "b", "provider": "bedrock", "model": "m"},
+        ],
+        [
+            "env:ANTHROPIC_API_KEY",
+            "env:AWS_ACCESS_KEY_ID+AWS_SECRET_ACCESS_KEY",
+            "env:AWS_BEARER_TOKEN_BEDROCK",
+            "env:AZURE_OPENAI_AD_TOKEN",
+            "env:AZURE_OPENAI_API_KEY",
+            "env:GEMINI_API_KEY",
+            "env:GOOGLE_API_KEY",
+            "env:OPENAI_API_KEY",
+        ],
+    ),
+    "no provider named": ([{"name": "a", "model": "m"}], ["env:ANTHROPIC_API_KEY"]),
+    "own keys": (
+        [
+            {"name": "k", "provider": "openai", "model": "m", "apiKey": "sk-own"},
+            {"name": "e", "provider": "gemini", "model": "m", "apiKeyEnv": "MY_GEMINI"},
+            {"name": "s", "provider": "openai", "model": "m", "api_key_env": "SNAKE_KEY"},
+        ],
+        ["env:MY_GEMINI", "env:SNAKE_KEY"],
+    ),
+    "external agents only": (
+        [
+            {"name": "p", "backend": {"kind": "process", "command": "cat"}},
+            {"name": "q", "backend": {"kind": "acp", "command": "gemini", "args": ["--acp"]}},
+        ],
+        [],
+    ),
+    "mixed": (
+        [
+            {"name": "p", "backend": {"kind": "process", "command": "cat"}},
+            {"name": "a", "provider": "anthropic", "model": "m", "apiKeyEnv": ""},
+        ],
+        ["env:ANTHROPIC_API_KEY"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(AGENT_FILES))
+@pytest.mark.parametrize("capabilities", [{}, TERMINAL])
+def test_the_answer_offers_the_auth_methods_the_agents_keys_need(
+    tmp_path: Path, case: str, capabilities: dict[str, Any]
 ) -> None:
-    """The door does not end: ``initialize`` is answered, and every session
-    request is refused with the file, the JSON path and the problem."""
-    path = _agents(tmp_path, [{"name": "a", "provider": "openai", "model": "m", "maxTurns": "9"}])
-    later = b'{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}\n'
-    (answered, listed), stderr = _answers(["--agents", path], _initialize() + later, tmp_path)
+    """The ``terminal`` login first to a client that runs it (when any key is
+    needed), then each ``env_var`` method by id; the answer is the schema's
+    ``InitializeResponse``, and the door serves the agents it was made for."""
+    agents, expected = AGENT_FILES[case]
+    path = _agents(tmp_path, agents)
+    (answer, listed), _ = _answers(
+        ["--agents", path], _initialize(7, capabilities) + LIST, _env(tmp_path)
+    )
+    assert answer["id"] == 7
+    login = ["oma-host-login"] if capabilities and expected else []
+    assert _ids(answer) == login + expected
+    model = InitializeResponse.model_validate(answer["result"])
+    dumped = model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+    assert dumped == answer["result"]
+    assert listed == {"jsonrpc": "2.0", "id": 2, "result": {"sessions": []}}
+
+
+@pytest.mark.parametrize(
+    ("keys", "logged_in", "expected"),
+    [
+        ({}, None, ["env:ANTHROPIC_API_KEY"]),
+        ({"OPENAI_API_KEY": "sk-o"}, None, ["env:OPENAI_API_KEY"]),
+        ({"GEMINI_API_KEY": "g", "OPENAI_API_KEY": "sk-o"}, None, ["env:OPENAI_API_KEY"]),
+        ({"GOOGLE_API_KEY": "g"}, None, ["env:GEMINI_API_KEY", "env:GOOGLE_API_KEY"]),
+        # An empty variable counts as unset; a key kept by oma-host login counts.
+        ({"ANTHROPIC_API_KEY": ""}, "GEMINI_API_KEY", ["env:GEMINI_API_KEY", "env:GOOGLE_API_KEY"]),
+        ({"OPENAI_API_KEY": "sk-o"}, "ANTHROPIC_API_KEY", ["env:ANTHROPIC_API_KEY"]),
+    ],
+)
+def test_without_an_agents_file_the_default_agent_is_for_the_key_that_is_set(
+    tmp_path: Path, keys: dict[str, str], logged_in: str | None, expected: list[str]
+) -> None:
+    if logged_in is not None:  # as oma-host login keeps a key in the file store
+        folder = tmp_path / "config" / "oma-host"
+        folder.mkdir(parents=True)
+        (folder / "logins.json").write_text(json.dumps({logged_in: "file"}))
+        (folder / "credentials.json").write_text(json.dumps({logged_in: "kept"}))
+    (answer,), _ = _answers([], _initialize(1, TERMINAL), _env(tmp_path, **keys))
+    assert _ids(answer) == ["oma-host-login", *expected]
+
+
+def test_the_users_agents_file_is_read_when_no_file_is_given(tmp_path: Path) -> None:
+    folder = tmp_path / "config" / "oma-host"
+    folder.mkdir(parents=True)
+    (folder / "agents.json").write_text(json.dumps(AGENT_FILES["own keys"][0]))
+    (answer,), _ = _answers([], _initialize(), _env(tmp_path))
+    assert _ids(answer) == ["env:MY_GEMINI", "env:SNAKE_KEY"]
+
+
+def test_initialize_is_answered_before_the_configs_checks_are_imported(tmp_path: Path) -> None:
+    """pydantic, asyncio, the ACP library, argparse and ``re`` take more than
+    the interpreter's start to import: none is loaded when the answer is written."""
+    probe = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import oma_host.acp_server.handshake as handshake\n"
+        "write = handshake._write_all\n"
+        "def report(data):\n"
+        "    print(' '.join(sorted(set(sys.modules) - before)), file=sys.stderr)\n"
+        "    write(data)\n"
+        "handshake._write_all = report\n"
+        "from oma_host.cli.main import main\n"
+        "sys.exit(main())\n"
+    )
+    path = _agents(tmp_path, AGENT_FILES["each provider"][0])
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "acp", "--agents", path, "--state-dir", ":memory:"],
+        input=_initialize(),
+        capture_output=True,
+        env=_env(tmp_path),
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout.splitlines()[0])["result"]["authMethods"]
+    loaded = set(done.stderr.decode().splitlines()[0].split())
+    assert "oma_host.acp_server.agents" in loaded
+    heavy = {"pydantic", "asyncio", "acp", "argparse", "re", "typing", "oma_host.core.config"}
+    assert not heavy & loaded, heavy & loaded
+
+
+@pytest.mark.parametrize(
+    ("agents", "problem"),
+    [
+        ([{"name": "a", "provider": "openai", "model": "m", "maxTurns": "9"}], "$[0].maxTurns"),
+        ([{"name": "t", "provider": "test", "model": "echo"}], "$[0].provider"),  # not offered
+        ([{"name": "x", "provider": "nosuch", "model": "m"}], "$[0].provider"),
+        ([{"name": "x", "provider": 3, "model": "m"}], "$[0].provider"),
+        ([], "$ must be a non-empty array of agent configs"),
+        ({"name": "not an array"}, "$ must be a non-empty array of agent configs"),
+    ],
+)
+def test_an_invalid_file_is_reported_to_the_editor_after_the_answer(
+    tmp_path: Path, agents: Any, problem: str
+) -> None:
+    """The door does not end: ``initialize`` is answered, every session
+    request is refused with the file, the JSON path and the problem, and
+    stderr says it once."""
+    path = _agents(tmp_path, agents)
+    (answered, listed), stderr = _answers(["--agents", path], _initialize() + LIST, _env(tmp_path))
     assert answered["id"] == 1 and "result" in answered
     assert listed["id"] == 2 and listed["error"]["code"] == -32602
-    assert f"{path}: $[0].maxTurns: Input should be a valid integer" in listed["error"]["message"]
+    assert f"{path}: {problem}" in listed["error"]["message"]
     (line,) = stderr.splitlines()
-    assert f"no session can start: {path}: $[0].maxTurns" in line
+    assert f"no session can start: {path}: {problem}" in line
 
 
 def test_a_file_that_does_not_parse_is_reported_to_the_editor(tmp_path: Path) -> None:
@@ -357,53 +242,70 @@ def test_a_file_that_does_not_parse_is_reported_to_the_editor(tmp_path: Path) ->
     later = (
         b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}\n'
     )
-    (answered, refused), _ = _answers(["--agents", str(path)], _initialize() + later, tmp_path)
+    (answered, refused), _ = _answers(
+        ["--agents", str(path)], _initialize() + later, _env(tmp_path)
+    )
     assert answered["result"]["authMethods"] == []  # no agents: nothing to log in to
     assert refused["error"]["code"] == -32602
     assert f"{path}: not valid JSON" in refused["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    ("first", "answer"),
+    [
+        (  # what only the schema's model takes: the same answer
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
+            b'"clientCapabilities":{"_meta":{"x":1}}}}\n',
+            "result",
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
+            b'"clientInfo":{"name":"\\ud800","version":"1"}}}\n',
+            "error",
+        ),
+        (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n', "error"),
+    ],
+)
+def test_a_first_request_that_is_not_a_plain_initialize_is_served_by_the_door(
+    tmp_path: Path, first: bytes, answer: str
+) -> None:
+    path = _agents(tmp_path, AGENT_FILES["no provider named"][0])
+    (initialized, listed), _ = _answers(["--agents", path], first + LIST, _env(tmp_path))
+    assert initialized["id"] == 1 and answer in initialized, initialized
+    if answer == "result":
+        assert _ids(initialized) == ["env:ANTHROPIC_API_KEY"]
+    else:
+        assert initialized["error"]["code"] == -32602
+    assert listed["result"] == {"sessions": []}
+
+
 def test_requests_sent_with_the_initialize_are_served_after_it(tmp_path: Path) -> None:
-    """One write holding ``initialize`` and two more requests: the early
-    answer reads past its line, and the door serves what it read."""
-    path = _agents(tmp_path, AGENT_FILES["no provider named"])
+    """One write holding ``initialize`` and two more requests: the answer is
+    written first, and the door serves what was read past its line."""
+    path = _agents(tmp_path, AGENT_FILES["no provider named"][0])
     later = (
-        b'{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}\n'
-        b'{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1}}\n'
+        LIST + b'{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1}}\n'
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "oma_host", "acp", "--agents", path, "--state-dir", ":memory:"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_env(tmp_path),
-    )
-    assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(_initialize() + later)
-    process.stdin.flush()
-    first = json.loads(process.stdout.readline())
+    (first, *rest), _ = _answers(["--agents", path], _initialize() + later, _env(tmp_path))
+    assert first["id"] == 1
     # The two after it are served concurrently: in either order.
-    answers = [first, *sorted((json.loads(process.stdout.readline()) for _ in range(2)), key=str)]
-    process.stdin.close()
-    assert process.wait(TIMEOUT_S) == 0
-    answers[1:] = sorted(answers[1:], key=lambda answer: int(answer["id"]))
-    assert [answer["id"] for answer in answers] == [1, 2, 3]
-    assert answers[1]["result"] == {"sessions": []}
-    assert answers[2]["result"] == answers[0]["result"]
+    listed, again = sorted(rest, key=lambda answer: int(answer["id"]))
+    assert listed["result"] == {"sessions": []}
+    assert again["result"] == first["result"]
 
 
-def test_the_door_serves_the_agents_file_the_early_answer_read(tmp_path: Path) -> None:
-    """A file replaced between the early answer and the door's checks: the
-    door serves the bytes the answer was made from, never other agents than
-    it advertised."""
-    from oma_host.acp_server.early import EarlyStart
-    from oma_host.acp_server.serve import AcpOptions, served_agents
-
+def test_the_configs_checked_are_the_bytes_the_answer_was_made_from(tmp_path: Path) -> None:
+    """A file replaced between the answer and the checks: the door serves the
+    agents it advertised, never the file as it is now."""
     path = _agents(tmp_path, [{"name": "answered", "provider": "openai", "model": "m"}])
-    answered = Path(path).read_bytes()
+    reading = read_agents(path)
     _agents(tmp_path, [{"name": "replaced", "provider": "gemini", "model": "m"}])
-    options = AcpOptions(path, ":memory:", 60.0)
-    early = EarlyStart(b"", {}, {"authMethods": []}, (path, answered))
-    assert [config.name for config in served_agents(options, early).configs] == ["answered"]
-    # Without an early answer the door reads the file as it is now.
-    assert [c.name for c in served_agents(options, EarlyStart(b"")).configs] == ["replaced"]
+    served = serve_reading(reading)
+    assert [config.name for config in served.configs] == ["answered"]
+    assert list(served.auth_methods) == ["env:OPENAI_API_KEY"]
+
+
+def test_the_provider_table_is_the_descriptors() -> None:
+    """The providers' facts the start reads as JSON are the descriptors'."""
+    text = Path(provider_table.TABLE_PATH).read_text(encoding="utf-8")
+    assert text == provider_table.build(), "run python3 -m oma_host.core.provider_table"

@@ -13,7 +13,7 @@ import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import ClientCapabilities, InitializeResponse
 
-from oma_host.acp_server.agents import ServedAgents
+from oma_host.acp_server.agents import AgentsReading, ServedAgents
 from oma_host.acp_server.auth import initialize_answer
 from oma_host.acp_server.handshake import PROTOCOL_VERSION as DOOR_VERSION
 from oma_host.acp_server.handshake import plain_initialize
@@ -29,8 +29,9 @@ def test_answering_initialize_imports_nothing_of_the_acp_library() -> None:
         "import sys\n"
         "import oma_host.cli.main, oma_host.acp_server.serve, oma_host.acp_server.wire\n"
         "from oma_host.acp_server.auth import initialize_answer\n"
-        "from oma_host.acp_server.agents import load_agents\n"
-        "initialize_answer(load_agents(None), {'auth': {'terminal': True}})\n"
+        "from oma_host.acp_server.agents import read_agents, serve_reading\n"
+        "agents = serve_reading(read_agents(None))\n"
+        "initialize_answer(agents.auth_methods, {'auth': {'terminal': True}})\n"
         "print(sorted(m for m in sys.modules if m == 'acp' or m.startswith(('acp.', "
         "'oma_host.acp_server.door', 'oma_host.acp_server.routes'))))\n"
     )
@@ -56,15 +57,18 @@ CAPABILITIES = [
 
 @pytest.mark.parametrize("capabilities", CAPABILITIES)
 def test_the_plain_answer_is_the_librarys_model_dump(capabilities: dict[str, Any]) -> None:
-    configs = [
-        AgentConfig(name="a", provider="anthropic", model="m"),
-        AgentConfig(name="g", provider="gemini", model="m"),
-        AgentConfig(name="k", provider="openai", model="m", apiKey="sk-own"),
-        AgentConfig(name="p", backend={"kind": "process", "command": "cat"}),
-    ]
+    reading = AgentsReading(
+        None,
+        [
+            {"name": "a", "provider": "anthropic", "model": "m"},
+            {"name": "g", "provider": "gemini", "model": "m"},
+            {"name": "k", "provider": "openai", "model": "m", "apiKey": "sk-own"},
+            {"name": "p", "backend": {"kind": "process", "command": "cat"}},
+        ],
+    )
     params = {"protocolVersion": 1, "clientCapabilities": capabilities}
     assert plain_initialize(params) == capabilities
-    answer = initialize_answer(configs, capabilities)
+    answer = initialize_answer(reading.auth_methods, capabilities)
     model = InitializeResponse.model_validate(answer)
     dumped = model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
     assert answer == dumped

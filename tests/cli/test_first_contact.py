@@ -42,7 +42,7 @@ def test_a_bare_host_on_a_pipe_prints_nothing() -> None:
 
 @pytest.mark.parametrize("command", [[], ["acp"]])
 def test_version_prints_the_version_and_exits_0(command: list[str]) -> None:
-    # stdin a pipe kept open: the door's early answer must not wait on it.
+    # stdin a pipe kept open: the parser answers --version before the door reads it.
     reading, writing = os.pipe()
     try:
         done = subprocess.run(
