@@ -31,6 +31,14 @@ from oma_host.wire.limits import DEFAULT_HANDSHAKE_TIMEOUT_S, DEFAULT_MAX_CONNEC
 
 log = logging.getLogger("oma_host.server")
 
+
+def _announce(line: str) -> None:
+    """Write a line launchers parse in one write, newline included, so a log
+    line from the writer thread (``--log-level DEBUG``) never lands inside it."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 MAX_UNAUTHENTICATED = 16
 _STOP_WAIT_S = 10.0
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -163,10 +171,10 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
         for sock in server.sockets:
             # The line a launcher may parse to learn the port (``--tcp 0``).
             host, port = sock.getsockname()[:2]
-            print(f"oma-host listening on {host}:{port}", file=sys.stderr, flush=True)
+            _announce(f"oma-host listening on {host}:{port}")
         for port in dict.fromkeys(sock.getsockname()[1] for sock in server.sockets):
             token_files.append(write_token_file(port, token))
-            print(f"oma-host token file: {token_files[-1]}", file=sys.stderr, flush=True)
+            _announce(f"oma-host token file: {token_files[-1]}")
         try:
             await stop.wait()
         finally:
