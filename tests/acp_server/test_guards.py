@@ -18,7 +18,9 @@ def _glob(call_id: str) -> dict[str, Any]:
     return tool_use(call_id, "glob", pattern="*")
 
 
-def test_fallback_cost_budget_and_loop_detection_on_the_acp_door(door: Door) -> None:
+def _three_guarded_turns(door: Door, **capabilities: Any) -> list[dict[str, Any]]:
+    """A turn that falls back to model-two, one a cost budget ends and one
+    loop detection fails, for a client of ``capabilities``; their steps."""
     # $1000 per million tokens both ways: each 10 + 5 token reply costs $0.015.
     door.write_agents(
         first=door.llm(
@@ -33,13 +35,18 @@ def test_fallback_cost_budget_and_loop_detection_on_the_acp_door(door: Door) -> 
     door.sim.script(busy, busy, busy, Reply.text("from model two"))
     door.sim.script(reply(_glob("a")), reply(_glob("b")))
     door.sim.script(reply(_glob("c"), _glob("d"), _glob("e")))
-    _, _, fell_back, spent, looping = door.run(
-        initialize(),
+    steps = door.run(
+        initialize(**capabilities),
         new_session(door.cwd),
         prompt(text("one")),
         prompt(text("two")),
         prompt(text("three")),
     )
+    return steps[2:]
+
+
+def test_fallback_cost_budget_and_loop_detection_on_the_acp_door(door: Door) -> None:
+    fell_back, spent, looping = _three_guarded_turns(door)
     models = [request.body["model"] for request in door.sim.requests]
     assert models == ["model-one"] * 3 + ["model-two"] + ["model-one"] * 3
     assert fell_back["result"]["stopReason"] == "end_turn"
@@ -66,26 +73,7 @@ def _notices(updates: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def test_a_client_that_takes_notices_is_told_of_the_fallback_and_the_stops(door: Door) -> None:
     """The same three turns for a client advertising ``session.notices``:
     each guard that acted is a notice, in the turn it acted in."""
-    door.write_agents(
-        first=door.llm(
-            tools=["glob"],
-            fallbackModels=["model-two"],
-            pricing={"input": 1000, "output": 1000},
-            maxCostBudget=0.02,
-            loopDetection={"maxRepeats": 2},
-        )
-    )
-    busy = Fault(529, "overloaded", retry_after=0)
-    door.sim.script(busy, busy, busy, Reply.text("from model two"))
-    door.sim.script(Reply(content=[_glob("a")]), Reply(content=[_glob("b")]))
-    door.sim.script(Reply(content=[_glob("c"), _glob("d"), _glob("e")]))
-    _, _, fell_back, spent, looping = door.run(
-        initialize(session={"notices": {}}),
-        new_session(door.cwd),
-        prompt(text("one")),
-        prompt(text("two")),
-        prompt(text("three")),
-    )
+    fell_back, spent, looping = _three_guarded_turns(door, session={"notices": {}})
     assert _notices(fell_back["updates"]) == [
         ("warning", "model-one failed; model-two answers this turn")
     ]
