@@ -1,7 +1,8 @@
 """The choices an ACP session offers the editor: config options, and modes for older clients.
 
-``agent``, ``model``, ``mode`` (the permission presets) and ``thought_level``;
-a process or ACP agent has only ``agent``. The category of ``agent`` is
+``agent``, ``model``, ``mode`` (the permission presets), ``sandbox`` (the
+shell's OS sandbox) and ``thought_level``; a process or ACP agent has only
+``agent``. The category of ``agent`` is
 ``_agent`` because ACP reserves names without a leading ``_``. A session's
 :class:`Choices` are stored with it.
 """
@@ -19,13 +20,16 @@ from acp import RequestError
 
 from oma_host.core.config import (
     PERMISSION_MODES,
+    SANDBOX_MODES,
     AgentConfig,
     PermissionMode,
+    SandboxMode,
     ThinkingConfig,
     ThinkingEffort,
 )
 from oma_host.core.cost import can_reason
 from oma_host.core.provider_facts import DEFAULT_PROVIDER, provider_facts
+from oma_host.workspace.sandbox import chosen_sandbox, sandbox_support
 
 log = logging.getLogger(__name__)
 
@@ -36,28 +40,52 @@ THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = get_args(ThoughtLevel)
 MODEL_LIST_TIMEOUT_S = 5.0
 # The agent picker's category: a custom one, as ACP spells those.
 AGENT_CATEGORY = "_agent"
+SANDBOX_CATEGORY = "_sandbox"
 
 MODES: dict[PermissionMode, tuple[str, str]] = {
     "ask": ("Ask", "Reading tools run; file writes, commands and other tools ask first"),
     "accept-edits": ("Accept edits", "File writes run without asking; commands still ask"),
+    "auto": (
+        "Auto",
+        "File writes and commands in the sandbox run without asking; a command outside the "
+        "sandbox, and every other tool, ask",
+    ),
     "read-only": ("Read only", "Only reading tools run, whatever the rules say"),
 }
 assert tuple(MODES) == PERMISSION_MODES
 
+SANDBOXES: dict[SandboxMode, tuple[str, str]] = {
+    "off": ("Off", "Commands run with your rights and network (auto mode uses workspace write)"),
+    "workspace-write": (
+        "Workspace write",
+        "Commands write only in the workspace and a temp folder, with no network",
+    ),
+    "read-only": ("Read only", "Commands write nowhere but a temp folder, with no network"),
+}
+assert tuple(SANDBOXES) == SANDBOX_MODES
+
 
 @dataclass(frozen=True)
 class Choices:
-    """What a session runs: the agent (its name), model, mode and thought level."""
+    """What a session runs: the agent (its name), model, mode, thought level
+    and sandbox."""
 
     agent: str
     model: str | None
     mode: PermissionMode
     thought_level: ThoughtLevel
+    sandbox: SandboxMode = "off"
 
     @classmethod
     def of(cls, config: AgentConfig) -> Choices:
         """An agent's own choices, as the agents file sets them."""
-        return cls(config.name, config.model, config.permission_mode or "ask", _level(config))
+        return cls(
+            config.name,
+            config.model,
+            config.permission_mode or "ask",
+            _level(config),
+            config.sandbox or "off",
+        )
 
     @classmethod
     def stored(cls, settings: dict[str, Any], config: AgentConfig) -> Choices:
@@ -68,11 +96,13 @@ class Choices:
             return own
         mode = settings.get("mode")
         level = settings.get("thoughtLevel")
+        sandbox = settings.get("sandbox")
         return cls(
             config.name,
             settings.get("model") or own.model,
             cast(PermissionMode, mode) if mode in PERMISSION_MODES else own.mode,
             cast(ThoughtLevel, level) if level in THOUGHT_LEVELS else own.thought_level,
+            cast(SandboxMode, sandbox) if sandbox in SANDBOX_MODES else own.sandbox,
         )
 
     def settings(self) -> dict[str, Any]:
@@ -81,6 +111,7 @@ class Choices:
             "model": self.model,
             "mode": self.mode,
             "thoughtLevel": self.thought_level,
+            "sandbox": self.sandbox,
         }
 
     def applied(self, config: AgentConfig) -> dict[str, Any]:
@@ -91,6 +122,7 @@ class Choices:
         if self.model is not None:
             update["model"] = self.model
         update["permission_mode"] = self.mode
+        update["sandbox"] = self.sandbox
         level = self.thought_level
         if level != _level(config):
             update["thinking"] = None if level == "off" else ThinkingConfig(effort=level)
@@ -123,6 +155,10 @@ def switched(
         if value not in MODES:
             raise bad_value(config_id, value, list(MODES))
         return replace(choices, mode=value)
+    if config_id == "sandbox" and llm:
+        if value not in SANDBOXES:
+            raise bad_value(config_id, value, list(SANDBOXES))
+        return replace(choices, sandbox=value)
     if config_id == "thought_level" and llm and can_reason(config):
         if value not in THOUGHT_LEVELS:
             raise bad_value(config_id, value, list(THOUGHT_LEVELS))
@@ -138,9 +174,14 @@ def bad_value(field: str, value: str, allowed: list[str]) -> RequestError:
 
 
 def _select(
-    option_id: str, name: str, category: str, current: str, values: Sequence[tuple[str, str]]
+    option_id: str,
+    name: str,
+    category: str,
+    current: str,
+    values: Sequence[tuple[str, str]],
+    description: str | None = None,
 ) -> dict[str, Any]:
-    return {
+    option: dict[str, Any] = {
         "type": "select",
         "id": option_id,
         "name": name,
@@ -148,6 +189,23 @@ def _select(
         "currentValue": current,
         "options": [{"value": value, "name": label} for value, label in values],
     }
+    if description is not None:
+        option["description"] = description
+    return option
+
+
+def sandbox_description(choices: Choices) -> str:
+    """What the sandbox option says: what confines commands here, or that
+    nothing does and commands ask (sandbox_support, probed when the session
+    was opened)."""
+    used = chosen_sandbox(choices.mode, choices.sandbox)
+    found = sandbox_support()
+    if found.tool is None:
+        return f"Not available here ({found.reason}): commands ask and run without a sandbox"
+    tool = "bubblewrap" if found.tool == "bwrap" else "Landlock"
+    if used == "off":
+        return f"Off: commands run with your rights and network ({tool} is available)"
+    return f"{SANDBOXES[used][1]} ({tool})"
 
 
 def config_options(
@@ -162,6 +220,17 @@ def config_options(
     options.append(_select("model", "Model", "model", current_model, [(m, m) for m in models]))
     modes = [(mode, label) for mode, (label, _) in MODES.items()]
     options.append(_select("mode", "Mode", "mode", choices.mode, modes))
+    sandboxes = [(sandbox, label) for sandbox, (label, _) in SANDBOXES.items()]
+    options.append(
+        _select(
+            "sandbox",
+            "Sandbox",
+            SANDBOX_CATEGORY,
+            choices.sandbox,
+            sandboxes,
+            sandbox_description(choices),
+        )
+    )
     if can_reason(config):
         levels = [(level, level.capitalize()) for level in THOUGHT_LEVELS]
         options.append(

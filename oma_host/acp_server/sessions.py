@@ -44,6 +44,7 @@ from oma_host.core.messages import LLMMessage
 from oma_host.core.results import TokenUsage, zero_usage
 from oma_host.core.spans import TraceParent
 from oma_host.providers.base import credential_problem
+from oma_host.workspace.sandbox import sandbox_support
 
 log = logging.getLogger(__name__)
 
@@ -373,6 +374,8 @@ class SessionBook:
             directories=directories,
         )
         session.models = await self._model_lists.models(config)
+        # Probed once a process, off the loop: the sandbox option says whether it works.
+        await asyncio.to_thread(sandbox_support)
         session.agent = self._agent(session, history)
         return session
 

@@ -159,10 +159,18 @@ class PermissionRule(_Model):
 
 # Presets over the permission rules: ``ask`` (the default: the rules, then
 # reads allowed and the rest asked), ``accept-edits`` (the rules, then file
-# writes allowed), ``read-only`` (anything but a read refused, whatever the
-# rules say; the model is told so).
-PermissionMode = Literal["ask", "accept-edits", "read-only"]
+# writes allowed), ``auto`` (the rules, then file writes and commands run in
+# the sandbox allowed), ``read-only`` (anything but a read refused, whatever
+# the rules say; the model is told so).
+PermissionMode = Literal["ask", "accept-edits", "auto", "read-only"]
 PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
+
+# The OS sandbox a ``shell`` command runs in (oma_host/workspace/sandbox.py):
+# ``off``; ``workspace-write`` (it writes only in cwd, the additional
+# directories and a private temp folder, with no network); ``read-only`` (it
+# writes only in its private temp folder, with no network).
+SandboxMode = Literal["off", "workspace-write", "read-only"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
 
 # ``toolPreset``: open-multi-agent's sets of built-in tools (its ``bash`` is
 # the ``shell`` tool here). An agent's tools are the preset's, then those
@@ -330,6 +338,8 @@ class AgentConfig(_Model):
     mcp_servers: list[McpServer] | None = None
     permissions: list[PermissionRule] | None = None
     permission_mode: PermissionMode | None = None  # None: "ask"
+    # None: "off", but "workspace-write" in the "auto" permission mode.
+    sandbox: SandboxMode | None = None
     # The model's context window and prices, over the provider's model table.
     context_window: Annotated[int, Field(gt=0)] | None = None
     context: ContextConfig | None = None  # None: summarize at 0.85

@@ -44,6 +44,7 @@ from oma_host.llm.delegation import Delegation
 from oma_host.llm.tools import ToolRegistry, delegate
 from oma_host.llm.tools.base import Tool, ToolOutput, Workspace, call_tool, unknown_tool
 from oma_host.workspace.permissions import PermissionPolicy
+from oma_host.workspace.sandbox import chosen_sandbox
 
 if TYPE_CHECKING:
     from oma_host.llm.mcp_servers import McpServers, McpTool
@@ -70,6 +71,7 @@ class AgentTools:
         offered = config.delegates if self._delegation is not None else None
         self.registry = ToolRegistry(config, offered)
         self._tool_timeout_s = (config.tool_timeout_ms or DEFAULT_TOOL_TIMEOUT_MS) / 1000
+        sandbox = chosen_sandbox(config.permission_mode, config.sandbox)
         self._workspace = Workspace(
             self.registry.root,
             editor or NO_EDITOR,
@@ -77,6 +79,7 @@ class AgentTools:
             call_timeout_s=self._tool_timeout_s,
             secrets=config.secrets,
             folders=self.registry.folders,
+            sandbox=sandbox,
         )
         self._policy = PermissionPolicy(
             config.permissions,
@@ -86,6 +89,7 @@ class AgentTools:
             self.registry.root,
             config.permission_mode or "ask",
             self.registry.folders,
+            sandbox,
         )
         self._servers: McpServers | None = None
         # What a call's input is stored with, and its content exported with.

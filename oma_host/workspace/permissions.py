@@ -5,7 +5,9 @@ none, a read is allowed and anything else asks. An ``allow`` pattern matches
 the file a path resolves to, a ``deny`` or ``ask`` pattern any form of it, so a
 rule keeping a file out cannot be talked around. A command line is decided per
 simple command and takes its strictest part. :func:`protected` places
-(``.git``, ``.oma``, the host's config) are always asked about. docs/tools.md,
+(``.git``, ``.oma``, the host's config) are always asked about. In ``auto``
+mode a ``shell`` command the sandbox confines runs unasked, and one asked to
+run outside it (``unsandboxed``) is asked about every time. docs/tools.md,
 "Permissions".
 """
 
@@ -22,10 +24,10 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from oma_host.core.backends import PermissionHandler
-from oma_host.core.config import PermissionMode, PermissionRule
+from oma_host.core.config import PermissionMode, PermissionRule, SandboxMode
 from oma_host.core.events import PermissionAction
 from oma_host.core.places import own_config
-from oma_host.core.tools import EFFECT_KINDS, ToolDeclaration, ToolFacts, first_string
+from oma_host.core.tools import EFFECT_KINDS, SHELL, ToolDeclaration, ToolFacts, first_string
 from oma_host.workspace.command_line import split_command
 from oma_host.workspace.confined import (
     Root,
@@ -37,6 +39,7 @@ from oma_host.workspace.confined import (
     root_of,
     walk,
 )
+from oma_host.workspace.sandbox import unavailable
 
 # The main argument of a tool that names none (an MCP server's): the first
 # string among ``path``, ``command``, ``file``, ``filename``, ``uri``, ``url``,
@@ -342,16 +345,19 @@ def evaluate(
     tool: ToolFacts,
     target: Target,
     mode: PermissionMode = "ask",
+    *,
+    sandboxed: bool = False,
 ) -> Verdict:
     """In ``read-only`` mode, anything but a read is denied before the rules;
     otherwise the first matching rule's action, else in ``accept-edits``
-    mode a write is allowed, else the default; but a change reaching a
+    and ``auto`` modes a write is allowed, and in ``auto`` mode a command
+    that runs ``sandboxed`` too, else the default; but a change reaching a
     protected place asks where it would be allowed. A command line's verdict
     is the strictest of its parts' (the first part's among equals)."""
     if mode == "read-only" and tool.effect != "read":
         return Verdict("deny", None, "mode")
     if target.parts is not None:
-        verdicts = [evaluate(rules, tool, part, mode) for part in target.parts]
+        verdicts = [evaluate(rules, tool, part, mode, sandboxed=sandboxed) for part in target.parts]
         return max(verdicts, key=lambda verdict: _STRICTNESS[verdict.action])
     verdict = Verdict(default_action(tool), None, "default")
     for index, rule in enumerate(rules):
@@ -364,7 +370,8 @@ def evaluate(
             verdict = Verdict("ask", index)  # it may be what the rule keeps out
             break
     else:
-        if mode == "accept-edits" and tool.effect == "write":
+        edit = mode in ("accept-edits", "auto") and tool.effect == "write"
+        if edit or (mode == "auto" and sandboxed and tool.effect == "execute"):
             verdict = Verdict("allow", None, "mode")
     if verdict.action == "allow" and _guarded(tool, target):
         return Verdict("ask", None, "protected")
@@ -439,9 +446,12 @@ class PermissionPolicy:
         root: str,
         mode: PermissionMode = "ask",
         folders: tuple[str, ...] = (),
+        sandbox: SandboxMode = "off",
     ) -> None:
         self._rules = list(rules or [])
         self._mode = mode
+        # The sandbox the shell's commands run in (sandbox.chosen_sandbox).
+        self._sandbox = sandbox
         self._root = root
         # The additional directories (absolute, resolved), confined as ``root`` is.
         self._folders = folders
@@ -460,7 +470,13 @@ class PermissionPolicy:
         self, declaration: ToolFacts, arguments: Any, *, run_id: str, tool_use_id: str
     ) -> Decision:
         found = await asyncio.to_thread(self._find_target, declaration, arguments)
-        decision = await self._decide(declaration, arguments, found, run_id, tool_use_id)
+        sandboxed = False
+        if declaration.name == SHELL.name and self._sandbox != "off":
+            roots = (self._root, *self._folders)
+            sandboxed = await asyncio.to_thread(unavailable, self._sandbox, roots) is None
+        decision = await self._decide(
+            declaration, arguments, found, run_id, tool_use_id, sandboxed=sandboxed
+        )
         return Decision(decision.allowed, decision.event, found.resolved)
 
     def _find_target(self, declaration: ToolFacts, arguments: Any) -> Target:
@@ -498,9 +514,18 @@ class PermissionPolicy:
         found: Target,
         run_id: str,
         tool_use_id: str,
+        *,
+        sandboxed: bool,
     ) -> Decision:
         tool, target = declaration.name, found.shown
-        verdict = evaluate(self._rules, declaration, found, self._mode)
+        # A command that would run in the sandbox, asked to run outside it:
+        # the rules may refuse it, nothing lets it run unasked.
+        outside = sandboxed and isinstance(arguments, dict) and arguments.get("unsandboxed") is True
+        verdict = evaluate(
+            self._rules, declaration, found, self._mode, sandboxed=sandboxed and not outside
+        )
+        if outside and verdict.action == "allow":
+            verdict = Verdict("ask", verdict.rule, verdict.by)
         event: dict[str, Any] = {"toolUseId": tool_use_id, "tool": tool, "action": verdict.action}
         if target is not None:
             event["target"] = target
@@ -509,8 +534,9 @@ class PermissionPolicy:
             event.update(decision=verdict.action, by=verdict.by)
             return Decision(verdict.action == "allow", event)
         grant = (tool, verdict.rule, _covered(declaration, found))
-        # A protected place is asked about every time.
-        guarded = _guarded(declaration, found)
+        # A protected place, and a command outside the sandbox, are asked
+        # about every time.
+        guarded = _guarded(declaration, found) or outside
         if grant in self._granted and not guarded:
             event.update(decision="allow", by="session")
             return Decision(True, event)
@@ -520,7 +546,7 @@ class PermissionPolicy:
         request: dict[str, Any] = {
             "agentName": self._agent_name,
             "runId": run_id,
-            "title": f"{tool} {target}" if target else tool,
+            "title": _title(tool, target, outside),
             # A call that changes something says how (ACP's edit or execute).
             "kind": EFFECT_KINDS[declaration.effect]
             if declaration.effect in ("write", "execute")
@@ -556,6 +582,14 @@ class PermissionPolicy:
             if scope == "session" and not guarded:
                 self._granted.add(grant)
         return Decision(approved, event)
+
+
+def _title(tool: str, target: str | None, outside: bool) -> str:
+    """What the user is asked about: the tool and its target; a command to
+    run outside the sandbox says so before the exact line."""
+    if outside:
+        return f"{tool} outside the sandbox: {target}"
+    return f"{tool} {target}" if target else tool
 
 
 def _covered(declaration: ToolFacts, found: Target) -> str | None:

@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS
+from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS, SandboxMode
 from oma_host.core.editor_channel import NO_EDITOR, EditorChannel
 from oma_host.core.events import EmitFn
 from oma_host.core.tools import ToolDeclaration, ToolFacts
@@ -111,6 +111,8 @@ class Workspace:
     # The folders the tools reach besides ``root`` (absolute, resolved): the
     # config's ``additionalDirectories``, each confined as ``root`` is.
     folders: tuple[str, ...] = ()
+    # The OS sandbox the shell's commands run in (sandbox.chosen_sandbox).
+    sandbox: SandboxMode = "off"
 
     @property
     def roots(self) -> tuple[str, ...]:

@@ -4,21 +4,33 @@ The host passes an argv list and builds no shell string. The command runs in
 the editor's terminal when the editor has one, else under the host's runner,
 which ends everything it started; either way it ends on timeout and
 cancellation. Its effect is ``execute``: the policy asks by default and reads
-the line one simple command at a time. docs/tools.md, "Shell".
+the line one simple command at a time. Where the agent's sandbox applies
+(:mod:`oma_host.workspace.sandbox`) the command runs confined under the host's
+runner, never in the editor's terminal; ``unsandboxed: true`` (always asked
+about) runs it as without one. docs/tools.md, "Shell".
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from oma_host.core.config import SandboxMode
 from oma_host.core.tools import SHELL as SHELL_FACTS
 from oma_host.core.validation import predicate_error
 from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
 from oma_host.workspace.confined import Stop, ToolError
+from oma_host.workspace.sandbox import (
+    SANDBOX_SIGNS,
+    private_tmp,
+    sandbox_note,
+    sandboxed_argv,
+    unavailable,
+)
 from oma_host.workspace.shell.env import blanked_variables, shell_environment
 from oma_host.workspace.shell.keeper import KILL_GRACE_S
 from oma_host.workspace.shell.runner import ENDS, Ending, HeadTail, run_command
@@ -45,6 +57,14 @@ class ShellParams(ToolParams):
         description="milliseconds it may run before it is ended; absent or 0: the most "
         "allowed (120000 unless the agent sets toolTimeoutMs), and never more than that",
     )
+    unsandboxed: bool = Field(
+        False,
+        description="run outside the sandbox; only to retry a command that the sandbox made "
+        "fail (a write outside the workspace, the network). The user is always asked first",
+    )
+    reason: str | None = Field(
+        None, description="with unsandboxed: why the command must run outside the sandbox"
+    )
     # Not an input (left out of the schema): a call that sends it is refused
     # by name, since its unit is a guess (seconds here once, milliseconds in
     # other agents' shells), and ignored it would give the command the most.
@@ -54,6 +74,12 @@ class ShellParams(ToolParams):
     @classmethod
     def _most_allowed(cls, value: Any) -> Any:
         return 0 if value is None else value
+
+    @model_validator(mode="after")
+    def _reason_given(self) -> ShellParams:
+        if self.unsandboxed and not (self.reason or "").strip():
+            raise predicate_error("unsandboxed: true needs a reason saying why")
+        return self
 
     @field_validator("timeout")
     @classmethod
@@ -84,11 +110,42 @@ def _outcome(ending: Ending) -> str:
 
 
 async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
-    argv = [SHELL, "-c", params.command]
+    sandbox: SandboxMode = "off" if params.unsandboxed else workspace.sandbox
+    why_not = await asyncio.to_thread(unavailable, sandbox, workspace.roots)
+    if sandbox != "off" and why_not is None:
+        with private_tmp() as tmp:
+            argv = await asyncio.to_thread(
+                sandboxed_argv,
+                [SHELL, "-c", params.command],
+                sandbox,
+                cwd=workspace.root,
+                roots=workspace.roots,
+                tmp=tmp,
+            )
+            said, ending = await _run_argv(argv, params, workspace, local=True, TMPDIR=tmp)
+        if ending.exit_code != 0 and any(sign in said for sign in SANDBOX_SIGNS):
+            said += (
+                f"\n[the command ran in {sandbox_note(sandbox)}; if that is why it failed, "
+                "call shell again with the same command, unsandboxed: true and a reason: "
+                "the user is asked to approve that exact command]"
+            )
+        return said
+    said, _ = await _run_argv([SHELL, "-c", params.command], params, workspace, local=False)
+    if why_not is not None:
+        said += f"\n[the sandbox ({sandbox}) is not available here, so none confined it: {why_not}]"
+    return said
+
+
+async def _run_argv(
+    argv: list[str], params: ShellParams, workspace: Workspace, *, local: bool, **extra: str
+) -> tuple[str, Ending]:
+    """Run ``argv``: in the editor's terminal when there is one and not
+    ``local``, else under the host's runner with ``extra`` variables. The
+    result's text, and how the command ended."""
     limit = _limit(params, workspace)
     kept = HeadTail(OUTPUT_HEAD, OUTPUT_TAIL)
     report, call_id = workspace.report, workspace.call_id
-    terminal = workspace.editor.terminal
+    terminal = None if local else workspace.editor.terminal
     if terminal is not None:
 
         def shown(terminal_id: str) -> None:
@@ -124,7 +181,7 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
                 report({"type": "tool_output", "data": {"toolUseId": call_id, "text": text}})
 
         environment = shell_environment(
-            os.environ, workspace.secrets, PWD=workspace.root, **workspace.command_env
+            os.environ, workspace.secrets, PWD=workspace.root, **workspace.command_env, **extra
         )
         ending = await run_command(
             argv,
@@ -140,7 +197,7 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
     output = kept.text() or "(no output)"
     if ending.timed_out:
         raise ToolError(f"timed out after {limit:g} s: {where}. Its output until then:\n{output}")
-    return f"{output.rstrip(chr(10))}\n{_outcome(ending)}"
+    return f"{output.rstrip(chr(10))}\n{_outcome(ending)}", ending
 
 
 TOOL = declare(SHELL_FACTS, ShellParams, _run)
