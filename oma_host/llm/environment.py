@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from oma_host.core.config import DEFAULT_TOOL_TIMEOUT_MS, AgentConfig, PermissionMode
 from oma_host.core.places import config_dir
 from oma_host.workspace.confined import Root, ToolError, open_beneath, read_at_most
+from oma_host.workspace.sandbox import chosen_sandbox, sandbox_note
 from oma_host.workspace.shell.runner import HeadTail, run_command
 
 log = logging.getLogger(__name__)
@@ -373,6 +374,10 @@ _MODES: dict[PermissionMode, str] = {
     "accept-edits": (
         "reading tools and file writes run at once; commands and any other tool ask the user first."
     ),
+    "auto": (
+        "reading tools and file writes run at once, and so do commands that run in the "
+        "sandbox; a command outside it and any other tool ask the user first."
+    ),
     "read-only": "only reading tools run (see below).",
 }
 
@@ -400,6 +405,13 @@ def _tools(config: AgentConfig, tools: Sequence[str]) -> str:
             f"no input, for at most {limit_s:g} s; use it to run tests, builds and git. "
             "Do not start commands that wait for input or never end."
         )
+        sandbox = chosen_sandbox(config.permission_mode, config.sandbox)
+        if sandbox != "off":
+            lines.append(
+                f"- shell commands run in {sandbox_note(sandbox)}: they may read the whole "
+                "machine. If one fails because of the sandbox, you may call shell again with "
+                "the same command, unsandboxed: true and a reason; the user is asked first."
+            )
     if "update_plan" in tools:
         lines.append(
             "- For a task of several steps, keep a plan with update_plan, sending the "
