@@ -41,18 +41,19 @@ def test_an_llm_agent_offers_agent_model_mode_and_thought_level(door: Door) -> N
         "agent": "_agent",  # custom: ACP reserves categories without a leading _
         "model": "model",
         "mode": "mode",
+        "sandbox": "_sandbox",
         "thought_level": "thought_level",
     }
     assert [v["value"] for v in options["agent"]["options"]] == ["claude", "other"]
     # The provider's own list, the agent's model first.
     assert [v["value"] for v in options["model"]["options"]] == door.sim.models
     assert options["model"]["currentValue"] == "claude-sonnet-4-5"
-    assert [v["value"] for v in options["mode"]["options"]] == ["ask", "accept-edits", "read-only"]
+    assert [v["value"] for v in options["mode"]["options"]] == ["ask", "accept-edits", "auto", "read-only"]
     assert options["mode"]["currentValue"] == "ask"
     assert options["thought_level"]["currentValue"] == "off"
     modes = new["result"]["modes"]
     assert modes["currentModeId"] == "ask"
-    assert [m["id"] for m in modes["availableModes"]] == ["ask", "accept-edits", "read-only"]
+    assert [m["id"] for m in modes["availableModes"]] == ["ask", "accept-edits", "auto", "read-only"]
 
 
 def test_a_model_that_cannot_think_has_no_thought_level_and_a_process_agent_no_modes(
@@ -66,7 +67,7 @@ def test_a_model_that_cannot_think_has_no_thought_level_and_a_process_agent_no_m
         _set("agent", "proc"),
         step("session/set_mode", sessionId="$session", modeId="read-only"),
     )
-    assert set(_options(new)) == {"agent", "model", "mode"}
+    assert set(_options(new)) == {"agent", "model", "mode", "sandbox"}
     assert [v["value"] for v in _options(new)["model"]["options"]] == ["claude-3-5-haiku"]
     assert set(_options(switched)) == {"agent"}
     assert set_mode["error"]["code"] == -32602
@@ -150,6 +151,44 @@ def _prompt_a_write(door: Door, *mode_steps: dict[str, Any]) -> dict[str, Any]:
         permission="allow_once",
     )
     return answers[-1]
+
+
+def test_auto_mode_runs_a_sandboxed_command_unasked_and_the_sandbox_is_stored(
+    door: Door,
+) -> None:
+    """The editor's terminal cannot be confined: a sandboxed command runs in
+    the host, writes in the session's cwd and nowhere else, unasked."""
+    outside = door.cwd.parent / "outside-of-the-session"
+    outside.mkdir()
+    door.write_agents(first=door.llm(tools=["shell"]))
+    line = f"echo in > made.txt; echo out > {outside}/f"
+    door.sim.script(reply(tool_use("s", "shell", command=line)), Reply.text("done"))
+    _, new, sandboxed, mode, turn = door.run(
+        initialize(),
+        new_session(door.cwd),
+        _set("sandbox", "read-only"),
+        _set("mode", "auto"),
+        prompt(text("run it")),
+    )
+    sandbox = _options(new)["sandbox"]
+    assert sandbox["currentValue"] == "off"
+    assert [v["value"] for v in sandbox["options"]] == ["off", "workspace-write", "read-only"]
+    assert "bubblewrap" in sandbox["description"] or "Landlock" in sandbox["description"]
+    assert _options(sandboxed)["sandbox"]["currentValue"] == "read-only"
+    assert "Commands write nowhere but a temp folder" in _options(mode)["sandbox"]["description"]
+    assert not [u for u in turn["updates"] if "permissionRequest" in u]
+    content = door.sim.requests[-1].body["messages"][-1]["content"]
+    (result,) = [block for block in content if block["type"] == "tool_result"]
+    assert "Read-only file system" in result["content"]
+    assert not (door.cwd / "made.txt").exists()
+    assert not (outside / "f").exists()
+    session_id = new["result"]["sessionId"]
+    _, resumed = door.run(
+        initialize(),
+        step("session/resume", sessionId=session_id, cwd=str(door.cwd), mcpServers=[]),
+    )
+    current = {o["id"]: o["currentValue"] for o in resumed["result"]["configOptions"]}
+    assert (current["mode"], current["sandbox"]) == ("auto", "read-only")
 
 
 def _write_result(door: Door) -> dict[str, Any]:

@@ -92,7 +92,8 @@ export interface AgentConfig {
   backend?: ProcessBackend | AcpBackend | null;
   mcpServers?: Array<McpServerHttp | McpServerStdio> | null;
   permissions?: PermissionRule[] | null;
-  permissionMode?: 'ask' | 'accept-edits' | 'read-only' | null;
+  permissionMode?: 'ask' | 'accept-edits' | 'auto' | 'read-only' | null;
+  sandbox?: 'off' | 'workspace-write' | 'read-only' | null;
   contextWindow?: number | null;
   context?: ContextConfig | null;
   pricing?: PricingConfig | null;
