@@ -48,12 +48,13 @@ def test_an_llm_agent_offers_agent_model_mode_and_thought_level(door: Door) -> N
     # The provider's own list, the agent's model first.
     assert [v["value"] for v in options["model"]["options"]] == door.sim.models
     assert options["model"]["currentValue"] == "claude-sonnet-4-5"
-    assert [v["value"] for v in options["mode"]["options"]] == ["ask", "accept-edits", "auto", "read-only"]
+    every_mode = ["ask", "accept-edits", "auto", "read-only"]
+    assert [v["value"] for v in options["mode"]["options"]] == every_mode
     assert options["mode"]["currentValue"] == "ask"
     assert options["thought_level"]["currentValue"] == "off"
     modes = new["result"]["modes"]
     assert modes["currentModeId"] == "ask"
-    assert [m["id"] for m in modes["availableModes"]] == ["ask", "accept-edits", "auto", "read-only"]
+    assert [m["id"] for m in modes["availableModes"]] == every_mode
 
 
 def test_a_model_that_cannot_think_has_no_thought_level_and_a_process_agent_no_modes(
@@ -164,7 +165,7 @@ def test_auto_mode_runs_a_sandboxed_command_unasked_and_the_sandbox_is_stored(
     line = f"echo in > made.txt; echo out > {outside}/f"
     door.sim.script(reply(tool_use("s", "shell", command=line)), Reply.text("done"))
     _, new, sandboxed, mode, turn = door.run(
-        initialize(),
+        initialize(terminal=True),
         new_session(door.cwd),
         _set("sandbox", "read-only"),
         _set("mode", "auto"),
@@ -177,6 +178,7 @@ def test_auto_mode_runs_a_sandboxed_command_unasked_and_the_sandbox_is_stored(
     assert _options(sandboxed)["sandbox"]["currentValue"] == "read-only"
     assert "Commands write nowhere but a temp folder" in _options(mode)["sandbox"]["description"]
     assert not [u for u in turn["updates"] if "permissionRequest" in u]
+    assert door.terminal_requests == []  # the editor offers one; the host ran it
     content = door.sim.requests[-1].body["messages"][-1]["content"]
     (result,) = [block for block in content if block["type"] == "tool_result"]
     assert "Read-only file system" in result["content"]

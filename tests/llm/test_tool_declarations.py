@@ -60,6 +60,16 @@ SCHEMAS = {
                 "most allowed (120000 unless the agent sets toolTimeoutMs), and never more than "
                 "that",
             },
+            "unsandboxed": {
+                "type": "boolean",
+                "description": "run outside the sandbox; only to retry a command that the "
+                "sandbox made fail (a write outside the workspace, the network). The user is "
+                "always asked first",
+            },
+            "reason": {
+                "type": "string",
+                "description": "with unsandboxed: why the command must run outside the sandbox",
+            },
         },
         "required": ["command"],
     },

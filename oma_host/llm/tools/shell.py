@@ -62,8 +62,8 @@ class ShellParams(ToolParams):
         description="run outside the sandbox; only to retry a command that the sandbox made "
         "fail (a write outside the workspace, the network). The user is always asked first",
     )
-    reason: str | None = Field(
-        None, description="with unsandboxed: why the command must run outside the sandbox"
+    reason: str = Field(
+        "", description="with unsandboxed: why the command must run outside the sandbox"
     )
     # Not an input (left out of the schema): a call that sends it is refused
     # by name, since its unit is a guess (seconds here once, milliseconds in
@@ -77,7 +77,7 @@ class ShellParams(ToolParams):
 
     @model_validator(mode="after")
     def _reason_given(self) -> ShellParams:
-        if self.unsandboxed and not (self.reason or "").strip():
+        if self.unsandboxed and not self.reason.strip():
             raise predicate_error("unsandboxed: true needs a reason saying why")
         return self
 
