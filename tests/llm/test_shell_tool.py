@@ -164,7 +164,12 @@ async def test_the_model_asks_for_less_time_in_timeout_ms(
     await stream(host, agent, "t")
     # The limit as the model sees it: timeoutMs, in milliseconds.
     (tool,) = [tool for tool in sim.requests[0].body["tools"] if tool["name"] == "shell"]
-    assert sorted(tool["input_schema"]["properties"]) == ["command", "timeoutMs"]
+    assert sorted(tool["input_schema"]["properties"]) == [
+        "command",
+        "reason",
+        "timeoutMs",
+        "unsandboxed",
+    ]
     assert "milliseconds" in tool["input_schema"]["properties"]["timeoutMs"]["description"]
     (result,) = results_sent(sim, 1)
     assert result["content"].startswith("shell: timed out after 0.5 s")
