@@ -6,7 +6,7 @@ each ``DIR`` (and the few devices a command writes to: ``/dev/null``,
 ``/dev/tty``...), neither connect nor bind a TCP socket (ABI 4 and newer) and,
 from ABI 6, neither reach an abstract unix socket nor signal a process outside
 its own domain. UDP and named unix sockets stay open: Landlock does not
-cover them (docs/security.md, "The shell sandbox"). Standard library only: it
+cover them (docs/tools.md, "The sandbox"). Standard library only: it
 runs before the command, as a script.
 """
 

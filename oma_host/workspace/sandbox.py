@@ -7,7 +7,7 @@ not even the host's 127.0.0.1). ``read-only``: the same, but only the private
 temp folder is writable. Either way the protected places (:func:`protected_places`:
 ``.git/hooks``, ``.git/config``, ``.oma``, the host's own configuration) stay
 read-only. Which tool confines is probed once a process (:func:`sandbox_support`).
-docs/security.md, "The shell sandbox".
+docs/tools.md, "The sandbox".
 """
 
 from __future__ import annotations
@@ -222,16 +222,16 @@ def sandboxed_argv(
     return landlock_argv(argv, writable=writable, tmp=tmp)
 
 
-def _writable_again(function: object, path: str, _: object) -> None:
-    """rmtree's error handler: a folder the command made unwritable is made
-    writable, and the removal tried again."""
+def remove_tmp(path: str) -> None:
+    """Remove the folder ``path`` and all in it, the folders a command made
+    unwritable or unreadable made so again first."""
     with contextlib.suppress(OSError):
-        os.chmod(os.path.dirname(path), stat.S_IRWXU)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.chmod(path, stat.S_IRWXU)
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            os.unlink(path)
+        os.chmod(path, stat.S_IRWXU)
+    for folder, names, _ in os.walk(path):
+        for name in names:  # before the walk goes into each
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(folder, name), stat.S_IRWXU, follow_symlinks=False)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -241,7 +241,7 @@ def private_tmp() -> Iterator[str]:
     try:
         yield path
     finally:
-        shutil.rmtree(path, onerror=_writable_again)
+        remove_tmp(path)
 
 
 def sandbox_note(sandbox: SandboxMode) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
@@ -26,7 +27,7 @@ from oma_host.llm.tools.base import NonEmpty, ToolParams, Workspace, declare
 from oma_host.workspace.confined import Stop, ToolError
 from oma_host.workspace.sandbox import (
     SANDBOX_SIGNS,
-    private_tmp,
+    remove_tmp,
     sandbox_note,
     sandboxed_argv,
     unavailable,
@@ -113,7 +114,8 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
     sandbox: SandboxMode = "off" if params.unsandboxed else workspace.sandbox
     why_not = await asyncio.to_thread(unavailable, sandbox, workspace.roots)
     if sandbox != "off" and why_not is None:
-        with private_tmp() as tmp:
+        tmp = tempfile.mkdtemp(prefix="oma-sandbox-")  # the command's own, removed after
+        try:
             argv = await asyncio.to_thread(
                 sandboxed_argv,
                 [SHELL, "-c", params.command],
@@ -123,6 +125,8 @@ async def _run(params: ShellParams, workspace: Workspace, stop: Stop) -> str:
                 tmp=tmp,
             )
             said, ending = await _run_argv(argv, params, workspace, local=True, TMPDIR=tmp)
+        finally:
+            await asyncio.shield(asyncio.to_thread(remove_tmp, tmp))
         if ending.exit_code != 0 and any(sign in said for sign in SANDBOX_SIGNS):
             said += (
                 f"\n[the command ran in {sandbox_note(sandbox)}; if that is why it failed, "
