@@ -290,6 +290,12 @@ class Agent:
         """How many messages the persistent history holds."""
         return len(self._conversation.messages)
 
+    @property
+    def checkpoint_marks(self) -> list[str | None]:
+        """The checkpoint beside each message of the history (None for most),
+        for an agent built on the same history to keep (a copy)."""
+        return list(self._conversation.marks)
+
     def get_history(self) -> list[LLMMessage]:
         """A copy of the persistent history; changing it changes nothing here.
         The agent's own secret values are taken out, as from its results."""

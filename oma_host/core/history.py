@@ -13,7 +13,7 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from oma_host.core.compaction import compacted_history
 from oma_host.core.errors import InvalidParamsError, StoreError
@@ -102,6 +102,22 @@ class Rewound:
     removed_turns: int
     messages: int
     files: FilesRestored | None
+
+    def wire(self) -> dict[str, Any]:
+        """The answer of ``agent/rewind`` and ``_oma/session/rewind``."""
+        answer: dict[str, Any] = {
+            "keptTurns": self.kept_turns,
+            "removedTurns": self.removed_turns,
+            "messages": self.messages,
+        }
+        if self.files is not None:
+            answer["files"] = {
+                "restored": self.files.restored,
+                "removed": self.files.removed,
+                "leftAlone": self.files.left_alone,
+                "notRecorded": self.files.not_recorded,
+            }
+        return answer
 
 
 # Puts the workspace back as a checkpoint recorded it.

@@ -253,20 +253,7 @@ async def agent_rewind(ctx: RequestContext, params: RewindParams) -> RewindResul
     turn with no checkpoint, is -32602 and changes nothing."""
     agent = await ctx.state.agents.ready(params.agent_id)
     rewound = await agent.rewind(params.keep_turns, params.restore_files)
-    result: RewindResult = {
-        "keptTurns": rewound.kept_turns,
-        "removedTurns": rewound.removed_turns,
-        "messages": rewound.messages,
-    }
-    files = rewound.files
-    if files is not None:
-        result["files"] = {
-            "restored": files.restored,
-            "removed": files.removed,
-            "leftAlone": files.left_alone,
-            "notRecorded": files.not_recorded,
-        }
-    return result
+    return cast(RewindResult, rewound.wire())
 
 
 @handles(Method.AGENT_DISPOSE)
