@@ -40,7 +40,10 @@ log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a larger file is not recorded
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # files past this total are not recorded
 MAX_FILES = 20_000  # files past this count are not recorded
-GIT_TIMEOUT_S = 120.0  # each git command
+GIT_TIMEOUT_S = 60.0  # each git command
+# The files a folder may list (outside its .gitignore rules) before it is
+# taken for no project (a home folder) and no checkpoint is recorded.
+MAX_LISTED = 5 * MAX_FILES
 
 BRANCH = "refs/heads/checkpoints"  # every checkpoint, each the parent of the next
 LAST_TURN = "refs/oma/last-turn"  # the workspace as the agent's last turn left it
@@ -230,9 +233,15 @@ class Checkpoints:
         listed = self._git(
             ["ls-files", "-z", "--others", "--exclude-standard"], root=root, index=index
         )
+        paths = listed.decode("utf-8", "surrogateescape").split("\0")
+        if len(paths) > MAX_LISTED:
+            raise CheckpointError(
+                f"{root} holds over {MAX_LISTED:,} files its .gitignore rules do not leave "
+                "out: too many to record"
+            )
         chosen: list[str] = []
         skipped: _Files = {}
-        for path in sorted(filter(None, listed.decode("utf-8", "surrogateescape").split("\0"))):
+        for path in sorted(filter(None, paths)):
             if path.endswith("/"):  # a repository of its own inside
                 skipped[path.rstrip("/")] = "skipped repository 0 0"
                 continue

@@ -208,3 +208,34 @@ async def test_an_agent_without_a_session_rewinds_its_conversation_but_has_no_ch
     assert "restoreFiles: turn 2 has no checkpoint" in str(refused)
     answer = await host.request("agent/rewind", {"agentId": agent, "keepTurns": 0})
     assert answer == {"keptTurns": 0, "removedTurns": 2, "messages": 0}
+
+
+async def test_a_file_over_the_size_bound_is_not_recorded_and_the_rewind_says_so(
+    sim: Simulator, spawn_host: HostFactory, tmp_path: Path, workspace: Path
+) -> None:
+    big = workspace / "big.bin"
+    big.write_bytes(b"\0" * (5 * 1024 * 1024))  # over the 4 MiB a checkpoint records
+    sim.script(
+        reply(
+            tool_use(
+                "s1", "shell", command="echo more >> big.bin && head -c 5000000 big.bin > huge.bin"
+            )
+        ),
+        reply("grew big.bin, made huge.bin"),
+    )
+    host = await _host(spawn_host, tmp_path / "state")
+    agent = await _agent(host, sim, workspace)
+    await _prompt(host, agent, "grow it")
+    answer = await host.request(
+        "agent/rewind", {"agentId": agent, "keepTurns": 0, "restoreFiles": True}
+    )
+    # big.bin could not be put back: it is named, and left as it is; huge.bin,
+    # created by the turn (and too large to record too), is removed.
+    assert answer["files"] == {
+        "restored": [],
+        "removed": [str(workspace / "huge.bin")],
+        "leftAlone": [],
+        "notRecorded": [str(big)],
+    }
+    assert big.stat().st_size == 5 * 1024 * 1024 + len("more\n")
+    assert not (workspace / "huge.bin").exists()
