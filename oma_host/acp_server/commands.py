@@ -1,6 +1,6 @@
 """Slash commands of the ACP door: the host's own and the user's prompt templates.
 
-The host's (``/compact``, ``/clear``, ``/agent``, ``/model``, ``/cost``) run
+The host's (``/compact``, ``/clear``, ``/agent``, ``/model``, ``/cost``, ``/rewind``) run
 without a turn; a user command is a Markdown template in
 ``<cwd>/.oma/commands/`` or the user's config folder, expanded into the prompt.
 A repository is untrusted: its folders must be real directories and a command
@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from oma_host.core.history import Rewound, turn_starts
+from oma_host.core.messages import LLMMessage
 from oma_host.core.places import FolderError, config_dir, private_folder
 from oma_host.core.results import TokenUsage
 from oma_host.workspace.confined import Root, ToolError, open_beneath, read_at_most
@@ -68,8 +70,18 @@ BUILTINS = {
         Command("agent", "Switch to another agent of the agents file", "agent name"),
         Command("model", "Switch the model for the next turns", "model"),
         Command("cost", "Show the tokens and the cost of this session"),
+        Command(
+            "rewind",
+            "List the recent messages; with a number, go back to before that message, "
+            "restoring the files the agent changed since (add keep-files to leave them)",
+            "message number",
+        ),
     )
 }
+# The recent messages /rewind lists.
+REWIND_LISTED = 20
+# What /rewind takes after the number to leave the files as they are.
+KEEP_FILES = "keep-files"
 
 
 class _Refused(Exception):
@@ -301,3 +313,79 @@ def compaction_note(compaction: Compaction) -> str:
         where = "named in the summary" if compaction["strategy"] == "summarize" else "dropped"
         note += f" Not kept: {len(compaction['images'])} image(s) or file(s), {where}."
     return note
+
+
+def _said(message: LLMMessage) -> str:
+    """A user message's text on one line, cut to 72 characters."""
+    words = " ".join(
+        " ".join(block["text"].split())
+        for block in message["content"]
+        if block.get("type") == "text"
+    )
+    words = words or "(no text)"
+    return words if len(words) <= 72 else words[:71] + "…"
+
+
+def rewind_listing(history: list[LLMMessage], marks: list[str | None]) -> str:
+    """``/rewind``'s answer without a number: the recent user messages,
+    numbered from the first, and how to go back to before one."""
+    starts = turn_starts(history)
+    if not starts:
+        return "There is no message to rewind to yet."
+    lines = []
+    first = max(0, len(starts) - REWIND_LISTED)
+    for number in range(first, len(starts)):
+        at = starts[number]
+        kept = "" if at < len(marks) and marks[at] is not None else " (no checkpoint of the files)"
+        lines.append(f"{number + 1}. {_said(history[at])}{kept}")
+    earlier = f"({first} earlier not shown)\n" if first else ""
+    return (
+        f"{earlier}" + "\n".join(lines) + "\n\n"
+        "/rewind N goes back to before message N: the conversation keeps the messages "
+        "before it, and the files the agent changed since are restored; "
+        f"/rewind N {KEEP_FILES} leaves the files as they are."
+    )
+
+
+def rewind_arguments(arguments: str, turns: int) -> tuple[int, bool] | str:
+    """``/rewind N [keep-files]`` as (turns to keep, restore the files), or
+    what is wrong with it."""
+    words = arguments.split()
+    restore = True
+    if len(words) == 2 and words[1].lstrip("-").lower() == KEEP_FILES:
+        restore = False
+        words = words[:1]
+    if len(words) != 1 or not words[0].isdigit() or not 1 <= int(words[0]) <= turns:
+        where = f"1 to {turns}" if turns else "none yet"
+        return (
+            f"/rewind takes a message number ({where}), optionally followed by "
+            f"{KEEP_FILES}; {arguments!r} is not one. /rewind alone lists the messages."
+        )
+    return int(words[0]) - 1, restore
+
+
+def _shown(path: str, cwd: str) -> str:
+    """``path`` relative to ``cwd`` when it is inside, else as it is."""
+    inside = os.path.relpath(path, cwd)
+    return path if inside.startswith("..") else inside
+
+
+def rewind_note(rewound: Rewound, cwd: str) -> str:
+    """What a rewind did, in a few sentences (``/rewind``'s answer)."""
+    note = (
+        f"Rewound the conversation to before message {rewound.kept_turns + 1}: "
+        f"{rewound.kept_turns} turn(s) kept, {rewound.removed_turns} removed."
+    )
+    files = rewound.files
+    if files is None:
+        return note + " The files were left as they are."
+    parts = [
+        ("Files restored", files.restored),
+        ("Files removed (created since)", files.removed),
+        ("Left as they are (changed outside the agent since its last turn)", files.left_alone),
+        ("Not restored (too large to record at the checkpoint)", files.not_recorded),
+    ]
+    said = [
+        f"{what}: {', '.join(_shown(p, cwd) for p in paths)}." for what, paths in parts if paths
+    ]
+    return " ".join([note, *(said or ["No file had changed since."])])

@@ -71,6 +71,7 @@ from oma_host.core.cost import prices_of
 from oma_host.core.credentials import forget_stored_keys, key_for
 from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, OmaError
+from oma_host.core.history import turn_starts
 from oma_host.core.messages import LLMMessage
 from oma_host.core.plugins import backend_entry
 from oma_host.core.results import add_token_usage
@@ -442,6 +443,8 @@ class OmaAcpAgent:
         if name == "cost":
             priced = prices_of(session.agent.config) is not None or session.cost > 0
             return commands.usage_report(session.tokens, session.cost if priced else None)
+        if name == "rewind":
+            return await self._rewind_command(session, arguments)
         # /agent and /model: the config option of that name.
         if not arguments:
             option = {o["id"]: o for o in self._sessions.config_options(session)}.get(name)
@@ -451,6 +454,37 @@ class OmaAcpAgent:
             return f"{name}: {option['currentValue']} (one of {values})"
         await self._switch(session, name, arguments)
         return f"Switched the {name} to {arguments} for the next turns."
+
+    async def _rewind_command(self, session: DoorSession, arguments: str) -> str:
+        """``/rewind``: the recent user messages, numbered; ``/rewind N``: the
+        session rewound to before message N, its files restored unless
+        ``keep-files`` follows (:func:`.commands.rewind_arguments`); what to
+        tell the editor."""
+        agent = session.agent
+        history = agent.get_history()
+        if not arguments:
+            return commands.rewind_listing(history, agent.checkpoint_marks)
+        asked = commands.rewind_arguments(arguments, len(turn_starts(history)))
+        if isinstance(asked, str):
+            return asked
+        try:
+            rewound = await self._sessions.rewind(session, *asked)
+        except OmaError as error:
+            return f"The session was not rewound: {error}"
+        return commands.rewind_note(rewound, session.cwd)
+
+    async def rewind_session(
+        self, session_id: str, keep_turns: int, restore_files: bool
+    ) -> dict[str, Any]:
+        """``_oma/session/rewind``: the session's conversation cut back to its
+        first ``keep_turns`` turns and, with ``restore_files``, its workspace
+        restored (:meth:`.sessions.SessionBook.rewind`); what changed."""
+        session = self._sessions.get(session_id)
+        try:
+            rewound = await self._sessions.rewind(session, keep_turns, restore_files)
+        except OmaError as error:
+            raise _error(error) from None
+        return rewound.wire()
 
     async def _compact(self, session: DoorSession) -> str:
         """``/compact``: the session's history compacted now (after its turn

@@ -38,6 +38,7 @@ SERVED_REQUESTS = frozenset(
         "session/prompt",
         "session/set_config_option",
         "session/set_mode",
+        "_oma/session/rewind",  # the door's extension (routes.REWIND_METHOD)
     }
 )
 

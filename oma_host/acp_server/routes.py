@@ -116,6 +116,42 @@ def _check_objects(params: dict[str, Any], key: str, prefix: str = "") -> None:
         )
 
 
+# The door's extension method that rewinds a session (docs/acp.md).
+REWIND_METHOD = "_oma/session/rewind"
+
+
+def _rewind_params(params: Any) -> tuple[str, int, bool]:
+    """``{sessionId, keepTurns, restoreFiles?}`` of ``_oma/session/rewind``;
+    -32602 naming the field that is missing or of the wrong type."""
+
+    def wrong(path: str, problem: str) -> RequestError:
+        return RequestError.invalid_params(
+            {"type": "InvalidParams", "message": f"{path} {problem}", "path": path}
+        )
+
+    if not isinstance(params, dict):
+        raise RequestError.invalid_params(
+            {"type": "InvalidParams", "message": "params must be an object"}
+        )
+    unknown = sorted(set(params) - {"sessionId", "keepTurns", "restoreFiles", "_meta"})
+    if unknown:
+        raise wrong(unknown[0], "is not a parameter of _oma/session/rewind")
+    session_id, keep, restore = (
+        params.get("sessionId"),
+        params.get("keepTurns"),
+        params.get("restoreFiles", False),
+    )
+    if not isinstance(session_id, str):
+        raise wrong("sessionId", "must be a string")
+    if type(keep) is not int:
+        raise wrong("keepTurns", "must be an integer (the turns kept from the start)")
+    if keep < 0:
+        raise wrong("keepTurns", f"must be 0 or more; {keep} is negative")
+    if type(restore) is not bool:
+        raise wrong("restoreFiles", "must be a boolean")
+    return session_id, keep, restore
+
+
 # The requests and notifications the door serves, by method name.
 DoorRoutes = tuple[dict[str, RequestHandler], dict[str, NotificationHandler]]
 
@@ -161,6 +197,9 @@ def door_routes(door: OmaAcpAgent) -> DoorRoutes:
         request = CancelNotification.model_validate(params)
         await door.cancel(**_kwargs(request, CancelNotification))
 
+    async def rewind(params: Any) -> Any:
+        return await door.rewind_session(*_rewind_params(params))
+
     requests: dict[str, RequestHandler] = {
         "initialize": initialize,
         "authenticate": _route(AuthenticateRequest, door.authenticate, _normalized),
@@ -175,5 +214,6 @@ def door_routes(door: OmaAcpAgent) -> DoorRoutes:
         "session/prompt": prompt,
         "session/set_config_option": set_config_option,
         "session/set_mode": _route(SetSessionModeRequest, door.set_mode, _normalized),
+        REWIND_METHOD: rewind,
     }
     return requests, {"session/cancel": cancel}

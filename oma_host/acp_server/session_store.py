@@ -11,6 +11,8 @@ import asyncio
 import base64
 import binascii
 import json
+import os
+import shutil
 from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol
 
@@ -94,6 +96,16 @@ class SessionStorage:
             store.put_session_info, session.session_id, session.cwd, session.settings, session.title
         )
 
+    async def checkpoints(self, session_id: str) -> str | None:
+        """The shadow repository of the session's workspace checkpoints
+        (None for a store kept in memory)."""
+        return (await self.store()).checkpoint_repository(session_id)
+
+    async def marks(self, session_id: str) -> list[str | None]:
+        """The checkpoint beside each stored message of the session."""
+        store = await self.store()
+        return await asyncio.to_thread(store.session_checkpoints, session_id)
+
     async def stored(self, session_id: str) -> tuple[list[LLMMessage], dict[str, Any]]:
         """A stored session's history and info (SessionNotFound without)."""
         store = await self.store()
@@ -118,12 +130,17 @@ class SessionStorage:
 
         async def commit(change: HistoryChange) -> None:
             store = await self.store()
+            marks = change.marks
             if change.history is not None:
                 history = change.history
-                await asyncio.to_thread(store.replace_history, session.session_id, history, redact)
+                await asyncio.to_thread(
+                    store.replace_history, session.session_id, history, redact, marks
+                )
             else:
                 appended = change.appended
-                await asyncio.to_thread(store.append_turn, session.session_id, appended, redact)
+                await asyncio.to_thread(
+                    store.append_turn, session.session_id, appended, redact, marks
+                )
             if session.title is None and change.turn is not None:
                 title = _title(change.turn)
                 # A key pasted into the first prompt stays out of session/list.
@@ -140,8 +157,12 @@ class SessionStorage:
         await asyncio.to_thread(store.clear_session, session_id)
 
     async def delete(self, session_id: str) -> bool:
-        """Forget a stored session; False when there was none."""
+        """Forget a stored session and its workspace checkpoints; False when
+        there was no such session."""
         store = await self.store()
+        repository = store.checkpoint_repository(session_id)
+        if repository is not None:
+            await asyncio.to_thread(_remove_repository, repository)
         return await asyncio.to_thread(store.delete_session, session_id)
 
     async def page(
@@ -174,6 +195,13 @@ class SessionStorage:
     async def close(self) -> None:
         if self._store is not None:
             await asyncio.to_thread(self._store.close)
+
+
+def _remove_repository(path: str) -> None:
+    """Remove a session's checkpoint repository (a real folder of the
+    state directory's, never through a link)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def stored_cost(settings: dict[str, Any]) -> float:

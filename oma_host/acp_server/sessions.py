@@ -40,6 +40,7 @@ from oma_host.core.abort import AbortSignal
 from oma_host.core.agent import Agent
 from oma_host.core.backends import AgentCallbacks
 from oma_host.core.config import AgentConfig, McpServer
+from oma_host.core.history import Rewound
 from oma_host.core.messages import LLMMessage
 from oma_host.core.results import TokenUsage, zero_usage
 from oma_host.core.spans import TraceParent
@@ -85,6 +86,8 @@ class DoorSession:
     # ACP's ``additionalDirectories``: folders its agents' tools reach
     # besides ``cwd`` (AgentConfig.additionalDirectories), kept in the store.
     directories: list[str] = field(default_factory=list)
+    # The shadow repository of its workspace checkpoints (None: none are kept).
+    checkpoints: str | None = None
 
     @property
     def busy(self) -> bool:
@@ -256,7 +259,7 @@ class SessionBook:
         session_id = _new_id()
         choices = Choices.of(config)
         session = await self._build(
-            session_id, cwd, config, choices, [], mcp_servers, None, directories or []
+            session_id, cwd, config, choices, ([], []), mcp_servers, None, directories or []
         )
         await self._storage.create(session, [])
         self._opened(session)
@@ -293,8 +296,16 @@ class SessionBook:
         if previous is not None:
             await self._end(previous)
         directories = directories_of(directories, info["settings"])
+        marks = await self._storage.marks(session_id)
         session = await self._build(
-            session_id, cwd, config, choices, history, mcp_servers, info["title"], directories
+            session_id,
+            cwd,
+            config,
+            choices,
+            (history, marks),
+            mcp_servers,
+            info["title"],
+            directories,
         )
         session.cost = stored_cost(info["settings"])
         epoch = info["settings"].get(EPOCH_SETTING)
@@ -321,8 +332,16 @@ class SessionBook:
         config, choices = self._chosen(info["settings"])
         session_id = _new_id()
         directories = directories_of(directories, info["settings"])
+        # The source's checkpoints are in its own repository: the fork starts with none.
         session = await self._build(
-            session_id, cwd, config, choices, history, mcp_servers, info["title"], directories
+            session_id,
+            cwd,
+            config,
+            choices,
+            (history, []),
+            mcp_servers,
+            info["title"],
+            directories,
         )
         await self._storage.create(session, history)
         self._opened(session)
@@ -359,11 +378,13 @@ class SessionBook:
         cwd: str,
         config: AgentConfig,
         choices: Choices,
-        history: list[LLMMessage],
+        history: tuple[list[LLMMessage], list[str | None]],
         mcp_servers: list[McpServer],
         title: str | None,
         directories: list[str],
     ) -> DoorSession:
+        """A session whose agent runs on ``history``: its messages and the
+        checkpoint beside each."""
         session = DoorSession(
             session_id,
             cwd,
@@ -372,15 +393,20 @@ class SessionBook:
             title,
             mcp_servers=list(mcp_servers),
             directories=directories,
+            checkpoints=await self._storage.checkpoints(session_id),
         )
         session.models = await self._model_lists.models(config)
         # Probed once a process, off the loop: the sandbox option says whether it works.
         await asyncio.to_thread(sandbox_support)
-        session.agent = self._agent(session, history)
+        session.agent = self._agent(session, *history)
         return session
 
-    def _agent(self, session: DoorSession, history: list[LLMMessage]) -> Agent:
-        """The session's agent, on ``history`` with the session's choices."""
+    def _agent(
+        self, session: DoorSession, history: list[LLMMessage], marks: list[str | None]
+    ) -> Agent:
+        """The session's agent, on ``history`` (with the checkpoint ``marks``
+        beside it) with the session's choices; an LLM agent whose tools
+        change files records its checkpoints in the session's repository."""
         update = self._in_session(session, session.config)
         update["history"] = history or None
         update.update(session.choices.applied(session.config))
@@ -389,6 +415,8 @@ class SessionBook:
             config,
             on_turn=self._storage.turn_sink(session, config),
             delegates=self._delegate_lookup(session, config),
+            checkpoints=session.checkpoints,
+            checkpoint_marks=marks,
             **self._callbacks(session.session_id),
         )
 
@@ -457,6 +485,19 @@ class SessionBook:
         session.epoch = new_epoch()
         await self.save_settings(session)
 
+    async def rewind(self, session: DoorSession, keep_turns: int, restore_files: bool) -> Rewound:
+        """``_oma/session/rewind``, ``/rewind``: the session's history cut back
+        to its first ``keep_turns`` turns, here and in the store (its
+        message ids start afresh), the workspace restored when asked
+        (:meth:`Agent.rewind`, whose OmaErrors it raises: nothing changed).
+        Refused while a turn runs or waits."""
+        if session.busy:
+            refuse("a turn is running; rewind after it ends")
+        rewound = await session.agent.rewind(keep_turns, restore_files)
+        session.epoch = new_epoch()
+        await self.save_settings(session)
+        return rewound
+
     def config_options(self, session: DoorSession) -> list[dict[str, Any]]:
         return config_options(session.choices, self.configs, session.models)
 
@@ -474,7 +515,7 @@ class SessionBook:
             session.models = await self._model_lists.models(session.config)
         session.choices = choices
         previous = session.agent
-        session.agent = self._agent(session, previous.get_history())
+        session.agent = self._agent(session, previous.get_history(), previous.checkpoint_marks)
         await previous.close()
         await self.save_settings(session)
 

@@ -16,6 +16,7 @@ from oma_host.core.backends import (
     Backend,
     BackendContext,
     BackendEntry,
+    Checkpointing,
     Compactable,
     Configurable,
     DelegateLookup,
@@ -30,7 +31,7 @@ from oma_host.core.editor_channel import EditorChannel
 from oma_host.core.errors import InvalidMessageError, InvalidParamsError
 from oma_host.core.events import EmitFn
 from oma_host.core.guard import guard_prompt_input, guard_run_input
-from oma_host.core.history import CompactOutcome, Conversation, TurnSink
+from oma_host.core.history import CompactOutcome, Conversation, Rewound, TurnSink
 from oma_host.core.hooks import AfterRunHook, BeforeRunHook, RunHooks, run_with_hooks
 from oma_host.core.messages import LLMMessage, latest_user_prompt
 from oma_host.core.plugins import backend_entry, check_agent_config
@@ -225,9 +226,18 @@ class Agent:
         session_link: SessionLink | None = None,
         editor: EditorChannel | None = None,
         delegates: DelegateLookup | None = None,
+        checkpoints: str | None = None,
+        checkpoint_marks: list[str | None] | None = None,
     ) -> None:
+        """``checkpoints``: the shadow repository where an LLM agent whose
+        tools change files records its workspace around each prompt turn
+        (None: it records none); ``checkpoint_marks``: the checkpoint beside
+        each message of the config's history, as the door stored them."""
         self.config = parse_agent_config(config, defaults)
-        self._conversation = Conversation(check_agent_config(self.config), on_turn)
+        self._conversation = Conversation(
+            check_agent_config(self.config), on_turn, checkpoint_marks
+        )
+        self._checkpoints = checkpoints
         self._entry: BackendEntry = backend_entry(self.config)
         if self.config.delegates and delegates is None:
             raise InvalidParamsError(
@@ -279,6 +289,12 @@ class Agent:
     def history_length(self) -> int:
         """How many messages the persistent history holds."""
         return len(self._conversation.messages)
+
+    @property
+    def checkpoint_marks(self) -> list[str | None]:
+        """The checkpoint beside each message of the history (None for most),
+        for an agent built on the same history to keep (a copy)."""
+        return list(self._conversation.marks)
 
     def get_history(self) -> list[LLMMessage]:
         """A copy of the persistent history; changing it changes nothing here.
@@ -408,10 +424,44 @@ class Agent:
             # Every backend is given the whole conversation, so a beforeRun hook
             # sees the same for any agent; a string-only one reads the turn alone.
             context = [*conversation.messages, turn]
+            checkpointing = self._checkpointing()
+            checkpoint = None
+            if checkpointing is not None:
+                checkpoint = await checkpointing.checkpoint(f"before run {run_id}")
             result, recorder = await self._execute(context, run_id, abort, emit)
-            return await conversation.keep(turn, result, recorder, generation)
+            if checkpointing is not None:  # a failed turn may have changed files too
+                await checkpointing.checkpoint(f"after run {run_id}", last_turn=True)
+            return await conversation.keep(turn, result, recorder, generation, checkpoint)
         finally:
             lock.release()
+
+    def _checkpointing(self) -> Checkpointing | None:
+        """The backend, when it records checkpoints of the workspace (a
+        backend that cannot be built is left to the run, which says why)."""
+        if self._checkpoints is None:
+            return None
+        try:
+            backend: object = self._ensure_backend()
+        except Exception:
+            return None
+        return backend if isinstance(backend, Checkpointing) else None
+
+    async def rewind(self, keep_turns: int, restore_files: bool) -> Rewound:
+        """Cut the history back to its first ``keep_turns`` turns, after the
+        prompts in flight or queued (``agent/rewind``, ``/rewind``); stored
+        as a compaction's history is. With ``restore_files`` the workspace
+        is first put back as the checkpoint of the first turn cut recorded it
+        (:meth:`Conversation.rewind`). InvalidParams for a backend whose
+        history is not kept here, and for a ``keep_turns`` that cuts nothing."""
+        backend = self._live_backend()
+        if not isinstance(backend, Checkpointing):
+            raise InvalidParamsError(
+                f"agent {self.name!r} has {self._entry.described}, whose conversation is not "
+                "kept here; only an LLM agent's history can be rewound"
+            )
+        return await self._conversation.rewind(
+            keep_turns, backend.restore if restore_files else None
+        )
 
     async def compact(self) -> CompactOutcome:
         """Compact the history now, after the prompts in flight or queued
@@ -566,6 +616,7 @@ class Agent:
                 session_link=self._session_link,
                 editor=self._editor,
                 delegates=self._delegates,
+                checkpoints=self._checkpoints,
             )
             self._backend = self._entry.build(self.config, context)
         return self._backend

@@ -8,7 +8,7 @@ read before anything is built, and a factory), found through
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 from oma_host.core.abort import AbortSignal
@@ -111,6 +111,38 @@ class Compactable(Protocol):
         ...
 
 
+@dataclass
+class FilesRestored:
+    """What restoring a checkpoint did to the workspace, as absolute paths:
+    files put back as they were, files removed (created since), files left
+    as they are because they changed outside the agent since its last turn,
+    and files that differ but that the checkpoint did not record (too large,
+    or past its bounds), so could not be put back."""
+
+    restored: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    left_alone: list[str] = field(default_factory=list)
+    not_recorded: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class Checkpointing(Protocol):
+    """A backend whose history is kept here, whose turns may change files,
+    and which records its workspace around them (``agent/rewind``, the ACP
+    door's ``/rewind``): an LLM agent's."""
+
+    async def checkpoint(self, label: str, *, last_turn: bool = False) -> str | None:
+        """Record the workspace now (``last_turn``: as a turn just left it);
+        the checkpoint's id, or None when this agent records none (its tools
+        change no files, or checkpoints are off) or recording failed (logged)."""
+        ...
+
+    async def restore(self, checkpoint: str) -> FilesRestored:
+        """Put the workspace back as ``checkpoint`` recorded it (StoreError
+        when it cannot be read or written)."""
+        ...
+
+
 class Delegate(Protocol):
     """An agent a run may hand a task to (a core ``Agent``), as the LLM
     backend's ``delegate`` tool uses it (:mod:`oma_host.core.delegation`)."""
@@ -146,6 +178,8 @@ class BackendContext:
     session_link: SessionLink | None = None
     editor: EditorChannel | None = None  # what the client does with files (None: the disk)
     delegates: DelegateLookup | None = None  # the agents ``config.delegates`` names
+    # The shadow repository of the agent's workspace checkpoints (None: none are recorded).
+    checkpoints: str | None = None
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,13 @@ def _check_config(config: AgentConfig) -> None:
 def _build(config: AgentConfig, context: BackendContext) -> Backend:
     from oma_host.llm.loop import LLMBackend
 
-    return LLMBackend(config, context.permission_handler, context.editor, context.delegates)
+    return LLMBackend(
+        config,
+        context.permission_handler,
+        context.editor,
+        context.delegates,
+        checkpoints=context.checkpoints,
+    )
 
 
 BACKEND = BackendEntry(

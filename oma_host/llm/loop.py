@@ -15,20 +15,22 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import time
 from typing import Any, assert_never, cast
 
 from oma_host.core.activity import report_activity
-from oma_host.core.backends import DelegateLookup, PermissionHandler
+from oma_host.core.backends import DelegateLookup, FilesRestored, PermissionHandler
 from oma_host.core.config import AgentConfig
 from oma_host.core.cost import prices_of
 from oma_host.core.editor_channel import EditorChannel
-from oma_host.core.errors import BackendRequestError, ErrorKind
+from oma_host.core.errors import BackendRequestError, ErrorKind, InvalidParamsError, StoreError
 from oma_host.core.events import Compaction
 from oma_host.core.messages import ContentBlock, LLMMessage, ToolResultBlock, ToolUseBlock
 from oma_host.core.recorder import RunRecorder
 from oma_host.core.redact import Redactor
 from oma_host.core.results import COST_BUDGET_KIND, MAX_TOKENS_KIND, AgentRunResult
+from oma_host.core.tools import builtin_tool
 from oma_host.llm.agent_tools import AgentTools, output_text
 from oma_host.llm.chat_span import chat_span, record_reply
 from oma_host.llm.context_window import ContextKeeper
@@ -38,6 +40,9 @@ from oma_host.llm.mcp_errors import McpFailure
 from oma_host.llm.tools.base import ToolOutput
 from oma_host.providers import get_adapter
 from oma_host.providers.base import ChatOptions, LLMResponse, ProviderError
+from oma_host.workspace.checkpoints import CheckpointError, Checkpoints
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TURNS = 10
 
@@ -79,6 +84,21 @@ def check_output_schema(schema: dict[str, Any]) -> None:
         ) from None
 
 
+def _changes_files(config: AgentConfig) -> bool:
+    """Whether a tool of ``config`` may change files: a built-in that
+    writes or runs something (a delegate included), or an MCP server's
+    (which may do anything); never in ``read-only`` mode."""
+    if config.permission_mode == "read-only":
+        return False
+    if config.mcp_servers or config.delegates:
+        return True
+    for name in config.granted_tools():
+        facts = builtin_tool(name)
+        if facts is None or facts.effect in ("write", "execute"):
+            return True
+    return False
+
+
 class _SchemaMismatch(Exception):
     pass
 
@@ -107,10 +127,17 @@ class LLMBackend:
         permission_handler: PermissionHandler | None = None,
         editor: EditorChannel | None = None,
         delegates: DelegateLookup | None = None,
+        *,
+        checkpoints: str | None = None,
     ) -> None:
         self._config = config
         self._adapter = get_adapter(config)
         self._tools = AgentTools(config, permission_handler, editor, delegates)
+        registry = self._tools.registry
+        # The workspace's checkpoints (recorded around each turn when a tool may change files).
+        roots = [registry.root, *registry.folders]
+        self._checkpoints = None if checkpoints is None else Checkpoints(checkpoints, roots)
+        self._records_checkpoints = self._checkpoints is not None and _changes_files(config)
         system = config.system_prompt
         if config.output_schema is not None:
             instruction = _SCHEMA_INSTRUCTION + json.dumps(config.output_schema)
@@ -427,6 +454,43 @@ class LLMBackend:
             return await self._context.compact_now(messages, self._options, recorder)
         except ProviderError as error:
             raise BackendRequestError(self._redactor.redact(str(error)), error.kind) from None
+
+    async def checkpoint(self, label: str, *, last_turn: bool = False) -> str | None:
+        """Record the workspace (docs/security.md, "Checkpoints"), when a
+        tool of this agent may change files; a failure is logged, and the
+        turn goes on without a checkpoint."""
+        if self._checkpoints is None or not self._records_checkpoints:
+            return None
+        try:
+            recorded = await asyncio.to_thread(self._checkpoints.record, label, last_turn=last_turn)
+        except (CheckpointError, OSError) as error:
+            log.warning("agent %r: the workspace was not recorded: %s", self._config.name, error)
+            return None
+        if recorded.left_out and not last_turn:
+            shown = ", ".join(sorted(recorded.left_out)[:5])
+            more = len(recorded.left_out) - 5
+            log.warning(
+                "agent %r: checkpoint %s leaves out %d file(s) (too large or past its bounds): "
+                "%s%s",
+                self._config.name,
+                recorded.commit[:12],
+                len(recorded.left_out),
+                shown,
+                f" and {more} more" if more > 0 else "",
+            )
+        return recorded.commit
+
+    async def restore(self, checkpoint: str) -> FilesRestored:
+        """Put the workspace back as ``checkpoint`` recorded it."""
+        if self._checkpoints is None:
+            raise InvalidParamsError(
+                f"restoreFiles: agent {self._config.name!r} keeps no checkpoints of its "
+                "workspace (checkpoints are kept for stored sessions only)"
+            )
+        try:
+            return await asyncio.to_thread(self._checkpoints.restore, checkpoint)
+        except (CheckpointError, OSError) as error:
+            raise StoreError(f"the workspace could not be restored: {error}") from None
 
     async def close(self) -> None:
         """End the agent's MCP servers; the HTTP client is shared by the host."""

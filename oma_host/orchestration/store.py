@@ -9,8 +9,10 @@ machine may share the directory.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -35,6 +37,9 @@ from oma_host.orchestration.store_schema import (
 
 # How long a write waits for another connection's (another host's) to end.
 BUSY_TIMEOUT_S = 30.0
+
+# A session id used as it is in a file name.
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 # Applied to each message (as JSON data) before it is stored.
 Redact = Callable[[Any], Any]
@@ -82,10 +87,13 @@ class Store:
     """The host's database. Thread-safe (one connection behind a lock)."""
 
     def __init__(self, state_dir: str | os.PathLike[str] | None = None) -> None:
+        # The state directory (None: an in-memory database, which has none).
+        self.directory: str | None = None
         if str(state_dir) == MEMORY:
             self.path = MEMORY
         else:
             directory = Path(state_dir) if state_dir else default_state_dir()
+            self.directory = str(directory)
             private_folder(str(directory), create=True)  # FolderError: whose, or a link
             self.path = str(directory / DB_NAME)
             # Made 0600 before SQLite opens it: its -wal and -shm files take its mode.
@@ -159,28 +167,60 @@ class Store:
             self._append(db, session_id, messages, redact, start=0)
             return None
 
+    def session_checkpoints(self, session_id: str) -> list[str | None]:
+        """The checkpoint beside each stored message of a session, in order
+        (None for most: only a turn's first message has one)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT checkpoint FROM session_messages WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def checkpoint_repository(self, session_id: str) -> str | None:
+        """Where a session's workspace checkpoints are kept: the shadow git
+        repository ``checkpoints/<id>.git`` of the state directory (an id
+        of other characters than letters, digits, ``_`` and ``-`` named by
+        its SHA-256); None for an in-memory store."""
+        if self.directory is None:
+            return None
+        name = session_id
+        if not _PLAIN_ID.fullmatch(session_id):
+            name = hashlib.sha256(session_id.encode()).hexdigest()
+        return os.path.join(self.directory, "checkpoints", f"{name}.git")
+
     def append_turn(
-        self, session_id: str, messages: Sequence[LLMMessage], redact: Redact = _unchanged
+        self,
+        session_id: str,
+        messages: Sequence[LLMMessage],
+        redact: Redact = _unchanged,
+        marks: Sequence[str | None] = (),
     ) -> None:
-        """Append one completed turn (user message and reply) atomically."""
+        """Append one completed turn (user message and reply) atomically,
+        each message with its mark (a checkpoint, or None) when given."""
         with self._transaction() as db:
             row = db.execute(
                 "SELECT COALESCE(MAX(seq) + 1, 0) FROM session_messages WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
-            self._append(db, session_id, messages, redact, start=int(row[0]))
+            self._append(db, session_id, messages, redact, start=int(row[0]), marks=marks)
             db.execute(
                 "UPDATE sessions SET updated = ? WHERE session_id = ?", (time.time(), session_id)
             )
 
     def replace_history(
-        self, session_id: str, messages: Sequence[LLMMessage], redact: Redact = _unchanged
+        self,
+        session_id: str,
+        messages: Sequence[LLMMessage],
+        redact: Redact = _unchanged,
+        marks: Sequence[str | None] = (),
     ) -> None:
         """Store ``messages`` as the session's whole history, atomically (a
-        compaction: the summary and the turns it kept)."""
+        compaction: the summary and the turns it kept; a rewind: the turns
+        kept), each with its mark when given."""
         with self._transaction() as db:
             db.execute("DELETE FROM session_messages WHERE session_id = ?", (session_id,))
-            self._append(db, session_id, messages, redact, start=0)
+            self._append(db, session_id, messages, redact, start=0, marks=marks)
             db.execute(
                 "UPDATE sessions SET updated = ? WHERE session_id = ?", (time.time(), session_id)
             )
@@ -207,11 +247,18 @@ class Store:
         messages: Sequence[LLMMessage],
         redact: Redact,
         start: int,
+        marks: Sequence[str | None] = (),
     ) -> None:
         db.executemany(
-            "INSERT INTO session_messages (session_id, seq, message) VALUES (?, ?, ?)",
+            "INSERT INTO session_messages (session_id, seq, message, checkpoint) "
+            "VALUES (?, ?, ?, ?)",
             [
-                (session_id, start + offset, json.dumps(redact(message)))
+                (
+                    session_id,
+                    start + offset,
+                    json.dumps(redact(message)),
+                    marks[offset] if offset < len(marks) else None,
+                )
                 for offset, message in enumerate(messages)
             ],
         )

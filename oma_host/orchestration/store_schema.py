@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS session_messages (
     session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
     seq INTEGER NOT NULL,
     message TEXT NOT NULL,
+    checkpoint TEXT,
     PRIMARY KEY (session_id, seq)
 );
 CREATE TABLE IF NOT EXISTS runs (
@@ -100,6 +101,10 @@ ADDED_RUN_COLUMNS = (
     ("cache_read_tokens", "INTEGER"),
     ("cache_creation_tokens", "INTEGER"),
 )
+
+# Columns added to ``session_messages``: the checkpoint of the workspace
+# recorded before the turn a user message starts (docs/security.md, "Checkpoints").
+ADDED_MESSAGE_COLUMNS = (("checkpoint", "TEXT"),)
 
 
 class RunTrace(NamedTuple):
@@ -299,11 +304,14 @@ def run_record(
 
 
 def add_missing_columns(db: sqlite3.Connection) -> None:
-    """Bring ``runs`` of a database made by an earlier version up to date."""
-    have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
-    for column, kind in ADDED_RUN_COLUMNS:
-        if column not in have:
-            db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+    """Bring ``runs`` and ``session_messages`` of a database made by an
+    earlier version up to date."""
+    added = (("runs", ADDED_RUN_COLUMNS), ("session_messages", ADDED_MESSAGE_COLUMNS))
+    for table, columns in added:
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for column, kind in columns:
+            if column not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 def default_state_dir() -> Path:

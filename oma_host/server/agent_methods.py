@@ -29,6 +29,7 @@ from oma_host.server.models import (
     CreateParams,
     NoParams,
     PromptParams,
+    RewindParams,
     RunAgentParams,
     RunParams,
     StreamParams,
@@ -41,6 +42,7 @@ from oma_host.server.outgoing import (
     CompactResult,
     CreateResult,
     HistoryResult,
+    RewindResult,
 )
 from oma_host.server.registry import Method, Notification, handles
 from oma_host.server.runs import note_secrets, tracked_run
@@ -102,15 +104,17 @@ async def _create_agent(
 ) -> Agent:
     store = None if session_id is None else ctx.state.store()
     stored = None
+    marks: list[str | None] = []
     if store is not None and session_id is not None:
         stored = await asyncio.to_thread(store.load_session, session_id)
         if stored is not None:  # a known session: its history wins over config.history
             config = config.model_copy(update={"history": stored or None})
+            marks = await asyncio.to_thread(store.session_checkpoints, session_id)
     link = None
     if store is not None and session_id is not None and config.backend is not None:
         known = await asyncio.to_thread(store.backend_session, session_id)
         link = _session_link(store, session_id, known)
-    agent = _build_agent(ctx, config, store, session_id, link, delegates)
+    agent = _build_agent(ctx, config, store, session_id, link, delegates, marks)
     # Only a config that passed every check starts a session. Another host on
     # the same state directory may start it at this very moment: then that
     # host's history wins, as if the session had been found stored.
@@ -142,16 +146,23 @@ def _build_agent(
     session_id: str | None,
     link: SessionLink | None = None,
     delegates: DelegateLookup | None = None,
+    marks: list[str | None] | None = None,
 ) -> Agent:
+    """The agent; a stored session's records its workspace's checkpoints
+    in the state directory, ``marks`` the stored ones beside its history."""
     state = ctx.state
+    on_turn = checkpoints = None
+    if store is not None and session_id is not None:
+        on_turn = _turn_sink(store, session_id, config)
+        checkpoints = store.checkpoint_repository(session_id)
     return Agent(
         config,
         defaults=state.defaults,
-        on_turn=None
-        if store is None or session_id is None
-        else _turn_sink(store, session_id, config),
+        on_turn=on_turn,
         session_link=link,
         delegates=delegates,
+        checkpoints=checkpoints,
+        checkpoint_marks=marks,
         **state.callbacks.for_agent(config),
     )
 
@@ -163,9 +174,13 @@ def _turn_sink(store: Store, session_id: str, config: AgentConfig) -> TurnSink:
 
     async def commit(change: HistoryChange) -> None:
         if change.history is not None:
-            await asyncio.to_thread(store.replace_history, session_id, change.history, redact)
+            await asyncio.to_thread(
+                store.replace_history, session_id, change.history, redact, change.marks
+            )
         else:
-            await asyncio.to_thread(store.append_turn, session_id, change.appended, redact)
+            await asyncio.to_thread(
+                store.append_turn, session_id, change.appended, redact, change.marks
+            )
 
     return commit
 
@@ -221,6 +236,24 @@ async def agent_compact(ctx: RequestContext, params: AgentIdParams) -> CompactRe
     if outcome.cost is not None:
         result["cost"] = usd(outcome.cost)
     return result
+
+
+@handles(Method.AGENT_REWIND)
+async def agent_rewind(ctx: RequestContext, params: RewindParams) -> RewindResult:
+    """Cuts an LLM agent's history back to its first `keepTurns` turns, after
+    the prompts in flight or queued; a stored session keeps the cut. With
+    `restoreFiles`, the workspace is first put back as the checkpoint taken
+    before the first turn cut recorded it: files the agent changed (by any
+    tool, shell commands included) go back, files created since are removed,
+    files changed outside the agent since its last turn are left as they are
+    and named in `files.leftAlone`.
+
+    Checkpoints are recorded for agents created with a `sessionId` whose tools
+    may change files. A `keepTurns` that cuts no turn, or `restoreFiles` for a
+    turn with no checkpoint, is -32602 and changes nothing."""
+    agent = await ctx.state.agents.ready(params.agent_id)
+    rewound = await agent.rewind(params.keep_turns, params.restore_files)
+    return cast(RewindResult, rewound.wire())
 
 
 @handles(Method.AGENT_DISPOSE)

@@ -251,6 +251,20 @@ class ConfigureParams(AgentIdParams):
     value: str | bool = Field(description="a value id of that option (a boolean option: a boolean)")
 
 
+class RewindParams(AgentIdParams):
+    keep_turns: int = Field(
+        alias="keepTurns",
+        ge=0,
+        description="the turns kept from the start; the conversation is cut back to before "
+        "the next one (less than the turns the history holds)",
+    )
+    restore_files: bool = Field(
+        default=False,
+        alias="restoreFiles",
+        description="also put the workspace back as it was before the first turn cut",
+    )
+
+
 class RunParams(AgentIdParams):
     input: RunInputField
     run_id: str | None = Field(default=None, alias="runId")

@@ -60,6 +60,30 @@ class CompactResult(TypedDict):
     cost: NotRequired[Cost]
 
 
+class RewoundFiles(TypedDict):
+    """What restoring the workspace did, as absolute paths: ``restored``,
+    files put back as they were; ``removed``, files created since;
+    ``leftAlone``, files changed outside the agent since its last turn,
+    left as they are; ``notRecorded``, files that differ but that the
+    checkpoint left out (too large, or past its bounds)."""
+
+    restored: list[str]
+    removed: list[str]
+    leftAlone: list[str]
+    notRecorded: list[str]
+
+
+class RewindResult(TypedDict):
+    """``keptTurns`` and ``removedTurns``: the turns kept and cut;
+    ``messages``: the messages the history holds now; ``files``: what
+    restoring the workspace did (with ``restoreFiles`` only)."""
+
+    keptTurns: int
+    removedTurns: int
+    messages: int
+    files: NotRequired[RewoundFiles]
+
+
 class AgentListEntry(TypedDict):
     agentId: str
     name: str

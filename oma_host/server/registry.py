@@ -37,6 +37,7 @@ class Method(StrEnum):
     AGENT_CONFIGURE = "agent/configure"
     AGENT_RESET = "agent/reset"
     AGENT_COMPACT = "agent/compact"
+    AGENT_REWIND = "agent/rewind"
     AGENT_DISPOSE = "agent/dispose"
     AGENT_LIST = "agent/list"
     RUN_AGENT = "oma/runAgent"
@@ -84,6 +85,7 @@ IMPLEMENTED_IN: Mapping[Method, str] = MappingProxyType(
         Method.AGENT_CONFIGURE: _AGENTS,
         Method.AGENT_RESET: _AGENTS,
         Method.AGENT_COMPACT: _AGENTS,
+        Method.AGENT_REWIND: _AGENTS,
         Method.AGENT_DISPOSE: _AGENTS,
         Method.AGENT_LIST: _AGENTS,
         Method.RUN_AGENT: _AGENTS,

@@ -65,6 +65,7 @@ def test_a_user_command_file_is_offered_and_expanded_into_the_prompt(
         "agent",
         "model",
         "cost",
+        "rewind",
         "review",
         "summary",
         "explain",

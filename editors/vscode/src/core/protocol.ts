@@ -671,6 +671,20 @@ export interface RegexScorer {
   pattern: string;
 }
 
+/**
+ * What restoring the workspace did, as absolute paths: `restored`,
+ * files put back as they were; `removed`, files created since;
+ * `leftAlone`, files changed outside the agent since its last turn,
+ * left as they are; `notRecorded`, files that differ but that the
+ * checkpoint left out (too large, or past its bounds).
+ */
+export interface RewoundFiles {
+  restored: string[];
+  removed: string[];
+  leftAlone: string[];
+  notRecorded: string[];
+}
+
 /** Why a streaming run failed: its `status.message` and `errorInfo.kind`. */
 export interface RunError {
   message: string;
@@ -1063,6 +1077,29 @@ export interface CompactResult {
   cost?: Cost;
 }
 
+export interface RewindParams {
+  agentId: string;
+  /**
+   * the turns kept from the start; the conversation is cut back to before the next one (less than the turns
+   * the history holds)
+   */
+  keepTurns: number;
+  /** also put the workspace back as it was before the first turn cut */
+  restoreFiles?: boolean;
+}
+
+/**
+ * `keptTurns` and `removedTurns`: the turns kept and cut;
+ * `messages`: the messages the history holds now; `files`: what
+ * restoring the workspace did (with `restoreFiles` only).
+ */
+export interface RewindResult {
+  keptTurns: number;
+  removedTurns: number;
+  messages: number;
+  files?: RewoundFiles;
+}
+
 /** An empty object (or no params at all). */
 export type NoParams = Record<string, never>;
 
@@ -1281,6 +1318,7 @@ export interface Methods {
   'agent/configure': { params: ConfigureParams; result: AgentChoicesResult };
   'agent/reset': { params: AgentIdParams; result: null };
   'agent/compact': { params: AgentIdParams; result: CompactResult };
+  'agent/rewind': { params: RewindParams; result: RewindResult };
   'agent/dispose': { params: AgentIdParams; result: null };
   'agent/list': { params: NoParams; result: AgentListResult };
   'oma/runAgent': { params: RunAgentParams; result: AgentRunResult };
