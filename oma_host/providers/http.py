@@ -29,7 +29,7 @@ from oma_host.providers.http_client import (
     build_client,
     encode_body,
 )
-from oma_host.providers.http_settings import settle_http_settings
+from oma_host.providers.http_settings import release_http_settings, settle_http_settings
 
 MAX_RETRIES = 2
 _BACKOFF_BASE_S = 0.5
@@ -64,7 +64,9 @@ async def _close_with_the_loop(client: httpx.AsyncClient) -> AsyncIterator[None]
 
 
 async def close_shared_client() -> None:
+    """Close the shared client; the next one may be built with other settings."""
     global _client
+    release_http_settings()
     if _client is not None:
         client, _client = _client, None
         await client.aclose()

@@ -2,8 +2,8 @@
 
 The client is one per process, so its settings are too: the first
 ``initialize`` that gives them, or the first provider request, settles them,
-and a later session asking for different ones is refused. Imports nothing
-heavy.
+and a later session asking for different ones is refused until the client is
+closed. Imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -53,3 +53,9 @@ def settle_http_settings() -> HttpSettings:
     global _settled
     _settled = True
     return _settings
+
+
+def release_http_settings() -> None:
+    """The client is closed: the next one may be built with other settings."""
+    global _settings, _settled
+    _settings, _settled = HttpSettings(), False

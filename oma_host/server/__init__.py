@@ -53,13 +53,20 @@ async def close_telemetry() -> None:
 
 
 async def close_http_client() -> None:
-    """Close the providers' shared HTTP client, if a provider ever loaded it."""
+    """Close the providers' shared HTTP client, if a provider ever loaded it,
+    and free its settings."""
     http = sys.modules.get("oma_host.providers.http")
     # A module still being imported (the warm-up thread, when Ctrl-C comes)
     # has no client yet, and may not have the function either.
     close = getattr(http, "close_shared_client", None)
     if close is not None:
         await close()
+        return
+    # No client was built, but an ``initialize`` may have settled its settings.
+    settings = sys.modules.get("oma_host.providers.http_settings")
+    release = getattr(settings, "release_http_settings", None)
+    if release is not None:
+        release()
 
 
 def _default_options() -> SessionOptions:
