@@ -187,7 +187,7 @@ def test_switching_the_model_keeps_the_history(door: Door) -> None:
     models = {o["id"]: o for o in new["result"]["configOptions"]}["model"]
     assert [o["value"] for o in models["options"]] == ["model-one", "model-two"]
     current = {o["id"]: o["currentValue"] for o in switched["result"]["configOptions"]}
-    assert current == {"agent": "claude", "model": "model-two", "mode": "ask"}
+    assert current == {"agent": "claude", "model": "model-two", "mode": "ask", "sandbox": "off"}
     body = door.sim.requests[-1].body
     assert body["model"] == "model-two"
     assert len(body["messages"]) == 3
