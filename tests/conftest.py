@@ -4,7 +4,7 @@ developer's own ``~/.local/state/oma-host``; ``host`` is a real ``oma-host``
 spawned over stdio (``python -m oma_host``) and initialized, as an editor
 would (``spawn_host`` starts more, or others), and ``server`` is the same
 server in the test's own process, for tests whose subject is not the
-process. Every host, and the tests' own process, offers the in-process
+process (as ``host`` is for the tests marked ``in_process``). Every host, and the tests' own process, offers the in-process
 ``test`` provider (``OMA_HOST_TEST_PROVIDER=1``), none inherits delegation
 limits (``OMA_HOST_DELEGATION``) from whatever ran the suite, and none reads
 a provider endpoint from the developer's environment (``ANTHROPIC_BASE_URL``...):
@@ -12,6 +12,7 @@ a test that wants one sets it."""
 
 from __future__ import annotations
 
+import compileall
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import Any
 
 import pytest
 
+import oma_host
+import oma_host.bridges
 from oma_host.cli.client import HostClient
 from oma_host.core.delegation import LIMITS_VARIABLE
 from oma_host.core.provider_facts import PROVIDERS, TEST_PROVIDER_VARIABLE
@@ -106,10 +109,25 @@ def host_options() -> dict[str, Any] | None:
 
 @pytest.fixture
 async def host(
-    spawn_host: HostFactory, host_variables: dict[str, str], host_options: dict[str, Any] | None
-) -> HostClient:
-    """A real ``oma-host`` spawned over stdio and initialized, as an editor would."""
-    return await spawn_host(env=host_variables, options=host_options)
+    request: pytest.FixtureRequest,
+    spawn_host: HostFactory,
+    host_variables: dict[str, str],
+    host_options: dict[str, Any] | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[HostClient]:
+    """A real ``oma-host`` spawned over stdio and initialized, as an editor
+    would; for a test marked ``in_process`` (:data:`MARKED_PATHS`), the real
+    server in the test's own process (see :class:`InProcessHost`), its
+    environment the test's with ``host_variables``."""
+    if request.node.get_closest_marker("in_process") is None:
+        yield await spawn_host(env=host_variables, options=host_options)
+        return
+    for name, value in host_variables.items():
+        monkeypatch.setenv(name, value)
+    client = await InProcessHost.serve()
+    await client.initialize(host_options)
+    yield client
+    await client.close()
 
 
 @pytest.fixture
@@ -135,6 +153,16 @@ MARKED_PATHS: dict[str, tuple[str, ...]] = {
     "tests/editors/": ("editors", "node"),  # code-server, chromium, neovim, npm builds
     "tests/cli/test_run_viewer_page.py": ("editors",),  # the viewer's page in chromium
     "tests/orchestration/test_ray_executor.py": ("ray",),
+    # Their subject is a provider's wire, the policy, the grants or the
+    # history, not the process: ``host`` is the server in the test's process
+    # (a test that reads a host's stderr or memory spawns one itself).
+    "tests/providers/": ("in_process",),
+    "tests/llm/test_compaction.py": ("in_process",),
+    "tests/llm/test_environment_prompt.py": ("in_process",),
+    "tests/llm/test_permissions.py": ("in_process",),
+    "tests/llm/test_permission_trace.py": ("in_process",),
+    "tests/llm/test_tool_declarations.py": ("in_process",),
+    "tests/llm/test_tool_grants.py": ("in_process",),
 }
 # The fixtures that install or run the npm peers (tests/npm_packages.py).
 NODE_FIXTURES = frozenset(
@@ -154,6 +182,17 @@ SHARED_GROUPS: dict[str, str] = {
     "tests/editors/test_vsix.py": "editors-vscode-build",
     "tests/editors/test_code_server.py": "editors-vscode-build",
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The package compiled once, before any worker starts: the hundreds of
+    hosts the tests spawn load it as bytecode instead of each compiling it
+    again, as they would where ``PYTHONDONTWRITEBYTECODE`` keeps every
+    process from writing what it compiles (a fresh checkout has none)."""
+    if hasattr(config, "workerinput"):  # an xdist worker: its controller did it
+        return
+    for package in (oma_host.__file__, oma_host.bridges.__file__):
+        compileall.compile_dir(Path(package).parent, quiet=1)
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
