@@ -1,6 +1,7 @@
 """Fixtures for the provider tests: a real provider simulator on 127.0.0.1
-(in this process, in a thread) and a real ``oma-host`` spawned over stdio
-with a known API key in its environment, once per HTTP transport."""
+(in this process, in a thread) and the real server (``host``, in this
+process: tests/conftest.py marks these tests ``in_process``) with a known API
+key in its environment, once per HTTP transport."""
 
 from __future__ import annotations
 

@@ -7,11 +7,12 @@ small multiple of the payload."""
 
 from __future__ import annotations
 
-from oma_host.cli.client import HostClient
+from typing import Any
+
 from oma_host.testing.simulator import Reply, Simulator
 from tests.builders import image, text
 from tests.providers.helpers import create_llm
-from tests.server.helpers import peak_rss_bytes
+from tests.server.helpers import HostFactory, peak_rss_bytes
 
 IMAGE_BYTES = 60 * 1024 * 1024
 # Parsed input, the request body the adapter serialises, and httpx's send
@@ -21,8 +22,12 @@ PEAK_BOUND_BYTES = 8 * IMAGE_BYTES
 
 
 async def test_a_60_mb_image_run_keeps_the_host_within_a_few_copies(
-    host: HostClient, sim: Simulator
+    spawn_host: HostFactory,
+    host_variables: dict[str, str],
+    host_options: dict[str, Any],
+    sim: Simulator,
 ) -> None:
+    host = await spawn_host(env=host_variables, options=host_options)
     assert host.process is not None
     sim.script(Reply.text("a very large picture"))
     agent_id = await create_llm(host, sim, "anthropic")

@@ -22,6 +22,7 @@ from tests.providers.helpers import (
     wire_image,
     wire_user,
 )
+from tests.server.helpers import HostFactory
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -124,8 +125,13 @@ async def test_provider_400_for_an_image_is_a_failed_result_and_the_image_was_se
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_keys_go_in_the_provider_header_and_nowhere_else(
-    host: HostClient, sim: Simulator, provider: str
+    spawn_host: HostFactory,
+    host_variables: dict[str, str],
+    host_options: dict[str, Any],
+    sim: Simulator,
+    provider: str,
 ) -> None:
+    host = await spawn_host(env=host_variables, options=host_options)  # its stderr is read
     agent = await create_llm(host, sim, provider, hooks={"beforeRun": True, "afterRun": True})
     host.handlers["agent/beforeRun"] = lambda params: None
     host.handlers["agent/afterRun"] = lambda params: None

@@ -69,7 +69,10 @@ class InProcessHost(HostClient):
     @classmethod
     async def serve(cls, options: SessionOptions | None = None) -> InProcessHost:
         """A session served with ``options`` (by default the command line's:
-        ``--framing auto``), not yet initialized."""
+        ``--framing auto``), not yet initialized. The process's shared HTTP
+        client, if an earlier test left one, is closed first, so that the
+        session starts as a new host process would."""
+        await close_http_client()
         to_session = asyncio.StreamReader(limit=2**24)
         to_client = asyncio.StreamReader(limit=2**24)
 
