@@ -32,10 +32,11 @@ from oma_host.wire.limits import DEFAULT_HANDSHAKE_TIMEOUT_S, DEFAULT_MAX_CONNEC
 log = logging.getLogger("oma_host.server")
 
 
-def _announce(line: str) -> None:
-    """Write a line launchers parse in one write, newline included, so a log
-    line from the writer thread (``--log-level DEBUG``) never lands inside it."""
-    sys.stderr.write(line + "\n")
+def _announce(lines: str) -> None:
+    """Write the lines launchers parse in one write, newline included, so a
+    log line from the writer thread (``--log-level DEBUG``) never lands
+    inside or between them."""
+    sys.stderr.write(lines + "\n")
     sys.stderr.flush()
 
 
@@ -168,13 +169,15 @@ async def _serve_tcp(tcp: TcpOptions, options: SessionOptions) -> None:
     for signum in ENDING_SIGNALS:
         loop.add_signal_handler(signum, stop.set)
     try:
+        banner: list[str] = []
         for sock in server.sockets:
             # The line a launcher may parse to learn the port (``--tcp 0``).
             host, port = sock.getsockname()[:2]
-            _announce(f"oma-host listening on {host}:{port}")
+            banner.append(f"oma-host listening on {host}:{port}")
         for port in dict.fromkeys(sock.getsockname()[1] for sock in server.sockets):
             token_files.append(write_token_file(port, token))
-            _announce(f"oma-host token file: {token_files[-1]}")
+            banner.append(f"oma-host token file: {token_files[-1]}")
+        _announce("\n".join(banner))
         try:
             await stop.wait()
         finally:
