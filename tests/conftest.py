@@ -4,8 +4,9 @@ developer's own ``~/.local/state/oma-host``; ``host`` is a real ``oma-host``
 spawned over stdio (``python -m oma_host``) and initialized, as an editor
 would (``spawn_host`` starts more, or others), and ``server`` is the same
 server in the test's own process, for tests whose subject is not the
-process (as ``host`` is for the tests marked ``in_process``). Every host, and the tests' own process, offers the in-process
-``test`` provider (``OMA_HOST_TEST_PROVIDER=1``), none inherits delegation
+process (as ``host`` is for the tests marked ``in_process``). Every host,
+and the tests' own process, offers the in-process ``test`` provider
+(``OMA_HOST_TEST_PROVIDER=1``), none inherits delegation
 limits (``OMA_HOST_DELEGATION``) from whatever ran the suite, and none reads
 a provider endpoint from the developer's environment (``ANTHROPIC_BASE_URL``...):
 a test that wants one sets it."""

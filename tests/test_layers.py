@@ -59,6 +59,7 @@ ALLOWED: dict[str, set[str]] = {
         "oma_host.providers",
         "oma_host.telemetry",
         "oma_host.wire",
+        "oma_host.workspace",  # what confines an agent's commands (agent/state)
     },
     # The ACP door: beside the JSON-RPC door, never on it.
     "oma_host.acp_server": {

@@ -8,6 +8,7 @@ Imported on first use.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import cast
 
 from oma_host.core.agent import Agent
@@ -43,9 +44,11 @@ from oma_host.server.outgoing import (
     CreateResult,
     HistoryResult,
     RewindResult,
+    SandboxState,
 )
 from oma_host.server.registry import Method, Notification, handles
 from oma_host.server.runs import note_secrets, tracked_run
+from oma_host.workspace.sandbox import chosen_sandbox, sandbox_support, unavailable
 
 # -- agents -----------------------------------------------------------------------
 
@@ -193,9 +196,29 @@ async def agent_history(ctx: RequestContext, params: AgentIdParams) -> HistoryRe
 
 @handles(Method.AGENT_STATE)
 async def agent_state(ctx: RequestContext, params: AgentIdParams) -> AgentStateResult:
-    """The agent's status (idle, running, completed, error) and its token usage."""
+    """The agent's status (idle, running, completed, error) and its token
+    usage; an LLM agent whose commands have a sandbox, what confines them."""
     agent = await ctx.state.agents.ready(params.agent_id)
-    return cast(AgentStateResult, agent.state)
+    state = cast(AgentStateResult, agent.state)
+    sandbox = await asyncio.to_thread(_sandbox_state, agent.config)
+    if sandbox is not None:
+        state["sandbox"] = sandbox
+    return state
+
+
+def _sandbox_state(config: AgentConfig) -> SandboxState | None:
+    """What confines an LLM agent's commands here, or why nothing does
+    (blocking: the first call a process makes probes bwrap)."""
+    mode = chosen_sandbox(config.permission_mode, config.sandbox)
+    if config.backend is not None or mode == "off":
+        return None
+    roots = [os.path.realpath(config.cwd or os.getcwd()), *(config.additional_directories or [])]
+    why_not = unavailable(mode, roots)
+    if why_not is not None:
+        return {"mode": mode, "unavailable": why_not}
+    tool = sandbox_support().tool
+    assert tool is not None  # available: something confines
+    return {"mode": mode, "confinedBy": tool}
 
 
 @handles(Method.AGENT_CONFIGURE, raises=(ErrorCode.BACKEND_ERROR,))

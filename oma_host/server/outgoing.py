@@ -16,6 +16,7 @@ from typing import (
 from typing_extensions import TypedDict
 
 from oma_host.core.agent import AgentStatus
+from oma_host.core.config import SandboxMode
 from oma_host.core.events import Compaction, PermissionScope, RunEvent
 from oma_host.core.messages import LLMMessage, schema_ref
 from oma_host.core.results import AgentRunResult, Cost, ErrorInfo, TokenUsage
@@ -41,10 +42,22 @@ class AgentChoicesResult(TypedDict):
     models: NotRequired[dict[str, Any]]
 
 
+class SandboxState(TypedDict):
+    """The OS sandbox an LLM agent's ``shell`` commands run in (``mode``,
+    never ``off``): ``confinedBy``, the tool that confines them on this
+    machine, or ``unavailable``, why none can (the commands then ask and run
+    unconfined, as without a sandbox)."""
+
+    mode: SandboxMode
+    confinedBy: NotRequired[Literal["bwrap", "landlock"]]
+    unavailable: NotRequired[str]
+
+
 class AgentStateResult(AgentChoicesResult):
     status: AgentStatus
     tokenUsage: TokenUsage
     cost: NotRequired[Cost]  # every run's since creation or reset, when prices are known
+    sandbox: NotRequired[SandboxState]  # an LLM agent's, when its commands have one
 
 
 class CompactResult(TypedDict):

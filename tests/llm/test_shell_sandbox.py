@@ -75,6 +75,13 @@ async def spawned(spawn_host: HostFactory, places: dict[str, Path], **env: str) 
     return client
 
 
+async def sandbox_state(host: HostClient, agent: str) -> dict[str, Any] | None:
+    """What ``agent/state`` says confines the agent's commands."""
+    state = await host.request("agent/state", {"agentId": agent})
+    sandbox: dict[str, Any] | None = state.get("sandbox")
+    return sandbox
+
+
 async def create(host: HostClient, sim: Simulator, cwd: Path, **extra: Any) -> str:
     config = llm_config(sim, "anthropic", tools=["shell"], cwd=str(cwd), **extra)
     agent_id: str = (await host.request("agent/create", {"config": config}))["agentId"]
@@ -125,6 +132,9 @@ async def test_workspace_write_in_auto_mode_writes_in_cwd_alone_unasked(
     host = await spawned(spawn_host, places)
     work, outside = places["work"], places["outside"]
     agent = await create(host, sim, work, permissionMode="auto")
+    assert await sandbox_state(host, agent) == {"mode": "workspace-write", "confinedBy": "bwrap"}
+    unconfined = await create(host, sim, work)
+    assert await sandbox_state(host, unconfined) is None  # ask mode, sandbox off
     in_tmp = f"/tmp/oma-sandbox-test-{uuid.uuid4().hex}"
     calls = {
         "cwd": "echo made > made.txt && cat seen.txt && echo $TMPDIR "
@@ -258,6 +268,7 @@ async def test_without_bwrap_landlock_confines_and_a_protected_repository_asks(
     plain.mkdir()
     outside = places["outside"]
     agent = await create(host, sim, plain, permissionMode="auto")
+    assert await sandbox_state(host, agent) == {"mode": "workspace-write", "confinedBy": "landlock"}
     sim.script(
         reply(
             shell("in", "echo made > made.txt"),
@@ -276,6 +287,10 @@ async def test_without_bwrap_landlock_confines_and_a_protected_repository_asks(
     assert server.connections == 0
     # A repository's hooks cannot be kept read-only by Landlock: the command asks.
     repository = await create(host, sim, places["work"], permissionMode="auto")
+    state = await sandbox_state(host, repository)
+    assert state is not None and state["mode"] == "workspace-write"
+    assert "bubblewrap is missing" in state["unavailable"]
+    assert f"{places['work']}/.git/hooks" in state["unavailable"]
     sim.script(reply(shell("hook", "echo x > .git/hooks/pre-commit")), Reply.text("done"))
     await run(host, repository, "t2")
     (request,) = asked(host)

@@ -718,6 +718,18 @@ export interface RunStatus {
   message?: string;
 }
 
+/**
+ * The OS sandbox an LLM agent's `shell` commands run in (`mode`,
+ * never `off`): `confinedBy`, the tool that confines them on this
+ * machine, or `unavailable`, why none can (the commands then ask and run
+ * unconfined, as without a sandbox).
+ */
+export interface SandboxState {
+  mode: 'off' | 'workspace-write' | 'read-only';
+  confinedBy?: 'bwrap' | 'landlock';
+  unavailable?: string;
+}
+
 export interface ServerInfo {
   name: string;
   version: string;
@@ -1043,6 +1055,7 @@ export interface AgentStateResult {
   status: 'idle' | 'running' | 'completed' | 'error';
   tokenUsage: TokenUsage;
   cost?: Cost;
+  sandbox?: SandboxState;
 }
 
 export interface ConfigureParams {
