@@ -56,3 +56,27 @@ def reply(*blocks: dict[str, Any] | str, **options: Any) -> Reply:
     block); ``options`` are :class:`Reply`'s (usage, stop_reason, pacing...)."""
     content = [text(block) if isinstance(block, str) else block for block in blocks]
     return Reply(content=content, **options)
+
+
+# -- A session that changes files three ways, for the rewind tests ------------
+
+# What the user asks in each turn, and the command turn 3 runs (it writes two files).
+THREE_TURNS_ASKED = ("write one", "write two", "run it")
+THREE_TURNS_COMMAND = "mkdir made && echo c > made/c.txt && echo d > d.txt"
+
+
+def three_turns_replies() -> list[Reply]:
+    """The model's side of the three turns: turn 1 writes one.txt; turn 2
+    rewrites notes.txt and writes two.txt; turn 3 runs
+    :data:`THREE_TURNS_COMMAND`."""
+    return [
+        reply(tool_use("w1", "file_write", path="one.txt", content="first turn\n")),
+        reply("wrote one.txt"),
+        reply(
+            tool_use("w2", "file_write", path="notes.txt", content="the agent's notes\n"),
+            tool_use("w3", "file_write", path="two.txt", content="second turn\n"),
+        ),
+        reply("wrote notes.txt and two.txt"),
+        reply(tool_use("s1", "shell", command=THREE_TURNS_COMMAND)),
+        reply("ran the command"),
+    ]

@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.acp_server.helpers import Door, initialize, new_session, prompt, reply_text, step, text
-from tests.builders import reply, tool_use
+from tests.builders import THREE_TURNS_ASKED, reply, three_turns_replies
 
 ALLOW = [{"tool": "file_write", "action": "allow"}, {"tool": "shell", "action": "allow"}]
-COMMAND = "mkdir made && echo c > made/c.txt && echo d > d.txt"
-ASKED = ("write one", "write two", "run it")
 
 
 def _workspace(cwd: Path) -> None:
@@ -33,21 +31,11 @@ def _agent(door: Door) -> None:
 
 
 def _script_three_turns(door: Door) -> None:
-    door.sim.script(
-        reply(tool_use("w1", "file_write", path="one.txt", content="first turn\n")),
-        reply("wrote one.txt"),
-        reply(
-            tool_use("w2", "file_write", path="notes.txt", content="the agent's notes\n"),
-            tool_use("w3", "file_write", path="two.txt", content="second turn\n"),
-        ),
-        reply("wrote notes.txt and two.txt"),
-        reply(tool_use("s1", "shell", command=COMMAND)),
-        reply("ran the command"),
-    )
+    door.sim.script(*three_turns_replies())
 
 
 def _three_turns() -> list[dict[str, Any]]:
-    return [prompt(text(said)) for said in ASKED]
+    return [prompt(text(said)) for said in THREE_TURNS_ASKED]
 
 
 def _load(door: Door, session: str) -> dict[str, Any]:

@@ -15,14 +15,13 @@ import pytest
 
 from oma_host.cli.client import HostClient, host_argv
 from oma_host.testing.simulator import Simulator
-from tests.builders import reply, tool_use
+from tests.builders import THREE_TURNS_ASKED, reply, three_turns_replies, tool_use
 from tests.providers.conftest import ANTHROPIC_KEY
 from tests.providers.helpers import llm_config
 from tests.server.helpers import HostFactory, expect_error
 
 ALLOW = [{"tool": "file_write", "action": "allow"}, {"tool": "shell", "action": "allow"}]
 SESSION = "rewind-session"
-COMMAND = "mkdir made && echo c > made/c.txt && echo d > d.txt"
 
 
 async def _host(spawn_host: HostFactory, state: Path) -> HostClient:
@@ -76,19 +75,9 @@ def workspace(tmp_path: Path) -> Path:
 async def _three_turns(host: HostClient, sim: Simulator, cwd: Path) -> str:
     """Turn 1 writes one.txt; turn 2 rewrites notes.txt and writes two.txt;
     turn 3 runs a command that writes made/c.txt and d.txt."""
-    sim.script(
-        reply(tool_use("w1", "file_write", path="one.txt", content="first turn\n")),
-        reply("wrote one.txt"),
-        reply(
-            tool_use("w2", "file_write", path="notes.txt", content="the agent's notes\n"),
-            tool_use("w3", "file_write", path="two.txt", content="second turn\n"),
-        ),
-        reply("wrote notes.txt and two.txt"),
-        reply(tool_use("s1", "shell", command=COMMAND)),
-        reply("ran the command"),
-    )
+    sim.script(*three_turns_replies())
     agent = await _agent(host, sim, cwd)
-    for said in ("write one", "write two", "run it"):
+    for said in THREE_TURNS_ASKED:
         await _prompt(host, agent, said)
     assert (cwd / "made" / "c.txt").read_text() == "c\n" and (cwd / "d.txt").exists()
     return agent
