@@ -27,6 +27,7 @@ from oma_host.cli.client import HostClient
 from oma_host.core.delegation import LIMITS_VARIABLE
 from oma_host.core.provider_facts import PROVIDERS, TEST_PROVIDER_VARIABLE
 from oma_host.testing.simulator import Simulator
+from oma_host.wire import acp_library as acp_library  # the ACP library as the host loads it
 from tests.server.helpers import HostFactory, InProcessHost
 
 

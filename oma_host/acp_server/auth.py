@@ -41,7 +41,8 @@ def auth_required(problem: str) -> RequestError:
     """ACP's ``auth_required`` (-32000) for a credential ``problem`` (which
     names the provider and its variables), saying how to log in: editors
     open their login on this code."""
-    from acp import RequestError  # the door's, loaded after ``initialize`` is answered
+    # The door's, loaded after ``initialize`` is answered.
+    from oma_host.wire.acp_library import acp
 
     message = f"{problem.rstrip('.')}; {LOGIN_HINT}"
-    return RequestError(-32000, message, {"type": "AuthRequired", "kind": "auth"})
+    return acp.RequestError(-32000, message, {"type": "AuthRequired", "kind": "auth"})

@@ -84,6 +84,14 @@ async def _serve_editor(
         await close_if_used()
 
 
+def _import_door() -> None:
+    """The door's modules, the ACP library first (see :mod:`oma_host.wire.acp_library`)."""
+    from oma_host.wire import acp_library
+
+    assert acp_library.acp.schema is not None
+    importlib.import_module("oma_host.acp_server.routes")
+
+
 class LazyDoor:
     """The door's method table, answering ``initialize`` before the rest of
     the door (and the ACP library under it) is imported: a plain
@@ -109,7 +117,7 @@ class LazyDoor:
         return self._loading
 
     async def _loaded(self) -> tuple[OmaAcpAgent, DoorRoutes]:
-        await asyncio.to_thread(importlib.import_module, "oma_host.acp_server.routes")
+        await asyncio.to_thread(_import_door)
         from oma_host.acp_server.editor import EditorClient
         from oma_host.acp_server.routes import door_routes
 

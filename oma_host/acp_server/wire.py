@@ -92,9 +92,9 @@ class AcpWire(JsonRpcPeer):
     def _error(self, code: int, message: str, data: Any) -> Exception:
         # The library's type, which the door's code catches; imported here
         # (an editor's error answer, or a refused one) and not at start-up.
-        from acp import RequestError
+        from oma_host.wire.acp_library import acp
 
-        return RequestError(code, message, data)
+        return acp.RequestError(code, message, data)
 
     # -- out --------------------------------------------------------------------
 

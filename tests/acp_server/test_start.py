@@ -5,6 +5,7 @@ path ``initialize`` took."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -45,6 +46,69 @@ def test_answering_initialize_imports_nothing_of_the_acp_library() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# A notification of each kind the door sends most, checked both ways below.
+_NOTIFICATIONS = [
+    {
+        "sessionId": "s",
+        "update": {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "hi"},
+        },
+    },
+    {
+        "sessionId": "s",
+        "update": {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "t1",
+            "title": "read a.txt",
+            "kind": "read",
+            "status": "pending",
+            "locations": [{"path": "/p/a.txt", "line": 3}],
+        },
+    },
+    {"sessionId": "s", "update": {"sessionUpdate": "plan", "entries": []}},
+]
+
+_LOADED = (
+    "import json, sys\n"
+    "if sys.argv[1] == 'door':\n"
+    "    from oma_host.acp_server.lazy_door import _import_door\n"
+    "    _import_door()\n"
+    "else:\n"
+    "    import acp\n"
+    "from acp.schema import SessionNotification\n"
+    "deferred = not SessionNotification.__pydantic_complete__\n"
+    "dumps = [SessionNotification.model_validate(n).model_dump(mode='json', by_alias=True,"
+    " exclude_none=True) for n in json.loads(sys.argv[2])]\n"
+    "print(json.dumps({'deferred': deferred, 'dumps': dumps}))\n"
+)
+
+
+def _loaded(how: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, how, json.dumps(_NOTIFICATIONS)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: dict[str, Any] = json.loads(done.stdout)
+    return loaded
+
+
+def test_the_door_loads_the_acp_library_deferred_and_it_validates_the_same() -> None:
+    """The door loads the ACP library with its models' validators deferred
+    (:mod:`oma_host.wire.acp_library`, about a quarter second of CPU less per
+    door), and what they accept and produce is what the library's own give."""
+    door = _loaded("door")
+    plain = _loaded("plain")
+    assert door["deferred"] is True
+    assert plain["deferred"] is False
+    assert door["dumps"] == plain["dumps"]
+    assert door["dumps"][1]["update"]["locations"] == [{"path": "/p/a.txt", "line": 3}]
 
 
 CAPABILITIES = [
