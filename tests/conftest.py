@@ -28,7 +28,7 @@ from oma_host.core.delegation import LIMITS_VARIABLE
 from oma_host.core.provider_facts import PROVIDERS, TEST_PROVIDER_VARIABLE
 from oma_host.testing.simulator import Simulator
 from oma_host.wire import acp_library as acp_library  # the ACP library as the host loads it
-from tests.server.helpers import HostFactory, InProcessHost
+from tests.server.helpers import HostFactory, InProcessFactory, InProcessHost
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -97,6 +97,15 @@ async def spawn_host() -> AsyncIterator[HostFactory]:
 
 
 @pytest.fixture
+async def serve_host(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[InProcessFactory]:
+    """Serves initialized hosts in the test's process (see
+    :class:`InProcessFactory`); each is closed when the test ends."""
+    factory = InProcessFactory(monkeypatch)
+    yield factory
+    await factory.close_all()
+
+
+@pytest.fixture
 def host_variables() -> dict[str, str]:
     """The environment variables the ``host`` fixture's host gets on top of
     the test's own (provider keys, typically)."""
@@ -160,6 +169,13 @@ MARKED_PATHS: dict[str, tuple[str, ...]] = {
     # (a test that reads a host's stderr or memory spawns one itself).
     "tests/providers/": ("in_process",),
     "tests/llm/test_compaction.py": ("in_process",),
+    "tests/llm/test_delegate_tool.py": ("in_process",),
+    "tests/llm/test_shell_tool.py": ("in_process",),
+    "tests/interop/test_acp_runs.py": ("in_process",),
+    "tests/interop/test_acp_mcp.py": ("in_process",),
+    "tests/interop/test_acp_session.py": ("in_process",),
+    "tests/orchestration/test_teams.py": ("in_process",),
+    "tests/orchestration/test_team_limits.py": ("in_process",),
     "tests/llm/test_environment_prompt.py": ("in_process",),
     "tests/llm/test_permissions.py": ("in_process",),
     "tests/llm/test_permission_trace.py": ("in_process",),

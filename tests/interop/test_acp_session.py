@@ -12,9 +12,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from oma_host.cli.client import HostClient, host_argv
+from oma_host.cli.client import HostClient
+from oma_host.server.app import SessionOptions
 from tests.interop.helpers import AcpConfig
-from tests.server.helpers import create, expect_error
+from tests.server.helpers import InProcessHost, create, expect_error
 
 _tokens = itertools.count()
 
@@ -39,7 +40,9 @@ async def streamed(host: HostClient, agent: str, text: str) -> tuple[dict[str, A
 
 @asynccontextmanager
 async def state_host(state: Path) -> AsyncIterator[HostClient]:
-    client = await HostClient.spawn(host_argv("--state-dir", str(state)))
+    """A host keeping its sessions in ``state``, served in the test's process
+    (the bridge's sessions, not the process, are the subject)."""
+    client = await InProcessHost.serve(SessionOptions(framing="auto", state_dir=str(state)))
     try:
         await client.initialize()
         yield client

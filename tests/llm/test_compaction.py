@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from oma_host.cli.client import HostClient, host_argv
+from oma_host.cli.client import HostClient
+from oma_host.server.app import SessionOptions
 from oma_host.testing.simulator import Reply, Simulator, too_long_fault
 from tests.builders import assistant, image, reply, text, tool_use, user
 from tests.llm.compaction_helpers import (
@@ -27,21 +28,21 @@ from tests.llm.compaction_helpers import (
 from tests.providers.conftest import ANTHROPIC_KEY, OPENAI_KEY
 from tests.providers.gemini_bedrock import gb_config, host_env
 from tests.providers.helpers import PNG, llm_config
-from tests.server.helpers import HostFactory, expect_error
+from tests.server.helpers import InProcessFactory, expect_error
 
 WINDOW = 3_000
 WORDS = "the quick brown fox jumps over the lazy dog " * 6
 
 
 @pytest.fixture
-async def host(spawn_host: HostFactory, tmp_path: Path) -> HostClient:
-    return await _spawn(spawn_host, tmp_path / "state")
+async def host(serve_host: InProcessFactory, tmp_path: Path) -> HostClient:
+    return await _serve(serve_host, tmp_path / "state")
 
 
-async def _spawn(spawn_host: HostFactory, state: Path) -> HostClient:
+async def _serve(serve_host: InProcessFactory, state: Path) -> HostClient:
     """A host keeping its sessions in ``state``: a second one restores them."""
     env = host_env(ANTHROPIC_API_KEY=ANTHROPIC_KEY, OPENAI_API_KEY=OPENAI_KEY)
-    return await spawn_host(host_argv("--state-dir", str(state)), env=env)
+    return await serve_host(SessionOptions(framing="auto", state_dir=str(state)), env=env)
 
 
 def _config(sim: Simulator, provider: str = "anthropic", **extra: Any) -> dict[str, Any]:
@@ -79,12 +80,12 @@ def _history(turns: int) -> list[dict[str, Any]]:
 
 
 async def test_a_session_past_a_small_window_keeps_answering_and_a_second_host_restores_it(
-    sim: Simulator, tmp_path: Path, spawn_host: HostFactory
+    sim: Simulator, tmp_path: Path, serve_host: InProcessFactory
 ) -> None:
     count = provider_tokens()
     sim.count_tokens, sim.context_limit = count, WINDOW  # the provider refuses past it
     given = summaries(sim)
-    host = await _spawn(spawn_host, tmp_path / "state")
+    host = await _serve(serve_host, tmp_path / "state")
     config = _config(sim, contextWindow=WINDOW, maxTokens=300)
     agent = await _agent(host, config, session="chat-1")
     events: list[tuple[int, dict[str, Any]]] = []
@@ -118,7 +119,7 @@ async def test_a_session_past_a_small_window_keeps_answering_and_a_second_host_r
     assert lifecycle == [(kind, i) for i in ids for kind in ("compaction_started", "compaction")]
     await host.close()
 
-    second = await _spawn(spawn_host, tmp_path / "state")
+    second = await _serve(serve_host, tmp_path / "state")
     restored = await _agent(second, config, session="chat-1")
     history = (await second.request("agent/history", {"agentId": restored}))["messages"]
     assert history[0]["content"][0]["text"].startswith(SUMMARY_HEADING)
@@ -206,10 +207,10 @@ async def test_an_image_in_a_summarised_turn_is_sent_to_the_summary_and_listed(
 
 
 async def test_agent_compact_compacts_on_request_or_says_why_not(
-    sim: Simulator, tmp_path: Path, spawn_host: HostFactory
+    sim: Simulator, tmp_path: Path, serve_host: InProcessFactory
 ) -> None:
     summaries(sim)
-    host = await _spawn(spawn_host, tmp_path / "state")
+    host = await _serve(serve_host, tmp_path / "state")
     config = _config(sim, history=_history(1), pricing={"input": 3, "output": 15})
     agent = await _agent(host, config, session="s")
     empty = await host.request("agent/compact", {"agentId": await _agent(host, _config(sim))})
@@ -233,7 +234,7 @@ async def test_agent_compact_compacts_on_request_or_says_why_not(
     )
     assert "only an LLM agent's history can be compacted" in error.message
     await host.close()
-    second = await _spawn(spawn_host, tmp_path / "state")
+    second = await _serve(serve_host, tmp_path / "state")
     restored = await _agent(second, config, session="s")
     history = (await second.request("agent/history", {"agentId": restored}))["messages"]
     assert len(history) == 2 and history[0]["content"][0]["text"].startswith(SUMMARY_HEADING)

@@ -26,7 +26,6 @@ from tests.interop.helpers import whoami
 from tests.npm_packages import ensure_npm_packages
 from tests.providers.helpers import llm_config, tool_result_text
 from tests.server.helpers import (
-    HostFactory,
     create,
     expect_error,
     kill_quietly,
@@ -43,8 +42,14 @@ ECHO = "import sys; data = sys.stdin.read(); print(f'{len(data)} chars on stdin:
 
 
 @pytest.fixture
-async def host(spawn_host: HostFactory) -> HostClient:
-    return await spawn_host(env={"ANTHROPIC_API_KEY": KEY})
+def host_variables() -> dict[str, str]:
+    return {"ANTHROPIC_API_KEY": KEY}
+
+
+@pytest.fixture
+def host_options() -> dict[str, Any] | None:
+    """Delegation is the subject, not the transport: the default one."""
+    return None
 
 
 @pytest.fixture(scope="module")

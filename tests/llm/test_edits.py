@@ -21,14 +21,23 @@ from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
 from tests.builders import reply, tool_use
 from tests.providers.helpers import llm_config, results_sent
+from tests.server.helpers import InProcessHost
 
 KEY = "sk-ant-api03-edit-test-key-DO-NOT-LEAK-777"
 ALLOW_WRITES = [{"tool": "file_*", "action": "allow"}]
 WRITE_TOOLS = ["file_read", "file_write", "file_edit"]
 
 
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+
+
 async def spawn(apply_edit: bool) -> HostClient:
-    client = await HostClient.spawn(env={"ANTHROPIC_API_KEY": KEY})
+    """A host served in the test's process (the edits, not the process, are
+    the subject), initialized as an editor that did or did not declare
+    ``workspace.applyEdit``."""
+    client = await InProcessHost.serve()
     capabilities: dict[str, Any] = {"workspace": {"applyEdit": True}} if apply_edit else {}
     await client.request("initialize", {"processId": os.getpid(), "capabilities": capabilities})
     return client

@@ -21,7 +21,6 @@ from oma_host.workspace.confined import Root
 from oma_host.workspace.permissions import evaluate, find_target, target_of, undeclared_tool
 from tests.builders import reply, tool_use
 from tests.providers.helpers import llm_config, results_sent
-from tests.server.helpers import HostFactory
 
 KEY = "sk-ant-api03-permission-test-key-DO-NOT-LEAK-99"
 FAULTS_SERVER = Path(__file__).resolve().parent / "mcp_servers" / "faults.py"
@@ -103,8 +102,14 @@ def test_the_main_argument_is_the_path_or_the_command() -> None:
 
 
 @pytest.fixture
-async def host(spawn_host: HostFactory) -> HostClient:
-    return await spawn_host(env={"ANTHROPIC_API_KEY": KEY})
+def host_variables() -> dict[str, str]:
+    return {"ANTHROPIC_API_KEY": KEY}
+
+
+@pytest.fixture
+def host_options() -> dict[str, Any] | None:
+    """The policy is the subject, not the transport: the default one."""
+    return None
 
 
 def write(call_id: str, path: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from oma_host.cli.client import HostClient
 from oma_host.testing.simulator import Reply, Simulator
 from tests.builders import reply, tool_use
 from tests.providers.helpers import llm_config, results_sent
-from tests.server.helpers import HostFactory, kill_quietly, pid_alive
+from tests.server.helpers import kill_quietly, pid_alive
 
 KEY = "sk-ant-api03-shell-test-key-DO-NOT-LEAK-0123456789"
 HOST_SECRETS = {
@@ -58,8 +58,14 @@ ALLOW_SHELL = [{"tool": "shell", "action": "allow"}]
 
 
 @pytest.fixture
-async def host(spawn_host: HostFactory) -> HostClient:
-    return await spawn_host(env={**HOST_SECRETS, **HOST_TOOLS})
+def host_variables() -> dict[str, str]:
+    return {**HOST_SECRETS, **HOST_TOOLS}
+
+
+@pytest.fixture
+def host_options() -> dict[str, Any] | None:
+    """The shell tool is the subject, not the transport: the default one."""
+    return None
 
 
 def shell(call_id: str, command: str, **more: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from oma_host.cli.client import HostClient, RpcError, host_argv
 from oma_host.testing.simulator import Fault, Reply, Simulator
 from tests.providers.conftest import ANTHROPIC_KEY
 from tests.providers.helpers import TRANSPORTS, create_llm
-from tests.server.helpers import TcpHost
+from tests.server.helpers import InProcessHost, TcpHost
 
 pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
 
@@ -35,13 +35,19 @@ pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
 async def spawned(
     transport: str, env: dict[str, str] | None = None, **http: Any
 ) -> AsyncIterator[HostClient]:
-    """A host on ``transport`` with the given ``http`` settings."""
-    client = await HostClient.spawn(env={"ANTHROPIC_API_KEY": ANTHROPIC_KEY, **(env or {})})
-    try:
-        await client.initialize({"http": {"transport": transport, **http}})
-        yield client
-    finally:
-        await client.close()
+    """A host on ``transport`` with the given ``http`` settings, served in
+    the test's process (the client, not the process, is the subject) with
+    ``env`` set in the test's environment while it serves."""
+    variables = {"ANTHROPIC_API_KEY": ANTHROPIC_KEY, **(env or {})}
+    with pytest.MonkeyPatch.context() as environment:
+        for name, value in variables.items():
+            environment.setenv(name, value)
+        client = await InProcessHost.serve()
+        try:
+            await client.initialize({"http": {"transport": transport, **http}})
+            yield client
+        finally:
+            await client.close()
 
 
 async def run(client: HostClient, agent: str, **params: Any) -> dict[str, Any]:

@@ -54,6 +54,39 @@ class HostFactory:
             await self.clients.pop().close()
 
 
+class InProcessFactory:
+    """Serves hosts in the test's process for one test (``serve_host`` in
+    tests/conftest.py; see :class:`InProcessHost`), each with ``env`` set in
+    the test's environment for the rest of the test, and closes every one
+    it served when the test ends: :class:`HostFactory`'s counterpart for
+    tests whose subject is not the process."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.monkeypatch = monkeypatch
+        self.clients: list[InProcessHost] = []
+
+    async def __call__(
+        self,
+        session: SessionOptions | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> InProcessHost:
+        """A host served with ``session`` (the command line's choices, e.g.
+        ``state_dir``), initialized with ``options``."""
+        for name, value in (env or {}).items():
+            self.monkeypatch.setenv(name, value)
+        client = await InProcessHost.serve(session)
+        self.clients.append(client)
+        await client.initialize(options)
+        return client
+
+    async def close_all(self) -> None:
+        """shutdown + exit every host still serving, the last served first."""
+        while self.clients:
+            await self.clients.pop().close()
+
+
 @dataclass
 class InProcessHost(HostClient):
     """A client of the real server (:class:`HostSession`, what ``oma-host``
