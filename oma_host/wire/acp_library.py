@@ -19,6 +19,15 @@ from __future__ import annotations
 from typing import Any
 
 
+def _the_librarys(namespace: dict[str, Any]) -> bool:
+    """A model of the library's, or a ``RootModel[...]`` pydantic makes for
+    one (named after pydantic's module, and without a ``__qualname__``)."""
+    module = str(namespace.get("__module__", ""))
+    if module == "pydantic.root_model":
+        return "__qualname__" not in namespace
+    return module.startswith("acp.")
+
+
 def _load() -> None:
     try:
         from pydantic._internal._config import ConfigWrapper
@@ -30,7 +39,7 @@ def _load() -> None:
 
     def for_acp_models(cls: Any, bases: Any, namespace: Any, *rest: Any, **kwargs: Any) -> Any:
         config = original(cls, bases, namespace, *rest, **kwargs)
-        if str(namespace.get("__module__", "")).startswith("acp."):
+        if _the_librarys(namespace):
             config.config_dict["defer_build"] = True
             config.config_dict["use_attribute_docstrings"] = False
         return config
