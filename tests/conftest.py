@@ -250,3 +250,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = SHARED_GROUPS.get(path) or (path if _module_scoped(item) else None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    # The groups first: each runs on one worker from end to end (the VS Code
+    # builds, the Ray cluster, the import batch take a minute or more), so
+    # started last they would leave the other workers idle at the end.
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
