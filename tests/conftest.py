@@ -164,9 +164,11 @@ MARKED_PATHS: dict[str, tuple[str, ...]] = {
     "tests/editors/": ("editors", "node"),  # code-server, chromium, neovim, npm builds
     "tests/cli/test_run_viewer_page.py": ("editors",),  # the viewer's page in chromium
     "tests/orchestration/test_ray_executor.py": ("ray",),
-    # Their subject is a provider's wire, the policy, the grants or the
-    # history, not the process: ``host`` is the server in the test's process
-    # (a test that reads a host's stderr or memory spawns one itself).
+    # Their subject is a provider's wire, the policy, the grants, the history,
+    # a tool, a team or the ACP bridge, not the process: ``host`` is the
+    # server in the test's process, and what it starts (commands, MCP servers,
+    # agents) are real processes still. A test that reads a host's stderr,
+    # memory or pid, or kills it, spawns one itself.
     "tests/providers/": ("in_process",),
     "tests/llm/test_compaction.py": ("in_process",),
     "tests/llm/test_delegate_tool.py": ("in_process",),

@@ -9,9 +9,10 @@ built the first time it is used, and most never are) and without the
 docstrings (they only describe fields in JSON schemas, which the host never
 asks the library for). What a model accepts and produces is the same.
 
-Every module that imports ``acp`` imports this module first (the ACP door's
-loader, the ACP bridge's package, the door's errors); should pydantic's
-internals change, the library is imported as it is.
+The ACP door's loader, the ACP bridge's package and the door's error paths
+load the library through this module, before any other module imports it.
+Should pydantic's internals change, the library is imported as it is
+(``tests/acp_server/test_start.py`` then fails).
 """
 
 from __future__ import annotations
