@@ -33,7 +33,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
 
 
-async def spawn(apply_edit: bool) -> HostClient:
+async def serve(apply_edit: bool) -> HostClient:
     """A host served in the test's process (the edits, not the process, are
     the subject), initialized as an editor that did or did not declare
     ``workspace.applyEdit``."""
@@ -46,7 +46,7 @@ async def spawn(apply_edit: bool) -> HostClient:
 @pytest.fixture
 async def editor() -> AsyncIterator[HostClient]:
     """A host whose client declared workspace.applyEdit."""
-    client = await spawn(True)
+    client = await serve(True)
     yield client
     await client.close()
 
@@ -54,7 +54,7 @@ async def editor() -> AsyncIterator[HostClient]:
 @pytest.fixture
 async def plain() -> AsyncIterator[HostClient]:
     """A host whose client declared nothing."""
-    client = await spawn(False)
+    client = await serve(False)
     yield client
     await client.close()
 
@@ -215,7 +215,7 @@ async def test_paths_outside_cwd_are_refused(
     outside.write_text("outside\n")
     (work / "link").symlink_to(outside)
     (work / "dirlink").symlink_to(tmp_path)
-    host = await spawn(declared)
+    host = await serve(declared)
     client = EditingClient()
     host.handlers["workspace/applyEdit"] = client
     try:

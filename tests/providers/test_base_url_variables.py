@@ -26,7 +26,7 @@ from oma_host.testing.simulator import Reply, Simulator
 from tests.builders import reply, tool_use
 from tests.providers.conftest import ANTHROPIC_KEY, AZURE_KEY, OPENAI_KEY
 from tests.providers.gemini_bedrock import GEMINI_KEY, host_env, signature_is_valid
-from tests.server.helpers import InProcessHost
+from tests.server.helpers import served_host
 
 BEDROCK_MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 
@@ -36,18 +36,16 @@ async def spawned(env: dict[str, str], *argv: str) -> AsyncIterator[HostClient]:
     """A host with ``env`` over the tests' environment, initialized: spawned
     with ``argv`` when there are options (its log and trace are read), else
     served in the test's process with ``env`` set while it serves."""
-    with pytest.MonkeyPatch.context() as environment:
-        if argv:
-            client = await HostClient.spawn(host_argv(*argv), env=env)
-        else:
-            for name, value in env.items():
-                environment.setenv(name, value)
-            client = await InProcessHost.serve()
-        try:
-            await client.initialize()
-            yield client
-        finally:
-            await client.close()
+    if not argv:
+        async with served_host(env) as served:
+            yield served
+        return
+    client = await HostClient.spawn(host_argv(*argv), env=env)
+    try:
+        await client.initialize()
+        yield client
+    finally:
+        await client.close()
 
 
 async def run(client: HostClient, config: dict[str, Any], **params: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import json
 import socket
 import ssl
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,28 +26,18 @@ from oma_host.cli.client import HostClient, RpcError, host_argv
 from oma_host.testing.simulator import Fault, Reply, Simulator
 from tests.providers.conftest import ANTHROPIC_KEY
 from tests.providers.helpers import TRANSPORTS, create_llm
-from tests.server.helpers import InProcessHost, TcpHost
+from tests.server.helpers import TcpHost, served_host
 
 pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
 
 
-@contextlib.asynccontextmanager
-async def spawned(
+def served(
     transport: str, env: dict[str, str] | None = None, **http: Any
-) -> AsyncIterator[HostClient]:
+) -> contextlib.AbstractAsyncContextManager[HostClient]:
     """A host on ``transport`` with the given ``http`` settings, served in
-    the test's process (the client, not the process, is the subject) with
-    ``env`` set in the test's environment while it serves."""
+    the test's process (the client, not the process, is the subject)."""
     variables = {"ANTHROPIC_API_KEY": ANTHROPIC_KEY, **(env or {})}
-    with pytest.MonkeyPatch.context() as environment:
-        for name, value in variables.items():
-            environment.setenv(name, value)
-        client = await InProcessHost.serve()
-        try:
-            await client.initialize({"http": {"transport": transport, **http}})
-            yield client
-        finally:
-            await client.close()
+    return served_host(variables, {"http": {"transport": transport, **http}})
 
 
 async def run(client: HostClient, agent: str, **params: Any) -> dict[str, Any]:
@@ -77,7 +67,7 @@ def failure(result: dict[str, Any], kind: str) -> str:
 
 
 async def test_a_read_timeout_names_itself_and_its_value(sim: Simulator, transport: str) -> None:
-    async with spawned(transport, readTimeoutMs=300) as host:
+    async with served(transport, readTimeoutMs=300) as host:
         agent = await create_llm(host, sim, "anthropic")
         sim.script(Reply.text("late", first_byte_delay_s=1.5))
         message = failure(await run(host, agent), "timeout")
@@ -86,7 +76,7 @@ async def test_a_read_timeout_names_itself_and_its_value(sim: Simulator, transpo
 
 
 async def test_a_stream_that_stalls_names_the_read_timeout(sim: Simulator, transport: str) -> None:
-    async with spawned(transport, readTimeoutMs=300) as host:
+    async with served(transport, readTimeoutMs=300) as host:
         agent = await create_llm(host, sim, "anthropic")
         sim.script(Reply.text("slow", chunk_size=1, event_delay_s=1.5))
         result = await host.request(
@@ -97,7 +87,7 @@ async def test_a_stream_that_stalls_names_the_read_timeout(sim: Simulator, trans
 
 
 async def test_a_pool_timeout_names_itself_and_its_value(sim: Simulator, transport: str) -> None:
-    async with spawned(transport, maxConnections=1, poolTimeoutMs=200) as host:
+    async with served(transport, maxConnections=1, poolTimeoutMs=200) as host:
         agent = await create_llm(host, sim, "anthropic")
         sim.script(Reply.text("slow", first_byte_delay_s=2), Reply.text("never sent"))
         _, first = host.start_request("agent/run", {"agentId": agent, "input": "x"})
@@ -124,7 +114,7 @@ async def test_an_upload_the_provider_does_not_take_names_the_write_timeout(
     # which takes bytes until the small receive window and the send buffer are full.
     with listener(8) as server:
         base = f"http://127.0.0.1:{server.getsockname()[1]}"
-        async with spawned(transport, writeTimeoutMs=300) as host:
+        async with served(transport, writeTimeoutMs=300) as host:
             config = {"name": "w", "provider": "anthropic", "model": "m", "baseURL": base}
             agent = (await host.request("agent/create", {"config": config}))["agentId"]
             big = "x" * 12_000_000  # more than the kernel buffers take
@@ -142,7 +132,7 @@ async def test_a_connect_timeout_names_itself_after_the_retries(transport: str) 
             with contextlib.suppress(BlockingIOError):
                 filler.connect(("127.0.0.1", port))
         try:
-            async with spawned(transport, connectTimeoutMs=200) as host:
+            async with served(transport, connectTimeoutMs=200) as host:
                 config = {
                     "name": "c",
                     "provider": "anthropic",
@@ -163,7 +153,7 @@ async def test_connection_slots_come_back_however_a_response_ends(
 ) -> None:
     """One connection, and a short pool timeout: a slot kept by any of these
     endings would fail the runs after it."""
-    async with spawned(transport, maxConnections=1, poolTimeoutMs=2000) as host:
+    async with served(transport, maxConnections=1, poolTimeoutMs=2000) as host:
         agent = await create_llm(host, sim, "anthropic")
         slow = await create_llm(host, sim, "anthropic", timeoutMs=300)
         sim.script(Fault(404, "no such model"))
@@ -182,7 +172,7 @@ async def test_connection_slots_come_back_however_a_response_ends(
 
 
 async def test_the_client_keeps_no_cookies(sim: Simulator, transport: str) -> None:
-    async with spawned(transport) as host:
+    async with served(transport) as host:
         agent = await create_llm(host, sim, "anthropic")
         sim.script(Reply.text("one", headers={"set-cookie": "session=account-a; Path=/"}))
         sim.script(Reply.text("two", headers={"set-cookie": "session=account-a; Path=/"}))
@@ -241,7 +231,7 @@ class RawProvider:
 
 
 async def _raw_run(transport: str, answer: bytes) -> dict[str, Any]:
-    async with RawProvider(answer) as base_url, spawned(transport) as host:
+    async with RawProvider(answer) as base_url, served(transport) as host:
         config = {"name": "r", "provider": "anthropic", "model": "m", "baseURL": base_url}
         agent = (await host.request("agent/create", {"config": config}))["agentId"]
         return await run(host, agent)
@@ -269,7 +259,7 @@ async def test_credentials_in_the_base_url_go_out_as_basic_auth(
     sim: Simulator, transport: str
 ) -> None:
     """httpx's auth layer still handles a URL with credentials."""
-    async with spawned(transport) as host:
+    async with served(transport) as host:
         base_url = sim.base_url.replace("http://", "http://user:secret@")
         agent = await create_llm(host, sim, "anthropic", baseURL=base_url)
         sim.script(Reply.text("authenticated"))
@@ -302,7 +292,7 @@ async def test_each_request_is_logged_at_info_as_httpx_logs_it(
 async def test_http_proxy_carries_requests_for_plain_http(sim: Simulator, transport: str) -> None:
     proxy = sim.base_url.replace("http://", "http://user:secret@")
     env = {"HTTP_PROXY": proxy, "NO_PROXY": ""}
-    async with spawned(transport, env) as host:
+    async with served(transport, env) as host:
         config = {"name": "p", "provider": "anthropic", "model": "m"}
         config["baseURL"] = "http://provider.invalid"  # only the proxy knows the way
         agent = (await host.request("agent/create", {"config": config}))["agentId"]
@@ -315,7 +305,7 @@ async def test_http_proxy_carries_requests_for_plain_http(sim: Simulator, transp
 
 async def test_no_proxy_hosts_are_reached_directly(sim: Simulator, transport: str) -> None:
     env = {"HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1"}  # a dead proxy
-    async with spawned(transport, env) as host:
+    async with served(transport, env) as host:
         agent = await create_llm(host, sim, "anthropic")
         sim.script(Reply.text("direct"))
         assert (await run(host, agent))["output"] == "direct"
@@ -373,7 +363,7 @@ async def test_https_proxy_tunnels_to_a_provider_trusted_through_ssl_cert_file(
     sim, ca_file = tls_sim
     async with ConnectProxy() as proxy_url:
         env = {"HTTPS_PROXY": proxy_url, "NO_PROXY": "", "SSL_CERT_FILE": str(ca_file)}
-        async with spawned(transport, env) as host:
+        async with served(transport, env) as host:
             agent = await create_llm(host, sim, "anthropic")
             sim.script(Reply.text("tunnelled"))
             assert (await run(host, agent))["output"] == "tunnelled"
@@ -384,7 +374,7 @@ async def test_a_certificate_nobody_trusts_is_refused(
     tls_sim: tuple[Simulator, Path], transport: str
 ) -> None:
     sim, _ = tls_sim
-    async with spawned(transport) as host:
+    async with served(transport) as host:
         agent = await create_llm(host, sim, "anthropic")
         message = failure(await run(host, agent), "connection")
     assert "CERTIFICATE_VERIFY_FAILED" in message

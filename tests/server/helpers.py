@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,6 +148,24 @@ class InProcessHost(HostClient):
         finally:
             await close_telemetry()
             await close_http_client()
+
+
+@contextlib.asynccontextmanager
+async def served_host(
+    env: dict[str, str], options: dict[str, Any] | None = None
+) -> AsyncIterator[InProcessHost]:
+    """A host served in the test's process (see :class:`InProcessHost`),
+    initialized with ``options``, with ``env`` set in the test's environment
+    while it serves, as a spawned host would have it; closed on the way out."""
+    with pytest.MonkeyPatch.context() as environment:
+        for name, value in env.items():
+            environment.setenv(name, value)
+        client = await InProcessHost.serve()
+        try:
+            await client.initialize(options)
+            yield client
+        finally:
+            await client.close()
 
 
 async def expect_error(call: Awaitable[Any], code: int, type_name: str) -> RpcError:
